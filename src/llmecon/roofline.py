@@ -1,0 +1,50 @@
+"""The roofline: a step takes at least as long as its compute, its memory traffic and its
+communication, each at peak (Williams, Waterman & Patterson 2009, "Roofline"; SPEC A1).
+
+``lower_s`` = max of the three (perfect overlap, the lecture's step time); ``upper_s`` = their sum
+(no overlap). Works on floats and numpy arrays alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+BOUNDS = ("compute", "memory", "comm")
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepTime:
+    """Seconds of compute, memory traffic and communication on the critical chip."""
+
+    compute_s: object
+    memory_s: object
+    comm_s: object = 0.0
+
+    @property
+    def lower_s(self):
+        """Perfect overlap: max(compute, memory, comm)."""
+        return np.maximum(np.maximum(self.compute_s, self.memory_s), self.comm_s)
+
+    @property
+    def upper_s(self):
+        """No overlap: compute + memory + comm."""
+        return np.add(np.add(self.compute_s, self.memory_s), self.comm_s)
+
+    @property
+    def bound(self):
+        """Which term binds: 'compute', 'memory' or 'comm' (an array of labels for array inputs)."""
+        stacked = np.stack(np.broadcast_arrays(self.compute_s, self.memory_s, self.comm_s))
+        labels = np.asarray(BOUNDS)[np.argmax(stacked, axis=0)]
+        return str(labels) if labels.ndim == 0 else labels
+
+
+def step_time(*, flops, bytes_moved, peak_flops_per_s, bandwidth_bytes_per_s, comm_s=0.0) -> StepTime:
+    """Roofline of ``flops`` at ``peak_flops_per_s`` and ``bytes_moved`` at ``bandwidth_bytes_per_s``.
+
+    Example (lecture, SPEC A1): DeepSeek-V3 fp8 on 64 GB200 at batch 2400 reading all weights:
+    compute 2400·2·37e9/(64·5e15) = 0.555 ms, weights 671e9/(64·8e12) = 1.31 ms -> memory bound.
+    """
+    return StepTime(compute_s=np.divide(flops, peak_flops_per_s),
+                    memory_s=np.divide(bytes_moved, bandwidth_bytes_per_s), comm_s=comm_s)
