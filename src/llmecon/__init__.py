@@ -1,0 +1,41 @@
+"""llmecon: the math of how large language models are trained and served, as software.
+
+Public API (kept in sync with ``__all__`` by tests/test_public_api.py). Heavy modules are loaded
+on first use so that ``import llmecon`` and ``llmecon --help`` stay fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "Accelerator": "hardware", "Attention": "model", "BatchCurve": "batching", "BatchEconomics": "batching",
+    "CatalogError": "errors", "DType": "dtypes", "Deployment": "batching", "FastMode": "batching",
+    "InfeasibleError": "errors", "Link": "hardware", "LlmeconError": "errors", "MoE": "model", "Model": "model",
+    "Plan": "parallelism", "SpecError": "errors", "StepResult": "inference", "StepTime": "roofline",
+    "System": "hardware", "UnitError": "errors",
+    "additive_fast_mode_load": "batching", "balance_batch": "batching", "balance_batch_with_kv": "batching",
+    "batch_curve": "batching", "batch_economics": "batching", "crossover_context": "batching",
+    "decode_step": "inference", "drain_time_s": "batching", "fast_mode": "batching",
+    "fast_mode_batch_ratio": "batching", "get_accelerator": "catalog.hardware", "get_dtype": "dtypes",
+    "get_model": "catalog.models", "get_system": "catalog.hardware", "latency_floor_s": "batching",
+    "max_batch": "batching", "max_context": "batching", "max_roofline_fast_mode": "batching",
+    "model_from_hf_config": "hf_config", "no_batching_cost_ratio": "batching", "prefill_step": "inference",
+    "require_fit": "batching", "smallest_plan": "batching", "speculative_tokens_per_step": "batching",
+    "step_time": "roofline", "throughput_tokens_per_s": "batching", "touched_expert_fraction": "inference",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'llmecon' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + __all__)

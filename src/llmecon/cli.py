@@ -1,0 +1,360 @@
+"""Command line: parse -> library call -> report. No formulas here.
+
+Flags mean the same in every command: --model, --system, --weight-dtype, --kv-dtype, --tp, --ep,
+--pp, --mode, --json. Bad input exits 2 with one line on stderr; --json prints one JSON object.
+Library imports are deferred so that ``llmecon --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import Enum
+from typing import Annotated, Optional
+
+import typer
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_enable=False,
+                  help="llmecon: step time, batch economics and $/token of LLM serving, from any config.json.")
+catalog_app = typer.Typer(add_completion=False, no_args_is_help=True, help="List the built-in catalogue.")
+app.add_typer(catalog_app, name="catalog")
+
+DEFAULT_MODEL = "deepseek-v3"
+DEFAULT_SYSTEM = "gb200-nvl72"
+
+
+class Phase(str, Enum):
+    decode = "decode"
+    prefill = "prefill"
+
+
+class Mode(str, Enum):
+    ideal = "ideal"
+    calibrated = "calibrated"
+
+
+ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Catalogue name (llmecon catalog models) or path to a "
+                                                               "Hugging Face config.json.")]
+SystemOpt = Annotated[str, typer.Option("--system", "-s", help="Catalogue system (llmecon catalog systems).")]
+WeightDtypeOpt = Annotated[Optional[str], typer.Option("--weight-dtype", help="Weight format (bf16, fp8, fp4, "
+                                                                              "mxfp4, int4...); default: the model's.")]
+KvDtypeOpt = Annotated[Optional[str], typer.Option("--kv-dtype", help="KV-cache format; default bf16.")]
+TpOpt = Annotated[Optional[int], typer.Option("--tp", help="Tensor-parallel degree (default 1).")]
+EpOpt = Annotated[Optional[int], typer.Option("--ep", help="Expert-parallel degree, MoE only (default 1).")]
+PpOpt = Annotated[Optional[int], typer.Option("--pp", help="Pipeline stages (default 1).")]
+ModeOpt = Annotated[Mode, typer.Option("--mode", help="ideal = datasheet peaks (a lower bound).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def _emit_json(obj: dict) -> None:
+    typer.echo(json.dumps(obj, indent=2, allow_nan=False))
+
+
+def _deployment(model: str, system: str, tp, ep, pp, weight_dtype, kv_dtype, mode: Mode, *, auto: bool = False):
+    """Resolve names into a Deployment; with ``auto`` and no degree given, the smallest plan that fits."""
+    from .batching import Deployment, smallest_plan
+    from .catalog.hardware import get_system
+    from .catalog.models import get_model
+    from .dtypes import get_dtype
+    from .parallelism import Plan
+
+    m, s = get_model(model), get_system(system)
+    for dt in (weight_dtype, kv_dtype):
+        if dt is not None:
+            get_dtype(dt)
+    plan = None
+    if auto and tp is None and ep is None and pp is None:
+        plan = smallest_plan(m, s, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+    if plan is None:
+        plan = Plan(tp=tp or 1, ep=ep or 1, pp=pp or 1)
+    plan.validate(m, s)
+    return Deployment(model=m, system=s, plan=plan, weight_dtype=weight_dtype, kv_dtype=kv_dtype, mode=mode.value)
+
+
+def _console():
+    from rich.console import Console
+
+    return Console()
+
+
+def _kv_table(title: str, rows: list[tuple[str, str]]):
+    from rich.table import Table
+
+    table = Table(title=title, show_header=False, title_justify="left", box=None, pad_edge=False)
+    table.add_column(style="bold cyan", no_wrap=True)
+    table.add_column()
+    for label, value in rows:
+        table.add_row(label, value)
+    return table
+
+
+@app.command()
+def analyze(
+    model: ModelOpt = DEFAULT_MODEL, system: SystemOpt = DEFAULT_SYSTEM,
+    context: Annotated[float, typer.Option("--context", "-L", help="Tokens of KV per sequence.")] = 4096,
+    batch: Annotated[Optional[float], typer.Option("--batch", "-b", help="Batch to show (default: min(balance "
+                                                                         "batch, memory limit)).")] = None,
+    weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
+    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, as_json: JsonOpt = False,
+) -> None:
+    """The main job: one screen with the headline numbers of a deployment and which bound binds where.
+
+    Without --tp/--ep/--pp the plan is the smallest that holds the weights in half of HBM.
+    """
+    from .batching import batch_economics
+    from .report import economics_dict, headline_lines, step_dict
+
+    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True)
+    e = batch_economics(dep, context=context)
+    show = batch if batch is not None else float(max(1, min(round(e.balance_batch), e.max_batch or 1)))
+    from .batching import require_fit
+
+    require_fit(dep, batch=show, context=context)
+    at = dep.decode(batch=show, context=context)
+    if as_json:
+        out = economics_dict(e, dep, with_curve=False)
+        out["decode_at_batch"] = step_dict(at, dep)
+        out["model_facts"] = {"total_params": dep.model.params.total, "active_params": dep.model.params.active,
+                              "attention": dep.model.attention_label, "is_moe": dep.model.is_moe}
+        _emit_json(out)
+        return
+    console = _console()
+    console.print(_kv_table(f"llmecon analyze ({dep.mode} roofline: a lower bound on time)",
+                            headline_lines(dep, e, at, show)))
+    _print_bounds(console, e)
+    for note in dep.model.assumptions:
+        console.print(f"[dim]assumption: {note}[/dim]")
+
+
+def _print_bounds(console, e) -> None:
+    """Which bound binds where along the batch axis."""
+    import numpy as np
+
+    bound = np.broadcast_to(np.asarray(e.curve.step.bound), e.curve.batch.shape)
+    spans, start = [], 0
+    for i in range(1, len(bound) + 1):
+        if i == len(bound) or bound[i] != bound[start]:
+            spans.append(f"{bound[start]}-bound for batch {e.curve.batch[start]:,.0f}-{e.curve.batch[i - 1]:,.0f}")
+            start = i
+    console.print("[bold cyan]bound by batch[/bold cyan]  " + "; ".join(spans))
+
+
+@app.command()
+def step(
+    model: ModelOpt = DEFAULT_MODEL, system: SystemOpt = DEFAULT_SYSTEM,
+    phase: Annotated[Phase, typer.Option("--phase", help="decode: one token per sequence; prefill: the whole "
+                                                         "prompt.")] = Phase.decode,
+    batch: Annotated[float, typer.Option("--batch", "-b", help="Sequences in the batch.")] = 1,
+    context: Annotated[float, typer.Option("--context", "-L", help="decode: cached tokens attended; prefill: "
+                                                                   "prompt tokens.")] = 4096,
+    weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
+    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, as_json: JsonOpt = False,
+) -> None:
+    """Time of one decode or prefill step, and which of compute, memory or communication binds."""
+    from .batching import require_fit
+    from .inference import prefill_step
+    from .report import step_dict
+    from .units import fmt_bytes, fmt_seconds
+
+    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode)
+    if phase is Phase.decode:
+        result = dep.decode(batch=batch, context=context)
+        require_fit(dep, batch=batch, context=context)
+    else:
+        result = prefill_step(dep.model, dep.system, batch=batch, prompt_tokens=context, plan=dep.plan,
+                              weight_dtype=weight_dtype, kv_dtype=kv_dtype, mode=mode.value)
+        require_fit(dep, batch=batch, context=context)
+    d = step_dict(result, dep)
+    if as_json:
+        _emit_json(d)
+        return
+    rows = [("deployment", f"{dep.model.name} on {dep.system.name}, {dep.plan.label()}, {d['mode']}"),
+            ("step", f"{phase.value}, batch {batch:g}, context {context:g}"),
+            ("compute", fmt_seconds(d["compute_s"])), ("memory", fmt_seconds(d["memory_s"])),
+            ("communication", fmt_seconds(d["comm_s"])),
+            ("step time", f"{fmt_seconds(d['step_s'])} ({d['bound']}-bound); no overlap: {fmt_seconds(d['upper_s'])}"),
+            ("throughput", f"{d['tokens_per_s']:,.0f} tokens/s"),
+            ("traffic", f"weights {fmt_bytes(d['weight_bytes'])}, KV {fmt_bytes(d['kv_bytes'])}, "
+                        f"{d['flops']:.3g} FLOP (all chips)"),
+            ("memory per chip", f"{fmt_bytes(d['memory_per_chip_bytes'])} of {fmt_bytes(d['hbm_per_chip_bytes'])}")]
+    _console().print(_kv_table("llmecon step", rows))
+
+
+@app.command("batch")
+def batch_cmd(
+    model: ModelOpt = DEFAULT_MODEL, system: SystemOpt = DEFAULT_SYSTEM,
+    context: Annotated[float, typer.Option("--context", "-L", help="Tokens of KV per sequence.")] = 4096,
+    plot: Annotated[Optional[str], typer.Option("--plot", help="Write latency/cost-vs-batch figure (PNG/SVG/PDF).")]
+    = None,
+    weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
+    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, as_json: JsonOpt = False,
+) -> None:
+    """Latency and cost per token against batch; balance batch, latency floor, drain time, and the
+    cost of not batching."""
+    from .batching import batch_economics
+    from .report import economics_dict, fmt_tokens, plot_batch_curve
+    from .units import fmt_seconds
+
+    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode)
+    e = batch_economics(dep, context=context)
+    if plot:
+        _check_plot_path(plot)
+        plot_batch_curve(e.curve, dep, plot, economics=e)
+    d = economics_dict(e, dep)
+    if as_json:
+        _emit_json(d)
+        return
+    from rich.table import Table
+
+    console = _console()
+    console.print(_kv_table(f"llmecon batch: {dep.model.name} on {dep.system.name} ({dep.plan.label()})", [
+        ("balance batch", f"{e.balance_batch:,.0f} (short context), {fmt_tokens(e.balance_batch_at_context)} at "
+                          f"{fmt_tokens(context)} tokens"),
+        ("latency floor", fmt_seconds(e.latency_floor_s)), ("HBM drain time", fmt_seconds(e.hbm_drain_s)),
+        ("no-batching cost ratio", f"{e.no_batching_cost_ratio:,.1f}x (batch 1 vs best batch {e.best_batch:,.0f})"),
+        ("max batch", f"{e.max_batch:,} at {fmt_tokens(context)} tokens")]))
+    table = Table("batch", "step", "bound", "tokens/s", "chip-s per Mtok")
+    rows = d["curve"]
+    stride = max(1, len(rows) // 16)
+    for r in rows[::stride] + ([rows[-1]] if (len(rows) - 1) % stride else []):
+        table.add_row(f"{r['batch']:,.0f}", fmt_seconds(r["step_s"]), r["bound"], f"{r['tokens_per_s']:,.0f}",
+                      f"{r['chip_s_per_token'] * 1e6:,.1f}")
+    console.print(table)
+    if plot:
+        console.print(f"figure written to {plot}")
+
+
+def _check_plot_path(path: str) -> None:
+    from pathlib import Path
+
+    p = Path(path)
+    if p.suffix.lower() not in (".png", ".svg", ".pdf"):
+        _fail(f"--plot {path}: use a .png, .svg or .pdf file name")
+    if not p.parent.exists():
+        _fail(f"--plot {path}: folder {p.parent} does not exist; create it or pick another path")
+
+
+@app.command("model")
+def model_cmd(
+    name: Annotated[str, typer.Argument(help="Catalogue name or path to a config.json.")],
+    kv_dtype: KvDtypeOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Derived facts of a model: parameters per component, KV bytes per token, attention and MoE shape."""
+    from .catalog.models import get_model
+    from .dtypes import get_dtype
+    from .report import model_dict
+    from .units import fmt_bytes, fmt_params
+
+    m = get_model(name)
+    if kv_dtype is not None:
+        get_dtype(kv_dtype)
+    d = model_dict(m, kv_dtype)
+    if as_json:
+        _emit_json(d)
+        return
+    rows = [("parameters", f"{fmt_params(d['total_params'])} total, {fmt_params(d['active_params'])} active "
+                           f"(sparsity {d['sparsity']:.2f})"),
+            ("layers", f"{d['n_layers']} x d_model {d['d_model']}, vocab {d['vocab_size']:,}"),
+            ("attention", f"{d['attention']}: {d['n_heads']} heads, {d['n_kv_heads']} KV heads, head dim "
+                          f"{d['head_dim']}"),
+            ("KV per token", f"{fmt_bytes(d['kv_bytes_per_token'])} at {d['kv_dtype']}"),
+            ("weights", f"{fmt_bytes(d['weight_bytes'])} at {d['weight_dtype']}"
+                        + (f" (experts {d['expert_weight_dtype']})" if d['expert_weight_dtype'] != d['weight_dtype']
+                           else ""))]
+    if m.is_moe:
+        mo = d["moe"]
+        rows.append(("MoE", f"{mo['routed_experts']} routed (top {mo['experts_per_token']}) + {mo['shared_experts']} "
+                            f"shared, in {mo['moe_layers']} of {d['n_layers']} layers"))
+    for comp, count in d["params_by_component"].items():
+        if count and comp not in ("total", "active"):
+            rows.append((f"  {comp}", fmt_params(count)))
+    console = _console()
+    console.print(_kv_table(f"llmecon model {m.name}", rows))
+    for note in m.assumptions:
+        console.print(f"[dim]assumption: {note}[/dim]")
+    if m.unrecognized_fields:
+        console.print(f"[dim]ignored config fields: {', '.join(m.unrecognized_fields)}[/dim]")
+
+
+@catalog_app.command("accelerators")
+def catalog_accelerators(as_json: JsonOpt = False) -> None:
+    """Chips: dense peak FLOP/s per dtype, HBM capacity and bandwidth, sources."""
+    from .catalog.hardware import accelerators
+    from .report import accelerator_row
+    from .units import fmt_bytes, fmt_rate, fmt_seconds
+
+    rows = [accelerator_row(a) for a in accelerators().values()]
+    if as_json:
+        _emit_json({"accelerators": rows})
+        return
+    from rich.table import Table
+
+    table = Table("name", "bf16", "fp8", "fp4", "HBM", "HBM BW", "FLOP/B", "drain", "status")
+    for r in rows:
+        peaks = r["peak_flops_per_s"]
+        table.add_row(r["name"], *(fmt_rate(peaks[k], "FLOP/s") if k in peaks else "-" for k in ("bf16", "fp8", "fp4")),
+                      fmt_bytes(r["hbm_bytes"]), fmt_rate(r["hbm_bandwidth_bytes_per_s"]),
+                      f"{r['flops_per_byte_bf16']:.0f}" if r["flops_per_byte_bf16"] else "-",
+                      fmt_seconds(r["hbm_drain_s"]), r["status"])
+    _console().print(table)
+
+
+@catalog_app.command("systems")
+def catalog_systems(as_json: JsonOpt = False) -> None:
+    """Systems: scale-up domain (chips, per-direction link bandwidth) and scale-out network."""
+    from .catalog.hardware import systems
+    from .report import system_row
+    from .units import fmt_bytes, fmt_rate
+
+    rows = [system_row(s) for s in systems().values()]
+    if as_json:
+        _emit_json({"systems": rows})
+        return
+    from rich.table import Table
+
+    table = Table("name", "chip", "chips", "HBM total", "scale-up /dir", "scale-out /dir")
+    for r in rows:
+        table.add_row(r["name"], r["accelerator"], str(r["chips"]), fmt_bytes(r["hbm_bytes"]),
+                      fmt_rate(r["scale_up"]["bandwidth_bytes_per_s"]) if r["scale_up"] else "-",
+                      fmt_rate(r["scale_out"]["bandwidth_bytes_per_s"]) if r["scale_out"] else "-")
+    _console().print(table)
+
+
+@catalog_app.command("models")
+def catalog_models(as_json: JsonOpt = False) -> None:
+    """Models shipped with llmecon (any config.json path works too)."""
+    from .catalog.models import get_model, model_names
+    from .units import fmt_bytes, fmt_params
+
+    rows = []
+    for name in model_names():
+        m = get_model(name)
+        rows.append({"name": name, "total_params": m.params.total, "active_params": m.params.active,
+                     "attention": m.attention_label, "is_moe": m.is_moe, "weight_dtype": m.weight_dtype,
+                     "kv_bytes_per_token": m.kv_bytes_per_token()})
+    if as_json:
+        _emit_json({"models": rows})
+        return
+    from rich.table import Table
+
+    table = Table("name", "total", "active", "attention", "weights", "KV/token (bf16)")
+    for r in rows:
+        table.add_row(r["name"], fmt_params(r["total_params"]), fmt_params(r["active_params"]), r["attention"],
+                      r["weight_dtype"], fmt_bytes(r["kv_bytes_per_token"]))
+    _console().print(table)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the app, turning library errors into one line and exit code 2."""
+    from .errors import LlmeconError
+
+    try:
+        app(args=argv, prog_name="llmecon", standalone_mode=True)
+    except LlmeconError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        sys.exit(2)
