@@ -1,0 +1,151 @@
+"""The command line end to end: JSON keys the issue promises, exit code 2 with one line on bad
+input (no traceback, nothing written), and the no-argument main job."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def run(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "llmecon", *args], capture_output=True, text=True, timeout=120,
+                          cwd=cwd)
+
+
+def run_json(*args: str) -> dict:
+    proc = run(*args, "--json")
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_analyze_no_arguments_prints_summary():
+    proc = run("analyze")
+    assert proc.returncode == 0, proc.stderr
+    for label in ("deepseek-v3", "gb200-nvl72", "latency floor", "balance batch", "bound by batch"):
+        assert label in proc.stdout
+
+
+def test_analyze_json_default_deployment():
+    d = run_json("analyze")
+    assert d["model"] == "deepseek-v3" and d["system"] == "gb200-nvl72"
+    # weights per chip must fit in a GB200's 186 GB
+    assert 0 < d["weights_per_chip_bytes"] <= 186e9
+    assert d["decode_at_batch"]["fits"] is True
+
+
+def test_model_json_keys_deepseek():
+    d = run_json("model", "deepseek-v3")
+    for key in ("total_params", "active_params", "kv_bytes_per_token", "n_layers", "attention", "is_moe"):
+        assert key in d
+    assert d["kv_bytes_per_token"] == 70272  # 61 layers x 576 x 2 bytes (SPEC B7)
+    assert d["is_moe"] is True and d["n_layers"] == 61
+
+
+def test_step_json_keys_and_values():
+    d = run_json("step", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--tp", "4", "--batch", "1",
+                 "--context", "2048")
+    for key in ("compute_s", "memory_s", "comm_s", "step_s", "upper_s", "bound", "tokens_per_s", "weight_bytes",
+                "kv_bytes", "flops", "mode"):
+        assert key in d
+    # batch 1: reading 141.1 GB of bf16 weights over 4 x 3.35 TB/s takes 10.53 ms (PEERS.md: 10.5 ms)
+    assert d["memory_s"] == pytest.approx(0.01053, rel=0.01)
+    assert d["bound"] == "memory" and d["mode"] == "ideal"
+    assert d["step_s"] <= d["upper_s"]
+
+
+def test_prefill_is_compute_bound_at_long_prompt():
+    d = run_json("step", "--model", "llama-3.1-8b", "--system", "h100-sxm", "--phase", "prefill", "--batch", "1",
+                 "--context", "8192")
+    assert d["bound"] == "compute" and d["tokens"] == 8192
+
+
+def test_batch_json_keys(tmp_path):
+    out = tmp_path / "curve.png"
+    d = run_json("batch", "--model", "llama-3.1-8b", "--system", "h100-sxm", "--plot", str(out))
+    for key in ("balance_batch", "latency_floor_s", "hbm_drain_s", "no_batching_cost_ratio", "curve"):
+        assert key in d
+    assert out.stat().st_size > 10_000
+    assert d["hbm_drain_s"] == pytest.approx(80e9 / 3.35e12)
+
+
+def test_catalog_json():
+    assert len(run_json("catalog", "models")["models"]) >= 20
+    names = {s["name"] for s in run_json("catalog", "systems")["systems"]}
+    assert {"hgx-h100", "gb200-nvl72", "tpu-v5p-64"} <= names
+    assert any(a["name"] == "h100-sxm" for a in run_json("catalog", "accelerators")["accelerators"])
+
+
+@pytest.mark.parametrize("args, needle", [
+    (("step", "--model", "llama-3.1-7b"), "did you mean 'llama-3.1-70b'"),
+    (("step", "--system", "hgx-h10"), "did you mean 'hgx-h100'"),
+    (("step", "--batch", "0"), "--batch"),
+    (("step", "--batch", "-3"), "--batch"),
+    (("step", "--context", "-1"), "--context"),
+    (("step", "--weight-dtype", "fp9"), "did you mean 'fp8'"),
+    (("step", "--kv-dtype", "int3"), "unknown dtype"),
+    (("step", "--model", "llama-3.1-70b", "--system", "h100-sxm"), "does not fit"),
+    (("step", "--model", "llama-3.1-8b", "--system", "h100-sxm", "--batch", "100000", "--context", "100000"),
+     "per chip"),
+    (("step", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--tp", "3"), "--tp 3"),
+    (("step", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--ep", "2"), "dense"),
+    (("step", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--tp", "16"), "needs 16 chips"),
+    (("step", "--mode", "calibrated"), "calibrated"),
+    (("model", "/no/such/config.json"), "cannot read"),
+])
+def test_bad_input_exits_2_with_one_line(args, needle):
+    proc = run(*args)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert needle in lines[0]
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+
+
+def _write(tmp_path, config: dict) -> str:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    return str(path)
+
+
+BASE = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_hidden_layers": 32,
+        "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256,
+        "torch_dtype": "bfloat16", "tie_word_embeddings": False}
+
+
+@pytest.mark.parametrize("mutate, needle", [
+    (lambda c: c.pop("num_hidden_layers"), "missing required field 'num_hidden_layers'"),
+    (lambda c: c.update(num_hidden_layers="32"), "'num_hidden_layers' must be int"),
+    (lambda c: c.update(num_key_value_heads=5), "not divisible"),
+    (lambda c: c.update(num_hiden_layers=3), "did you mean 'num_hidden_layers'"),
+    (lambda c: c.update(hidden_size=-4096), "'hidden_size' must be >= 1"),
+])
+def test_malformed_config_json(tmp_path, mutate, needle):
+    config = dict(BASE)
+    mutate(config)
+    proc = run("model", _write(tmp_path, config))
+    assert proc.returncode == 2
+    assert needle in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_config_json_not_json(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text("{not json")
+    proc = run("model", str(path))
+    assert proc.returncode == 2 and "not valid JSON" in proc.stderr
+
+
+def test_user_config_path_works(tmp_path):
+    d = run_json("model", _write(tmp_path, BASE))
+    # Llama-3.1-8B shape: 8.03B parameters (model card: 8B)
+    assert d["total_params"] == pytest.approx(8.03e9, rel=0.001)
+
+
+def test_bad_plot_path_writes_nothing(tmp_path):
+    target = tmp_path / "missing" / "x.png"
+    proc = run("batch", "--model", "llama-3.1-8b", "--system", "h100-sxm", "--plot", str(target))
+    assert proc.returncode == 2 and not target.exists()
+    proc = run("batch", "--model", "llama-3.1-8b", "--system", "h100-sxm", "--plot", str(tmp_path / "x.txt"))
+    assert proc.returncode == 2 and not (tmp_path / "x.txt").exists()
