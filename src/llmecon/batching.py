@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .dtypes import get_dtype
 from .errors import InfeasibleError, SpecError
 from .hardware import System
 from .inference import StepResult, decode_step, memory_per_chip
@@ -177,7 +178,7 @@ def require_fit(dep: Deployment, *, batch, context) -> None:
     if weights > have:
         fix = suggest_fix(dep)
         raise InfeasibleError(f"{dep.model.name} does not fit: {fmt_bytes(weights)} of weights per chip under "
-                              f"{dep.plan.label()} but {dep.system.accelerator.name} has {fmt_bytes(have)}; {fix}")
+                              f"{dep.plan.label()} but each {dep.system.accelerator.name} has {fmt_bytes(have)}; {fix}")
     raise InfeasibleError(f"batch {float(np.max(batch)):g} at context {float(np.max(context)):g} needs "
                           f"{fmt_bytes(need)} per chip (weights {fmt_bytes(weights)} + KV) but "
                           f"{dep.system.accelerator.name} has {fmt_bytes(have)}; lower --batch (max "
@@ -185,11 +186,17 @@ def require_fit(dep: Deployment, *, batch, context) -> None:
 
 
 def suggest_fix(dep: Deployment) -> str:
-    plan = smallest_plan(dep.model, dep.system, weight_dtype=dep.weight_dtype, kv_dtype=dep.kv_dtype)
-    if plan is not None:
-        flags = " ".join(f"--{k} {getattr(plan, k)}" for k in ("tp", "ep", "pp") if getattr(plan, k) > 1)
-        return f"try {flags} (smallest plan that fits), or --weight-dtype fp8"
-    return "it does not fit this system under any plan: pick a larger system (llmecon catalog systems)"
+    """A concrete way out: a plan on this system, a smaller weight format, or a larger system."""
+    current = get_dtype(dep.weight_dtype or dep.model.weight_dtype).bits
+    for dtype in (dep.weight_dtype, "fp8", "fp4"):
+        if dtype is not None and get_dtype(dtype).bits >= current:
+            continue
+        plan = smallest_plan(dep.model, dep.system, weight_dtype=dtype, kv_dtype=dep.kv_dtype)
+        if plan is not None:
+            flags = [f"--{k} {getattr(plan, k)}" for k in ("tp", "ep", "pp") if getattr(plan, k) > 1]
+            flags = ([f"--weight-dtype {dtype}"] if dtype else []) + flags
+            return f"try {' '.join(flags)} (the smallest change that fits)"
+    return "it does not fit this system under any plan: pick a larger one (llmecon catalog systems)"
 
 
 def _divisors(n: int, limit: int) -> list[int]:
