@@ -220,11 +220,14 @@ class Model:
         return label
 
     def window_groups(self) -> tuple[tuple[int, int], ...]:
-        """(window, layer count) pairs; window 0 = full attention."""
-        counts: dict[int, int] = {}
-        for w in self.layer_windows:
-            counts[w] = counts.get(w, 0) + 1
-        return tuple(sorted(counts.items()))
+        """(window, layer count) pairs; window 0 = full attention (cached: called per step)."""
+        groups = self._cache.get("window_groups")
+        if groups is None:
+            counts: dict[int, int] = {}
+            for w in self.layer_windows:
+                counts[w] = counts.get(w, 0) + 1
+            groups = self._cache["window_groups"] = tuple(sorted(counts.items()))
+        return groups
 
     # ---- parameters ------------------------------------------------------------------------
     def _ffn_params(self, width: int) -> int:
