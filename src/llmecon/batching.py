@@ -17,7 +17,7 @@ import numpy as np
 from .dtypes import get_dtype
 from .errors import InfeasibleError, SpecError
 from .hardware import System
-from .inference import StepResult, decode_step, memory_per_chip
+from .inference import StepResult, decode_step, memory_per_chip, weights_read_per_chip
 from .model import Model
 from .parallelism import Plan
 
@@ -314,7 +314,8 @@ def batch_economics(dep: Deployment, *, context: float, batches=None) -> BatchEc
     require_fit(dep, batch=1.0, context=max(context, 1.0))
     curve = batch_curve(dep, context=context, batches=batches)
     one = dep.decode(batch=1.0, context=0.0)
-    full_read_s = dep.plan.pp * dep.weights_per_chip_bytes / dep.system.accelerator.hbm_bandwidth_bytes_per_s
+    full_read_s = dep.plan.pp * weights_read_per_chip(dep.model, dep.plan, weight_dtype=dep.weight_dtype) \
+        / dep.system.accelerator.hbm_bandwidth_bytes_per_s
     b_star = full_read_s / float(one.time.compute_s)
     l_x = crossover_context_of(dep)
     cost = curve.chip_s_per_token

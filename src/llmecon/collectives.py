@@ -23,6 +23,22 @@ def ring_all_reduce_s(*, message_bytes, participants: int, link: Link):
         + 2.0 * (p - 1) * link.latency_s
 
 
+def one_shot_all_reduce_s(*, message_bytes, participants: int, link: Link):
+    """One-shot all-reduce through a switch: every chip sends its whole message to the p-1 others
+    at once and reduces locally -> (p-1)·S/BW + alpha. Wins for small messages (the decode
+    all-reduces); TensorRT-LLM and vLLM ship such kernels for NVSwitch domains."""
+    p = participants
+    if p <= 1:
+        return np.zeros_like(np.asarray(message_bytes, dtype=float))
+    return (p - 1) * np.asarray(message_bytes, dtype=float) / link.bandwidth_bytes_per_s + link.latency_s
+
+
+def all_reduce_s(*, message_bytes, participants: int, link: Link):
+    """The faster of ring and one-shot, per message size (what NCCL/engines choose by size)."""
+    return np.minimum(ring_all_reduce_s(message_bytes=message_bytes, participants=participants, link=link),
+                      one_shot_all_reduce_s(message_bytes=message_bytes, participants=participants, link=link))
+
+
 def all_to_all_s(*, message_bytes, participants: int, link: Link):
     """All-to-all where each chip holds ``message_bytes`` spread evenly over all participants:
     (p-1)/p of it leaves the chip; through a switch all pairs run concurrently -> one alpha."""

@@ -7,7 +7,7 @@ as pp micro-batches of B/pp; one iteration (every sequence advances) costs pp st
 
 Counted: matmul FLOPs (2 per weight per token), attention score/value FLOPs, weight reads (MoE:
 only the experts the batch touches, expected fraction 1-(1-k/E)^tokens under uniform routing),
-KV reads and the new tokens' KV writes, TP all-reduces (2 per layer), EP dispatch+combine
+KV reads and the new tokens' KV writes, TP all-reduces (2 per layer, ring or one-shot), EP dispatch+combine
 all-to-alls, PP hops. Omitted: activation traffic, softmax/norm/elementwise FLOPs, the input
 embedding lookup (B rows), kernel launch and framework overheads (calibrated mode, later).
 """
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .collectives import all_to_all_s, p2p_s, ring_all_reduce_s
+from .collectives import all_reduce_s, all_to_all_s, p2p_s
 from .dtypes import get_dtype
 from .errors import SpecError
 from .hardware import System
@@ -101,6 +101,14 @@ def memory_per_chip(model: Model, plan: Plan, *, batch, context, weight_dtype=No
     return weights + kv
 
 
+def weights_read_per_chip(model: Model, plan: Plan, *, weight_dtype=None, touched_fraction=1.0):
+    """Weight bytes one stage-step reads per chip: the non-expert weights (less an untied input
+    embedding, which is only looked up) and the touched share of this chip's routed experts."""
+    w = model.weight_bytes(weight_dtype)
+    return plan.stage_fraction(model) * (w.non_expert_read_per_step / plan.tp
+                                         + touched_fraction * w.routed_experts / (plan.tp * plan.ep))
+
+
 def _comm(model: Model, system: System, plan: Plan, tokens, phi: float):
     """TP all-reduces, EP all-to-alls, per stage-step; the PP hop per boundary."""
     link = system.scale_up
@@ -111,7 +119,7 @@ def _comm(model: Model, system: System, plan: Plan, tokens, phi: float):
         return zero, 0.0
     rank_tokens = np.asarray(tokens, dtype=float) / plan.ep
     layers = phi * model.n_layers
-    comm = zero + layers * 2 * ring_all_reduce_s(message_bytes=rank_tokens * d * act, participants=plan.tp, link=link)
+    comm = zero + layers * 2 * all_reduce_s(message_bytes=rank_tokens * d * act, participants=plan.tp, link=link)
     if plan.ep > 1:
         k = model.moe.top_k
         per_chip = rank_tokens * k * d * act / plan.tp
@@ -138,11 +146,10 @@ def _assemble(model, system, plan, *, phase, mode, batch, context, tokens_per_se
         tokens * mm.non_expert / chip.peak(w_dtype)
         + micro * flops_attn_per_seq / chip.peak(ACTIVATION_DTYPE)
         + tokens * mm.expert / chip.peak(e_dtype))
-    w = model.weight_bytes(weight_dtype)
     touched = 0.0
     if model.is_moe:
         touched = touched_expert_fraction(experts=model.moe.n_routed, active_experts=model.moe.top_k, tokens=tokens)
-    weights_chip = phi * (w.non_expert / plan.tp + touched * w.routed_experts / (plan.tp * plan.ep))
+    weights_chip = weights_read_per_chip(model, plan, weight_dtype=weight_dtype, touched_fraction=touched)
     kv_chip = phi * micro * (kv_read_per_seq + kv_write_per_seq) / (plan.kv_shards(model) * plan.ep)
     bw = chip.hbm_bandwidth_bytes_per_s
     comm_stage, hop = _comm(model, system, plan, tokens, phi)

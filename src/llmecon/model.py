@@ -290,6 +290,7 @@ class Model:
         expert_b = get_dtype(weight_dtype or self.expert_weight_dtype).bytes
         non_expert = (p.total - p.routed_experts - p.shared_experts) * dense_b + p.shared_experts * expert_b
         return WeightBytes(non_expert=non_expert, routed_experts=p.routed_experts * expert_b,
+                           input_embedding=0.0 if self.tie_embeddings else p.embedding * dense_b,
                            routed_expert_each=(p.routed_experts / max(1, self.n_moe_layers * self.moe.n_routed)
                                                * expert_b) if self.moe else 0.0)
 
@@ -440,11 +441,19 @@ class ParamCounts:
 
 @dataclass(frozen=True, kw_only=True)
 class WeightBytes:
-    """Stored weight bytes: everything but routed experts, and the routed experts."""
+    """Stored weight bytes: everything but routed experts (incl. the input embedding), and the
+    routed experts."""
 
     non_expert: float
     routed_experts: float
     routed_expert_each: float
+    input_embedding: float = 0.0
+
+    @property
+    def non_expert_read_per_step(self) -> float:
+        """Non-expert bytes a step reads: an untied input embedding is only looked up (B rows,
+        omitted); a tied one is read whole as the output head."""
+        return self.non_expert - self.input_embedding
 
     @property
     def total(self) -> float:

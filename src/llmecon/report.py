@@ -146,7 +146,8 @@ def headline_lines(dep: Deployment, e: BatchEconomics, batch_result: StepResult,
                              else f"never compute-bound at {fmt_tokens(e.context)} tokens (> crossover)")),
         ("crossover context", f"{fmt_tokens(e.crossover_context)} tokens (KV reads = compute per sequence)"),
         ("memory limits", f"max batch {e.max_batch:,} at {fmt_tokens(e.context)} tokens; "
-                          f"max context {fmt_tokens(e.max_context_at_batch_1)} tokens at batch 1"),
+                          f"max context {fmt_tokens(e.max_context_at_batch_1)} tokens at batch 1"
+                          + (f" (trained to {fmt_tokens(m.max_context)})" if m.max_context else "")),
         (f"decode at batch {batch:g}", f"{fmt_seconds(float(batch_result.step_s))} per step "
                                        f"({batch_result.bound}-bound), {float(batch_result.tokens_per_s):,.0f} tok/s "
                                        f"per replica, {float(batch_result.step_s) and 1 / float(batch_result.step_s):.1f} tok/s "
