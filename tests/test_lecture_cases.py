@@ -355,8 +355,8 @@ def test_deepseek_sparsity_of_catalogue_model():
 
 def test_balance_batch_deployment_deepseek_gb200_fp8():
     """SPEC A2/A3 at deployment level: DeepSeek-V3 fp8 on GB200 (625 FLOP/B), weights spread by tp=8,
-    balance batch ~5,700 (batching_cost_ratio_moe_touched: Bstar 5741, rel 2%). Embedding rows are
-    read but not multiplied, so the effective S is 671.03/36.63."""
+    balance batch ~5,700 (batching_cost_ratio_moe_touched: Bstar 5741, rel 2%). A step reads every
+    weight but the untied input embedding (670.10B) and multiplies by 36.63B, so S_eff = 18.29."""
     case = CASES["batching_cost_ratio_moe_touched"]
     dep = Deployment(model=get_model("deepseek-v3"), system=get_system("gb200-nvl72"), plan=Plan(tp=8),
                      weight_dtype="fp8")
@@ -366,7 +366,7 @@ def test_balance_batch_deployment_deepseek_gb200_fp8():
 
 def test_balance_batch_deployment_dense_h100():
     """SPEC A2/A3 at deployment level: a dense model on H100 bf16 has B* ~ 295 (rel 2%: Llama-3.1-70B
-    reads its 1.05B-parameter embedding table but multiplies only by the rest, +1.5%)."""
+    reads and multiplies the same 69.5B weights; only norm weights are read without a matmul)."""
     dep = Deployment(model=get_model("llama-3.1-70b"), system=get_system("hgx-h100"), plan=Plan(tp=8))
     econ = batch_economics(dep, context=0.0, batches=[1.0, 64.0, 1024.0])
     assert econ.balance_batch == pytest.approx(CASES["balance_batch_dense_h100"]["expected"]["Bstar"], rel=0.02)
