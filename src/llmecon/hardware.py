@@ -8,7 +8,7 @@ decimal bytes.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 
 from .dtypes import DType, get_dtype
@@ -116,7 +116,6 @@ class System:
     description: str = ""
     source: str = ""
     as_of: str = ""
-    memory_tiers: tuple = field(default=())
 
     def __post_init__(self) -> None:
         if not (isinstance(self.chips, int) and self.chips >= 1):

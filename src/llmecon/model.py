@@ -290,9 +290,7 @@ class Model:
         expert_b = get_dtype(weight_dtype or self.expert_weight_dtype).bytes
         non_expert = (p.total - p.routed_experts - p.shared_experts) * dense_b + p.shared_experts * expert_b
         return WeightBytes(non_expert=non_expert, routed_experts=p.routed_experts * expert_b,
-                           input_embedding=0.0 if self.tie_embeddings else p.embedding * dense_b,
-                           routed_expert_each=(p.routed_experts / max(1, self.n_moe_layers * self.moe.n_routed)
-                                               * expert_b) if self.moe else 0.0)
+                           input_embedding=0.0 if self.tie_embeddings else p.embedding * dense_b)
 
     def kv_bytes_per_token(self, kv_dtype: str | DType | None = None) -> float:
         """KV-cache bytes per token summed over all layers, at short context (every layer holds it).
@@ -446,7 +444,6 @@ class WeightBytes:
 
     non_expert: float
     routed_experts: float
-    routed_expert_each: float
     input_embedding: float = 0.0
 
     @property
