@@ -106,14 +106,12 @@ def analyze(
 
     Without --tp/--ep/--pp the plan is the smallest that holds the weights in half of HBM.
     """
-    from .batching import batch_economics
+    from .batching import batch_economics, require_fit
     from .report import economics_dict, headline_lines, step_dict
 
     dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True)
     e = batch_economics(dep, context=context)
     show = batch if batch is not None else float(max(1, min(round(e.balance_batch), e.max_batch or 1)))
-    from .batching import require_fit
-
     require_fit(dep, batch=show, context=context)
     at = dep.decode(batch=show, context=context)
     if as_json:
@@ -164,11 +162,10 @@ def step(
     dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode)
     if phase is Phase.decode:
         result = dep.decode(batch=batch, context=context)
-        require_fit(dep, batch=batch, context=context)
     else:
         result = prefill_step(dep.model, dep.system, batch=batch, prompt_tokens=context, plan=dep.plan,
                               weight_dtype=weight_dtype, kv_dtype=kv_dtype, mode=mode.value)
-        require_fit(dep, batch=batch, context=context)
+    require_fit(dep, batch=batch, context=context)
     d = step_dict(result, dep)
     if as_json:
         _emit_json(d)
