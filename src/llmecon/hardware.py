@@ -100,6 +100,53 @@ class Link:
         return cls(name=name, bandwidth_bytes_per_s=bits_per_s / 8.0, latency_s=latency_s, source=source)
 
 
+TIER_KINDS = ("hbm", "host_dram", "cpu_lpddr", "local_nvme", "flash", "hdd", "network_disk")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryTier:
+    """One level of the memory hierarchy a system can hold KV cache in (SPEC C12).
+
+    ``capacity_bytes`` and ``bandwidth_bytes_per_s`` are for the whole tier as the system sees it
+    (e.g. all host DIMMs of a DGX node). ``bandwidth_bytes_per_s`` is None where no source states
+    it (the analysis then says so instead of guessing); ``bandwidth_basis`` says whether the figure
+    is an interface/datasheet "peak" or a measured "sustained" one. ``usd_per_hour`` is the tier's
+    own cost when a source or the user gives one, else None (never invented).
+    """
+
+    name: str
+    kind: str
+    capacity_bytes: float
+    bandwidth_bytes_per_s: float | None
+    bandwidth_basis: str = "peak"
+    usd_per_hour: float | None = None
+    status: str = ""
+    source: str = ""
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        owner = f"memory tier {self.name}"
+        if self.kind not in TIER_KINDS:
+            raise SpecError(f"{owner}: kind must be one of {', '.join(TIER_KINDS)}, got {self.kind!r}")
+        _positive(owner, "capacity_bytes", self.capacity_bytes)
+        if self.bandwidth_bytes_per_s is not None:
+            _positive(owner, "bandwidth_bytes_per_s", self.bandwidth_bytes_per_s)
+        if self.bandwidth_basis not in ("peak", "sustained"):
+            raise SpecError(f"{owner}: bandwidth_basis must be 'peak' or 'sustained', got {self.bandwidth_basis!r}")
+        if self.usd_per_hour is not None and not (isinstance(self.usd_per_hour, (int, float))
+                                                  and self.usd_per_hour >= 0):
+            raise SpecError(f"{owner}: usd_per_hour must be >= 0, got {self.usd_per_hour!r}; "
+                            f"omit it when unknown")
+
+    @property
+    def drain_s(self) -> float | None:
+        """Capacity over bandwidth: the time to read the whole tier once, and the break-even hold
+        time of the five-minute rule (Gray & Putzolu 1987; SPEC C12). None if bandwidth unknown."""
+        if self.bandwidth_bytes_per_s is None:
+            return None
+        return self.capacity_bytes / self.bandwidth_bytes_per_s
+
+
 @dataclass(frozen=True, kw_only=True)
 class System:
     """A scale-up domain of ``chips`` identical accelerators, and the scale-out network beyond it.
@@ -116,8 +163,12 @@ class System:
     description: str = ""
     source: str = ""
     as_of: str = ""
+    tiers: tuple[MemoryTier, ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "tiers", tuple(self.tiers))
+        if any(t.kind == "hbm" for t in self.tiers):
+            raise SpecError(f"system {self.name}: tiers lists the levels below HBM; HBM comes from the accelerator")
         if not (isinstance(self.chips, int) and self.chips >= 1):
             raise SpecError(f"system {self.name}: chips must be a whole number >= 1, got {self.chips!r}")
         if self.chips > 1 and self.scale_up is None:
@@ -130,6 +181,19 @@ class System:
     @property
     def hbm_bandwidth_bytes_per_s(self) -> float:
         return self.chips * self.accelerator.hbm_bandwidth_bytes_per_s
+
+    @property
+    def hbm_tier(self) -> MemoryTier:
+        """HBM of the whole domain as a tier (chips x per-chip capacity and bandwidth)."""
+        a = self.accelerator
+        return MemoryTier(name="HBM", kind="hbm", capacity_bytes=self.hbm_bytes,
+                          bandwidth_bytes_per_s=self.hbm_bandwidth_bytes_per_s,
+                          status=a.status, source=a.source)
+
+    @property
+    def memory_tiers(self) -> tuple[MemoryTier, ...]:
+        """HBM first, then the catalogued tiers below it."""
+        return (self.hbm_tier, *self.tiers)
 
     def peak(self, dtype: str | DType) -> float:
         return self.chips * self.accelerator.peak(dtype)
