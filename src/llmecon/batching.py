@@ -292,13 +292,16 @@ class BatchEconomics:
 
 
 def crossover_context_of(dep: Deployment) -> float:
-    """Context at which one sequence's KV read time equals its compute time (weights amortised),
-    found on the deployment's own step function; inf if KV stops growing first (windowed layers)."""
+    """Context L_x at which one sequence's KV read time equals its matmul compute time (weights
+    amortised), SPEC B8: L_x = 2·N_active·BW/(F·kv) evaluated on the deployment's own step
+    function (its layout, formats, DSA reads). Attention FLOPs are left out of the compute side
+    as in SPEC; ``attention_intensity`` says when they, not KV reads, dominate at long context.
+    inf if KV stops growing first (every layer windowed)."""
     grid = np.logspace(0, 9, 1801)
     step = dep.decode(batch=1.0, context=grid)
     base = dep.decode(batch=1.0, context=0.0)
     kv_s = np.asarray(step.time.memory_s) - float(base.time.memory_s)
-    gap = kv_s - np.asarray(step.time.compute_s)
+    gap = kv_s - float(base.time.compute_s)
     above = np.nonzero(gap >= 0)[0]
     if above.size == 0:
         return math.inf
@@ -309,14 +312,25 @@ def crossover_context_of(dep: Deployment) -> float:
     return float(x0 + (x1 - x0) * (-g0) / (g1 - g0))
 
 
+def full_weight_read_s(dep: Deployment) -> float:
+    """Time to read every weight the replica holds once (all experts touched), over all stages."""
+    return dep.plan.pp * weights_read_per_chip(dep.model, dep.plan, weight_dtype=dep.weight_dtype) \
+        / dep.system.accelerator.hbm_bandwidth_bytes_per_s
+
+
+def balance_batch_of(dep: Deployment) -> float:
+    """The deployment's balance batch B*: full weight-read time over one sequence's compute time
+    at zero context (SPEC A3, measured on the step function rather than the closed form)."""
+    return full_weight_read_s(dep) / float(dep.decode(batch=1.0, context=0.0).time.compute_s)
+
+
 def batch_economics(dep: Deployment, *, context: float, batches=None) -> BatchEconomics:
     """Balance batch, latency floor, drain time, no-batching ratio, memory limits, and the curve."""
     require_fit(dep, batch=1.0, context=max(context, 1.0))
     curve = batch_curve(dep, context=context, batches=batches)
     one = dep.decode(batch=1.0, context=0.0)
-    full_read_s = dep.plan.pp * weights_read_per_chip(dep.model, dep.plan, weight_dtype=dep.weight_dtype) \
-        / dep.system.accelerator.hbm_bandwidth_bytes_per_s
-    b_star = full_read_s / float(one.time.compute_s)
+    full_read_s = full_weight_read_s(dep)
+    b_star = balance_batch_of(dep)
     l_x = crossover_context_of(dep)
     cost = curve.chip_s_per_token
     at_one = dep.decode(batch=1.0, context=context)

@@ -205,5 +205,5 @@ def prefill_step(model: Model, system: System, *, batch, prompt_tokens, cached_t
     new_kv = model.kv_bytes(cached + prompt, kv_dtype) - model.kv_bytes(cached, kv_dtype)
     return _assemble(model, system, plan, phase="prefill", mode=mode, batch=batch, context=cached,
                      tokens_per_seq=prompt, flops_attn_per_seq=model.prefill_attention_flops(prompt, cached),
-                     kv_read_per_seq=model.kv_bytes(cached, kv_dtype), kv_write_per_seq=new_kv,
+                     kv_read_per_seq=model.kv_read_bytes(cached, kv_dtype, sparse=False), kv_write_per_seq=new_kv,
                      weight_dtype=weight_dtype, kv_dtype=kv_dtype)

@@ -13,7 +13,7 @@ Reading a Hugging Face ``config.json`` into this spec is ``hf_config.model_from_
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -154,6 +154,7 @@ class Model:
     moe: MoE | None = None
     moe_layers: tuple[bool, ...] = ()
     layer_windows: tuple[int, ...] = ()
+    kv_holding: tuple[bool, ...] = ()
     tie_embeddings: bool = False
     norm: str = "rms"
     norms_per_layer: int = 2
@@ -179,6 +180,8 @@ class Model:
             object.__setattr__(self, "moe_layers", (self.moe is not None,) * self.n_layers)
         if not self.layer_windows:
             object.__setattr__(self, "layer_windows", (0,) * self.n_layers)
+        if not self.kv_holding:
+            object.__setattr__(self, "kv_holding", (True,) * self.n_layers)
         if not self.expert_weight_dtype:
             object.__setattr__(self, "expert_weight_dtype", self.weight_dtype)
         _require(owner, len(self.moe_layers) == self.n_layers,
@@ -186,6 +189,8 @@ class Model:
         _require(owner, len(self.layer_windows) == self.n_layers,
                  f"layer_windows has {len(self.layer_windows)} entries for {self.n_layers} layers")
         _require(owner, all(w >= 0 for w in self.layer_windows), "layer windows must be >= 0")
+        _require(owner, len(self.kv_holding) == self.n_layers and any(self.kv_holding),
+                 f"kv_holding needs one flag per layer ({self.n_layers}) and at least one layer holding KV")
         _require(owner, self.moe is not None or not any(self.moe_layers), "MoE layers marked but no MoE spec")
         _require(owner, self.n_dense_layers == 0 or self.dense_ffn_dim >= 1,
                  f"{self.n_dense_layers} dense layers need an FFN width >= 1")
@@ -219,15 +224,41 @@ class Model:
                 label += f"+local({w})/global {n_local}:{self.n_layers - n_local}"
         return label
 
-    def window_groups(self) -> tuple[tuple[int, int], ...]:
-        """(window, layer count) pairs; window 0 = full attention (cached: called per step)."""
-        groups = self._cache.get("window_groups")
+    def window_groups(self, *, holding_only: bool = False) -> tuple[tuple[int, int], ...]:
+        """(window, layer count) pairs; window 0 = full attention (cached: called per step).
+
+        ``holding_only`` counts only layers that keep their own KV cache (cross-layer sharing).
+        """
+        key = "kv_window_groups" if holding_only else "window_groups"
+        groups = self._cache.get(key)
         if groups is None:
             counts: dict[int, int] = {}
-            for w in self.layer_windows:
-                counts[w] = counts.get(w, 0) + 1
-            groups = self._cache["window_groups"] = tuple(sorted(counts.items()))
+            for w, holds in zip(self.layer_windows, self.kv_holding):
+                if holds or not holding_only:
+                    counts[w] = counts.get(w, 0) + 1
+            groups = self._cache[key] = tuple(sorted(counts.items()))
         return groups
+
+    @property
+    def kv_sharing_factor(self) -> float:
+        """Layers per distinct KV cache (1 without cross-layer sharing; CLA2 = 2)."""
+        return self.n_layers / sum(self.kv_holding)
+
+    def with_kv_sharing(self, factor: int) -> "Model":
+        """This model with every ``factor`` adjacent layers sharing one KV cache: cross-layer
+        attention (Brandon et al. 2024, arXiv:2405.12981; Character.AI's 2024 inference note).
+
+        The first layer of each group holds the cache, the others attend to it. Held KV bytes
+        fall by ~``factor``; bytes *read* per decode step do not, because each layer still reads
+        the cache it attends (layers run one after another). Parameter counts are unchanged
+        (the sharing layers' K/V projections are not removed). The layer's own window is kept.
+        """
+        if not (isinstance(factor, int) and 1 <= factor <= self.n_layers):
+            raise SpecError(f"model {self.name}: kv sharing factor must be a whole number from 1 to "
+                            f"{self.n_layers} (layers per shared cache), got {factor!r}")
+        holding = tuple(i % factor == 0 for i in range(self.n_layers))
+        name = self.name if factor == 1 else f"{self.name} (KV shared x{factor})"
+        return replace(self, name=name, kv_holding=holding, _cache={})
 
     # ---- parameters ------------------------------------------------------------------------
     def _ffn_params(self, width: int) -> int:
@@ -309,28 +340,25 @@ class Model:
 
     def kv_bytes(self, context, kv_dtype: str | DType | None = None):
         """KV bytes held for one sequence of ``context`` tokens (broadcasts over numpy arrays)."""
-        context = np.asarray(context, dtype=float)
-        main, index = self._kv_layer_bytes(kv_dtype)
-        total = 0.0
-        for window, count in self.window_groups():
-            held = context if window == 0 else np.minimum(context, window)
-            total = total + count * (main + index) * held
-        return total
+        return self._kv_sum(context, kv_dtype, self.window_groups(holding_only=True), sparse=False)
 
-    def kv_read_bytes(self, context, kv_dtype: str | DType | None = None):
+    def kv_read_bytes(self, context, kv_dtype: str | DType | None = None, *, sparse: bool = True):
         """KV bytes one decode step reads for one sequence at ``context`` tokens.
 
-        Dense attention reads all it holds; DSA reads the whole indexer cache plus the
-        top-k selected entries: L·b_index + min(L, k)·b_kv per layer (SPEC B7).
+        Every attending layer reads its cache (a layer sharing another's cache reads it again).
+        Dense attention reads all it holds; DSA (``sparse``) reads the whole indexer cache plus
+        the top-k selected entries: L·b_index + min(L, k)·b_kv per layer (SPEC B7).
         """
-        if not self.attention.is_sparse:
-            return self.kv_bytes(context, kv_dtype)
+        return self._kv_sum(context, kv_dtype, self.window_groups(), sparse=sparse and self.attention.is_sparse)
+
+    def _kv_sum(self, context, kv_dtype, groups, *, sparse: bool):
         context = np.asarray(context, dtype=float)
         main, index = self._kv_layer_bytes(kv_dtype)
         total = 0.0
-        for window, count in self.window_groups():
+        for window, count in groups:
             held = context if window == 0 else np.minimum(context, window)
-            total = total + count * (index * held + main * np.minimum(held, self.attention.index_topk))
+            selected = np.minimum(held, self.attention.index_topk) if sparse else held
+            total = total + count * (index * held + main * selected)
         return total
 
     # ---- FLOPs ---------------------------------------------------------------------------------

@@ -5,6 +5,10 @@ Strict at the edge (DESIGN.md §3, §4): every table is checked for unknown and 
 carries ``source`` and an ISO ``as_of`` date, and anything wrong is a ``CatalogError`` naming the
 file, the entry and the key. Peaks are dense peaks per dtype; links are per direction per chip.
 Where the figures come from is recorded per entry in the TOML files themselves.
+
+Memory tiers below HBM (``[[<system>.tiers]]`` in ``systems.toml``) and reference storage devices
+(``storage.toml``) are ``MemoryTier`` specs read the same strict way (SPEC C12); a bandwidth no
+source gives is left unknown (``bandwidth_unknown = "why"``), never guessed.
 """
 
 from __future__ import annotations
@@ -17,8 +21,8 @@ from collections.abc import Mapping
 from importlib import resources
 
 from .. import units
-from ..errors import CatalogError, LlmeconError, did_you_mean, unknown_name
-from ..hardware import Accelerator, Link, System
+from ..errors import CatalogError, LlmeconError, SpecError, did_you_mean, unknown_name
+from ..hardware import TIER_KINDS, Accelerator, Link, MemoryTier, System
 from ._strict import check_keys
 
 PEAK_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "fp4")
@@ -29,8 +33,17 @@ _ACCELERATOR_KEYS = dict(
     optional=("power", "notes"),
 )
 _SYSTEM_KEYS = dict(required=("accelerator", "chips", "description", "source", "as_of"),
-                    optional=("scale_up", "scale_out"))
+                    optional=("scale_up", "scale_out", "tiers"))
 _LINK_KEYS = dict(required=("bandwidth", "latency", "source"), optional=("name",))
+# Tier status words of shared/reference/memory_tiers.yaml: verified (vendor's own document), secondary
+# (third-party material quoting the vendor), derived (arithmetic on those), assumed (a stated guess).
+TIER_STATUSES = ("verified", "secondary", "derived", "assumed")
+SYSTEM_TIER_KINDS = tuple(k for k in TIER_KINDS if k != "hbm")     # HBM comes from the accelerator
+STORAGE_KINDS = ("local_nvme", "flash", "hdd", "network_disk")      # devices, not memory
+_TIER_KEYS = dict(required=("name", "kind", "capacity", "status", "source"),
+                  optional=("bandwidth", "bandwidth_basis", "bandwidth_unknown", "notes"))
+_STORAGE_KEYS = dict(required=("name", "kind", "capacity", "bandwidth", "bandwidth_basis", "status", "source"),
+                     optional=("notes",))
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
@@ -125,9 +138,91 @@ def _link(system: str, tier: str, entry: object, where: str) -> Link:
         raise CatalogError(f"{at}: {exc}") from exc
 
 
+def _choice(entry: Mapping, key: str, allowed: tuple[str, ...], where: str) -> str:
+    value = _text(entry, key, where)
+    if value not in allowed:
+        raise CatalogError(f"{where} {key}: '{value}' is not one of {', '.join(allowed)}{did_you_mean(value, allowed)}")
+    return value
+
+
+def _positive_quantity(entry: Mapping, key: str, dimension: str, where: str) -> float:
+    value = _quantity(entry, key, dimension, where)
+    if not value > 0:
+        raise CatalogError(f"{where} {key}: must be positive, got {entry[key]!r}")
+    return value
+
+
+def _tier(entry: object, where: str, *, keys: Mapping, kinds: tuple[str, ...]) -> MemoryTier:
+    """One ``MemoryTier`` from a TOML table. With ``bandwidth`` goes ``bandwidth_basis`` (peak or
+    sustained); without it, ``bandwidth_unknown`` must say why no source gives it (kept in notes)."""
+    check_keys(entry, **keys, where=where)
+    if entry["kind"] == "hbm" and "hbm" not in kinds:
+        raise CatalogError(f"{where} kind: 'hbm' is not a tier below HBM; HBM comes from the system's accelerator")
+    kind = _choice(entry, "kind", kinds, where)
+    notes = _text(entry, "notes", where) if "notes" in entry else ""
+    if "bandwidth" in entry:
+        if "bandwidth_unknown" in entry:
+            raise CatalogError(f"{where} bandwidth_unknown: give bandwidth or bandwidth_unknown, not both")
+        if "bandwidth_basis" not in entry:
+            raise CatalogError(f"{where}: missing required key 'bandwidth_basis' (peak or sustained) for its bandwidth")
+        bandwidth = _positive_quantity(entry, "bandwidth", "bytes_per_s", where)
+        basis = _choice(entry, "bandwidth_basis", ("peak", "sustained"), where)
+    else:
+        if "bandwidth_unknown" not in entry:
+            raise CatalogError(f"{where} bandwidth: missing; give bandwidth, or bandwidth_unknown = \"why no source "
+                               f"gives it\" (never a guess)")
+        if "bandwidth_basis" in entry:
+            raise CatalogError(f"{where} bandwidth_basis: only meaningful with a bandwidth")
+        bandwidth, basis = None, "peak"
+        notes = f"Bandwidth unknown: {_text(entry, 'bandwidth_unknown', where)}" + (f" {notes}" if notes else "")
+    try:
+        return MemoryTier(name=_text(entry, "name", where), kind=kind,
+                          capacity_bytes=_positive_quantity(entry, "capacity", "bytes", where),
+                          bandwidth_bytes_per_s=bandwidth, bandwidth_basis=basis,
+                          status=_choice(entry, "status", TIER_STATUSES, where),
+                          source=_text(entry, "source", where), notes=notes)
+    except CatalogError:
+        raise
+    except LlmeconError as exc:
+        raise CatalogError(f"{where}: {exc}") from exc
+
+
+def _system_tiers(entries: object, where: str) -> tuple[MemoryTier, ...]:
+    if not isinstance(entries, list):
+        raise CatalogError(f"{where} tiers: expected an array of tables [[<system>.tiers]], "
+                           f"got {type(entries).__name__}")
+    tiers = []
+    for i, entry in enumerate(entries):
+        label = f" '{entry['name']}'" if isinstance(entry, Mapping) and isinstance(entry.get("name"), str) else ""
+        tier = _tier(entry, f"{where} tiers[{i}]{label}", keys=_TIER_KEYS, kinds=SYSTEM_TIER_KINDS)
+        if any(t.name == tier.name for t in tiers):
+            raise CatalogError(f"{where} tiers[{i}] name: '{tier.name}' appears twice")
+        tiers.append(tier)
+    return tuple(tiers)
+
+
+def _check_tier_order(system: System, where: str) -> None:
+    """HBM first, then tiers in non-decreasing drain time (capacity / bandwidth). A tier whose
+    bandwidth is unknown has no drain time: it may sit anywhere after HBM and is skipped here."""
+    known = [t for t in system.memory_tiers if t.drain_s is not None]
+    for faster, slower in zip(known, known[1:]):
+        if slower.drain_s < faster.drain_s:
+            raise CatalogError(
+                f"{where} tiers: tiers must be listed fastest-draining first (HBM, then capacity/bandwidth "
+                f"non-decreasing); '{slower.name}' drains in {units.fmt_seconds(slower.drain_s)}, faster than "
+                f"'{faster.name}' before it ({units.fmt_seconds(faster.drain_s)})")
+
+
 def load_systems(text: str, accelerators: Mapping[str, Accelerator],
                  where: str = "systems.toml") -> dict[str, System]:
-    """Parse system tables from TOML ``text``, resolving each ``accelerator`` by name."""
+    """Parse system tables from TOML ``text``, resolving each ``accelerator`` by name.
+
+    ``[[<system>.tiers]]`` lists the memory levels below HBM (never HBM itself), fastest-draining
+    first: HBM's drain time, then each known tier's capacity / bandwidth, must be non-decreasing. A
+    tier with ``bandwidth_unknown`` has no drain time (``drain_s`` is None): it may appear anywhere
+    after HBM, the ordering check skips it, and users of the tier must treat its drain time as
+    unknown (neither zero nor infinite).
+    """
     result = {}
     for name, entry in _read_toml(text, where).items():
         at = f"{where} [{name}]"
@@ -150,12 +245,20 @@ def load_systems(text: str, accelerators: Mapping[str, Accelerator],
                 description=_text(entry, "description", at),
                 source=_text(entry, "source", at),
                 as_of=_as_of(entry, at),
+                tiers=_system_tiers(entry["tiers"], at) if "tiers" in entry else (),
             )
         except CatalogError:
             raise
         except LlmeconError as exc:  # SpecError, e.g. a multi-chip domain without scale_up
             raise CatalogError(f"{at}: {exc}") from exc
+        _check_tier_order(result[name], at)
     return result
+
+
+def load_storage(text: str, where: str = "storage.toml") -> dict[str, MemoryTier]:
+    """Parse reference storage devices (one drive each) from TOML ``text``, keyed by table name."""
+    return {key: _tier(entry, f"{where} [{key}]", keys=_STORAGE_KEYS, kinds=STORAGE_KINDS)
+            for key, entry in _read_toml(text, where).items()}
 
 
 def _resource(filename: str) -> str:
@@ -196,3 +299,44 @@ def get_system(name: str) -> System:
     if name not in table:
         raise unknown_name("system", name, table)
     return table[name]
+
+
+@functools.cache
+def _storage() -> dict[str, MemoryTier]:
+    return load_storage(_resource("storage.toml"), "storage.toml")
+
+
+def storage_devices() -> dict[str, MemoryTier]:
+    """All catalogued storage devices (one drive each) by name (a fresh dict over cached specs)."""
+    return dict(_storage())
+
+
+def get_storage_device(name: str) -> MemoryTier:
+    """One storage device by name; an unknown name raises CatalogError with "did you mean"."""
+    table = _storage()
+    if name not in table:
+        raise unknown_name("storage device", name, table)
+    return table[name]
+
+
+def device_tier(name: str, count: int) -> MemoryTier:
+    """``count`` catalogued drives striped into one tier named ``"<count> x <name>"``.
+
+    Capacity and bandwidth are ``count`` x one drive's: striping is assumed to scale linearly,
+    an upper bound (host PCIe lanes, controllers and filesystems are not modelled). Drain time is
+    therefore one drive's.
+    """
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise SpecError(f"device_tier count: expected a whole number of drives >= 1, got {count!r}")
+    drive = get_storage_device(name)
+    if count == 1:
+        notes = f"One {drive.name}. {drive.notes}".strip()
+    else:
+        notes = (f"{count} x {drive.name} striped: capacity and bandwidth are {count} x one drive's, assuming "
+                 f"striping scales linearly - an upper bound (host PCIe lanes, controllers and filesystems not "
+                 f"modelled). Per drive: {drive.notes}").strip()
+    bandwidth = None if drive.bandwidth_bytes_per_s is None else count * drive.bandwidth_bytes_per_s
+    return MemoryTier(name=f"{count} x {name}", kind=drive.kind, capacity_bytes=count * drive.capacity_bytes,
+                      bandwidth_bytes_per_s=bandwidth, bandwidth_basis=drive.bandwidth_basis,
+                      usd_per_hour=None if drive.usd_per_hour is None else count * drive.usd_per_hour,
+                      status=drive.status if count == 1 else "derived", source=drive.source, notes=notes)
