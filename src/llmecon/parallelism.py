@@ -10,6 +10,8 @@ stage holding ceil(layers/pp) of them. The replica spans tp·ep·pp chips of one
 from __future__ import annotations
 
 import math
+
+import numpy as np
 from dataclasses import dataclass
 
 from .errors import InfeasibleError, SpecError
@@ -73,3 +75,21 @@ class Plan:
             raise InfeasibleError(f"plan {self.label()} needs {self.chips} chips but {system.name}'s scale-up "
                                   f"domain has {system.chips}; lower tp/ep/pp or pick a larger system "
                                   "(llmecon catalog systems)")
+
+
+def pipeline_stage_time_ratio(*, active_experts, layers_per_stage, bandwidth_ratio):
+    """Scale-up over scale-out time per pipeline stage across racks (SPEC D17).
+
+    Per token and MoE layer, expert parallelism inside a rack moves ~2·k·D·bytes at scale-up
+    bandwidth (dispatch + combine); handing the stage's activations to the next rack moves
+    D·bytes once at scale-out bandwidth. Their ratio is 2·k·L_stage / (BW_up/BW_out): >= 1 means
+    the scale-out hop hides behind the stage's own communication (k = 8, one layer, ratio 9:
+    16/9 -> viable; ratio 18: 16/18 -> not, take 2 layers per stage). Omits latency terms and
+    the 1/EP share of tokens whose experts are local (which would lower the scale-up side).
+    """
+    k = np.asarray(active_experts, dtype=float)
+    layers = np.asarray(layers_per_stage, dtype=float)
+    ratio = np.asarray(bandwidth_ratio, dtype=float)
+    if np.any(k <= 0) or np.any(layers <= 0) or np.any(ratio <= 0):
+        raise SpecError("active experts, layers per stage and the bandwidth ratio must all be > 0")
+    return 2.0 * k * layers / ratio
