@@ -23,11 +23,16 @@ from llmecon.batching import (Deployment, additive_fast_mode_load, balance_batch
                               max_roofline_fast_mode, no_batching_cost_ratio, require_fit, throughput_tokens_per_s)
 from llmecon.catalog.hardware import get_accelerator, get_system
 from llmecon.catalog.models import get_model
+from llmecon.context import block_sparse_reads, kv_per_sequence_bytes
 from llmecon.errors import InfeasibleError
-from llmecon.hardware import Accelerator, Link, System
+from llmecon.hardware import Accelerator, Link, MemoryTier, System
 from llmecon.hf_config import model_from_hf_config
-from llmecon.inference import decode_step, touched_expert_fraction
-from llmecon.parallelism import Plan
+from llmecon.inference import decode_step, memory_per_chip, touched_expert_fraction
+from llmecon.model import Attention, Model, MoE
+from llmecon.parallelism import Plan, pipeline_stage_time_ratio
+from llmecon.prices import ContextTier, PriceSheet
+from llmecon.pricing import (break_even_hold_s, cache_hold_price_per_hour, decode_prefill_cost_ratio,
+                             kv_bytes_from_crossover)
 from llmecon.roofline import step_time
 
 CASES_FILE = Path(__file__).parent / "published" / "lecture_cases.yaml"
@@ -221,6 +226,142 @@ def fit_5T_fp8_gb200(i):
     return {"fits": fits, "free_for_kv": free}
 
 
+
+# ---- SPEC B7-B9, C10-C12, D17-D18 cases ---------------------------------------------------------------
+
+
+def kv_bytes_from_crossover_lecture(i):
+    # SPEC conventions: "FLOPs, not multiplies: the lecture counts multiplies". SPEC C10: "R = 300
+    # *multiplies* per byte (fp8-equivalent)"; one multiply(-accumulate) is 2 FLOPs, so R = 600 FLOP/B.
+    flops_per_byte = 2 * i["mac_per_byte"]
+    return {"kv_bytes_per_token": kv_bytes_from_crossover(active_params=i["N_active"],
+                                                          crossover_context=i["crossover_context"],
+                                                          flops_per_byte=flops_per_byte)}
+
+
+def kv_bytes_from_crossover_bf16(i):
+    # already FLOP per byte (H100 bf16 ridge, SPEC C10 "R = 295 bf16 FLOP/B: 3,387 B")
+    return {"kv_bytes_per_token": kv_bytes_from_crossover(active_params=i["N_active"],
+                                                          crossover_context=i["crossover_context"],
+                                                          flops_per_byte=i["flop_per_byte"])}
+
+
+_KV_DTYPE_BY_BYTES = {1: "fp8", 2: "bf16"}
+
+
+def _gqa_model(layers: int, kv_heads: int, head_dim: int) -> Model:
+    """A small Llama-style config with ``kv_heads`` x ``head_dim`` KV per layer (4 query heads per KV head)."""
+    config = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4 * kv_heads * head_dim,
+              "num_hidden_layers": layers, "num_attention_heads": 4 * kv_heads, "num_key_value_heads": kv_heads,
+              "head_dim": head_dim, "intermediate_size": 4096, "vocab_size": 32000, "torch_dtype": "bfloat16"}
+    return model_from_hf_config(config, name=f"gqa-{layers}L")
+
+
+def gqa_kv_bytes_shared_layer_fp8(i):
+    # SPEC C10: "~2 KB" = one 8-head x 128-dim fp8 KV layer shared by every layer (Character.AI
+    # cross-layer sharing): a 32-layer model whose 32 layers share one cache, KV stored in fp8.
+    layers = 32
+    model = _gqa_model(layers, i["kv_heads"], i["head_dim"]).with_kv_sharing(layers // i["unique_kv_layers"])
+    assert sum(model.kv_holding) == i["unique_kv_layers"]
+    return {"kv_bytes_per_token": model.kv_bytes_per_token(_KV_DTYPE_BY_BYTES[i["bytes_per_elem"]])}
+
+
+def gqa_kv_bytes_61_layers_bf16(i):
+    # SPEC B7: 2·n_kv_layers·K·H·bytes with every layer holding its own cache
+    model = _gqa_model(i["unique_kv_layers"], i["kv_heads"], i["head_dim"])
+    assert model.kv_sharing_factor == 1
+    return {"kv_bytes_per_token": model.kv_bytes_per_token(_KV_DTYPE_BY_BYTES[i["bytes_per_elem"]])}
+
+
+GEMINI_BOUNDARY = 200_000  # the case's "le_200k" / "gt_200k" (SPEC C10: "Gemini >200K")
+
+
+def gemini_tier_ratios(i):
+    sheet = PriceSheet(provider="case", model="gemini", input_usd_per_mtok=i["input_le_200k"],
+                       output_usd_per_mtok=i["output_le_200k"],
+                       long_context=(ContextTier(above_tokens=GEMINI_BOUNDARY, input_usd_per_mtok=i["input_gt_200k"],
+                                                 output_usd_per_mtok=i["output_gt_200k"]),))
+    short_in, short_out = sheet.price_at(GEMINI_BOUNDARY)       # "<= 200K": the base price still applies
+    long_in, long_out = sheet.price_at(GEMINI_BOUNDARY + 1)     # "> 200K"
+    return {"input_increase": long_in / short_in, "output_increase": long_out / short_out}
+
+
+def _decode_prefill_ratio(i):
+    return {"ratio": decode_prefill_cost_ratio(batch_over_balance=i["B_over_Bstar"],
+                                               context_over_crossover=i["L_over_Lstar"])}
+
+
+def observed_price_ratios(i):
+    return {key: PriceSheet(provider="case", model=key, input_usd_per_mtok=prices[0],
+                            output_usd_per_mtok=prices[1]).output_input_ratio
+            for key, prices in i.items()}
+
+
+def drain_ddr_dgx_h100(i):
+    tier = MemoryTier(name="DDR5 (case)", kind="host_dram", capacity_bytes=i["capacity"],
+                      bandwidth_bytes_per_s=i["bandwidth"])
+    return {"seconds": tier.drain_s}
+
+
+def anthropic_hold_cost_ratio(i):
+    five_min = cache_hold_price_per_hour(base_input=i["base"], write=i["write_5m"], hold_s=5 * 60.0)
+    one_hour = cache_hold_price_per_hour(base_input=i["base"], write=i["write_1h"], hold_s=3600.0)
+    return {"premium_per_hour_5m_over_1h": five_min / one_hour}
+
+
+def block_sparse_sqrt_optimum(i):
+    r = block_sparse_reads(context=i["context"], selected_blocks=i["selected_blocks"])
+    return {"block_size": r.block_size, "token_reads": r.token_reads}
+
+
+def pipeline_viability_k8_ratio8(i):
+    ratio = pipeline_stage_time_ratio(active_experts=i["activated_experts"], layers_per_stage=i["layers_per_stage"],
+                                      bandwidth_ratio=i["bw_ratio"])
+    return {"scaleup_over_scaleout_time": ratio, "viable": bool(ratio >= 1.0)}  # SPEC D17: viable iff >= 1
+
+
+# pp_inference_memory_per_gpu (SPEC D18) through inference.memory_per_chip. The case divides *all*
+# N_total bytes by EP·P; llmecon's EP layout (parallelism module docstring) shards only the routed
+# experts over EP and keeps the non-expert weights on every EP rank (attention data-parallel). So the
+# case is reproduced with a synthetic MLA MoE whose non-expert weights are negligible (7.3 MB of 1 TB):
+# 64 layers (divisible by every P, so each stage holds exactly 1/P of them), 64 routed experts, fp8
+# weights summing to 1e12 bytes, and an MLA latent of 485 + 64 rope dims in bf16 per layer:
+# 64·549·2 = 70,272 B/token, the case's kv_bytes_per_token (DeepSeek-V3's 61·576·2 on 64 layers).
+# The replicated non-expert bytes put the weights 0.046% above 1e12/(64·P), inside the case's 0.1%.
+# KV: with P stages, P micro-batches of b = 2,400 sequences are in flight (batch P·b); each chip holds
+# its stage's 1/P of the layers for all of them, sharded by EP: b·L·kv/EP, for any P.
+# (2400·32768·70272/64 = 86.35e9 B: the case's arithmetic checks.)
+def _pp_case_model(i) -> Model:
+    layers, experts, d = 64, i["expert_parallel"], 64
+    rope = 64
+    latent = int(i["kv_bytes_per_token"] // (layers * 2)) - rope      # bf16 KV: 549 - 64 = 485
+    attention = Attention(kind="mla", n_heads=1, n_kv_heads=1, head_dim=128, v_head_dim=64,
+                          kv_lora_rank=latent, qk_rope_head_dim=rope)
+
+    def build(ffn: int) -> Model:
+        return Model(name="pp-case", d_model=d, n_layers=layers, vocab_size=256, attention=attention,
+                     dense_ffn_dim=0, moe=MoE(n_routed=experts, top_k=8, expert_ffn_dim=ffn),
+                     weight_dtype="fp8", kv_dtype="bf16")
+
+    non_expert = build(1).params.total - build(1).params.routed_experts
+    per_ffn_unit = 3 * d * experts * layers                          # gated expert: 3 matrices of d x f
+    return build(round((i["N_total_bytes"] - non_expert) / per_ffn_unit))
+
+
+def pp_inference_memory_per_gpu(i):
+    model = _pp_case_model(i)
+    assert model.kv_bytes_per_token() == i["kv_bytes_per_token"]
+    assert model.weight_bytes().total == pytest.approx(i["N_total_bytes"], rel=1e-6)
+    weights, kv = [], []
+    for p in i["pipeline"]:
+        plan = Plan(ep=i["expert_parallel"], pp=p)
+        w = float(memory_per_chip(model, plan, batch=0.0, context=0.0))
+        total = float(memory_per_chip(model, plan, batch=p * i["micro_batch"], context=i["context"]))
+        weights.append(w / 1e9)
+        kv.append((total - w) / 1e9)
+    return {"weights_GB": weights, "kv_GB": kv}
+
+
 IMPLEMENTED = {
     "step_time_deepseek_rack": step_time_deepseek_rack,
     "moe_touched_fraction": moe_touched_fraction,
@@ -243,6 +384,20 @@ IMPLEMENTED = {
     "dgx_h100_memory": _memory,
     "gb200_nvl72_memory": _memory,
     "fit_5T_fp8_gb200": fit_5T_fp8_gb200,
+    "kv_bytes_from_crossover_lecture": kv_bytes_from_crossover_lecture,
+    "kv_bytes_from_crossover_bf16": kv_bytes_from_crossover_bf16,
+    "gqa_kv_bytes_shared_layer_fp8": gqa_kv_bytes_shared_layer_fp8,
+    "gqa_kv_bytes_61_layers_bf16": gqa_kv_bytes_61_layers_bf16,
+    "gemini_tier_ratios": gemini_tier_ratios,
+    "decode_prefill_ratio_balance": _decode_prefill_ratio,
+    "decode_prefill_ratio_5x_by_kv": _decode_prefill_ratio,
+    "decode_prefill_ratio_5x_by_small_batch": _decode_prefill_ratio,
+    "observed_price_ratios": observed_price_ratios,
+    "drain_ddr_dgx_h100": drain_ddr_dgx_h100,
+    "anthropic_hold_cost_ratio": anthropic_hold_cost_ratio,
+    "block_sparse_sqrt_optimum": block_sparse_sqrt_optimum,
+    "pipeline_viability_k8_ratio8": pipeline_viability_k8_ratio8,
+    "pp_inference_memory_per_gpu": pp_inference_memory_per_gpu,
 }
 
 

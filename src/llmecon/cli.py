@@ -346,6 +346,9 @@ def catalog_models(as_json: JsonOpt = False) -> None:
     _console().print(table)
 
 
+from . import cli_context  # noqa: E402,F401  (registers context, cost, cache, prices, catalog tiers)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app, turning library errors into one line and exit code 2."""
     from .errors import LlmeconError

@@ -267,7 +267,7 @@ def tiers_for_boundaries(contexts, input_cost, output_cost, *, boundaries, margi
     contexts, input_cost, output_cost = _check_costs(contexts, input_cost, output_cost, margin)
     bounds = [float(b) for b in boundaries]
     if any(b <= 0 for b in bounds) or bounds != sorted(set(bounds)):
-        raise SpecError(f"--boundaries: tier boundaries must be increasing token counts > 0, got {bounds}")
+        raise SpecError(f"--boundary: tier boundaries must be increasing token counts > 0, got {bounds}")
     stop = _first_unpriced(input_cost, output_cost)
     last = float(contexts[stop - 1]) if stop else 0.0
     if stop == 0:
@@ -277,7 +277,7 @@ def tiers_for_boundaries(contexts, input_cost, output_cost, *, boundaries, margi
     for upper in uppers:
         sel = (contexts > lower) & (contexts <= upper)
         if not np.any(sel):
-            raise SpecError(f"--boundaries: no grid context falls in the tier ({lower:g}, {upper:g}]; "
+            raise SpecError(f"--boundary: no grid context falls in the tier ({lower:g}, {upper:g}]; "
                             f"use a finer context grid or fewer boundaries")
         ins.append(float(np.max(input_cost[sel])) * (1 + margin))
         outs.append(float(np.max(output_cost[sel])) * (1 + margin))

@@ -226,6 +226,16 @@ def cache_tier_fit(sheet: PriceSheet, tiers: Sequence[MemoryTier], *,
     return fits
 
 
+def five_minute_tiers(fits: Sequence[CacheTierFit]) -> dict[float, str | None]:
+    """For each hold time, the slowest-draining tier whose drain time is still <= the hold time:
+    where the five-minute rule puts a cache re-read that often (None if no tier qualifies)."""
+    out: dict[float, str | None] = {}
+    for hold in sorted({f.hold_s for f in fits}):
+        ok = [f for f in fits if f.hold_s == hold and f.consistent]
+        out[hold] = max(ok, key=lambda f: f.drain_s).tier if ok else None
+    return out
+
+
 @dataclass(frozen=True, kw_only=True)
 class FastModeInference:
     """What a premium tier's price and speed-up imply about batches (SPEC A5, C13)."""
