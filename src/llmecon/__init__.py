@@ -25,6 +25,16 @@ _EXPORTS = {
     "model_from_hf_config": "hf_config", "no_batching_cost_ratio": "batching", "prefill_step": "inference",
     "require_fit": "batching", "smallest_plan": "batching", "speculative_tokens_per_step": "batching",
     "step_time": "roofline", "throughput_tokens_per_s": "batching", "touched_expert_fraction": "inference",
+    # context length, KV-cache tiers, prices (SPEC B, C)
+    "CachePlacement": "kvcache", "ContextEconomics": "context", "ContextTier": "prices", "MemoryTier": "hardware",
+    "PriceSheet": "prices", "ServingCost": "pricing", "TierSchedule": "context",
+    "block_sparse_reads": "context", "break_even_hold_s": "pricing", "cache_hold_price_per_hour": "pricing",
+    "cache_placement": "kvcache", "cache_tier_fit": "pricing", "check_prices": "context",
+    "context_economics": "context", "decode_prefill_cost_ratio": "pricing", "device_tier": "catalog.hardware",
+    "get_price_sheet": "catalog.prices", "infer_fast_mode": "pricing", "infer_kv_from_price_step": "pricing",
+    "kv_bytes_from_crossover": "pricing", "operating_point": "pricing", "priced_tiers": "kvcache",
+    "serving_cost": "pricing", "tiers_for_boundaries": "context", "tiers_for_steps": "context",
+    "usd_per_mtok": "context",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -141,7 +141,7 @@ class ContextEconomics:
         return self.attention_flops_per_kv_byte > self.attention_ridge_flops_per_byte
 
 
-def _decode_batches(dep: Deployment, contexts: np.ndarray, batch, batch_cap) -> np.ndarray:
+def decode_batches(dep: Deployment, contexts: np.ndarray, batch, batch_cap) -> np.ndarray:
     free = dep.system.accelerator.hbm_bytes - dep.weights_per_chip_bytes
     per_seq = np.asarray(dep.kv_per_sequence_per_chip_bytes(contexts), dtype=float)
     with np.errstate(divide="ignore"):
@@ -186,7 +186,7 @@ def context_economics(dep: Deployment, *, contexts=None, batch: float | None = N
     contexts = np.asarray(contexts, dtype=float)
     if contexts.ndim != 1 or contexts.size == 0 or np.any(contexts < 1):
         raise SpecError("--contexts: need one or more context lengths >= 1 token")
-    batches = _decode_batches(dep, contexts, batch, batch_cap)
+    batches = decode_batches(dep, contexts, batch, batch_cap)
     if not np.any(np.isfinite(batches)):
         raise InfeasibleError(f"no context in the grid fits {'batch ' + format(batch, 'g') if batch else 'one sequence'}"
                               f"; the longest context for one sequence is {l_max:,.0f} tokens")
@@ -352,17 +352,9 @@ class PriceCheck:
         out = {}
         for name, margin in (("input", self.input_margin), ("output", self.output_margin)):
             lose = ~(np.nan_to_num(margin, nan=-1.0) >= 0)
-            ranges, start = [], None
-            for c, bad in zip(self.context, lose):
-                if bad and start is None:
-                    start = c
-                if not bad and start is not None:
-                    ranges.append((float(start), float(prev)))
-                    start = None
-                prev = c
-            if start is not None:
-                ranges.append((float(start), float(self.context[-1])))
-            out[name] = ranges
+            edges = np.diff(np.concatenate([[0], lose.astype(np.int8), [0]]))
+            starts, stops = np.nonzero(edges == 1)[0], np.nonzero(edges == -1)[0] - 1
+            out[name] = [(float(self.context[a]), float(self.context[b])) for a, b in zip(starts, stops)]
         return out
 
 

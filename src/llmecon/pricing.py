@@ -17,7 +17,7 @@ import numpy as np
 
 from .batching import (Deployment, additive_fast_mode_load, balance_batch_of, fast_mode_batch_ratio,
                        max_roofline_fast_mode, require_fit)
-from .context import _decode_batches, prefill_chip_s_per_token, usd_per_mtok
+from .context import decode_batches, prefill_chip_s_per_token, usd_per_mtok
 from .errors import InfeasibleError, SpecError
 from .hardware import MemoryTier
 from .prices import PriceSheet
@@ -295,7 +295,7 @@ def serving_cost(dep: Deployment, *, context: float, price_per_chip_hour: float,
     if not (isinstance(context, (int, float)) and context >= 1):
         raise SpecError(f"--context: must be >= 1 token, got {context!r}")
     require_fit(dep, batch=1.0 if batch is None else batch, context=context)
-    b = float(_decode_batches(dep, np.asarray([float(context)]), batch, None)[0])
+    b = float(decode_batches(dep, np.asarray([float(context)]), batch, None)[0])
     if not math.isfinite(b):
         raise InfeasibleError(f"batch {batch:g} does not fit at context {context:,.0f}")
     step = dep.decode(batch=b, context=context)
