@@ -79,8 +79,7 @@ def context_cmd(
     if plot:
         _check_plot_path(plot)
     dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, kv_share)
-    if price_per_chip_hour is not None:
-        usd_per_mtok(0.0, price_per_chip_hour=price_per_chip_hour, utilization=utilization)  # validate early
+    usd_per_mtok(0.0, price_per_chip_hour=price_per_chip_hour or 0.0, utilization=utilization)  # validate early
     e = context_economics(dep, batch=batch, batch_cap=max_batch)
     d = context_dict(e, dep, price_per_chip_hour=price_per_chip_hour, utilization=utilization)
     if plot:
@@ -172,6 +171,8 @@ def _parse_tier_prices(items: list[str]) -> dict[str, float]:
     out = {}
     for item in items:
         name, sep, value = item.rpartition("=")
+        if name.strip() in out:
+            _fail(f"--tier-price: '{name.strip()}' given twice; give each tier's price once")
         try:
             out[name.strip()] = float(value)
         except ValueError:
@@ -324,11 +325,14 @@ def prices_infer(
 
     from .catalog.hardware import get_system
     from .catalog.prices import get_price_sheet
+    from .errors import require_number
     from .pricing import (cache_tier_fit, equivalent_kv_layers, five_minute_tiers, infer_fast_mode,
                           infer_kv_from_price_step, operating_point)
     from .report_context import fast_mode_dict, kv_inference_dict, tier_fit_rows
 
     sheet = get_price_sheet(provider, model)
+    if price_per_chip_hour is not None:
+        require_number("--price-per-chip-hour", price_per_chip_hour, minimum=0, hint="dollars per chip-hour")
     out: dict = {"provider": provider, "model": model, "as_of": sheet.as_of, "status": sheet.status,
                  "source": sheet.source}
     kv_mid = kv_bytes_per_token

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .batching import Deployment, balance_batch_of, crossover_context_of, max_context, require_fit
-from .errors import InfeasibleError, SpecError
+from .errors import InfeasibleError, SpecError, require_number
 from .inference import ACTIVATION_DTYPE, StepResult, prefill_step
 
 SECONDS_PER_HOUR = 3600.0
@@ -68,10 +68,8 @@ def max_sequences(*, capacity_bytes, weight_bytes, kv_bytes_per_token, context):
 def usd_per_mtok(chip_s_per_token, *, price_per_chip_hour: float, utilization: float = 1.0):
     """Dollars per million tokens from device time per token, a rental price and the fraction of
     paid time the chips do useful work (1.0 = always busy at the modelled batch)."""
-    if not (isinstance(price_per_chip_hour, (int, float)) and price_per_chip_hour >= 0):
-        raise SpecError(f"--price-per-chip-hour: must be >= 0 dollars, got {price_per_chip_hour!r}")
-    if not (isinstance(utilization, (int, float)) and 0 < utilization <= 1):
-        raise SpecError(f"--utilization: must be in (0, 1], got {utilization!r}; e.g. 0.6 for 60% busy")
+    require_number("--price-per-chip-hour", price_per_chip_hour, minimum=0, hint="dollars per chip-hour")
+    require_number("--utilization", utilization, minimum=0, exclusive=True, maximum=1, hint="e.g. 0.6 for 60% busy")
     return np.asarray(chip_s_per_token, dtype=float) * price_per_chip_hour / SECONDS_PER_HOUR \
         * TOKENS_PER_MTOK / utilization
 
@@ -147,13 +145,11 @@ def decode_batches(dep: Deployment, contexts: np.ndarray, batch, batch_cap) -> n
     with np.errstate(divide="ignore"):
         fit = np.floor(np.maximum(free, 0.0) / per_seq)
     if batch is not None:
-        if not (isinstance(batch, (int, float)) and batch >= 1):
-            raise SpecError(f"--batch: must be >= 1 sequence, got {batch!r}")
+        require_number("--batch", batch, minimum=1, hint="sequences")
         chosen = np.full(contexts.shape, float(batch))
         return np.where(fit >= chosen, chosen, np.nan)
     if batch_cap is not None:
-        if not (isinstance(batch_cap, (int, float)) and batch_cap >= 1):
-            raise SpecError(f"--max-batch: must be >= 1 sequence, got {batch_cap!r}")
+        require_number("--max-batch", batch_cap, minimum=1, hint="sequences")
         fit = np.minimum(fit, float(batch_cap))
     return np.where(fit >= 1, np.minimum(fit, float(1 << 20)), np.nan)
 
@@ -184,8 +180,8 @@ def context_economics(dep: Deployment, *, contexts=None, batch: float | None = N
     if contexts is None:
         contexts = default_contexts(min(l_max, 16 * 2.0**20))
     contexts = np.asarray(contexts, dtype=float)
-    if contexts.ndim != 1 or contexts.size == 0 or np.any(contexts < 1):
-        raise SpecError("--contexts: need one or more context lengths >= 1 token")
+    if contexts.ndim != 1 or contexts.size == 0 or not np.all(np.isfinite(contexts)) or np.any(contexts < 1):
+        raise SpecError("--contexts: need one or more finite context lengths >= 1 token")
     batches = decode_batches(dep, contexts, batch, batch_cap)
     if not np.any(np.isfinite(batches)):
         raise InfeasibleError(f"no context in the grid fits {'batch ' + format(batch, 'g') if batch else 'one sequence'}"
@@ -250,8 +246,7 @@ def _check_costs(contexts, input_cost, output_cost, margin):
         raise SpecError("costs: need one input and one output cost per context")
     if np.any(input_cost < 0) or np.any(output_cost < 0):
         raise SpecError("costs: must be >= 0 dollars per million tokens")
-    if not (isinstance(margin, (int, float)) and margin > -1):
-        raise SpecError(f"--margin: must be > -1 (0.2 = price 20% above cost), got {margin!r}")
+    require_number("--margin", margin, minimum=-1, exclusive=True, hint="0.2 = price 20% above cost")
     return contexts, input_cost, output_cost
 
 
@@ -265,8 +260,8 @@ def tiers_for_boundaries(contexts, input_cost, output_cost, *, boundaries, margi
     grid, for fixed tier boundaries (e.g. Gemini's 200K). Cost is assumed non-decreasing in
     context only through the grid: each tier is priced at its grid maximum."""
     contexts, input_cost, output_cost = _check_costs(contexts, input_cost, output_cost, margin)
-    bounds = [float(b) for b in boundaries]
-    if any(b <= 0 for b in bounds) or bounds != sorted(set(bounds)):
+    bounds = [require_number("--boundary", b, minimum=0, exclusive=True, hint="tokens") for b in boundaries]
+    if bounds != sorted(set(bounds)):
         raise SpecError(f"--boundary: tier boundaries must be increasing token counts > 0, got {bounds}")
     stop = _first_unpriced(input_cost, output_cost)
     last = float(contexts[stop - 1]) if stop else 0.0
@@ -293,12 +288,10 @@ def tiers_for_steps(contexts, input_cost, output_cost, *, base_input: float, bas
     1.5x output uplift): each tier ends at the last grid context where both prices still cover
     (1 + margin) x cost. Raises if the base price does not cover the shortest context."""
     contexts, input_cost, output_cost = _check_costs(contexts, input_cost, output_cost, margin)
-    for name, v in (("base input", base_input), ("base output", base_output)):
-        if not (isinstance(v, (int, float)) and v > 0):
-            raise SpecError(f"{name} price: must be > 0 dollars per million tokens, got {v!r}")
+    for name, v in (("--base-input", base_input), ("--base-output", base_output)):
+        require_number(name, v, minimum=0, exclusive=True, hint="dollars per million tokens")
     for name, v in (("--input-step", input_step), ("--output-step", output_step)):
-        if not (isinstance(v, (int, float)) and v >= 1):
-            raise SpecError(f"{name}: tier multipliers must be >= 1, got {v!r}")
+        require_number(name, v, minimum=1, hint="a tier's price multiplier over the previous tier")
     if input_step == 1 and output_step == 1:
         raise SpecError("--input-step/--output-step: at least one must exceed 1 or no tier can cover more")
     stop = _first_unpriced(input_cost, output_cost)

@@ -42,3 +42,24 @@ def unknown_name(kind: str, name: str, choices: Iterable[str]) -> CatalogError:
     hint = did_you_mean(name, choices)
     listing = ", ".join(choices[:12]) + (", ..." if len(choices) > 12 else "")
     return CatalogError(f"unknown {kind} '{name}'{hint}; known: {listing}")
+
+
+def require_number(name: str, value, *, minimum: float | None = None, exclusive: bool = False,
+                   maximum: float | None = None, hint: str = "") -> float:
+    """``value`` as a finite float within bounds, else SpecError naming ``name`` (a CLI flag or
+    field), the rule and the value. ``exclusive`` makes the minimum strict."""
+    import math
+
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if ok and minimum is not None:
+        ok = value > minimum if exclusive else value >= minimum
+    if ok and maximum is not None:
+        ok = value <= maximum
+    if not ok:
+        rule = "a finite number"
+        if minimum is not None:
+            rule += f" {'>' if exclusive else '>='} {minimum:g}"
+        if maximum is not None:
+            rule += f" and <= {maximum:g}"
+        raise SpecError(f"{name}: must be {rule}, got {value!r}" + (f"; {hint}" if hint else ""))
+    return float(value)

@@ -21,7 +21,7 @@ import numpy as np
 
 from .batching import Deployment, balance_batch_of
 from .context import SECONDS_PER_HOUR, prefill_chip_s_per_token
-from .errors import SpecError, did_you_mean
+from .errors import SpecError, did_you_mean, require_number
 from .hardware import MemoryTier
 
 
@@ -82,15 +82,19 @@ def priced_tiers(dep: Deployment, *, price_per_chip_hour: float | None,
                  extra: Sequence[MemoryTier] = ()) -> tuple[MemoryTier, ...]:
     """The system's tiers plus ``extra`` ones, with HBM priced at the deployment's chips x price
     per chip-hour and others at ``tier_prices[name]`` (USD per hour for the whole tier) when given."""
+    if price_per_chip_hour is not None:
+        require_number("--price-per-chip-hour", price_per_chip_hour, minimum=0, hint="dollars per chip-hour")
     tiers = list(dep.system.memory_tiers) + list(extra)
     names = [t.name for t in tiers]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise SpecError(f"--device: tier '{repeated[0]}' given twice; give each device once (NAME:COUNT sets the count)")
     prices = dict(tier_prices or {})
     for name, usd in prices.items():
         if name not in names:
             raise SpecError(f"--tier-price: no tier named '{name}'{did_you_mean(name, names)}; tiers: "
                             f"{', '.join(names)}")
-        if not (isinstance(usd, (int, float)) and usd >= 0):
-            raise SpecError(f"--tier-price {name}: must be >= 0 USD per hour, got {usd!r}")
+        require_number(f"--tier-price {name}", usd, minimum=0, hint="USD per hour for the whole tier")
     out = []
     for t in tiers:
         if t.kind == "hbm":
@@ -111,10 +115,8 @@ def cache_placement(dep: Deployment, tiers: Sequence[MemoryTier], *, sequences: 
     tier (then reading each back once) with recomputing them by prefill. HBM's free capacity is
     what the weights leave; other tiers are assumed empty."""
     for name, v, low in (("--sequences", sequences, 1), ("--context", context, 1), ("--hold", hold_s, 0)):
-        if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= low):
-            raise SpecError(f"{name}: must be a number >= {low}, got {v!r}")
-    if not (isinstance(price_per_chip_hour, (int, float)) and price_per_chip_hour >= 0):
-        raise SpecError(f"--price-per-chip-hour: must be >= 0 dollars, got {price_per_chip_hour!r}")
+        require_number(name, v, minimum=low)
+    require_number("--price-per-chip-hour", price_per_chip_hour, minimum=0, hint="dollars per chip-hour")
     per_seq = float(dep.model.kv_bytes(context, dep.kv_dtype))
     total = per_seq * sequences
     options = []

@@ -18,7 +18,7 @@ import numpy as np
 from .batching import (Deployment, additive_fast_mode_load, balance_batch_of, fast_mode_batch_ratio,
                        max_roofline_fast_mode, require_fit)
 from .context import decode_batches, prefill_chip_s_per_token, usd_per_mtok
-from .errors import InfeasibleError, SpecError
+from .errors import InfeasibleError, SpecError, require_number
 from .hardware import MemoryTier
 from .prices import PriceSheet
 
@@ -155,6 +155,8 @@ def infer_kv_from_price_step(sheet: PriceSheet, *, active_params: Sequence[float
                         f"pick a model with one (llmecon prices list)")
     if not active_params or not flops_per_byte:
         raise SpecError("need at least one active-parameter count and one FLOP/byte ratio")
+    for n in active_params:
+        require_number("--active-params", n, minimum=0, exclusive=True, hint="e.g. 100e9")
     tier = sheet.long_context[0]
     labels = tuple(str(label) for label, _ in flops_per_byte)
     ratios = tuple(float(r) for _, r in flops_per_byte)
@@ -211,8 +213,8 @@ def cache_tier_fit(sheet: PriceSheet, tiers: Sequence[MemoryTier], *,
     byte-hour where the tier has a price (``MemoryTier.usd_per_hour``)."""
     if not sheet.cache_writes:
         raise SpecError(f"price sheet {sheet.provider}/{sheet.model} has no cache-write prices to read")
-    if kv_bytes_per_token is not None and not kv_bytes_per_token > 0:
-        raise SpecError(f"--kv-bytes-per-token: must be > 0, got {kv_bytes_per_token!r}")
+    if kv_bytes_per_token is not None:
+        require_number("--kv-bytes-per-token", kv_bytes_per_token, minimum=0, exclusive=True)
     fits = []
     for w in sheet.cache_writes:
         per_hour = cache_hold_price_per_hour(base_input=sheet.input_usd_per_mtok, write=w.usd_per_mtok,
@@ -254,6 +256,9 @@ def infer_fast_mode(*, price_ratio: float, speedup: float) -> FastModeInference:
     price ratio x speed-up (6x for 2.5x: 15x). Under the pure max-roofline t = t_w·max(1, B/B*),
     the regular batch sits at speedup·B* and the fast one at B*/price_ratio; under t = w + a·B,
     a·B_regular = x·w with the load x returned."""
+    require_number("premium price ratio", price_ratio, minimum=1, exclusive=True,
+                   hint="a fast tier priced at or below standard implies no smaller batch")
+    require_number("premium speed-up", speedup, minimum=1, exclusive=True, hint="output speed over standard")
     ratio = float(fast_mode_batch_ratio(price_ratio=price_ratio, speed_ratio=speedup))
     regular, fast = float(speedup), 1.0 / float(price_ratio)
     _, cost_ratio = max_roofline_fast_mode(regular_batch_over_balance=regular, fast_batch_over_balance=fast)
@@ -292,8 +297,8 @@ def serving_cost(dep: Deployment, *, context: float, price_per_chip_hour: float,
     """Output tokens decoded at ``context`` with ``batch`` sequences (default: the largest that
     fits); input tokens prefilled as prompts of ``context`` tokens, batched to the balance batch.
     The chips are paid whether busy or not: cost is divided by ``utilization``."""
-    if not (isinstance(context, (int, float)) and context >= 1):
-        raise SpecError(f"--context: must be >= 1 token, got {context!r}")
+    require_number("--context", context, minimum=1, hint="tokens")
+    usd_per_mtok(0.0, price_per_chip_hour=price_per_chip_hour, utilization=utilization)  # validates both
     require_fit(dep, batch=1.0 if batch is None else batch, context=context)
     b = float(decode_batches(dep, np.asarray([float(context)]), batch, None)[0])
     if not math.isfinite(b):

@@ -32,6 +32,8 @@ _UNITS = {
     "W": ("w", 1.0),
     "tok": ("tokens", 1.0), "tokens": ("tokens", 1.0), "": ("count", 1.0),
 }
+_EXAMPLES = {"bytes": "'80 GB'", "bytes_per_s": "'3.35 TB/s'", "flops_per_s": "'989 TFLOP/s'",
+             "s": "'5 min', '1 h' or '30 s'", "w": "'700 W'", "tokens": "'200000'"}
 _PATTERN = re.compile(r"^\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-zµ/]*)\s*$")
 
 
@@ -47,7 +49,7 @@ def parse(text: str | float | int, dimension: str, *, field: str = "value") -> f
     else:
         match = _PATTERN.match(str(text))
         if not match:
-            raise UnitError(f"{field}: cannot read '{text}' as a quantity; write e.g. '3.35 TB/s' or '80 GB'")
+            raise UnitError(f"{field}: cannot read '{text}' as a quantity; write e.g. {_EXAMPLES.get(dimension, _EXAMPLES['bytes'])}")
         number, unit = float(match.group(1)), match.group(2)
         value = number * _factor(unit, dimension, field, text)
     if not math.isfinite(value):
