@@ -326,8 +326,7 @@ def prices_infer(
     from .catalog.hardware import get_system
     from .catalog.prices import get_price_sheet
     from .errors import require_number
-    from .pricing import (cache_tier_fit, equivalent_kv_layers, five_minute_tiers, infer_fast_mode,
-                          infer_kv_from_price_step, operating_point)
+    from .pricing import cache_tier_fit, five_minute_tiers, infer_fast_mode, infer_kv_from_price_step, operating_point
     from .report_context import fast_mode_dict, kv_inference_dict, tier_fit_rows
 
     sheet = get_price_sheet(provider, model)
@@ -363,11 +362,13 @@ def prices_infer(
     if as_json:
         _emit_json(out)
         return
-    _print_infer(out, k, kv_mid, equivalent_kv_layers)
+    _print_infer(out, k, kv_mid)
 
 
-def _print_infer(out: dict, k, kv_mid, equivalent_kv_layers) -> None:
+def _print_infer(out: dict, k, kv_mid) -> None:
     from rich.table import Table
+
+    from .pricing import equivalent_kv_layers
 
     from .units import fmt_bytes, fmt_seconds
 
