@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import yaml
 
-from llmecon import batching
+from llmecon import batching, training
 from llmecon.batching import (Deployment, additive_fast_mode_load, balance_batch, balance_batch_with_kv,
                               batch_economics, drain_time_s, fast_mode_batch_ratio, latency_floor_s,
                               max_roofline_fast_mode, no_batching_cost_ratio, require_fit, throughput_tokens_per_s)
@@ -368,7 +368,59 @@ def pp_inference_memory_per_gpu(i):
     return {"weights_GB": weights, "kv_GB": kv}
 
 
+# ---- SPEC F21-F23 (training closed forms) -------------------------------------------------------
+
+
+def gpipe_bubble_p4_m8(i):
+    return {"bubble_fraction": training.gpipe_bubble_fraction(stages=i["stages"], microbatches=i["microbatches"])}
+
+
+def megatron_bubble_p4_m8(i):
+    return {"bubble_over_ideal": [training.interleaved_bubble_over_ideal(
+        stages=i["stages"], microbatches=i["microbatches"], chunks=v) for v in i["virtual_chunks"]]}
+
+
+def inference_tokens_2_months(i):
+    return {"tokens": training.inference_tokens(tokens_per_s=i["tokens_per_second"], seconds=i["days"] * 86400.0)}
+
+
+def chinchilla_tokens_case(i):
+    return {"tokens": training.chinchilla_tokens(params=i["N_active"], tokens_per_param=i["tokens_per_param"])}
+
+
+def overtrain_factor_lecture(i):
+    return {"overtrain": training.overtrain_factor(tokens=i["D_pre"], params=i["N_active"])}
+
+
+def equal_cost_pretrain_vs_inference(i):
+    # D_pre/D_inf for any D_inf: the ratio does not depend on it (checked with two values)
+    ratios = [training.pretrain_tokens_matching_inference(inference_tokens=d, inference_efficiency=i["eta_inf"]) / d
+              for d in (1e12, 2.592e14)]
+    assert ratios[0] == pytest.approx(ratios[1], rel=1e-12)
+    return {"D_pre_over_D_inf": ratios[0]}
+
+
+def equal_cost_pretrain_vs_rl(i):
+    d_rl = 1e12
+    return {"D_pre_over_D_rl": training.pretrain_tokens_matching_rl(
+        rl_tokens=d_rl, rl_flops_per_param_token=i["r"], rl_efficiency=i["eta_rl"]) / d_rl}
+
+
+def powerlaw_split_not_equal(i):
+    # the case's terms A = x^1 (p = 1) and B = x^-0.5 (q = 0.5), unit coefficients
+    assert (i["A"], i["B"]) == ("x^1", "x^-0.5")
+    return {"A_over_B_at_min": training.power_law_split(a=1.0, p=1.0, b=1.0, q=0.5).ratio}
+
+
 IMPLEMENTED = {
+    "gpipe_bubble_p4_m8": gpipe_bubble_p4_m8,
+    "megatron_bubble_p4_m8": megatron_bubble_p4_m8,
+    "inference_tokens_2_months": inference_tokens_2_months,
+    "chinchilla_tokens": chinchilla_tokens_case,
+    "overtrain_factor_lecture": overtrain_factor_lecture,
+    "equal_cost_pretrain_vs_inference": equal_cost_pretrain_vs_inference,
+    "equal_cost_pretrain_vs_rl": equal_cost_pretrain_vs_rl,
+    "powerlaw_split_not_equal": powerlaw_split_not_equal,
     "step_time_deepseek_rack": step_time_deepseek_rack,
     "moe_touched_fraction": moe_touched_fraction,
     "deepseek_param_reconstruction": deepseek_param_reconstruction,
