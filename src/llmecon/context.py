@@ -139,11 +139,16 @@ class ContextEconomics:
         return self.attention_flops_per_kv_byte > self.attention_ridge_flops_per_byte
 
 
+def sequences_that_fit(dep: Deployment, contexts) -> np.ndarray:
+    """The memory wall per context on ``dep``: sequences whose KV fits beside the weights in every
+    chip's HBM (the deployment form of ``max_sequences``), floored; 0 if the weights do not fit."""
+    return max_sequences(capacity_bytes=dep.system.accelerator.hbm_bytes, weight_bytes=dep.weights_per_chip_bytes,
+                         kv_bytes_per_token=np.asarray(dep.kv_per_sequence_per_chip_bytes(contexts), dtype=float),
+                         context=1.0)
+
+
 def decode_batches(dep: Deployment, contexts: np.ndarray, batch, batch_cap) -> np.ndarray:
-    free = dep.system.accelerator.hbm_bytes - dep.weights_per_chip_bytes
-    per_seq = np.asarray(dep.kv_per_sequence_per_chip_bytes(contexts), dtype=float)
-    with np.errstate(divide="ignore"):
-        fit = np.floor(np.maximum(free, 0.0) / per_seq)
+    fit = sequences_that_fit(dep, contexts)
     if batch is not None:
         require_number("--batch", batch, minimum=1, hint="sequences")
         chosen = np.full(contexts.shape, float(batch))
@@ -189,12 +194,11 @@ def context_economics(dep: Deployment, *, contexts=None, batch: float | None = N
     decode = dep.decode(batch=np.nan_to_num(batches, nan=1.0), context=contexts)
     b_star = balance_batch_of(dep)
     free = dep.system.accelerator.hbm_bytes - dep.weights_per_chip_bytes
-    per_seq_chip = np.asarray(dep.kv_per_sequence_per_chip_bytes(contexts), dtype=float)
     curve = ContextCurve(
         context=contexts, batch=batches, decode=decode, chips=dep.plan.chips,
         kv_per_sequence_bytes=np.asarray(model.kv_bytes(contexts, dep.kv_dtype), dtype=float),
         kv_read_per_sequence_bytes=np.asarray(model.kv_read_bytes(contexts, dep.kv_dtype), dtype=float),
-        max_sequences=np.floor(max(free, 0.0) / per_seq_chip),
+        max_sequences=sequences_that_fit(dep, contexts),
         prefill_chip_s_per_token=prefill_chip_s_per_token(dep, contexts, balance_batch=b_star))
     long = min(l_max, 1e6) if math.isfinite(l_max) else 1e6
     chip = dep.system.accelerator

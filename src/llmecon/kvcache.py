@@ -71,10 +71,16 @@ class CachePlacement:
 
     @property
     def five_minute_tier(self) -> str | None:
-        """The slowest-draining tier whose drain time is still <= the hold time (where the
-        five-minute rule puts data re-read every ``hold_s``), among tiers that fit."""
-        ok = [o for o in self.options if o.fits and o.drain_s is not None and o.drain_s <= self.hold_s]
-        return max(ok, key=lambda o: o.drain_s).tier if ok else None
+        """Where the five-minute rule puts data re-read every ``hold_s``, among tiers that fit."""
+        return five_minute_tier(((o.tier, o.drain_s) for o in self.options if o.fits), hold_s=self.hold_s)
+
+
+def five_minute_tier(tiers, *, hold_s: float) -> str | None:
+    """The slowest-draining of ``(name, drain_s)`` pairs whose drain time is still <= ``hold_s``:
+    where the five-minute rule (Gray & Putzolu 1987) puts data re-read that often; None if none
+    qualifies. Tiers with unknown drain time (None) are skipped."""
+    ok = [(drain, name) for name, drain in tiers if drain is not None and drain <= hold_s]
+    return max(ok)[1] if ok else None
 
 
 def priced_tiers(dep: Deployment, *, price_per_chip_hour: float | None,

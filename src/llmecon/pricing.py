@@ -17,12 +17,12 @@ import numpy as np
 
 from .batching import (Deployment, additive_fast_mode_load, balance_batch_of, fast_mode_batch_ratio,
                        max_roofline_fast_mode, require_fit)
-from .context import decode_batches, prefill_chip_s_per_token, usd_per_mtok
+from .context import SECONDS_PER_HOUR, decode_batches, prefill_chip_s_per_token, usd_per_mtok
 from .errors import InfeasibleError, SpecError, require_number
 from .hardware import MemoryTier
+from .kvcache import five_minute_tier
 from .prices import PriceSheet
 
-SECONDS_PER_HOUR = 3600.0
 
 # ---------------------------------------------------------------------------------------------
 # Closed forms
@@ -231,11 +231,8 @@ def cache_tier_fit(sheet: PriceSheet, tiers: Sequence[MemoryTier], *,
 def five_minute_tiers(fits: Sequence[CacheTierFit]) -> dict[float, str | None]:
     """For each hold time, the slowest-draining tier whose drain time is still <= the hold time:
     where the five-minute rule puts a cache re-read that often (None if no tier qualifies)."""
-    out: dict[float, str | None] = {}
-    for hold in sorted({f.hold_s for f in fits}):
-        ok = [f for f in fits if f.hold_s == hold and f.consistent]
-        out[hold] = max(ok, key=lambda f: f.drain_s).tier if ok else None
-    return out
+    return {hold: five_minute_tier(((f.tier, f.drain_s) for f in fits if f.hold_s == hold), hold_s=hold)
+            for hold in sorted({f.hold_s for f in fits})}
 
 
 @dataclass(frozen=True, kw_only=True)

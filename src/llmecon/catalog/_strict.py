@@ -2,9 +2,42 @@
 
 from __future__ import annotations
 
+import datetime
+import re
+import tomllib
 from collections.abc import Iterable, Mapping
 
 from ..errors import CatalogError, did_you_mean
+
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def read_toml(text: str, where: str) -> dict:
+    """Parse TOML ``text``; a syntax error is a CatalogError naming ``where`` (and line/column)."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:  # message carries "(at line L, column C)"
+        raise CatalogError(f"{where}: invalid TOML: {exc}") from exc
+
+
+def text(entry: Mapping, key: str, where: str) -> str:
+    """``entry[key]`` as a stripped non-empty string, else CatalogError."""
+    value = entry[key]
+    if not isinstance(value, str) or not value.strip():
+        raise CatalogError(f"{where} {key}: expected a non-empty string, got {value!r}")
+    return value.strip()
+
+
+def iso_date(value: object) -> str | None:
+    """A TOML date or a 'YYYY-MM-DD' string as ISO text; None if it is neither (or not a real date)."""
+    if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
+        return value.isoformat()
+    if isinstance(value, str) and _DATE.fullmatch(value.strip()):
+        try:
+            return datetime.date.fromisoformat(value.strip()).isoformat()
+        except ValueError:
+            return None
+    return None
 
 
 def check_keys(entry: Mapping, *, required: Iterable[str], optional: Iterable[str] = (), where: str) -> None:

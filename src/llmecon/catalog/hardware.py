@@ -13,17 +13,14 @@ source gives is left unknown (``bandwidth_unknown = "why"``), never guessed.
 
 from __future__ import annotations
 
-import datetime
 import functools
-import re
-import tomllib
 from collections.abc import Mapping
 from importlib import resources
 
 from .. import units
 from ..errors import CatalogError, LlmeconError, SpecError, did_you_mean, unknown_name
 from ..hardware import TIER_KINDS, Accelerator, Link, MemoryTier, System
-from ._strict import check_keys
+from ._strict import check_keys, iso_date, read_toml as _read_toml, text as _text
 
 PEAK_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "fp4")
 STATUSES = ("datasheet", "announced", "mixed")
@@ -44,14 +41,6 @@ _TIER_KEYS = dict(required=("name", "kind", "capacity", "status", "source"),
                   optional=("bandwidth", "bandwidth_basis", "bandwidth_unknown", "notes"))
 _STORAGE_KEYS = dict(required=("name", "kind", "capacity", "bandwidth", "bandwidth_basis", "status", "source"),
                      optional=("notes",))
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-
-
-def _read_toml(text: str, where: str) -> dict:
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:  # message carries "(at line L, column C)"
-        raise CatalogError(f"{where}: invalid TOML: {exc}") from exc
 
 
 def _quantity(entry: Mapping, key: str, dimension: str, where: str) -> float:
@@ -61,23 +50,11 @@ def _quantity(entry: Mapping, key: str, dimension: str, where: str) -> float:
         raise CatalogError(str(exc)) from exc
 
 
-def _text(entry: Mapping, key: str, where: str) -> str:
-    value = entry[key]
-    if not isinstance(value, str) or not value.strip():
-        raise CatalogError(f"{where} {key}: expected a non-empty string, got {value!r}")
-    return value.strip()
-
-
 def _as_of(entry: Mapping, where: str) -> str:
-    value = entry["as_of"]
-    if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
-        return value.isoformat()
-    try:
-        if isinstance(value, str) and _DATE.fullmatch(value):
-            return datetime.date.fromisoformat(value).isoformat()
-    except ValueError:
-        pass
-    raise CatalogError(f"{where} as_of: expected a date 'YYYY-MM-DD', got {value!r}")
+    date = iso_date(entry["as_of"])
+    if date is None:
+        raise CatalogError(f"{where} as_of: expected a date 'YYYY-MM-DD', got {entry['as_of']!r}")
+    return date
 
 
 def _peaks(entry: Mapping, where: str) -> dict[str, float]:

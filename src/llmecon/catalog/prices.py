@@ -44,11 +44,9 @@ source gives one; undated snapshots say so ("undated (page era: ...)") rather th
 
 from __future__ import annotations
 
-import datetime
 import functools
 import math
 import re
-import tomllib
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
@@ -56,7 +54,7 @@ from pathlib import Path
 from .. import units
 from ..errors import CatalogError, LlmeconError, did_you_mean, unknown_name
 from ..prices import PRICE_STATUSES, CacheWrite, ContextTier, Premium, PriceSheet
-from ._strict import check_keys
+from ._strict import check_keys, iso_date, read_toml as _read_toml, text as _text
 
 PRICE_FILE = "prices.toml"
 UNDATED_PREFIX = "undated"
@@ -68,22 +66,7 @@ _SHEET_KEYS = dict(
 _CACHE_WRITE_KEYS = dict(required=("hold", "price"))
 _TIER_KEYS = dict(required=("above_tokens", "input", "output"), optional=("status", "note"))
 _PREMIUM_KEYS = dict(required=("name", "input", "output"), optional=("speedup", "note", "status", "source"))
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _PROVIDER_ID = re.compile(r"[a-z0-9][a-z0-9._-]*")
-
-
-def _read_toml(text: str, where: str) -> dict:
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:  # message carries "(at line L, column C)"
-        raise CatalogError(f"{where}: invalid TOML: {exc}") from exc
-
-
-def _text(entry: Mapping, key: str, where: str) -> str:
-    value = entry[key]
-    if not isinstance(value, str) or not value.strip():
-        raise CatalogError(f"{where} {key}: expected a non-empty string, got {value!r}")
-    return value.strip()
 
 
 def _price(entry: Mapping, key: str, where: str) -> float:
@@ -116,19 +99,13 @@ def _status(entry: Mapping, where: str) -> str:
 
 def _as_of(entry: Mapping, where: str) -> str:
     value = entry["as_of"]
-    if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
-        return value.isoformat()
-    if isinstance(value, str):
-        value = value.strip()
-        if value.startswith(UNDATED_PREFIX):
-            return value
-        try:
-            if _DATE.fullmatch(value):
-                return datetime.date.fromisoformat(value).isoformat()
-        except ValueError:
-            pass
-    raise CatalogError(f"{where} as_of: expected a date 'YYYY-MM-DD' given by the source, or text starting "
-                       f"'{UNDATED_PREFIX}' (e.g. 'undated (page era: ...)'), got {value!r}")
+    if isinstance(value, str) and value.strip().startswith(UNDATED_PREFIX):
+        return value.strip()
+    date = iso_date(value)
+    if date is None:
+        raise CatalogError(f"{where} as_of: expected a date 'YYYY-MM-DD' given by the source, or text starting "
+                           f"'{UNDATED_PREFIX}' (e.g. 'undated (page era: ...)'), got {value!r}")
+    return date
 
 
 def _tables(entry: Mapping, key: str, where: str) -> list:
