@@ -358,3 +358,4 @@ def main(argv: list[str] | None = None) -> None:
     except LlmeconError as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(2)
+from . import cli_training  # noqa: E402,F401

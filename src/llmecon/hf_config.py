@@ -50,6 +50,10 @@ FAMILIES: dict[str, dict] = {
     "GptOssForCausalLM": {**_LLAMA, "qkv_bias": True, "o_bias": True, "sinks": True, "router_bias": True,
                           "expert_bias": True},
     # Phi-2: parallel block with one LayerNorm, 2-matrix GELU MLP, every Linear biased incl. lm_head.
+    # GPT-2 / Megatron GPT: pre-LayerNorm, 2-matrix GELU MLP of width n_inner (default 4·d), every
+    # Linear biased, tied embeddings (GPT2Config, transformers gpt2/modeling_gpt2.py).
+    "GPT2LMHeadModel": {"gated": False, "norm": "layer", "norms_per_layer": 2, "tie": True, "qkv_bias": True,
+                        "o_bias": True, "ffn_bias": True, "ffn_width_default_mult": 4, "learned_positions": True},
     "PhiForCausalLM": {"gated": False, "norm": "layer", "norms_per_layer": 1, "tie": False, "qkv_bias": True,
                        "o_bias": True, "ffn_bias": True, "lm_head_bias": True},
 }
@@ -66,7 +70,7 @@ USED_FIELDS = {
     "sliding_window_pattern", "attention_chunk_size", "no_rope_layer_interval", "no_rope_layers",
     "tie_word_embeddings", "attention_bias", "mlp_bias", "use_qk_norm", "qk_layernorm", "torch_dtype",
     "dtype", "quantization_config", "max_position_embeddings", "num_nextn_predict_layers", "topk_method",
-    "text_config", "multi_query", "n_embd", "n_layer", "n_head", "n_inner",
+    "text_config", "multi_query", "n_embd", "n_layer", "n_head", "n_inner", "n_positions",
 }
 # Fields known to exist and known not to change counts, bytes or FLOPs.
 IGNORED_FIELDS = {
@@ -82,6 +86,10 @@ IGNORED_FIELDS = {
     "router_jitter_noise", "residual_dropout", "hidden_dropout", "attention_multiplier", "rope_parameters",
     "rope_type", "use_bfloat16", "torchscript", "return_dict", "is_encoder_decoder", "resid_pdrop",
     "router_z_loss_coef", "moe_router_topk", "num_nextn_predict_layers_note",
+    # GPT-2 configs
+    "n_ctx", "activation_function", "layer_norm_epsilon", "attn_pdrop", "summary_activation",
+    "summary_first_dropout", "summary_proj_to_labels", "summary_type", "summary_use_proj", "scale_attn_weights",
+    "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "task_specific_params",
 }
 _DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
 
@@ -144,7 +152,7 @@ def _flatten(config: Mapping, where: str) -> dict:
         flat.update({k: v for k, v in text.items() if k != "model_type" or "model_type" not in flat})
     # legacy GPT-style names (phi-msft, GPT-2)
     for old, new in (("n_embd", "hidden_size"), ("n_layer", "num_hidden_layers"), ("n_head", "num_attention_heads"),
-                     ("n_inner", "intermediate_size")):
+                     ("n_inner", "intermediate_size"), ("n_positions", "max_position_embeddings")):
         if old in flat and new not in flat:
             flat[new] = flat.pop(old)
     return flat
@@ -196,6 +204,13 @@ def model_from_hf_config(config: Mapping, *, name: str = "custom", where: str | 
     windows = _windows(f, family, defaults, n_layers, where, assumptions)
 
     dense_width = f.first(("intermediate_size_mlp", "intermediate_size"), int, minimum=1)
+    if dense_width is None and "ffn_width_default_mult" in family:
+        dense_width = family["ffn_width_default_mult"] * d
+        assumptions.append(f"FFN width absent: {dense_width} = {family['ffn_width_default_mult']}·hidden "
+                           f"(transformers default for {arch})")
+    if family.get("learned_positions"):
+        positions = f.get("max_position_embeddings", int, default=0) or 0
+        assumptions.append(f"learned position embeddings ({positions}·{d} parameters) not counted")
     if dense_width is None and moe_mask.count(False):
         raise CatalogError(f"{where}: missing required field 'intermediate_size' (FFN width of dense layers)")
 

@@ -163,3 +163,81 @@ def bubble_fraction(schedule: str, *, stages, microbatches, chunks=1):
 
 
 SCHEDULES = ("gpipe", "1f1b", "interleaved", "zero-bubble")
+
+
+# ---- lifetime cost: pretraining + RL + inference at a fixed quality (SPEC F22) -------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class LifetimeCost:
+    """Lifetime compute of a model in training-FLOP equivalents (FLOPs / relative efficiency).
+
+    Arrays broadcast over ``params`` (a curve) or are scalars (one design)."""
+
+    params: object
+    pretrain_tokens: object
+    loss: object
+    pretrain_flops: object
+    rl_flops: object
+    inference_flops: object
+
+    @property
+    def total_flops(self):
+        return np.add(np.add(self.pretrain_flops, self.rl_flops), self.inference_flops)
+
+    @property
+    def shares(self) -> tuple:
+        """(pretraining, RL, inference) shares of the total."""
+        t = self.total_flops
+        return (np.divide(self.pretrain_flops, t), np.divide(self.rl_flops, t), np.divide(self.inference_flops, t))
+
+
+def lifetime_cost(*, params, pretrain_tokens, inference_tokens, inference_efficiency, rl_tokens=0.0,
+                  rl_flops_per_param_token=3.0, rl_efficiency=1.0 / 3.0, law: ScalingLaw = CHINCHILLA) -> LifetimeCost:
+    """6·N·D_pre + r·N·D_RL/η_RL + 2·N·D_inf/η_inf (SPEC F22), with the loss ``law`` predicts."""
+    n, d = _positive("params", params), _positive("pretrain_tokens", pretrain_tokens)
+    d_inf = _positive("inference_tokens", inference_tokens, allow_zero=True)
+    eta_inf = _positive("inference_efficiency", inference_efficiency)
+    d_rl = _positive("rl_tokens", rl_tokens, allow_zero=True)
+    r = _positive("rl_flops_per_param_token", rl_flops_per_param_token)
+    eta_rl = _positive("rl_efficiency", rl_efficiency)
+    return LifetimeCost(params=n, pretrain_tokens=d, loss=law.loss(params=n, tokens=d), pretrain_flops=6.0 * n * d,
+                        rl_flops=r * n * d_rl / eta_rl, inference_flops=2.0 * n * d_inf / eta_inf)
+
+
+def tokens_for_loss(law: ScalingLaw, *, params, loss):
+    """Pretraining tokens at which ``law`` reaches ``loss`` with ``params``: D = (B/(L − E − A/N^α))^(1/β);
+    inf where the model is too small to ever reach it."""
+    n = _positive("params", params)
+    gap = float(loss) - law.E - law.A / n**law.alpha
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(gap > 0, (law.B / np.where(gap > 0, gap, 1.0)) ** (1.0 / law.beta), np.inf)
+
+
+def lifetime_optimum(*, target_loss: float, inference_tokens, inference_efficiency, rl_tokens=0.0,
+                     rl_flops_per_param_token=3.0, rl_efficiency=1.0 / 3.0, law: ScalingLaw = CHINCHILLA,
+                     points: int = 4001) -> tuple[LifetimeCost, LifetimeCost]:
+    """The model size that reaches ``target_loss`` at the least lifetime compute (Sardana et al. 2023,
+    arXiv:2401.00448, with RL added): minimise over N of 6·N·D(N) + (r·D_RL/η_RL + 2·D_inf/η_inf)·N,
+    D(N) from :func:`tokens_for_loss`. Returns (optimum, the curve it was read from). A log grid of
+    ``points`` over N in (N_min, 10^4·N_min], refined once around the minimum (relative error < 1e-4).
+    """
+    if not (np.isfinite(target_loss) and target_loss > law.E):
+        raise SpecError(f"target loss: must exceed the law's irreducible loss E = {law.E}, got {target_loss!r}")
+    n_min = (law.A / (target_loss - law.E)) ** (1.0 / law.alpha)
+    kw = dict(inference_tokens=inference_tokens, inference_efficiency=inference_efficiency, rl_tokens=rl_tokens,
+              rl_flops_per_param_token=rl_flops_per_param_token, rl_efficiency=rl_efficiency, law=law)
+
+    def curve(lo: float, hi: float) -> LifetimeCost:
+        n = np.geomspace(lo, hi, points)
+        return lifetime_cost(params=n, pretrain_tokens=tokens_for_loss(law, params=n, loss=target_loss), **kw)
+
+    coarse = curve(n_min * (1.0 + 1e-9), n_min * 1e4)
+    i = int(np.argmin(coarse.total_flops))
+    p = np.asarray(coarse.params)
+    fine = curve(p[max(i - 1, 0)], p[min(i + 1, len(p) - 1)])
+    j = int(np.argmin(fine.total_flops))
+    n_star = float(np.asarray(fine.params)[j])
+    best = lifetime_cost(params=n_star, pretrain_tokens=float(tokens_for_loss(law, params=n_star, loss=target_loss)),
+                         **kw)
+    return best, coarse

@@ -1,0 +1,269 @@
+"""Step times of a mixed batch, read from ``inference.decode_step`` / ``prefill_step`` (SPEC A1, E20).
+
+``inference`` prices a batch of *identical* sequences. A serving batch mixes sequences at different
+context lengths, and prefill chunks beside decodes. Every term of inference's roofline splits
+exactly into a per-iteration part that depends only on the number of tokens N in the iteration and
+a per-sequence part that is additive over sequences:
+
+* compute  = sum over sequences of their batch-1 compute (matmul FLOPs are linear in tokens,
+  attention FLOPs are per sequence) -> ``c(L)`` per decode sequence, ``Fc`` table for prefill;
+* memory   = weight reads W(N) (MoE: touched experts depend on N) + per-sequence KV traffic
+  ``k(L)`` (read of the cache + write of the new token(s));
+* comm     = comm(N) (TP all-reduces, EP all-to-alls, PP hops: functions of N only).
+
+step_s = max(compute, memory, comm), inference's perfect-overlap lower bound. The per-sequence
+parts are taken from inference's own ``StepResult`` at batch 1 (memory minus the weight-read time
+``weight_bytes/(chips·BW)``), the per-iteration parts from a decode step at batch N and context 0.
+For identical sequences this reproduces ``decode_step``/``prefill_step`` to rounding (tested);
+for a mixed batch it *is* the roofline of the sum of the work, which inference cannot express.
+
+Decode per-sequence functions are piecewise linear in L with kinks at the sliding windows and the
+DSA top-k; they are stored as ``f0 + sum_j a_j·min(L, theta_j)`` (theta_0 = inf), fitted from
+inference at the kinks and verified at construction on random contexts (relative error <= 1e-9,
+else ``InternalError``). That form lets the engine keep sums over a batch in O(1) per step.
+
+Omitted (as in inference): block granularity of paged KV, kernel launch and scheduler overheads,
+sampling; a prefill iteration's time is the roofline of the whole iteration (no per-prompt
+kernel inefficiency at short prompts).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..batching import Deployment
+from ..errors import LlmeconError, SpecError
+from ..inference import decode_step, prefill_step
+
+VERIFY_REL = 1e-9  # tolerance of the piecewise-linear decode fit against inference (checked at build)
+
+
+class InternalError(RuntimeError):
+    """A broken invariant inside the simulator (a bug, not bad input)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PiecewiseLinear:
+    """f(L) = f0 + sum_j a[j]·min(L, theta[j]); theta[0] = inf (the final slope)."""
+
+    f0: float
+    a: tuple[float, ...]
+    theta: tuple[float, ...]
+
+    def __call__(self, L):
+        L = np.asarray(L, dtype=float)
+        out = self.f0 + 0.0 * L
+        for a, t in zip(self.a, self.theta):
+            out = out + a * (L if math.isinf(t) else np.minimum(L, t))
+        return out
+
+
+def _fit(f, thetas: tuple[float, ...]) -> PiecewiseLinear:
+    """Fit the piecewise-linear form of ``f`` (a vectorised function of L) with kinks ``thetas``."""
+    pts = np.asarray((0.0, *thetas, (thetas[-1] if thetas else 0.0) + 1.0), dtype=float)
+    vals = np.asarray(f(pts), dtype=float)
+    slopes = np.diff(vals) / np.diff(pts)  # slope on [pts[i], pts[i+1]]
+    a = [float(slopes[-1])]
+    for j in range(len(thetas)):
+        a.append(float(slopes[j] - slopes[j + 1]))
+    return PiecewiseLinear(f0=float(vals[0]), a=tuple(a), theta=(math.inf, *thetas))
+
+
+def _kinks(dep: Deployment) -> tuple[float, ...]:
+    """Contexts where a decode sequence's KV reads, attention FLOPs or held KV change slope."""
+    m = dep.model
+    ks = {float(w) for w, _ in m.window_groups() if w}
+    ks |= {float(w) for w, _ in m.window_groups(holding_only=True) if w}
+    if m.attention.is_sparse:
+        k = float(m.attention.index_topk)
+        ks |= {k} | {min(w, k) for w in list(ks)}
+    return tuple(sorted(ks))
+
+
+class StepModel:
+    """Exact roofline step times of mixed batches for one deployment (see module docstring).
+
+    ``kv_capacity_bytes`` is the HBM per chip left for KV after the weights, times
+    ``hbm_fraction``; ``held`` is the KV one sequence at context L holds per chip.
+    """
+
+    override = False
+
+    def __init__(self, dep: Deployment, *, hbm_fraction: float = 1.0, max_tokens: int = 1 << 14):
+        self.dep = dep
+        self.chips = dep.plan.chips
+        bw = dep.system.accelerator.hbm_bandwidth_bytes_per_s
+        self._wscale = 1.0 / (self.chips * bw)
+        free = hbm_fraction * dep.system.accelerator.hbm_bytes - dep.weights_per_chip_bytes
+        if free <= 0:
+            from ..batching import require_fit
+
+            require_fit(dep, batch=1.0, context=1.0)  # raises the standard "does not fit" message
+            raise SpecError(f"--hbm-fraction {hbm_fraction:g}: leaves no HBM for KV beside the weights; raise it")
+        self.kv_capacity_bytes = float(free)
+        thetas = _kinks(dep)
+        self.thetas = thetas
+
+        def dec(L):
+            return self._decode(batch=1.0, context=L)
+
+        self.dec_compute = _fit(lambda L: dec(L).time.compute_s, thetas)
+        self.dec_kv = _fit(lambda L: self._kv_time(dec(L)), thetas)
+        self.held = _fit(lambda L: dep.kv_per_sequence_per_chip_bytes(L), thetas)
+        self._verify()
+        self._tables(max_tokens)
+        self._prefill_n = 0
+        self._pc = self._pkw = self._pkr = np.zeros(1)
+
+    # ---- inference calls -----------------------------------------------------------------------
+    def _decode(self, *, batch, context):
+        d = self.dep
+        return decode_step(d.model, d.system, batch=batch, context=context, plan=d.plan,
+                           weight_dtype=d.weight_dtype, kv_dtype=d.kv_dtype, mode=d.mode)
+
+    def _prefill(self, *, prompt_tokens, cached_tokens):
+        d = self.dep
+        return prefill_step(d.model, d.system, batch=1.0, prompt_tokens=prompt_tokens, cached_tokens=cached_tokens,
+                            plan=d.plan, weight_dtype=d.weight_dtype, kv_dtype=d.kv_dtype, mode=d.mode)
+
+    def _kv_time(self, r):
+        """Memory time minus the weight-read time: the KV traffic's share of the memory term."""
+        return np.asarray(r.time.memory_s) - np.asarray(r.weight_bytes) * self._wscale
+
+    def _verify(self) -> None:
+        hi = max((*self.thetas, 4096.0)) * 4.0
+        L = np.concatenate([np.arange(0.0, 64.0), np.random.default_rng(0).uniform(0, hi, 256),
+                            np.asarray(self.thetas) + 0.5, [hi * 100.0]])
+        r = self._decode(batch=1.0, context=L)
+        for name, fit, truth in (("decode compute", self.dec_compute, r.time.compute_s),
+                                 ("decode KV time", self.dec_kv, self._kv_time(r)),
+                                 ("held KV", self.held, self.dep.kv_per_sequence_per_chip_bytes(L))):
+            truth = np.asarray(truth, dtype=float)
+            err = np.max(np.abs(fit(L) - truth) / np.maximum(np.abs(truth), 1e-300))
+            if err > VERIFY_REL:
+                raise InternalError(f"{name} of {self.dep.model.name} is not piecewise linear at the kinks "
+                                    f"{self.thetas}: relative error {err:.2e}")
+
+    # ---- per-iteration terms: functions of the token count N ---------------------------------
+    def _tables(self, n: int) -> None:
+        N = np.arange(1, n + 1, dtype=float)
+        r = self._decode(batch=N, context=0.0)
+        self._w = [0.0] + (np.asarray(r.weight_bytes, dtype=float) * self._wscale).tolist()
+        self._x = [0.0] + np.broadcast_to(np.asarray(r.time.comm_s, dtype=float), N.shape).tolist()
+        self._extra: dict[int, tuple[float, float]] = {}
+
+    def weights_s(self, n: int) -> float:
+        """Weight-read time of an iteration of ``n`` tokens (MoE: experts the n tokens touch)."""
+        if n < len(self._w):
+            return self._w[n]
+        return self._big(n)[0]
+
+    def comm_s(self, n: int) -> float:
+        if n < len(self._x):
+            return self._x[n]
+        return self._big(n)[1]
+
+    def _big(self, n: int) -> tuple[float, float]:
+        got = self._extra.get(n)
+        if got is None:
+            r = self._decode(batch=float(n), context=0.0)
+            got = self._extra[n] = (float(r.weight_bytes) * self._wscale, float(r.time.comm_s))
+        return got
+
+    # ---- prefill: cumulative tables over prompt position ---------------------------------------
+    def prepare_prefill(self, max_tokens: int) -> None:
+        """Tables over x = 0..max_tokens: Fc(x) compute of the first x tokens, Kw(x) their KV write
+        time, Kr(c) the time to read c cached tokens once. Chunk (c, c+t): compute Fc(c+t) - Fc(c)
+        (matmuls linear, causal attention a difference of closed-form sums), KV Kr(c) + Kw(c+t) -
+        Kw(c) (inference reads the cached prefix once per prefill call)."""
+        if max_tokens + 1 <= self._prefill_n:
+            return
+        x = np.arange(0.0, max_tokens + 1.0)
+        x1 = np.maximum(x, 1.0)
+        full = self._prefill(prompt_tokens=x1, cached_tokens=0.0)
+        fc = np.asarray(full.time.compute_s, dtype=float).copy()
+        kw = self._kv_time(full).astype(float).copy()
+        fc[0] = kw[0] = 0.0
+        one = self._prefill(prompt_tokens=1.0, cached_tokens=x)
+        kw_next = np.append(kw[1:], np.nan)
+        kr = self._kv_time(one) - (kw_next - kw)
+        last = self._prefill(prompt_tokens=1.0, cached_tokens=x[-1])
+        kr[-1] = float(self._kv_time(last)) - float(
+            self._kv_time(self._prefill(prompt_tokens=x[-1] + 1.0, cached_tokens=0.0)) - kw[-1])
+        kr[0] = 0.0
+        self._pc, self._pkw, self._pkr = fc, kw, np.maximum(kr, 0.0)
+        self._lpc, self._lpkw, self._lpkr = fc.tolist(), kw.tolist(), self._pkr.tolist()
+        self._prefill_n = max_tokens + 1
+
+    def prefill_parts(self, rid, start, stop, total):
+        """(compute_s, kv_s) arrays of prefilling positions [start, stop) of requests ``rid`` whose
+        prompt (plus recomputed output) is ``total`` tokens long (arrays broadcast)."""
+        start = np.asarray(start, dtype=np.int64)
+        stop = np.asarray(stop, dtype=np.int64)
+        return (self._pc[stop] - self._pc[start], self._pkr[start] + self._pkw[stop] - self._pkw[start])
+
+    def prefill_part(self, rid: int, start: int, stop: int, total: int) -> tuple[float, float]:
+        """Scalar ``prefill_parts`` (the engine's hot path)."""
+        pc, kw = self._lpc, self._lpkw
+        return pc[stop] - pc[start], self._lpkr[start] + kw[stop] - kw[start]
+
+    def step_s(self, *, compute_s: float, kv_s: float, tokens: int) -> float:
+        """Roofline of one iteration from its summed per-sequence parts and its token count."""
+        if tokens <= 0:
+            return 0.0
+        return max(compute_s, self.weights_s(tokens) + kv_s, self.comm_s(tokens))
+
+
+class FixedService(StepModel):
+    """Service-time override for queueing checks (same engine loop, model-free times).
+
+    Request i's prefill costs ``service_s[i]`` seconds of compute (a batch of prefills costs the
+    sum; with batch cap 1 that is one request's service time), a decode iteration costs
+    ``decode_step_s`` whatever its size, and KV is unlimited. Used with batch cap 1 and one output
+    token it turns the engine into an M/G/c FCFS queue.
+    """
+
+    override = True
+
+    def __init__(self, *, service_s, decode_step_s: float = 0.0):
+        self.service = np.asarray(service_s, dtype=float)
+        if self.service.ndim != 1 or np.any(~np.isfinite(self.service)) or np.any(self.service < 0):
+            raise SpecError("service_s: must be a 1-D array of finite times >= 0 (one per request)")
+        if not (math.isfinite(decode_step_s) and decode_step_s >= 0):
+            raise SpecError(f"decode_step_s: must be a finite time >= 0, got {decode_step_s!r}")
+        self.decode_step = float(decode_step_s)
+        self.thetas = ()
+        zero = PiecewiseLinear(f0=0.0, a=(0.0,), theta=(math.inf,))
+        self.dec_compute = self.dec_kv = self.held = zero
+        self.kv_capacity_bytes = math.inf
+        self.chips = 1
+        self.dep = None
+
+    def weights_s(self, n: int) -> float:
+        return self.decode_step if n > 0 else 0.0
+
+    def comm_s(self, n: int) -> float:
+        return 0.0
+
+    def prepare_prefill(self, max_tokens: int) -> None:
+        return None
+
+    def prefill_parts(self, rid, start, stop, total):
+        rid = np.asarray(rid, dtype=np.int64)
+        frac = (np.asarray(stop, dtype=float) - start) / np.maximum(np.asarray(total, dtype=float) - 0.0, 1.0)
+        return self.service[rid] * frac, np.zeros_like(frac)
+
+    def prefill_part(self, rid: int, start: int, stop: int, total: int) -> tuple[float, float]:
+        return float(self.service[rid]) * (stop - start) / max(total, 1), 0.0
+
+
+def check_override_size(model: StepModel, n_requests: int) -> None:
+    if isinstance(model, FixedService) and model.service.shape[0] != n_requests:
+        raise SpecError(f"service_s: has {model.service.shape[0]} times but the workload has {n_requests} requests; "
+                        "give one per request")
+
+
+__all__ = ["FixedService", "InternalError", "LlmeconError", "PiecewiseLinear", "StepModel", "VERIFY_REL"]
