@@ -85,3 +85,55 @@ def test_bad_input(call, match):
 def test_unknown_schedule_did_you_mean():
     with pytest.raises(CatalogError, match="did you mean '1f1b'"):
         training.bubble_fraction("1f1c", stages=4, microbatches=8)
+
+
+# ---- lifetime cost at a fixed loss ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("flops", [1e21, 1e24])
+def test_lifetime_optimum_without_inference_is_chinchilla_optimal(flops):
+    """With no RL and no inference the cheapest model reaching a loss is the compute-optimal one of
+    Hoffmann et al. Appendix D.2 (closed form), found here by the numerical search."""
+    law = training.CHINCHILLA
+    n0, d0 = law.compute_optimal(flops=flops)
+    target = float(law.loss(params=n0, tokens=d0))
+    best, _ = training.lifetime_optimum(target_loss=target, inference_tokens=0.0, inference_efficiency=1.0)
+    assert best.params == pytest.approx(n0, rel=2e-3)
+    assert best.pretrain_tokens == pytest.approx(d0, rel=5e-3)
+    assert best.total_flops == pytest.approx(flops, rel=1e-5)  # the minimum is flat: cost error is 2nd order
+
+
+def test_tokens_for_loss_inverts_the_law():
+    law = training.CHINCHILLA
+    d = training.tokens_for_loss(law, params=7e10, loss=float(law.loss(params=7e10, tokens=1.4e12)))
+    assert d == pytest.approx(1.4e12, rel=1e-9)
+    assert training.tokens_for_loss(law, params=1e6, loss=1.8) == float("inf")  # too small to ever get there
+
+
+@settings(max_examples=25, deadline=None)
+@given(d_inf=st.floats(1e11, 1e16), more=st.floats(1.5, 100.0))
+def test_more_inference_favours_smaller_longer_trained_models(d_inf, more):
+    """SPEC F22's point: the more tokens a model will serve, the smaller (and more over-trained)
+    the lifetime-optimal model for the same loss."""
+    kw = dict(target_loss=2.0, inference_efficiency=1 / 3)
+    a, _ = training.lifetime_optimum(inference_tokens=d_inf, **kw)
+    b, _ = training.lifetime_optimum(inference_tokens=d_inf * more, **kw)
+    assert b.params <= a.params * (1 + 1e-3)
+    assert b.pretrain_tokens / b.params >= a.pretrain_tokens / a.params * (1 - 1e-3)
+
+
+def test_equal_split_is_the_lecture_design_and_shares_sum_to_one():
+    d_inf = training.inference_tokens(tokens_per_s=50e6, seconds=60 * 86400)
+    d_pre = training.pretrain_tokens_matching_inference(inference_tokens=d_inf, inference_efficiency=1 / 3)
+    c = training.lifetime_cost(params=1e11, pretrain_tokens=d_pre, inference_tokens=d_inf, inference_efficiency=1 / 3,
+                               rl_tokens=d_pre * 6 * (1 / 3) / 3)  # D_pre = 1.5·D_RL at r = 3, η = 1/3
+    assert [float(x) for x in c.shares] == pytest.approx([1 / 3] * 3, rel=1e-12)
+    assert c.total_flops == pytest.approx(3 * 6 * 1e11 * d_pre, rel=1e-12)
+
+
+def test_lifetime_bad_input():
+    with pytest.raises(SpecError, match="irreducible"):
+        training.lifetime_optimum(target_loss=1.5, inference_tokens=1e12, inference_efficiency=0.5)
+    with pytest.raises(SpecError, match="rl_efficiency"):
+        training.lifetime_cost(params=1e9, pretrain_tokens=1e10, inference_tokens=0, inference_efficiency=1,
+                               rl_efficiency=0)

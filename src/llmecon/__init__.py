@@ -35,6 +35,14 @@ _EXPORTS = {
     "kv_bytes_from_crossover": "pricing", "operating_point": "pricing", "priced_tiers": "kvcache",
     "serving_cost": "pricing", "tiers_for_boundaries": "context", "tiers_for_steps": "context",
     "usd_per_mtok": "context",
+    # training economics (SPEC F)
+    "CHINCHILLA": "training", "LifetimeCost": "training", "ScalingLaw": "training", "TrainMemory": "training_step",
+    "TrainPlan": "training_step", "TrainStep": "training_step", "bubble_fraction": "training",
+    "chinchilla_tokens": "training", "inference_tokens": "training", "lifetime_cost": "training",
+    "lifetime_optimum": "training", "memory_per_gpu": "training_step", "overtrain_factor": "training",
+    "power_law_split": "training", "pretrain_tokens_matching_inference": "training",
+    "pretrain_tokens_matching_rl": "training", "tokens_for_loss": "training", "train_step": "training_step",
+    "training_flops": "training",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -1,0 +1,101 @@
+"""``llmecon train`` and ``llmecon overtrain`` end to end (``python -m llmecon``): the documented JSON
+keys, values checked against hand arithmetic and the lecture, figures written, and bad input exits 2
+with one ``error:`` line and no traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "llmecon", *args], capture_output=True, text=True, timeout=120)
+
+
+def run_json(*args: str) -> dict:
+    proc = run(*args, "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    return json.loads(proc.stdout)
+
+
+@pytest.fixture(scope="module")
+def train():
+    return run_json("train", "--tokens", "15e12", "--price-per-gpu-hour", "2")
+
+
+@pytest.fixture(scope="module")
+def overtrain():
+    return run_json("overtrain")
+
+
+def test_train_json_keys_and_arithmetic(train):
+    for key in ("step_s", "mfu", "tflops_per_gpu", "memory_per_gpu_bytes", "bubble_fraction", "train_days", "hfu",
+                "time_breakdown_s", "memory_breakdown_bytes", "collective_tiers", "assumptions", "usd"):
+        assert key in train
+    assert train["gpus"] == 64 and train["plan"]["tp"] == 8 and train["plan"]["dp"] == 8
+    assert train["step_s"] == pytest.approx(sum(train["time_breakdown_s"].values()), rel=1e-12)
+    assert train["memory_per_gpu_bytes"] == pytest.approx(sum(train["memory_breakdown_bytes"].values()), rel=1e-12)
+    days = 15e12 / train["global_batch_tokens"] * train["step_s"] / 86400
+    assert train["train_days"] == pytest.approx(days, rel=1e-9)
+    assert train["usd"] == pytest.approx(train["gpu_hours"] * 2, rel=1e-12)
+    # H100 dense bf16 peak 989 TFLOP/s: MFU = model TFLOP/s per GPU / 989
+    assert train["mfu"] == pytest.approx(train["tflops_per_gpu"] / 989.0, rel=1e-3)
+    assert 0 < train["mfu"] < train["efficiency"]
+
+
+def test_train_gpus_derive_dp_and_plot(tmp_path):
+    fig = tmp_path / "t.png"
+    d = run_json("train", "--gpus", "128", "--tp", "4", "--pp", "2", "--micro-batch", "2", "--schedule",
+                 "interleaved", "--chunks", "2", "--recompute", "full", "--plot", str(fig))
+    assert d["plan"]["dp"] == 16 and d["gpus"] == 128 and d["bubble_fraction"] > 0
+    assert fig.stat().st_size > 10_000
+
+
+def test_overtrain_lecture_numbers(overtrain):
+    """SPEC F22: 50M tok/s × 60 days = 2.592e14 tokens; equal thirds with η_inf = 1/3 pretrain on as
+    many; 100B × 20 = 2e12 Chinchilla tokens -> 129.6× over-training."""
+    assert overtrain["inference_tokens"] == pytest.approx(2.592e14, rel=1e-12)
+    assert overtrain["pretrain_tokens"] == pytest.approx(2.592e14, rel=1e-9)
+    assert overtrain["chinchilla_tokens"] == pytest.approx(2e12, rel=1e-12)
+    assert overtrain["overtrain_factor"] == pytest.approx(129.6, rel=1e-9)
+    shares = overtrain["equal_split"]["shares"]
+    assert all(v == pytest.approx(1 / 3, rel=1e-9) for v in shares.values())
+    best = overtrain["optimum_at_same_loss"]
+    assert best["loss"] == pytest.approx(overtrain["equal_split"]["loss"], rel=1e-9)
+    assert 0 <= best["saving_vs_equal_split"] < 0.5
+
+
+def test_overtrain_plot(tmp_path):
+    fig = tmp_path / "o.svg"
+    proc = run("overtrain", "--active-params", "7e9", "--plot", str(fig))
+    assert proc.returncode == 0, proc.stderr
+    assert fig.read_text().startswith("<?xml")
+
+
+@pytest.mark.parametrize("args,field", [
+    (("train", "--tp", "3"), "--tp 3"),
+    (("train", "--schedule", "1f1bb"), "--schedule"),
+    (("train", "--gpus", "60"), "--gpus 60"),
+    (("train", "--gpus", "64", "--dp", "4"), "--gpus 64"),
+    (("train", "--efficiency", "1.5"), "--efficiency"),
+    (("train", "--zero", "5"), "--zero"),
+    (("train", "--model", "llama-3.1-7b"), "did you mean"),
+    (("train", "--plot", "x.txt"), "--plot"),
+    (("train", "--price-per-gpu-hour", "-1"), "--price-per-gpu-hour"),
+    (("overtrain", "--active-params", "0"), "params"),
+    (("overtrain", "--inference-efficiency", "-1"), "inference_efficiency"),
+])
+def test_bad_input_exits_2_with_one_line(args, field, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "llmecon", *args], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert field in proc.stderr, proc.stderr
+    if args[1] != "--schedule":  # typer's own choice error is a boxed message
+        assert len(lines) == 1 and lines[0].startswith("error:")
+    assert list(tmp_path.iterdir()) == []
