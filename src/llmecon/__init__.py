@@ -43,6 +43,9 @@ _EXPORTS = {
     "power_law_split": "training", "pretrain_tokens_matching_inference": "training",
     "pretrain_tokens_matching_rl": "training", "tokens_for_loss": "training", "train_step": "training_step",
     "training_flops": "training",
+    # serving simulator (SPEC E)
+    "SimConfig": "serving", "SimResult": "serving", "simulate": "serving", "synthetic": "serving",
+    "load_trace": "serving",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -347,6 +347,7 @@ def catalog_models(as_json: JsonOpt = False) -> None:
 
 
 from . import cli_context  # noqa: E402,F401  (registers context, cost, cache, prices, catalog tiers)
+from . import cli_serving  # noqa: E402,F401
 
 
 def main(argv: list[str] | None = None) -> None:

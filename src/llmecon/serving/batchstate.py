@@ -1,0 +1,203 @@
+"""The running decode batch of one replica as O(1) aggregates (the engine's hot data structure).
+
+Every running sequence advances one token per decode iteration, so its context is
+``L0 + (G - G0)`` where G counts the replica's decode iterations. For the piecewise-linear
+per-sequence functions of ``steptime`` (f0 + sum_j a_j·min(L, theta_j)) the batch sums need only
+n, S = sum L and, per kink theta_j, the count and context sum of the sequences still below it.
+A sequence crossing a kink is an event at a known G (``G0 + theta - L0``); completions likewise
+(``G0 + steps left``). Between events every sum is affine in the number of steps taken, which is
+what lets the engine advance many identical-composition steps in closed form.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+
+from .steptime import PiecewiseLinear
+
+
+def scalar(f: PiecewiseLinear):
+    """A fast pure-Python evaluator of ``f`` at one context."""
+    pairs = [(a, t) for a, t in zip(f.a, f.theta)]
+    f0 = f.f0
+
+    def at(L: float) -> float:
+        v = f0
+        for a, t in pairs:
+            v += a * (L if L < t else t)
+        return v
+
+    return at
+
+
+class DecodeSet:
+    """Aggregates of one replica's running sequences; see the module docstring."""
+
+    def __init__(self, thetas: tuple[float, ...]):
+        self.thetas = list(thetas)
+        self.G = 0
+        self.n = 0
+        self.S = 0
+        self.nb = [0] * len(thetas)
+        self.sb = [0] * len(thetas)
+        self.members: dict[int, tuple[int, int, int]] = {}  # rid -> (G0, L0, stint)
+        self.fin: list[tuple[int, int, int]] = []  # (G at which it has all tokens, rid, stint)
+        self.cross: list[tuple[int, int, int, int]] = []  # (G, kink index, rid, stint)
+        self.order: list[int] = []  # admission order, for LIFO preemption (lazy deletion)
+        self._stint = 0
+
+    def add(self, rid: int, L: int, steps_left: int) -> None:
+        self._stint += 1
+        s = self._stint
+        G = self.G
+        self.members[rid] = (G, L, s)
+        self.n += 1
+        self.S += L
+        for j, th in enumerate(self.thetas):
+            if L < th:
+                self.nb[j] += 1
+                self.sb[j] += L
+                heapq.heappush(self.cross, (G + int(th - L), j, rid, s))
+        heapq.heappush(self.fin, (G + steps_left, rid, s))
+        self.order.append(rid)
+
+    def context(self, rid: int) -> int:
+        G0, L0, _ = self.members[rid]
+        return L0 + self.G - G0
+
+    def remove(self, rid: int) -> int:
+        """Remove a sequence; returns its context."""
+        L = self.context(rid)
+        del self.members[rid]
+        self.n -= 1
+        self.S -= L
+        for j, th in enumerate(self.thetas):
+            if L < th:
+                self.nb[j] -= 1
+                self.sb[j] -= L
+        return L
+
+    def total(self, f: PiecewiseLinear, shift: int = 0) -> float:
+        """sum_i f(L_i + shift), valid while no sequence passes a kink within ``shift`` steps."""
+        n = self.n
+        v = n * f.f0 + f.a[0] * (self.S + shift * n)
+        a = f.a
+        for j, th in enumerate(self.thetas):
+            nb = self.nb[j]
+            v += a[j + 1] * (self.sb[j] + shift * nb + th * (n - nb))
+        return v
+
+    def sums(self, fc: PiecewiseLinear, fk: PiecewiseLinear, fh: PiecewiseLinear):
+        """(total, slope) of three functions at once: the engine's per-run hot path."""
+        n, S = self.n, self.S
+        c = n * fc.f0 + fc.a[0] * S
+        dc = fc.a[0] * n
+        k = n * fk.f0 + fk.a[0] * S
+        dk = fk.a[0] * n
+        h = n * fh.f0 + fh.a[0] * S
+        dh = fh.a[0] * n
+        if self.thetas:
+            for j, th in enumerate(self.thetas):
+                nb = self.nb[j]
+                below = self.sb[j] + th * (n - nb)
+                ac, ak, ah = fc.a[j + 1], fk.a[j + 1], fh.a[j + 1]
+                c += ac * below
+                dc += ac * nb
+                k += ak * below
+                dk += ak * nb
+                h += ah * below
+                dh += ah * nb
+        return c, dc, k, dk, h, dh
+
+    def slope(self, f: PiecewiseLinear) -> float:
+        """Increase of ``total(f)`` per decode step (no kink crossed)."""
+        v = f.a[0] * self.n
+        for j in range(len(self.thetas)):
+            v += f.a[j + 1] * self.nb[j]
+        return v
+
+    def _clean(self, heap: list) -> None:
+        members = self.members
+        while heap:
+            top = heap[0]
+            m = members.get(top[-2])
+            if m is not None and m[2] == top[-1]:
+                return
+            heapq.heappop(heap)
+
+    def steps_to_event(self) -> int:
+        """Decode steps until the next completion or kink crossing (>= 1 when any member runs)."""
+        fin = self.fin
+        if fin:
+            top = fin[0]
+            m = self.members.get(top[1])
+            if m is None or m[2] != top[2]:
+                self._clean(fin)
+        k = fin[0][0] - self.G if fin else math.inf
+        if self.cross:
+            self._clean(self.cross)
+            if self.cross:
+                k = min(k, self.cross[0][0] - self.G)
+        return k
+
+    def advance(self, k: int) -> list[int]:
+        """Advance k steps; apply kink crossings; return the rids that have all their tokens now."""
+        G = self.G = self.G + k
+        self.S += k * self.n
+        cross = self.cross
+        if self.thetas:
+            for j in range(len(self.thetas)):
+                self.sb[j] += k * self.nb[j]
+        while cross:
+            self._clean(cross)
+            if not cross or cross[0][0] > G:
+                break
+            _, j, rid, _ = heapq.heappop(cross)
+            self.nb[j] -= 1
+            self.sb[j] -= self.thetas[j]
+        done = []
+        fin = self.fin
+        while fin:
+            self._clean(fin)
+            if not fin or fin[0][0] > G:
+                break
+            done.append(heapq.heappop(fin)[1])
+        for rid in done:
+            self.remove(rid)
+        return done
+
+    def newest(self) -> int | None:
+        """Most recently admitted running sequence (the vLLM preemption victim)."""
+        order = self.order
+        while order and order[-1] not in self.members:
+            order.pop()
+        return order[-1] if order else None
+
+
+def sum_max_affine(lines: tuple[tuple[float, float], ...], k: int) -> float:
+    """sum_{j=0}^{k-1} max_i (a_i + b_i·j) exactly (upper envelope of lines, integer breakpoints)."""
+    if k <= 1:
+        return max([a for a, _ in lines]) if k == 1 else 0.0
+    j, total = 0, 0.0
+    while j < k:
+        a, b = lines[0]
+        for a2, b2 in lines:  # the line on top at j (ties: the steeper one)
+            v, top = a2 + b2 * j, a + b * j
+            if v > top or (v == top and b2 > b):
+                a, b = a2, b2
+        nxt = k
+        for a2, b2 in lines:
+            if b2 > b:  # first integer j' > j with a2 + b2·j' > a + b·j'
+                x = (a - a2) / (b2 - b)
+                if x < nxt:
+                    jj = math.floor(x) + 1
+                    nxt = jj if jj > j else j + 1
+        total += (nxt - j) * a + b * (j + nxt - 1) * (nxt - j) / 2.0
+        j = nxt
+    return total
+
+
+def max_affine_at(lines, j: int) -> float:
+    """max_i (a_i + b_i·j): the length of step j of a run."""
+    return max([a + b * j for a, b in lines])

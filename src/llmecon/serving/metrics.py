@@ -1,0 +1,293 @@
+"""Results of a simulation: the per-request table, latency metrics, goodput, utilisation, cost.
+
+Definitions (vLLM's ``benchmarks/benchmark_serving.py`` conventions, over completed requests):
+* TTFT  = first token time - arrival (the first token is produced by the prefill);
+* TPOT  = (E2E - TTFT) / (output tokens - 1), requests with >= 2 output tokens;
+* ITL   = every gap between consecutive tokens of a request (one sample per token after the
+  first; percentiles over all tokens, so long requests weigh more than in TPOT);
+* E2E   = completion - arrival; queue wait = first admission - arrival;
+* goodput = completed requests meeting every given SLO (TTFT and TPOT), per second of run
+  (DistServe, Zhong et al. OSDI 2024);
+* utilisation = share of replica time spent in iterations; $ = chips x run time x price (the
+  chips are paid whether busy or not); $/Mtok = $ / output tokens generated x 1e6 (all requests,
+  in flight included), and per class.
+Percentiles are numpy's linear interpolation (``np.percentile`` default, as vLLM).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .steptime import InternalError
+
+STATUS_NAMES = ("waiting", "running", "completed", "rejected", "not_arrived")
+SECONDS_PER_HOUR = 3600.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class PoolStats:
+    name: str
+    kind: str
+    replicas: int
+    chips_per_replica: int
+    batch_cap: int
+    busy_s: float
+    iterations: int
+    tokens: int
+    tau_s: float | None
+    usd: float | None
+    late_trains: int = 0
+
+    def utilization(self, run_s: float) -> float:
+        return self.busy_s / (self.replicas * run_s) if run_s > 0 else math.nan
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimResult:
+    """Everything a run produced. Arrays are per request, in arrival order."""
+
+    arrival_s: np.ndarray
+    prompt_tokens: np.ndarray
+    output_tokens: np.ndarray
+    class_id: np.ndarray
+    class_names: tuple[str, ...]
+    status: np.ndarray  # index into STATUS_NAMES
+    reject_reason: np.ndarray  # "" unless rejected
+    admit_s: np.ndarray
+    first_token_s: np.ndarray
+    done_s: np.ndarray
+    depart_s: np.ndarray  # completion or rejection time, NaN while in flight
+    generated_tokens: np.ndarray
+    preemptions: np.ndarray
+    cached_tokens: np.ndarray
+    run_s: float
+    pools: tuple[PoolStats, ...]
+    itl_values: np.ndarray
+    itl_weights: np.ndarray
+    timeline_s: np.ndarray
+    timeline_waiting: np.ndarray
+    timeline_running: np.ndarray
+    occupancy_area: float
+    policy: str
+    price_per_chip_hour: float | None
+    slo_ttft_s: float | None
+    slo_tpot_s: float | None
+    class_price: dict
+    events: int
+
+    # ---- request sets --------------------------------------------------------------------------
+    @property
+    def completed(self) -> np.ndarray:
+        return self.status == 2
+
+    @property
+    def ttft_s(self) -> np.ndarray:
+        return (self.first_token_s - self.arrival_s)[self.completed]
+
+    @property
+    def e2e_s(self) -> np.ndarray:
+        return (self.done_s - self.arrival_s)[self.completed]
+
+    @property
+    def tpot_s(self) -> np.ndarray:
+        c = self.completed & (self.output_tokens > 1)
+        return (self.done_s[c] - self.first_token_s[c]) / (self.output_tokens[c] - 1)
+
+    @property
+    def queue_wait_s(self) -> np.ndarray:
+        return (self.admit_s - self.arrival_s)[self.completed]
+
+    def counts(self) -> dict[str, int]:
+        c = np.bincount(self.status, minlength=len(STATUS_NAMES))
+        return {"completed": int(c[2]), "rejected": int(c[3]), "in_flight": int(c[0] + c[1]),
+                "waiting": int(c[0]), "running": int(c[1]), "not_arrived": int(c[4])}
+
+    def slo_met(self) -> np.ndarray:
+        """Boolean per completed request: within every given SLO."""
+        ok = np.ones(int(self.completed.sum()), dtype=bool)
+        if self.slo_ttft_s is not None:
+            ok &= self.ttft_s <= self.slo_ttft_s
+        if self.slo_tpot_s is not None:
+            c = self.completed
+            tp = np.zeros(int(c.sum()))
+            multi = self.output_tokens[c] > 1
+            tp[multi] = self.tpot_s
+            ok &= tp <= self.slo_tpot_s
+        return ok
+
+    # ---- Little's law --------------------------------------------------------------------------
+    def littles_law(self) -> dict[str, float]:
+        """L (the engine's time-integrated number in system / T) against lambda x W with W the mean
+        sojourn of every arrived request truncated at T (exact on every sample path), and against
+        lambda x mean sojourn of completed requests only (differs by edge effects)."""
+        T = self.run_s
+        arrived = self.status != 4
+        lam = int(arrived.sum()) / T if T > 0 else math.nan
+        end = np.where(np.isnan(self.depart_s), T, np.minimum(self.depart_s, T))[arrived]
+        soj = end - self.arrival_s[arrived]
+        L = self.occupancy_area / T if T > 0 else math.nan
+        w_all = float(soj.mean()) if soj.size else 0.0
+        done = self.completed
+        w_done = float((self.done_s - self.arrival_s)[done].mean()) if done.any() else math.nan
+        lam_w = lam * w_all
+        return {"L": L, "lambda_per_s": lam, "W_s": w_all, "lambda_W": lam_w,
+                "rel_error": abs(L - lam_w) / max(abs(L), 1e-300) if L else abs(lam_w),
+                "W_completed_s": w_done, "rel_error_completed": abs(L - lam * w_done) / L if L else math.nan}
+
+    # ---- summary ---------------------------------------------------------------------------------
+    def usd(self) -> float | None:
+        if self.price_per_chip_hour is None:
+            return None
+        return sum(p.usd for p in self.pools)
+
+    def summary(self) -> dict:
+        """The ``simulate --json`` object (see docs/serving.md for every key)."""
+        c = self.counts()
+        T = self.run_s
+        ttft, tpot, e2e = self.ttft_s, self.tpot_s, self.e2e_s
+        out_tok = int(self.generated_tokens.sum())
+        in_tok = int(self.prompt_tokens[self.first_token_s == self.first_token_s].sum())
+        usd = self.usd()
+        met = self.slo_met()
+        ll = self.littles_law()
+        d = {
+            "policy": self.policy, "run_s": T, "arrived": c["completed"] + c["rejected"] + c["in_flight"],
+            **{k: c[k] for k in ("completed", "rejected", "in_flight", "waiting", "running", "not_arrived")},
+            "rejected_by_reason": _reasons(self.reject_reason),
+            **_pcts("ttft", ttft), **_pcts("tpot", tpot), **_pcts("itl", self.itl_values, self.itl_weights),
+            **_pcts("e2e", e2e), **_pcts("queue_wait", self.queue_wait_s),
+            "throughput_tokens_per_s": out_tok / T if T > 0 else None,
+            "input_tokens_per_s": in_tok / T if T > 0 else None,
+            "completed_requests_per_s": c["completed"] / T if T > 0 else None,
+            "goodput_requests_per_s": int(met.sum()) / T if T > 0 else None,
+            "slo_attainment": float(met.mean()) if met.size else None,
+            "slo_ttft_s": self.slo_ttft_s, "slo_tpot_s": self.slo_tpot_s,
+            "output_tokens": out_tok, "preemptions": int(self.preemptions.sum()),
+            "prefix_hits": int((self.cached_tokens > 0).sum()),
+            "utilization": _num(sum(p.busy_s for p in self.pools) / sum(p.replicas for p in self.pools) / T)
+            if T > 0 else None,
+            "mean_waiting": _num(float(np.average(self.timeline_waiting))) if self.timeline_waiting.size else 0.0,
+            "max_waiting": int(self.timeline_waiting.max()) if self.timeline_waiting.size else 0,
+            "price_per_chip_hour": self.price_per_chip_hour,
+            "usd": usd,
+            "usd_per_mtok": _num(usd / out_tok * 1e6) if usd is not None and out_tok else None,
+            "usd_per_mtok_reason": None if usd is not None else
+            "no price: give --price-per-chip-hour (the catalogue has no rental prices)",
+            "littles_law": {k: _num(v) for k, v in ll.items()},
+            "pools": [{"name": p.name, "kind": p.kind, "replicas": p.replicas, "chips_per_replica": p.chips_per_replica,
+                       "batch_cap": p.batch_cap, "tau_s": p.tau_s, "late_trains": p.late_trains, "iterations": p.iterations, "busy_s": p.busy_s,
+                       "utilization": _num(p.utilization(T)), "usd": p.usd} for p in self.pools],
+            "classes": self._classes(),
+            "engine_events": self.events,
+        }
+        return d
+
+    def _classes(self) -> list[dict]:
+        rows = []
+        names = self.class_names
+        pools = {p.name: p for p in self.pools}
+        total_tok = int(self.generated_tokens.sum())
+        for k, name in enumerate(names):
+            sel = self.class_id == k
+            done = sel & self.completed
+            tok = int(self.generated_tokens[sel].sum())
+            pool = pools.get(name)
+            if pool is not None and pool.usd is not None:
+                usd = pool.usd
+            elif self.price_per_chip_hour is not None and total_tok:
+                usd = sum(p.usd for p in self.pools) * tok / total_tok  # shared pool: split by tokens
+            else:
+                usd = None
+            ttft = (self.first_token_s - self.arrival_s)[done]
+            c = done & (self.output_tokens > 1)
+            tpot = (self.done_s[c] - self.first_token_s[c]) / (self.output_tokens[c] - 1)
+            price = self.class_price.get(name)
+            cost = _num(usd / tok * 1e6) if usd is not None and tok else None
+            rows.append({"name": name, "arrived": int((sel & (self.status != 4)).sum()), "completed": int(done.sum()),
+                         "output_tokens": tok, **_pcts("ttft", ttft), **_pcts("tpot", tpot),
+                         "usd_per_mtok": cost, "price_usd_per_mtok": price,
+                         "margin": None if price is None or cost is None or price == 0 else _num(1 - cost / price)})
+        return rows
+
+
+def _num(x):
+    return None if x is None or not math.isfinite(x) else float(x)
+
+
+def _reasons(reasons: np.ndarray) -> dict[str, int]:
+    vals, counts = np.unique(reasons[reasons != ""], return_counts=True)
+    return {str(v): int(c) for v, c in zip(vals, counts)}
+
+
+def weighted_percentile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
+    """Percentile of values with integer multiplicities (same as np.percentile of the expansion)."""
+    order = np.argsort(values, kind="stable")
+    v, w = values[order], weights[order]
+    cum = np.cumsum(w)
+    total = cum[-1]
+    pos = q / 100.0 * (total - 1)  # linear interpolation between order statistics
+    lo = int(math.floor(pos))
+    hi = min(lo + 1, int(total) - 1)
+    vl = v[np.searchsorted(cum, lo + 1)]
+    vh = v[np.searchsorted(cum, hi + 1)]
+    return float(vl + (vh - vl) * (pos - lo))
+
+
+def _pcts(name: str, x: np.ndarray, w: np.ndarray | None = None) -> dict:
+    out = {}
+    if x.size == 0 or (w is not None and w.sum() == 0):
+        for q in ("mean", "p50", "p90", "p99"):
+            out[f"{name}_{q}_s"] = None
+        return out
+    if w is None:
+        out[f"{name}_mean_s"] = float(x.mean())
+        for q in (50, 90, 99):
+            out[f"{name}_p{q}_s"] = float(np.percentile(x, q))
+    else:
+        out[f"{name}_mean_s"] = float(np.average(x, weights=w))
+        for q in (50, 90, 99):
+            out[f"{name}_p{q}_s"] = weighted_percentile(x, w, q)
+    return out
+
+
+def check_accounting(status: np.ndarray, *, arrived: int, generated: np.ndarray, output: np.ndarray,
+                     arrival: np.ndarray, first: np.ndarray, done: np.ndarray) -> None:
+    """Every request is completed, rejected or in flight, none lost; completed ones are whole."""
+    c = np.bincount(status, minlength=5)
+    if int(c[0] + c[1] + c[2] + c[3]) != arrived or int(c.sum()) != status.size:
+        raise InternalError(f"request accounting broken: {c.tolist()} (waiting, running, completed, rejected, not "
+                            f"arrived) for {arrived} arrivals")
+    comp = status == 2
+    if np.any(generated[comp] != output[comp]):
+        raise InternalError("a completed request did not generate all its output tokens")
+    if np.any(~(first[comp] >= arrival[comp])) or np.any(~(done[comp] >= first[comp])):
+        raise InternalError("a completed request has its first token before arrival or finishes before it")
+
+
+def expand_itl(first: tuple, runs: list) -> tuple[np.ndarray, np.ndarray]:
+    """Inter-token gaps as (values, weights): the recorded first gaps of each run, and steps
+    1..k-1 of every closed-form run (continuous: the step times; train: tau + the change of step
+    time between consecutive trains), expanded vectorised."""
+    vals = [np.frombuffer(first[0]) if len(first[0]) else np.zeros(0)]
+    wts = [np.frombuffer(first[1]) if len(first[1]) else np.zeros(0)]
+    if runs:
+        kind = np.asarray([r[0] for r in runs])
+        k = np.asarray([r[2] for r in runs], dtype=np.int64) - 1
+        n = np.asarray([r[3] for r in runs], dtype=float)
+        tau = np.asarray([r[4] for r in runs], dtype=float)
+        L = np.asarray([[a for line in r[1] for a in line] for r in runs], dtype=float)  # 6 columns
+        idx = np.repeat(np.arange(len(runs)), k)
+        j = np.arange(int(k.sum())) - np.repeat(np.cumsum(k) - k, k) + 1  # 1..k-1 in each run
+
+        def step(jj):
+            Li = L[idx]
+            return np.maximum(np.maximum(Li[:, 0] + Li[:, 1] * jj, Li[:, 2] + Li[:, 3] * jj), Li[:, 4] + Li[:, 5] * jj)
+
+        cur = step(j)
+        gap = np.where(kind[idx] == 1, tau[idx] + cur - step(j - 1), cur)
+        vals.append(gap)
+        wts.append(n[idx])
+    return np.concatenate(vals), np.concatenate(wts)

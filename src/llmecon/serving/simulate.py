@@ -1,0 +1,74 @@
+"""``simulate``: deployment + workload + config -> SimResult, with the end-of-run checks."""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+
+from ..batching import Deployment
+from .engine import DONE, REASONS, Engine, SimConfig, step_models
+from .metrics import SECONDS_PER_HOUR, PoolStats, SimResult, check_accounting, expand_itl
+from .steptime import FixedService, InternalError, check_override_size
+from .workload import Workload
+
+LITTLE_TOL = 1e-6  # the truncated-sojourn form of Little's law is an identity: only rounding remains
+
+
+def simulate(dep: Deployment | None, workload: Workload, config: SimConfig | None = None, *,
+             service: FixedService | None = None, progress: Callable[[float], None] | None = None) -> SimResult:
+    """Simulate serving ``workload`` on ``dep`` under ``config`` (default: continuous batching).
+
+    ``service`` replaces the roofline step times by a model-free service-time override (queueing
+    checks); ``progress`` is called with the fraction of arrivals processed.
+    """
+    cfg = config or SimConfig()
+    if service is not None:
+        check_override_size(service, workload.n)
+    models = step_models(dep, cfg, service=service, workload=workload)
+    eng = Engine(models, workload, cfg, progress=progress)
+    eng.run()
+    return _result(eng)
+
+
+def _result(eng: Engine) -> SimResult:
+    wl, cfg = eng.wl, eng.cfg
+    T = eng.end_time
+    gen = np.asarray(eng.gen, dtype=np.int64)
+    # tokens generated so far by sequences still decoding
+    for pool in eng.pools:
+        for rep in pool.replicas:
+            for rid in rep.ds.members:
+                gen[rid] = rep.ds.context(rid) - eng.prompt[rid] + 1
+    status = np.asarray(eng.status, dtype=np.int64)
+    first = np.asarray(eng.t_first)
+    done = np.asarray(eng.t_done)
+    # a request that finished is DONE; the horizon never cuts a committed iteration
+    check_accounting(status, arrived=eng.n_arrived, generated=gen, output=wl.output_tokens, arrival=wl.arrival_s,
+                     first=first, done=done)
+    area = eng.n_arrived * T - eng.sum_arr - (eng.n_departed * T - eng.sum_dep)
+    price = cfg.price_per_chip_hour
+    pools = tuple(PoolStats(name=p.name, kind=p.kind, replicas=len(p.replicas), chips_per_replica=p.chips,
+                            batch_cap=p.batch_cap, busy_s=p.busy_s, iterations=p.iterations, tokens=p.tokens,
+                            tau_s=p.tau, late_trains=p.late, usd=None if price is None else price * p.chips * len(p.replicas) * T
+                            / SECONDS_PER_HOUR)
+                  for p in eng.pools)
+    itl_v, itl_w = expand_itl(eng.itl_first, eng.itl_runs)
+    res = SimResult(
+        arrival_s=wl.arrival_s, prompt_tokens=wl.prompt_tokens, output_tokens=wl.output_tokens,
+        class_id=wl.class_id, class_names=wl.class_names, status=status,
+        reject_reason=np.asarray([REASONS[r] for r in eng.reason]) if eng.n else np.asarray([], dtype=str),
+        admit_s=np.asarray(eng.t_admit), first_token_s=first, done_s=np.where(status == DONE, done, np.nan)
+        if eng.n else done, depart_s=done, generated_tokens=gen, preemptions=np.asarray(eng.preempted, dtype=np.int64),
+        cached_tokens=np.asarray(eng.cached, dtype=np.int64), run_s=float(T), pools=pools,
+        itl_values=itl_v, itl_weights=itl_w, timeline_s=np.frombuffer(eng.timeline[0]),
+        timeline_waiting=np.frombuffer(eng.timeline[1]), timeline_running=np.frombuffer(eng.timeline[2]),
+        occupancy_area=float(area), policy=cfg.policy.name, price_per_chip_hour=price,
+        slo_ttft_s=cfg.slo.ttft_s, slo_tpot_s=cfg.slo.tpot_s,
+        class_price={k: v.price_usd_per_mtok for k, v in (cfg.classes or {}).items()}, events=eng.events)
+    ll = res.littles_law()
+    if T > 0 and eng.n_arrived and not (ll["rel_error"] <= LITTLE_TOL or math.isclose(ll["L"], ll["lambda_W"],
+                                                                                        abs_tol=1e-9)):
+        raise InternalError(f"Little's law fails on this run: L = {ll['L']:.9g} but lambda*W = {ll['lambda_W']:.9g}")
+    return res
