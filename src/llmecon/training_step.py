@@ -8,7 +8,8 @@ per-GPU scale-out link.
 
 Time (per step; Narayanan et al. 2021, arXiv:2104.04473, §2-3):
   per micro-batch on the slowest stage: (forward + backward + recomputed FLOPs) / (tp·cp) /
-  (peak·efficiency) + tensor-parallel all-reduces + expert all-to-alls + pipeline hops, all
+  (peak·efficiency) + memory-bound element-wise kernels (bytes / HBM bandwidth, see
+  :func:`layer_elementwise_bytes`) + tensor-parallel all-reduces + expert all-to-alls + pipeline hops, all
   exposed (Megatron-LM runs them on the critical path); context-parallel ring traffic is hidden
   behind attention compute up to its length;
   pipeline: M micro-batches / (1 − bubble fraction of the schedule);
@@ -416,10 +417,11 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
     # 2 more in a recomputed forward (Shoeybi et al. 2019; Korthikanti et al. 2022).
     tp_link, tiers["tp"] = group_link(system, stride=1, size=plan.tp, what="tensor-parallel")
     tp_mb = 0.0
+    comm_passes = 4 + (2 if plan.recompute in ("full", "reversible") else 0)
     if tp_link is not None:
-        passes = 4 + (2 if plan.recompute in ("full", "reversible") else 0)
         msg = ACT_BYTES * (s / plan.cp) * b * h
-        tp_mb = stage_layers * passes * float(all_reduce_s(message_bytes=msg, participants=plan.tp, link=tp_link))
+        ar = float(all_reduce_s(message_bytes=msg, participants=plan.tp, link=tp_link))
+        tp_mb = stage_layers * comm_passes * ar
     # Context parallel: ring attention passes each rank's K and V chunk around cp−1 times forward,
     # twice that backward; overlapped with the attention core, only the excess is exposed.
     cp_link, tiers["cp"] = group_link(system, stride=plan.tp, size=plan.cp, what="context-parallel")
@@ -434,10 +436,9 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
     ep_link, tiers["ep"] = group_link(system, stride=plan.tp * plan.cp, size=plan.ep, what="expert-parallel")
     ep_mb = 0.0
     if ep_link is not None:
-        passes = 4 + (2 if plan.recompute in ("full", "reversible") else 0)
         msg = ACT_BYTES * tokens_mb / (plan.cp * plan.tp) * model.moe.top_k * h
         moe_stage = phi * model.n_moe_layers
-        ep_mb = moe_stage * passes * float(all_to_all_s(message_bytes=msg, participants=plan.ep, link=ep_link))
+        ep_mb = moe_stage * comm_passes * float(all_to_all_s(message_bytes=msg, participants=plan.ep, link=ep_link))
     # Pipeline: one activation forward and one gradient backward per micro-batch per chunk boundary,
     # scattered over tp ranks (Narayanan et al. 2021 §4.1).
     pp_link, tiers["pp"] = group_link(system, stride=plan.tp * plan.cp * plan.dp, size=pp, what="pipeline")
