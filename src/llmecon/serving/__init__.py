@@ -8,9 +8,8 @@
 
 from __future__ import annotations
 
-from .engine import SimConfig
 from .metrics import SimResult
-from .policies import SLO, Adaptive, Continuous, Disaggregated, PrefixCache, ServiceClass, Train
+from .policies import SLO, Adaptive, Continuous, Disaggregated, PrefixCache, ServiceClass, SimConfig, Train
 from .queueing import mdc_mean_wait_s, md1_mean_wait_s, mm1_mean_wait_s, mmc_mean_wait_s, train_mean_wait_s
 from .simulate import simulate
 from .steptime import FixedService, InternalError, StepModel

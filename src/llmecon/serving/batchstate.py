@@ -201,3 +201,61 @@ def sum_max_affine(lines: tuple[tuple[float, float], ...], k: int) -> float:
 def max_affine_at(lines, j: int) -> float:
     """max_i (a_i + b_i·j): the length of step j of a run."""
     return max([a + b * j for a, b in lines])
+
+
+# ---- how many identical steps fit a gap ----------------------------------------------------------
+
+
+def first_k_reaching(lines, kmax: int, gap: float) -> tuple[int, float]:
+    """Smallest k in [1, kmax] whose k steps end at or after ``gap`` (kmax if none), and their sum.
+    Steps never shrink, so k <= ceil(gap / first step): usually one or two sums decide it."""
+    first = max([a for a, _ in lines])
+    hi = min(kmax, max(1, math.ceil(gap / first)))
+    t_hi = sum_max_affine(lines, hi)
+    if t_hi < gap:  # only possible when hi == kmax
+        return hi, t_hi
+    if hi == 1:
+        return 1, t_hi
+    t_lo = sum_max_affine(lines, hi - 1)
+    if t_lo < gap:
+        return hi, t_hi
+    lo = 1  # sum(1) < gap is the caller's precondition; sum(hi - 1) >= gap
+    hi, t_hi = hi - 1, t_lo
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        t = sum_max_affine(lines, mid)
+        if t < gap:
+            lo = mid
+        else:
+            hi, t_hi = mid, t
+    return hi, t_hi
+
+
+def last_k_within(lines, kmax: int, gap: float) -> int:
+    """Largest k in [0, kmax] whose k steps end no later than ``gap``."""
+    if sum_max_affine(lines, kmax) <= gap:
+        return kmax
+    lo, hi = 0, kmax  # sum(lo) <= gap < sum(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if sum_max_affine(lines, mid) <= gap:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def last_k_steps_within(lines, kmax: int, tau: float) -> int:
+    """Largest k in [1, kmax] with every one of the first k steps <= tau (steps never shrink)."""
+    if max_affine_at(lines, kmax - 1) <= tau:
+        return kmax
+    if max_affine_at(lines, 0) > tau:
+        return 1
+    lo, hi = 1, kmax
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if max_affine_at(lines, mid - 1) <= tau:
+            lo = mid
+        else:
+            hi = mid
+    return lo

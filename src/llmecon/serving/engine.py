@@ -26,60 +26,19 @@ import heapq
 import math
 from array import array
 from collections import deque
-from dataclasses import dataclass, field, replace
-from typing import Callable, Mapping
+from typing import Callable
 
 import numpy as np
 
-from ..batching import Deployment
 from ..errors import SpecError, did_you_mean
-from .batchstate import DecodeSet, max_affine_at, scalar, sum_max_affine
-from .policies import SLO, Adaptive, Continuous, Disaggregated, PrefixCache, ServiceClass, Train
-from .steptime import FixedService, StepModel
+from .batchstate import DecodeSet, first_k_reaching, last_k_within, scalar, sum_max_affine
+from .dispatch import PolicyIterations
+from .policies import Continuous, Disaggregated, SimConfig
+from .status import DONE, FUTURE, REJECTED, RUNNING, WAITING
+from .steptime import StepModel
 from .workload import Workload
 
-# request status codes
-WAITING, RUNNING, DONE, REJECTED, FUTURE = 0, 1, 2, 3, 4
-REASONS = ("", "kv_capacity", "queue_full")
 HOST_TIER_KINDS = ("host_dram", "cpu_lpddr")
-
-
-@dataclass(frozen=True, kw_only=True)
-class SimConfig:
-    """Everything about a run except the deployment and the workload.
-
-    ``replicas`` copies of the deployment share one FCFS queue (M/x/c when batch cap is 1);
-    ``classes`` gives each request class its own pool (fast/slow tiers); ``horizon_s`` None means
-    the workload's duration (or last arrival); ``hbm_fraction`` of each chip's HBM may hold weights
-    and KV; ``max_queue`` rejects arrivals finding that many waiting.
-    """
-
-    policy: Train | Adaptive | Continuous | Disaggregated = field(default_factory=Continuous)
-    replicas: int = 1
-    classes: Mapping[str, ServiceClass] | None = None
-    prefix_cache: PrefixCache | None = None
-    slo: SLO = field(default_factory=SLO)
-    price_per_chip_hour: float | None = None
-    horizon_s: float | None = None
-    drain: bool = False
-    hbm_fraction: float = 1.0
-    max_queue: int | None = None
-    seed: int = 0
-    closed_form_runs: bool = True  # False: one decode step per event (a slow reference for tests)
-
-    def __post_init__(self) -> None:
-        if not (isinstance(self.replicas, int) and self.replicas >= 1):
-            raise SpecError(f"--replicas: must be a whole number >= 1, got {self.replicas!r}")
-        if self.price_per_chip_hour is not None and not (isinstance(self.price_per_chip_hour, (int, float))
-                                                         and math.isfinite(self.price_per_chip_hour)
-                                                         and self.price_per_chip_hour >= 0):
-            raise SpecError(f"--price-per-chip-hour: must be a finite number >= 0, got {self.price_per_chip_hour!r}")
-        if self.horizon_s is not None and not (self.horizon_s > 0 and math.isfinite(self.horizon_s)):
-            raise SpecError(f"horizon_s: must be a finite time > 0, got {self.horizon_s!r}")
-        if not (0 < self.hbm_fraction <= 1):
-            raise SpecError(f"--hbm-fraction: must be in (0, 1], got {self.hbm_fraction!r}")
-        if self.max_queue is not None and not (isinstance(self.max_queue, int) and self.max_queue >= 0):
-            raise SpecError(f"--max-queue: must be a whole number >= 0, got {self.max_queue!r}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -122,7 +81,7 @@ class _Replica:
         self.stopped = False
 
 
-class Engine:
+class Engine(PolicyIterations):
     """Run one simulation; use ``simulate`` rather than this class directly."""
 
     def __init__(self, models: dict[str, StepModel], wl: Workload, cfg: SimConfig, *,
@@ -577,11 +536,11 @@ class Engine:
             if t + stall + first >= t_next:
                 k = 1
             elif t_next < math.inf:
-                k, dur = _first_k_reaching(lines, k, t_next - t - stall)
+                k, dur = first_k_reaching(lines, k, t_next - t - stall)
         if dur is None:
             dur = first if k == 1 else sum_max_affine(lines, k)
         if t + stall + dur > self.horizon:
-            k = _last_k_within(lines, k, self.horizon - t - stall)
+            k = last_k_within(lines, k, self.horizon - t - stall)
             if k == 0:
                 self._stop(rep)
                 return
@@ -622,256 +581,3 @@ class Engine:
                         if r.scheduled is not None:
                             t = min(t, r.scheduled)
         return t
-
-    # ---- chunked prefill -----------------------------------------------------------------------
-    def _chunked_iteration(self, rep: _Replica, t: float) -> bool:
-        """Decodes first, then prefill chunks under the token budget (Sarathi-Serve / vLLM v1)."""
-        pool, ds = rep.pool, rep.ds
-        m = pool.model
-        stall = 0.0
-        if ds.n and ds.total(m.held, 1) > m.kv_capacity_bytes:
-            stall = self._preempt(rep, 0.0)
-        rem = pool.chunk - ds.n
-        room = pool.batch_cap - ds.n - len(rep.partial)
-        if room > 0 and pool.queue:
-            for rid in self._admit(rep, t, budget=1 << 62, room=room):
-                if self.resume[rid] == 1:
-                    stall += self._swap_s(pool, self.prompt[rid] + self.gen[rid] - 1)
-                    self._join(rep, rid, t)
-                elif self.resume[rid] == 2:
-                    self._join(rep, rid, t)
-                else:
-                    rep.partial.append([rid, self.cached[rid], self.prompt[rid] + self.gen[rid]])
-        pc = pk = 0.0
-        tok = 0
-        finished = []
-        for p in rep.partial:
-            if rem <= 0:
-                break
-            rid, done, stop = p
-            take = min(stop - done, rem)
-            c, k = m.prefill_part(rid, done, done + take, stop)
-            pc += c
-            pk += k
-            tok += take
-            rem -= take
-            p[1] = done + take
-            if p[1] == stop:
-                finished.append(p)
-        if not tok and not stall:
-            return False  # nothing to prefill: plain decode run
-        lines = self._run_lines(rep, pc, pk, tok)
-        dur = stall + max_affine_at(lines, 0) if (ds.n or tok) else stall
-        end = t + dur
-        if end > self.horizon:
-            self._stop(rep)
-            return True
-        n = ds.n
-        gaps, wts = self.itl_first
-        for tg, cnt in rep.groups.items():
-            gaps.append(end - tg)
-            wts.append(cnt)
-        done = ds.advance(1) if n else []
-        rep.groups = {end: n - len(done)} if n > len(done) else {}
-        rep.last_run_end = end
-        for rid in done:
-            self.gen[rid] = self.out[rid]
-            self._finish(rid, end)
-        for p in finished:
-            rep.partial.remove(p)
-            rid = p[0]
-            self.gen[rid] += 1
-            if self.t_first[rid] != self.t_first[rid]:
-                self.t_first[rid] = end
-            self._join(rep, rid, end)
-        pool.busy_s += dur
-        pool.iterations += 1
-        pool.tokens += n + tok
-        self._schedule(rep, end)
-        return True
-
-    # ---- train schedule ------------------------------------------------------------------------
-    def _act_train(self, rep: _Replica, t: float) -> None:
-        """A departure at t (on the clock grid): board, run one mixed step (or a run of k decode
-        trains when nobody can board), schedule the next departure."""
-        pool, ds = rep.pool, rep.ds
-        m = pool.model
-        tau = pool.tau
-        stall = 0.0
-        if ds.n and ds.total(m.held, 1) > m.kv_capacity_bytes:
-            stall = self._preempt(rep, 0.0)
-        board = self._admit(rep, t, budget=1 << 62) if pool.queue and ds.n < pool.batch_cap else []
-        pc = pk = 0.0
-        tok = 0
-        for rid in board:
-            if self.resume[rid] == 1:
-                stall += self._swap_s(pool, self.prompt[rid] + self.gen[rid] - 1)
-            elif self.resume[rid] == 0:
-                g = self.gen[rid]
-                c, k = (self.pf_c[rid], self.pf_k[rid]) if g == 0 else m.prefill_part(
-                    rid, self.cached[rid], self.prompt[rid] + g, self.prompt[rid] + g)
-                pc += c
-                pk += k
-                tok += self.prompt[rid] + g - self.cached[rid]
-        n = ds.n
-        if not n and not board:
-            t_next = self._next_arrival(pool)
-            if t_next < math.inf:
-                self._schedule(rep, t + max(1, math.ceil((t_next - t) / tau - 1e-12)) * tau)
-            return
-        lines = self._run_lines(rep, pc, pk, tok)
-        k = 1
-        if not board and not stall and self.cfg.closed_form_runs:
-            k = ds.steps_to_event()
-            dh = ds.slope(m.held)
-            if dh > 0:
-                k = min(k, int((m.kv_capacity_bytes - ds.total(m.held)) // dh))
-            k = max(int(min(k, 1 << 40)), 1)
-            if ds.n < pool.batch_cap:
-                t_next = self._next_arrival(pool)
-                if t_next < math.inf:
-                    k = min(k, max(1, math.ceil((t_next - t) / tau - 1e-12)))
-            k = _last_k_steps_within(lines, k, tau)
-        last = stall + max_affine_at(lines, k - 1)
-        end = t + (k - 1) * tau + last
-        if end > self.horizon:
-            if k > 1:
-                k = max(0, min(k - 1, int((self.horizon - t - last) // tau)))
-                while k > 0 and t + (k - 1) * tau + stall + max_affine_at(lines, k - 1) > self.horizon:
-                    k -= 1
-            else:
-                k = 0
-            if k == 0:
-                for rid in reversed(board):
-                    pool.queue.appendleft(rid)
-                    self.status[rid] = WAITING
-                self._stop(rep)
-                return
-            last = stall + max_affine_at(lines, k - 1)
-            end = t + (k - 1) * tau + last
-        first = stall + max_affine_at(lines, 0)
-        gaps, wts = self.itl_first
-        for tg, cnt in rep.groups.items():
-            gaps.append(t + first - tg)
-            wts.append(cnt)
-        if k > 1:
-            self.itl_runs.append((1, lines, k, n, tau))
-        done = ds.advance(k) if n else []
-        rep.groups = {end: n - len(done)} if n > len(done) else {}
-        rep.last_run_end = end
-        for rid in done:
-            self.gen[rid] = self.out[rid]
-            self._finish(rid, end)
-        for rid in board:
-            if self.resume[rid] == 0:
-                self.gen[rid] += 1
-                if self.t_first[rid] != self.t_first[rid]:
-                    self.t_first[rid] = end
-            self._join(rep, rid, end)
-        pool.busy_s += stall + sum_max_affine(lines, k)
-        pool.iterations += k
-        pool.tokens += k * n + tok
-        slots = 1
-        if last > tau:  # a long train slips the next departure to the next free tick
-            slots = math.ceil(last / tau - 1e-12)
-            pool.late += 1
-        self._schedule(rep, t + (k - 1 + slots) * tau)
-
-    # ---- adaptive (static batches) -------------------------------------------------------------
-    def _act_adaptive(self, rep: _Replica, t: float) -> None:
-        pool, ds = rep.pool, rep.ds
-        if ds.n:
-            return self._decode_run(rep, t)
-        rep.static = False
-        q = pool.queue
-        if not q:
-            return
-        if len(q) < pool.batch_cap and t < self.arr[q[0]] + pool.deadline - 1e-12:
-            self._schedule(rep, self.arr[q[0]] + pool.deadline)
-            return
-        admitted = self._admit(rep, t, budget=1 << 62)
-        rep.static = True
-        self._prefill_iteration(rep, t, admitted)
-        if rep.scheduled is None and not rep.stopped:
-            self._act_adaptive(rep, t)
-
-
-def _first_k_reaching(lines, kmax: int, gap: float) -> tuple[int, float]:
-    """Smallest k in [1, kmax] whose k steps end at or after ``gap`` (kmax if none), and their sum.
-    Steps never shrink, so k <= ceil(gap / first step): usually one or two sums decide it."""
-    first = max([a for a, _ in lines])
-    hi = min(kmax, max(1, math.ceil(gap / first)))
-    t_hi = sum_max_affine(lines, hi)
-    if t_hi < gap:  # only possible when hi == kmax
-        return hi, t_hi
-    if hi == 1:
-        return 1, t_hi
-    t_lo = sum_max_affine(lines, hi - 1)
-    if t_lo < gap:
-        return hi, t_hi
-    lo = 1  # sum(1) < gap is the caller's precondition; sum(hi - 1) >= gap
-    hi, t_hi = hi - 1, t_lo
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        t = sum_max_affine(lines, mid)
-        if t < gap:
-            lo = mid
-        else:
-            hi, t_hi = mid, t
-    return hi, t_hi
-
-
-def _last_k_within(lines, kmax: int, gap: float) -> int:
-    """Largest k in [0, kmax] whose k steps end no later than ``gap``."""
-    if sum_max_affine(lines, kmax) <= gap:
-        return kmax
-    lo, hi = 0, kmax  # sum(lo) <= gap < sum(hi)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if sum_max_affine(lines, mid) <= gap:
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
-def _last_k_steps_within(lines, kmax: int, tau: float) -> int:
-    """Largest k in [1, kmax] with every one of the first k steps <= tau (steps never shrink)."""
-    if max_affine_at(lines, kmax - 1) <= tau:
-        return kmax
-    if max_affine_at(lines, 0) > tau:
-        return 1
-    lo, hi = 1, kmax
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if max_affine_at(lines, mid - 1) <= tau:
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
-# ---------------------------------------------------------------------------------------------
-
-
-def step_models(dep: Deployment | None, cfg: SimConfig, *, service: FixedService | None = None,
-                workload: Workload | None = None) -> dict[str, StepModel]:
-    """The step models a run needs: 'main', or 'prefill' and 'decode' for disaggregation."""
-    if service is not None:
-        if isinstance(cfg.policy, Disaggregated):
-            raise SpecError("a service-time override cannot be used with --policy disaggregated")
-        return {"main": service}
-    if dep is None:
-        raise SpecError("simulate: give a Deployment or a service-time override")
-    pol = cfg.policy
-    caps = [getattr(pol, "batch_cap", 1)] + [c.batch_cap for c in (cfg.classes or {}).values()]
-    budget = getattr(pol, "chunk_tokens", None) or getattr(pol, "max_batched_tokens", 0)
-    size = max(caps) + min(budget, 1 << 16) + 1
-    if isinstance(pol, Disaggregated):
-        out = {}
-        for role, plan in (("prefill", pol.prefill_plan), ("decode", pol.decode_plan)):
-            d = dep if plan is None else replace(dep, plan=plan)
-            d.plan.validate(d.model, d.system)
-            out[role] = StepModel(d, hbm_fraction=cfg.hbm_fraction, max_tokens=size)
-        return out
-    return {"main": StepModel(dep, hbm_fraction=cfg.hbm_fraction, max_tokens=size)}

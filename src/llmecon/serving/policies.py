@@ -27,7 +27,8 @@ else recomputes.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from ..errors import SpecError, did_you_mean
 from ..parallelism import Plan
@@ -189,3 +190,41 @@ def policy_from_name(name: str, **kw):
     cls = table[name]
     fields = set(cls.__dataclass_fields__)
     return cls(**{k: v for k, v in kw.items() if k in fields and v is not None})
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimConfig:
+    """Everything about a run except the deployment and the workload.
+
+    ``replicas`` copies of the deployment share one FCFS queue (M/x/c when batch cap is 1);
+    ``classes`` gives each request class its own pool (fast/slow tiers); ``horizon_s`` None means
+    the workload's duration (or last arrival); ``hbm_fraction`` of each chip's HBM may hold weights
+    and KV; ``max_queue`` rejects arrivals finding that many waiting.
+    """
+
+    policy: Train | Adaptive | Continuous | Disaggregated = field(default_factory=Continuous)
+    replicas: int = 1
+    classes: Mapping[str, ServiceClass] | None = None
+    prefix_cache: PrefixCache | None = None
+    slo: SLO = field(default_factory=SLO)
+    price_per_chip_hour: float | None = None
+    horizon_s: float | None = None
+    drain: bool = False
+    hbm_fraction: float = 1.0
+    max_queue: int | None = None
+    seed: int = 0
+    closed_form_runs: bool = True  # False: one decode step per event (a slow reference for tests)
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.replicas, int) and self.replicas >= 1):
+            raise SpecError(f"--replicas: must be a whole number >= 1, got {self.replicas!r}")
+        if self.price_per_chip_hour is not None and not (isinstance(self.price_per_chip_hour, (int, float))
+                                                         and math.isfinite(self.price_per_chip_hour)
+                                                         and self.price_per_chip_hour >= 0):
+            raise SpecError(f"--price-per-chip-hour: must be a finite number >= 0, got {self.price_per_chip_hour!r}")
+        if self.horizon_s is not None and not (self.horizon_s > 0 and math.isfinite(self.horizon_s)):
+            raise SpecError(f"horizon_s: must be a finite time > 0, got {self.horizon_s!r}")
+        if not (0 < self.hbm_fraction <= 1):
+            raise SpecError(f"--hbm-fraction: must be in (0, 1], got {self.hbm_fraction!r}")
+        if self.max_queue is not None and not (isinstance(self.max_queue, int) and self.max_queue >= 0):
+            raise SpecError(f"--max-queue: must be a whole number >= 0, got {self.max_queue!r}")

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Callable
 
 import numpy as np
 
 from ..batching import Deployment
-from .engine import DONE, REASONS, Engine, SimConfig, step_models
+from ..errors import SpecError
+from .engine import Engine
 from .metrics import SECONDS_PER_HOUR, PoolStats, SimResult, check_accounting, expand_itl
-from .steptime import FixedService, InternalError, check_override_size
+from .policies import Disaggregated, SimConfig
+from .status import DONE, REASONS
+from .steptime import FixedService, InternalError, StepModel, check_override_size
 from .workload import Workload
 
 LITTLE_TOL = 1e-6  # the truncated-sojourn form of Little's law is an identity: only rounding remains
@@ -72,3 +76,26 @@ def _result(eng: Engine) -> SimResult:
                                                                                         abs_tol=1e-9)):
         raise InternalError(f"Little's law fails on this run: L = {ll['L']:.9g} but lambda*W = {ll['lambda_W']:.9g}")
     return res
+
+
+def step_models(dep: Deployment | None, cfg: SimConfig, *, service: FixedService | None = None,
+                workload: Workload | None = None) -> dict[str, StepModel]:
+    """The step models a run needs: 'main', or 'prefill' and 'decode' for disaggregation."""
+    if service is not None:
+        if isinstance(cfg.policy, Disaggregated):
+            raise SpecError("a service-time override cannot be used with --policy disaggregated")
+        return {"main": service}
+    if dep is None:
+        raise SpecError("simulate: give a Deployment or a service-time override")
+    pol = cfg.policy
+    caps = [getattr(pol, "batch_cap", 1)] + [c.batch_cap for c in (cfg.classes or {}).values()]
+    budget = getattr(pol, "chunk_tokens", None) or getattr(pol, "max_batched_tokens", 0)
+    size = max(caps) + min(budget, 1 << 16) + 1
+    if isinstance(pol, Disaggregated):
+        out = {}
+        for role, plan in (("prefill", pol.prefill_plan), ("decode", pol.decode_plan)):
+            d = dep if plan is None else replace(dep, plan=plan)
+            d.plan.validate(d.model, d.system)
+            out[role] = StepModel(d, hbm_fraction=cfg.hbm_fraction, max_tokens=size)
+        return out
+    return {"main": StepModel(dep, hbm_fraction=cfg.hbm_fraction, max_tokens=size)}
