@@ -53,6 +53,8 @@ import textwrap  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+from _machine import cpu_name, pin_one_core  # noqa: E402
+
 import numpy as np  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -112,24 +114,6 @@ print('{{"in_script_s": %r, "from_spawn_s": %r, "step_ms": %r}}' % (t - t_top, t
 
 
 # ---------------------------------------------------------------------------------------------
-def _pin_one_core() -> str:
-    if not hasattr(os, "sched_setaffinity"):
-        return "not pinned (no sched_setaffinity on this platform)"
-    cpus = sorted(os.sched_getaffinity(0))
-    os.sched_setaffinity(0, {cpus[0]})
-    return f"pinned to cpu {cpus[0]} (of {len(cpus)} available)"
-
-
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def _child_env() -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(SRC) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -392,8 +376,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.batches < 1 or args.contexts < 1 or args.models < 1:
         ap.error("--batches, --contexts and --models must be >= 1")
 
-    pinning = "not pinned (--no-pin)" if args.no_pin else _pin_one_core()
-    res = dict(machine=dict(date=_dt.datetime.now().astimezone().isoformat(timespec="seconds"), cpu=_cpu_name(),
+    pinning = "not pinned (--no-pin)" if args.no_pin else pin_one_core()
+    res = dict(machine=dict(date=_dt.datetime.now().astimezone().isoformat(timespec="seconds"), cpu=cpu_name(),
                             nproc=os.cpu_count(), pinning=pinning, python=platform.python_version(),
                             numpy=np.__version__, platform=platform.platform(),
                             threads={v: os.environ[v] for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",

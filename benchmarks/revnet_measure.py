@@ -20,6 +20,8 @@ import platform
 import sys
 from pathlib import Path
 
+from _machine import cpu_name
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import torch  # noqa: E402
@@ -28,16 +30,6 @@ from llmecon.revnet import (count_flops, measure_overhead, measure_saved_tensors
                             reversible_transformer, theoretical_overhead)
 
 MIB = 2**20
-
-
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def measure_depth(depth: int, args: argparse.Namespace) -> dict:
@@ -75,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
 
     meta = {"date": dt.date.today().isoformat(), "torch": torch.__version__, "threads": torch.get_num_threads(),
-            "cpu": _cpu_name(), "python": platform.python_version(), "d_model": args.d_model, "heads": args.heads,
+            "cpu": cpu_name(), "python": platform.python_version(), "d_model": args.d_model, "heads": args.heads,
             "seq": args.seq, "batch": args.batch, "dropout": args.dropout, "dtype": "float32",
             "repeats": args.repeats, "theoretical_overhead": theoretical_overhead()}
     if not args.json:

@@ -34,6 +34,8 @@ import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+from _machine import pin_one_core  # noqa: E402
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 import numpy as np  # noqa: E402
@@ -47,15 +49,6 @@ SCENARIOS = {
     "chunked": dict(model="deepseek-v3", system="gb200-nvl72", rate=40.0, policy="chunked"),
     "train": dict(model="deepseek-v3", system="gb200-nvl72", rate=40.0, policy="train"),
 }
-
-
-def _pin() -> str:
-    try:
-        cpu = sorted(os.sched_getaffinity(0))[0]
-        os.sched_setaffinity(0, {cpu})
-        return f"pinned to CPU {cpu}"
-    except (AttributeError, OSError) as exc:
-        return f"not pinned ({exc})"
 
 
 def run(name: str, n: int) -> dict:
@@ -91,7 +84,7 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--no-pin", action="store_true")
     args = ap.parse_args()
-    pin = "not pinned (--no-pin)" if args.no_pin else _pin()
+    pin = "not pinned (--no-pin)" if args.no_pin else pin_one_core()
     rows = [run(name, args.requests) for name in args.scenario]
     meta = {"python": platform.python_version(), "numpy": np.__version__, "cpu": platform.processor() or
             platform.machine(), "pinning": pin, "budget": f">= {BUDGET_REQUESTS:,} requests in <= {BUDGET_S:g} s"}

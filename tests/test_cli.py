@@ -4,21 +4,11 @@ input (no traceback, nothing written), and the no-argument main job."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
+from cli_run import run, run_json
 
 
-def run(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "llmecon", *args], capture_output=True, text=True, timeout=120,
-                          cwd=cwd)
-
-
-def run_json(*args: str) -> dict:
-    proc = run(*args, "--json")
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
 
 
 def test_analyze_no_arguments_prints_summary():

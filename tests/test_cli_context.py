@@ -8,12 +8,10 @@ Each command runs once per module (module-scoped fixtures) to keep the file fast
 
 from __future__ import annotations
 
-import json
 import math
-import subprocess
-import sys
 
 import pytest
+from cli_run import run, run_json
 
 from llmecon.catalog.hardware import get_accelerator
 from llmecon.catalog.models import get_model
@@ -27,15 +25,6 @@ GOOGLE_TIERS = (*TIERS, "--boundary", "200000", "--margin", "0.5", "--provider",
 STEPS = (*TIERS, "--base-input", "0.1", "--base-output", "0.5")
 
 
-def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "llmecon", *args], capture_output=True, text=True, timeout=120)
-
-
-def run_json(*args: str) -> dict:
-    proc = run(*args, "--json")
-    assert proc.returncode == 0, proc.stderr
-    assert "Traceback" not in proc.stderr
-    return json.loads(proc.stdout)
 
 
 @pytest.fixture(scope="module")

@@ -4,22 +4,11 @@ with one ``error:`` line and no traceback."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 
 import pytest
+from cli_run import run, run_json
 
 
-def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "llmecon", *args], capture_output=True, text=True, timeout=120)
-
-
-def run_json(*args: str) -> dict:
-    proc = run(*args, "--json")
-    assert proc.returncode == 0, proc.stderr
-    assert "Traceback" not in proc.stderr
-    return json.loads(proc.stdout)
 
 
 @pytest.fixture(scope="module")
@@ -90,8 +79,7 @@ def test_overtrain_plot(tmp_path):
     (("overtrain", "--inference-efficiency", "-1"), "inference_efficiency"),
 ])
 def test_bad_input_exits_2_with_one_line(args, field, tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "llmecon", *args], capture_output=True, text=True, timeout=120,
-                          cwd=tmp_path)
+    proc = run(*args, cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]

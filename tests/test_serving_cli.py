@@ -5,26 +5,15 @@ pyarrow), bad input exits 2 with one ``error:`` line, no traceback and no file w
 from __future__ import annotations
 
 import csv
-import json
-import subprocess
-import sys
 
 import pytest
+from cli_run import run, run_json
 
 SMALL = ("simulate", "-m", "llama-3.1-8b", "-s", "h100-sxm", "--rate", "5", "--duration", "20")
 KEYS = {"completed", "rejected", "in_flight", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s",
         "throughput_tokens_per_s", "goodput_requests_per_s", "usd_per_mtok"}
 
 
-def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "llmecon", *args], capture_output=True, text=True, timeout=120)
-
-
-def run_json(*args: str) -> dict:
-    proc = run(*args, "--json")
-    assert proc.returncode == 0, proc.stderr
-    assert "Traceback" not in proc.stderr
-    return json.loads(proc.stdout)
 
 
 def fails(*args: str, match: str) -> None:

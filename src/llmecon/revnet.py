@@ -162,28 +162,28 @@ class _ReversibleFunction(torch.autograd.Function):
     def backward(ctx, dy1, dy2):
         y1, y2 = ctx.saved_tensors
         params, grads = ctx.params, [None] * len(ctx.params)
+        def undo(module, arg, rng, index, d_out):
+            """Recompute ``module(arg)`` as in forward; return it (detached) and J^T d_out w.r.t. ``arg``,
+            adding the module's parameter gradients into ``grads``."""
+            with _replay(rng, ctx.device, ctx.autocast):
+                arg_ = arg.detach().requires_grad_(True)
+                out = module(arg_)
+            local = _local_grads(out, (arg_, *(params[i] for i in index)), d_out)
+            for i, gr in zip(index, local[1:]):
+                grads[i] = _add(grads[i], gr)
+            return out.detach(), local[0]
+
         for block, (rng_f, rng_g), (idx_f, idx_g) in zip(reversed(ctx.blocks), reversed(ctx.rng),
                                                          reversed(ctx.param_index)):
             # y2 = x2 + G(y1): dL/dy1 += J_G^T dy2, and G's parameter gradients.
-            with _replay(rng_g, ctx.device, ctx.autocast):
-                y1_ = y1.detach().requires_grad_(True)
-                g_out = block.g(y1_)
-            local = _local_grads(g_out, (y1_, *(params[i] for i in idx_g)), dy2)
-            dy1 = _add(dy1, local[0])
-            for i, gr in zip(idx_g, local[1:]):
-                grads[i] = _add(grads[i], gr)
-            x2 = y2 - g_out.detach()
-            del g_out, y1_
+            g_out, d_y1 = undo(block.g, y1, rng_g, idx_g, dy2)
+            dy1 = _add(dy1, d_y1)
+            x2 = y2 - g_out
             # y1 = x1 + F(x2): dL/dx2 = dy2 + J_F^T dy1, dL/dx1 = dy1.
-            with _replay(rng_f, ctx.device, ctx.autocast):
-                x2_ = x2.detach().requires_grad_(True)
-                f_out = block.f(x2_)
-            local = _local_grads(f_out, (x2_, *(params[i] for i in idx_f)), dy1)
-            dy2 = _add(dy2, local[0])
-            for i, gr in zip(idx_f, local[1:]):
-                grads[i] = _add(grads[i], gr)
-            y1, y2 = y1 - f_out.detach(), x2
-            del f_out, x2_
+            f_out, d_x2 = undo(block.f, x2, rng_f, idx_f, dy1)
+            dy2 = _add(dy2, d_x2)
+            y1, y2 = y1 - f_out, x2
+            del g_out, f_out
         return (dy1, dy2, None, None, None, *grads)
 
 
