@@ -1,49 +1,46 @@
-"""Fit alpha (latency) and beta (bandwidth) of NCCL send/recv per network tier.
+"""Fit alpha (latency) and beta (bandwidth) of NCCL collectives per network tier, and check the
+catalogue's links against the same measurements (llmecon.collective_fit does the work).
 
 Data: vidur's NCCL profiling (``../shared/validation/vidur/profiling/network/<cluster>/``),
-``time_stats.<op>.median`` in ms against ``size`` in bytes. A row with
-``devices_per_node < num_workers`` crosses nodes (InfiniBand); otherwise it stays on NVLink.
+``time_stats.<op>.median`` in ms against ``size`` in bytes; a row with ``devices_per_node <
+num_workers`` crosses nodes (InfiniBand), otherwise it stays on NVLink.
 
-Model: ``t = alpha + size / bandwidth``. Timings span ~5 us to ~9 ms, so ordinary least squares
-is decided by the large messages and leaves alpha to noise (it goes negative on one set); we
-minimise the *relative* error instead (rows weighted by 1/t), which weights every decade of size
-alike. The plain fit and the smallest-message time are printed beside it as cross-checks.
-The latencies in ``src/llmecon/catalog/systems.toml`` are the relative-error fits printed here.
+Prints three tables:
+1. per (cluster, op, workers, per-node) group, alpha and beta implied by each algorithm's formula
+   (relative-error least squares; within a group all algorithms share one line, so one error
+   pair per group). "!" marks a beta above the catalogued link peak of that tier: not physical.
+2. per cluster and size band, one joint fit across the node's participant counts per all-reduce
+   algorithm, its median relative error, the best algorithm, and the best feasible one: run by the
+   catalogued NVLink (in_switch only where it has NVLink SHARP) with beta within its peak ("!"
+   marks a beta above the peak).
+3. the catalogue's prediction (links of hgx-h100 / hgx-a100) of every row with
+   ``all_reduce_s(algorithm="auto")`` and with ``"best"``: median / p90 relative error and the
+   share of rows predicted below the measurement (a lower bound should be below).
 
-Run from the repository root:  python benchmarks/fit_link_latency.py [path/to/network]
+The link latencies in ``src/llmecon/catalog/systems.toml`` are the send_recv fits of table 1.
+Run from the repository root:  PYTHONPATH=src python benchmarks/fit_link_latency.py [path/to/network]
 """
 
 from __future__ import annotations
 
-import csv
 import sys
 from pathlib import Path
 
-import numpy as np
+from llmecon.catalog.hardware import get_system
+from llmecon.collective_fit import (CLUSTER_SYSTEMS, algorithm_by_size, check_catalogue, fit_groups,
+                                    load_all)
+from llmecon.errors import LlmeconError
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "validation" / "vidur" / "profiling" / "network"
-CLUSTERS = ("h100_dgx", "a100_dgx", "a100_pairwise_nvlink")
 
 
-def fit(size_bytes: np.ndarray, time_s: np.ndarray) -> tuple[float, float, float, float]:
-    """Return (alpha_s, bandwidth_B_per_s) of the relative-error fit, then of the plain fit."""
-    design = np.column_stack([np.ones_like(size_bytes), size_bytes])
-    w = 1.0 / time_s
-    (a_rel, b_rel), *_ = np.linalg.lstsq(design * w[:, None], time_s * w, rcond=None)
-    (a_ols, b_ols), *_ = np.linalg.lstsq(design, time_s, rcond=None)
-    return a_rel, 1.0 / b_rel, a_ols, 1.0 / b_ols
-
-
-def groups(path: Path, op: str):
-    """Yield (num_workers, devices_per_node, sizes, median times in s) per configuration."""
-    rows = list(csv.DictReader(path.open()))
-    keys = sorted({(int(r["num_workers"]), int(r["devices_per_node"])) for r in rows})
-    for workers, per_node in keys:
-        sel = [r for r in rows if int(r["num_workers"]) == workers and int(r["devices_per_node"]) == per_node]
-        size = np.array([float(r["size"]) for r in sel])
-        time = np.array([float(r[f"time_stats.{op}.median"]) for r in sel]) * 1e-3
-        order = np.argsort(size)
-        yield workers, per_node, size[order], time[order]
+def _size(x: float) -> str:
+    if x == float("inf"):
+        return "inf"
+    for unit, scale in (("MiB", 1024 ** 2), ("KiB", 1024)):
+        if x >= scale:
+            return f"{x / scale:g} {unit}"
+    return f"{x:g} B"
 
 
 def main(argv: list[str]) -> int:
@@ -53,22 +50,50 @@ def main(argv: list[str]) -> int:
               "(validation/vidur/profiling/network), absent on a fresh clone. Pass its path as argument.",
               file=sys.stderr)
         return 2
-    for cluster in CLUSTERS:
-        for op in ("send_recv", "all_reduce"):
-            path = root / cluster / f"{op}.csv"
-            if not path.exists():
-                print(f"{path}: missing, skipped")
-                continue
-            print(f"# {path}")
-            for workers, per_node, size, time in groups(path, op):
-                tier = "IB (crosses nodes)" if per_node < workers else "NVLink (one node)"
-                a_rel, bw_rel, a_ols, bw_ols = fit(size, time)
-                small = np.median(time[size <= 64 * 1024]) * 1e6
-                print(f"  {op:10s} workers={workers:2d} per_node={per_node} {tier:19s} "
-                      f"alpha={a_rel * 1e6:6.2f} us  beta={bw_rel / 1e9:7.1f} GB/s  "
-                      f"[plain LSQ: alpha={a_ols * 1e6:7.2f} us beta={bw_ols / 1e9:7.1f} GB/s; "
-                      f"median t(<=64 KiB)={small:5.1f} us; n={len(size)}]")
-    print("beta of all_reduce is the algorithm bandwidth size/t (no ring factor applied).")
+    try:
+        data = load_all(root)
+    except LlmeconError as exc:
+        print(f"fit_link_latency: {exc}", file=sys.stderr)
+        return 2
+    systems = {cluster: get_system(name) for cluster, name in CLUSTER_SYSTEMS.items()}
+
+    print("# 1. alpha-beta per group (relative-error least squares; alpha us / beta GB/s per direction)")
+    fits = fit_groups(data)
+    keys = sorted({(f.cluster, f.op, f.participants, f.devices_per_node) for f in fits},
+                  key=lambda k: (list(CLUSTER_SYSTEMS).index(k[0]) if k[0] in CLUSTER_SYSTEMS else 9, k))
+    for key in keys:
+        group = [f for f in fits if (f.cluster, f.op, f.participants, f.devices_per_node) == key]
+        first = group[0]
+        system = systems.get(first.cluster)
+        peak = None
+        if system is not None and not (first.op == "all_reduce" and first.tier == "scale_out"):
+            peak = getattr(system, first.tier).bandwidth_bytes_per_s
+        cells = "  ".join(f"{f.algorithm} {f.alpha_s * 1e6:6.2f}/{f.bandwidth_bytes_per_s / 1e9:7.1f}"
+                          f"{'!' if peak and f.bandwidth_bytes_per_s > peak else ' '}" for f in group)
+        print(f"  {first.cluster:20s} {first.op:10s} p={first.participants:2d} per_node={first.devices_per_node} "
+              f"{first.tier:9s} n={first.rows:4d} med={first.median_rel_error:6.1%} p90={first.p90_rel_error:6.1%}  "
+              f"{cells}")
+
+    print("\n# 2. all-reduce inside a node, joint fit across participant counts per size band "
+          "(median rel. error; alpha us / beta GB/s)")
+    links = {cluster: s.scale_up for cluster, s in systems.items()}
+    for band in algorithm_by_size(data, links=links):
+        peak = band.peak_bytes_per_s
+        cells = "  ".join(f"{a} {band.median_rel_error[a]:5.1%} ({band.alpha_s[a] * 1e6:.1f}/"
+                          f"{band.bandwidth_bytes_per_s[a] / 1e9:.0f}"
+                          f"{'!' if peak and band.bandwidth_bytes_per_s[a] > peak else ''})"
+                          for a in band.median_rel_error)
+        print(f"  {band.cluster:20s} [{_size(band.low_bytes):>7s}, {_size(band.high_bytes):>7s}) "
+              f"p={','.join(map(str, band.participants))} n={band.rows:4d}  best={band.best:9s} "
+              f"feasible={band.best_feasible or '-':9s} {cells}")
+
+    print("\n# 3. catalogue links vs measurement: median / p90 |pred-meas|/meas, share predicted below")
+    for algorithm in ("auto", "best"):
+        for row in check_catalogue(data, systems, algorithm=algorithm):
+            who = "all rows" if row.participants is None else f"p={row.participants:2d} per_node={row.devices_per_node}"
+            print(f"  {algorithm:4s} {row.cluster:9s}->{row.system:9s} {row.op:10s} {who:18s} {row.tier:9s} "
+                  f"n={row.rows:4d} med={row.median_rel_error:6.1%} p90={row.p90_rel_error:6.1%} "
+                  f"below={row.fraction_below:6.1%}")
     return 0
 
 

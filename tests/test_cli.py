@@ -84,7 +84,7 @@ def test_catalog_json():
      "per chip"),
     (("step", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--tp", "3"), "--tp 3"),
     (("step", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--ep", "2"), "dense"),
-    (("step", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--tp", "16"), "needs 16 chips"),
+    (("step", "--model", "llama-3.1-70b", "--system", "mi300x-8", "--tp", "16"), "needs 16 chips"),
     (("step", "--mode", "calibrated"), "calibrated"),
     (("model", "/no/such/config.json"), "cannot read"),
 ])

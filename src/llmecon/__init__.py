@@ -46,6 +46,21 @@ _EXPORTS = {
     # serving simulator (SPEC E)
     "SimConfig": "serving", "SimResult": "serving", "simulate": "serving", "synthetic": "serving",
     "load_trace": "serving",
+    # MoE, topology, parallelism and the planner (SPEC D)
+    "CommParts": "inference", "ExpertValue": "routed_scaling", "LECTURE_POWER_FIT": "routed_scaling",
+    "MoeSummary": "moe", "Placement": "parallelism", "PlanResult": "planner", "PlanTargets": "planner",
+    "PowerFit": "routed_scaling", "RoutedLaw": "routed_scaling", "SearchOptions": "planner",
+    "comm_parts": "inference", "default_routed_law": "routed_scaling", "effective_params": "routed_scaling",
+    "effective_ratio": "routed_scaling", "ep_sweep": "moe", "expert_transform": "routed_scaling",
+    "expert_value": "routed_scaling", "experts_for_ratio": "routed_scaling", "load_routed_law": "routed_scaling",
+    "moe_summary": "moe", "pareto_front": "planner", "pipeline_stage_time_ratio": "parallelism",
+    "place": "parallelism", "plan_deployment": "planner", "power_fit_from_point": "routed_scaling",
+    # collectives on network tiers
+    "all_gather_s": "collectives", "all_reduce_s": "collectives", "all_to_all_s": "collectives",
+    "check_catalogue": "collective_fit", "fit_groups": "collective_fit", "in_switch_all_reduce_s": "collectives",
+    "load_measurements": "collective_fit", "p2p_s": "collectives", "reduce_scatter_s": "collectives",
+    "ring_all_reduce_s": "collectives", "tree_all_reduce_s": "collectives",
+    "two_tier_all_reduce_s": "collectives", "two_tier_all_to_all_s": "collectives",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -42,6 +42,8 @@ KvDtypeOpt = Annotated[Optional[str], typer.Option("--kv-dtype", help="KV-cache 
 TpOpt = Annotated[Optional[int], typer.Option("--tp", help="Tensor-parallel degree (default 1).")]
 EpOpt = Annotated[Optional[int], typer.Option("--ep", help="Expert-parallel degree, MoE only (default 1).")]
 PpOpt = Annotated[Optional[int], typer.Option("--pp", help="Pipeline stages (default 1).")]
+AdpOpt = Annotated[Optional[int], typer.Option("--adp", help="Attention data-parallel groups per stage (default: "
+                                                             "= --ep, DeepSeek's layout; 1 = TP attention + EP).")]
 ModeOpt = Annotated[Mode, typer.Option("--mode", help="ideal = datasheet peaks (a lower bound).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
 
@@ -55,7 +57,8 @@ def _emit_json(obj: dict) -> None:
     typer.echo(json.dumps(obj, indent=2, allow_nan=False))
 
 
-def _deployment(model: str, system: str, tp, ep, pp, weight_dtype, kv_dtype, mode: Mode, *, auto: bool = False):
+def _deployment(model: str, system: str, tp, ep, pp, weight_dtype, kv_dtype, mode: Mode, *, auto: bool = False,
+                adp=None):
     """Resolve names into a Deployment; with ``auto`` and no degree given, the smallest plan that fits."""
     from .batching import Deployment, smallest_plan
     from .catalog.hardware import get_system
@@ -68,10 +71,10 @@ def _deployment(model: str, system: str, tp, ep, pp, weight_dtype, kv_dtype, mod
         if dt is not None:
             get_dtype(dt)
     plan = None
-    if auto and tp is None and ep is None and pp is None:
+    if auto and tp is None and ep is None and pp is None and adp is None:
         plan = smallest_plan(m, s, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
     if plan is None:
-        plan = Plan(tp=tp or 1, ep=ep or 1, pp=pp or 1)
+        plan = Plan(tp=tp or 1, ep=ep or 1, pp=pp or 1, adp=adp)
     plan.validate(m, s)
     return Deployment(model=m, system=s, plan=plan, weight_dtype=weight_dtype, kv_dtype=kv_dtype, mode=mode.value)
 
@@ -100,7 +103,7 @@ def analyze(
     batch: Annotated[Optional[float], typer.Option("--batch", "-b", help="Batch to show (default: min(balance "
                                                                          "batch, memory limit)).")] = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, as_json: JsonOpt = False,
+    pp: PpOpt = None, adp: AdpOpt = None, mode: ModeOpt = Mode.ideal, as_json: JsonOpt = False,
 ) -> None:
     """The main job: one screen with the headline numbers of a deployment and which bound binds where.
 
@@ -109,7 +112,7 @@ def analyze(
     from .batching import batch_economics, require_fit
     from .report import economics_dict, headline_lines, step_dict
 
-    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True)
+    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, adp=adp)
     e = batch_economics(dep, context=context)
     show = batch if batch is not None else float(max(1, min(round(e.balance_batch), e.max_batch or 1)))
     require_fit(dep, batch=show, context=context)
@@ -151,7 +154,7 @@ def step(
     context: Annotated[float, typer.Option("--context", "-L", help="decode: cached tokens attended; prefill: "
                                                                    "prompt tokens.")] = 4096,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, as_json: JsonOpt = False,
+    pp: PpOpt = None, adp: AdpOpt = None, mode: ModeOpt = Mode.ideal, as_json: JsonOpt = False,
 ) -> None:
     """Time of one decode or prefill step, and which of compute, memory or communication binds."""
     from .batching import require_fit
@@ -159,7 +162,7 @@ def step(
     from .report import step_dict
     from .units import fmt_bytes, fmt_seconds
 
-    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode)
+    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, adp=adp)
     if phase is Phase.decode:
         result = dep.decode(batch=batch, context=context)
     else:
@@ -189,7 +192,7 @@ def batch_cmd(
     plot: Annotated[Optional[str], typer.Option("--plot", help="Write latency/cost-vs-batch figure (PNG/SVG/PDF).")]
     = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, as_json: JsonOpt = False,
+    pp: PpOpt = None, adp: AdpOpt = None, mode: ModeOpt = Mode.ideal, as_json: JsonOpt = False,
 ) -> None:
     """Latency and cost per token against batch; balance batch, latency floor, drain time, and the
     cost of not batching."""
@@ -197,7 +200,7 @@ def batch_cmd(
     from .report import economics_dict, fmt_tokens, plot_batch_curve
     from .units import fmt_seconds
 
-    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode)
+    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, adp=adp)
     e = batch_economics(dep, context=context)
     if plot:
         _check_plot_path(plot)
@@ -360,3 +363,5 @@ def main(argv: list[str] | None = None) -> None:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(2)
 from . import cli_training  # noqa: E402,F401
+from . import cli_moe  # noqa: E402,F401
+from . import cli_plan  # noqa: E402,F401

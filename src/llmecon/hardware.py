@@ -75,29 +75,41 @@ class Accelerator:
 
 @dataclass(frozen=True, kw_only=True)
 class Link:
-    """One network tier as seen by one chip: per-direction bandwidth and per-message latency."""
+    """One network tier as seen by one chip: per-direction bandwidth and per-message latency.
+
+    ``in_switch_reduction`` says the switches of this tier can reduce in the network (NVLink SHARP,
+    "NVLS", on NVSwitch gen3 and later; InfiniBand SHARP), so an all-reduce can send and receive
+    each byte once (``collectives.in_switch_all_reduce_s``). False unless a source says the
+    hardware has it and it is enabled; the catalogue cites that source in ``source``.
+    """
 
     name: str
     bandwidth_bytes_per_s: float
     latency_s: float
     source: str = ""
+    in_switch_reduction: bool = False
 
     def __post_init__(self) -> None:
         _positive(f"link {self.name}", "bandwidth_bytes_per_s", self.bandwidth_bytes_per_s)
         if not (isinstance(self.latency_s, (int, float)) and self.latency_s >= 0):
             raise SpecError(f"link {self.name}: latency_s must be >= 0, got {self.latency_s!r}")
+        if not isinstance(self.in_switch_reduction, bool):
+            raise SpecError(f"link {self.name}: in_switch_reduction must be True or False, "
+                            f"got {self.in_switch_reduction!r}")
 
     @classmethod
     def from_bidirectional(cls, *, name: str, bidirectional_bytes_per_s: float, latency_s: float,
-                           source: str = "") -> "Link":
+                           source: str = "", in_switch_reduction: bool = False) -> "Link":
         """Vendors quote NVLink both directions summed (H100 "900 GB/s" = 450 GB/s each way)."""
         return cls(name=name, bandwidth_bytes_per_s=bidirectional_bytes_per_s / 2.0,
-                   latency_s=latency_s, source=source)
+                   latency_s=latency_s, source=source, in_switch_reduction=in_switch_reduction)
 
     @classmethod
-    def from_bits_per_s(cls, *, name: str, bits_per_s: float, latency_s: float, source: str = "") -> "Link":
+    def from_bits_per_s(cls, *, name: str, bits_per_s: float, latency_s: float, source: str = "",
+                        in_switch_reduction: bool = False) -> "Link":
         """NICs are quoted in bits per second per direction (400 Gb/s = 50 GB/s)."""
-        return cls(name=name, bandwidth_bytes_per_s=bits_per_s / 8.0, latency_s=latency_s, source=source)
+        return cls(name=name, bandwidth_bytes_per_s=bits_per_s / 8.0, latency_s=latency_s, source=source,
+                   in_switch_reduction=in_switch_reduction)
 
 
 TIER_KINDS = ("hbm", "host_dram", "cpu_lpddr", "local_nvme", "flash", "hdd", "network_disk")

@@ -7,8 +7,9 @@ as pp micro-batches of B/pp; one iteration (every sequence advances) costs pp st
 
 Counted: matmul FLOPs (2 per weight per token), attention score/value FLOPs, weight reads (MoE:
 only the experts the batch touches, expected fraction 1-(1-k/E)^tokens under uniform routing),
-KV reads and the new tokens' KV writes, TP all-reduces (2 per layer, ring or one-shot), EP dispatch+combine
-all-to-alls, PP hops. Omitted: activation traffic, softmax/norm/elementwise FLOPs, the input
+KV reads and the new tokens' KV writes, TP all-reduces (2 per layer), EP dispatch+combine
+all-to-alls (attention data-parallel plans), PP hops — each on the tier ``parallelism.place``
+puts it (inside a scale-up domain, or hierarchical across domains). Omitted: activation traffic, softmax/norm/elementwise FLOPs, the input
 embedding lookup (B rows), kernel launch and framework overheads (calibrated mode, later).
 """
 
@@ -18,12 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .collectives import all_reduce_s, all_to_all_s, p2p_s
+from .collectives import all_reduce_s, all_to_all_s, p2p_s, two_tier_all_reduce_s, two_tier_all_to_all_s
 from .dtypes import get_dtype
 from .errors import SpecError
 from .hardware import System
 from .model import Model
-from .parallelism import Plan
+from .parallelism import Plan, place
 from .roofline import StepTime
 
 MODES = ("ideal", "calibrated")
@@ -92,12 +93,20 @@ def _check_mode(mode: str) -> None:
         raise SpecError("--mode calibrated: no efficiency profile exists yet; use --mode ideal (datasheet peaks)")
 
 
+def _check_moe_options(expert_imbalance, dispatch_dtype) -> None:
+    if not (isinstance(expert_imbalance, (int, float)) and np.isfinite(expert_imbalance) and expert_imbalance >= 1):
+        raise SpecError(f"--expert-imbalance: must be >= 1 (hottest expert rank's tokens over the mean; 1 = "
+                        f"uniform routing), got {expert_imbalance!r}")
+    if dispatch_dtype is not None:
+        get_dtype(dispatch_dtype)
+
+
 def memory_per_chip(model: Model, plan: Plan, *, batch, context, weight_dtype=None, kv_dtype=None):
     """Bytes held per chip on the largest stage: weights + KV of every sequence at ``context``."""
     phi = plan.stage_fraction(model)
     w = model.weight_bytes(weight_dtype)
-    weights = phi * (w.non_expert / plan.tp + w.routed_experts / (plan.tp * plan.ep))
-    kv = phi * np.asarray(batch, dtype=float) * model.kv_bytes(context, kv_dtype) / (plan.kv_shards(model) * plan.ep)
+    weights = phi * (w.non_expert / plan.tp + w.routed_experts / plan.width)
+    kv = phi * np.asarray(batch, dtype=float) * model.kv_bytes(context, kv_dtype) / (plan.kv_shards(model) * plan.adp)
     return weights + kv
 
 
@@ -106,34 +115,90 @@ def weights_read_per_chip(model: Model, plan: Plan, *, weight_dtype=None, touche
     embedding, which is only looked up) and the touched share of this chip's routed experts."""
     w = model.weight_bytes(weight_dtype)
     return plan.stage_fraction(model) * (w.non_expert_read_per_step / plan.tp
-                                         + touched_fraction * w.routed_experts / (plan.tp * plan.ep))
+                                         + touched_fraction * w.routed_experts / plan.width)
 
 
-def _comm(model: Model, system: System, plan: Plan, tokens, phi: float):
-    """TP all-reduces, EP all-to-alls, per stage-step; the PP hop per boundary."""
-    link = system.scale_up
+def _tiered(tier: str, system: System, one_tier, two_tier, *, message_bytes, participants: int,
+            domain_chips: int):
+    """A collective on the tier ``place`` chose: inside the scale-up domain, or hierarchical across
+    domains (single-chip domains: entirely on the scale-out link)."""
+    if tier == "none":
+        return 0.0
+    if tier == "scale_up":
+        return one_tier(message_bytes=message_bytes, participants=participants, link=system.scale_up)
+    if system.scale_up is None:
+        return one_tier(message_bytes=message_bytes, participants=participants, link=system.scale_out)
+    return two_tier(message_bytes=message_bytes, participants=participants, domain_chips=domain_chips,
+                    scale_up=system.scale_up, scale_out=system.scale_out)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CommParts:
+    """Communication of one iteration on the critical chip, per collective: seconds (all
+    stage-steps and hops of the iteration) and bytes each chip sends, and the tier it lands on."""
+
+    tp_all_reduce_s: object
+    ep_all_to_all_s: object
+    pp_hops_s: object
+    tp_bytes: object
+    ep_bytes: object
+    pp_hop_bytes: object
+    tiers: dict
+
+    @property
+    def total_s(self):
+        return np.add(np.add(self.tp_all_reduce_s, self.ep_all_to_all_s), self.pp_hops_s)
+
+
+def comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dtype=None,
+               expert_imbalance: float = 1.0) -> CommParts:
+    """Communication of one iteration moving ``tokens`` tokens per micro-batch (batch/pp x tokens
+    per sequence), with pp micro-batches per iteration (SPEC D15, D18, D19).
+
+    Per stage-step: 2 TP all-reduces per layer over each attention group's tokens (ring or
+    one-shot, whichever is faster; conservative for MoE layers with adp > 1, whose second one a
+    fused combine can replace); for MoE layers with attention data-parallel (adp > 1) the dispatch
+    (``dispatch_dtype``, default bf16) and combine (bf16) all-to-alls over the stage's chips, each
+    chip sending its 1/width share of the token-expert pairs to every expert-TP rank (the hottest
+    rank receives ``expert_imbalance`` x the mean). Per iteration: the pipeline hops, inside and
+    across domains. Omits overlap of communication with compute (the roofline takes the max)."""
+    where = place(plan, system)
     act = get_dtype(ACTIVATION_DTYPE).bytes
     d = model.d_model
-    zero = np.zeros_like(np.asarray(tokens, dtype=float))
-    if link is None:
-        return zero, 0.0
-    rank_tokens = np.asarray(tokens, dtype=float) / plan.ep
-    layers = phi * model.n_layers
-    comm = zero + layers * 2 * all_reduce_s(message_bytes=rank_tokens * d * act, participants=plan.tp, link=link)
-    if plan.ep > 1:
-        k = model.moe.top_k
-        per_chip = rank_tokens * k * d * act / plan.tp
-        comm = comm + phi * model.n_moe_layers * 2 * all_to_all_s(message_bytes=per_chip, participants=plan.ep,
-                                                                   link=link)
-    hop = 0.0
-    if plan.pp > 1:
-        hop = p2p_s(message_bytes=np.asarray(tokens, dtype=float) * d * act / plan.tp, link=link)
-    return comm, hop
+    phi = plan.stage_fraction(model)
+    tokens = np.asarray(tokens, dtype=float)
+    zero = np.zeros_like(tokens)
+    tp_msg = tokens / plan.adp * d * act
+    tp_s = zero + plan.pp * phi * model.n_layers * 2 * _tiered(
+        where.tp_tier, system, all_reduce_s, two_tier_all_reduce_s, message_bytes=tp_msg, participants=plan.tp,
+        domain_chips=where.chips_per_domain)
+    ep_s, ep_bytes = zero, zero
+    if model.is_moe and where.ep_tier != "none":
+        pairs = tokens / plan.width * model.moe.top_k * plan.expert_tp * expert_imbalance
+        messages = [pairs * d * get_dtype(dt).bytes for dt in (dispatch_dtype or ACTIVATION_DTYPE, ACTIVATION_DTYPE)]
+        layers = plan.pp * phi * model.n_moe_layers
+        ep_s = zero + layers * sum(_tiered(where.ep_tier, system, all_to_all_s, two_tier_all_to_all_s,
+                                           participants=plan.width, message_bytes=m,
+                                           domain_chips=where.chips_per_domain) for m in messages)
+        ep_bytes = layers * sum(messages)
+    hop_msg = tokens * d * act / plan.width
+    hops_s = zero
+    if where.pp_hops_up:
+        hops_s = hops_s + where.pp_hops_up * p2p_s(message_bytes=hop_msg, link=system.scale_up)
+    if where.pp_hops_out:
+        hops_s = hops_s + where.pp_hops_out * p2p_s(message_bytes=hop_msg, link=system.scale_out)
+    tp_bytes = zero + (plan.pp * phi * model.n_layers * 2 * tp_msg if plan.tp > 1 else 0.0)
+    return CommParts(tp_all_reduce_s=tp_s, ep_all_to_all_s=ep_s, pp_hops_s=hops_s, tp_bytes=tp_bytes,
+                     ep_bytes=ep_bytes, pp_hop_bytes=(plan.pp - 1) * hop_msg, tiers=where.tiers)
 
 
 def _assemble(model, system, plan, *, phase, mode, batch, context, tokens_per_seq, flops_attn_per_seq,
-              kv_read_per_seq, kv_write_per_seq, weight_dtype, kv_dtype) -> StepResult:
-    """Shared arithmetic of decode and prefill for one micro-batch of batch/pp sequences."""
+              kv_read_per_seq, kv_write_per_seq, weight_dtype, kv_dtype, expert_imbalance,
+              dispatch_dtype) -> StepResult:
+    """Shared arithmetic of decode and prefill for one micro-batch of batch/pp sequences. The
+    hottest expert rank (``expert_imbalance`` x the mean tokens) sets the expert compute, the
+    touched share of its experts (1-(1-k/E)^(imbalance·tokens), an approximation) and the
+    all-to-all volume it receives."""
     chip = system.accelerator
     pp = plan.pp
     phi = plan.stage_fraction(model)
@@ -142,19 +207,20 @@ def _assemble(model, system, plan, *, phase, mode, batch, context, tokens_per_se
     mm = model.matmul_flops_per_token()
     w_dtype = weight_dtype or model.weight_dtype
     e_dtype = weight_dtype or model.expert_weight_dtype
-    compute_stage = phi / (plan.tp * plan.ep) * (
+    compute_stage = phi / plan.width * (
         tokens * mm.non_expert / chip.peak(w_dtype)
         + micro * flops_attn_per_seq / chip.peak(ACTIVATION_DTYPE)
-        + tokens * mm.expert / chip.peak(e_dtype))
+        + expert_imbalance * tokens * mm.expert / chip.peak(e_dtype))
     touched = 0.0
     if model.is_moe:
-        touched = touched_expert_fraction(experts=model.moe.n_routed, active_experts=model.moe.top_k, tokens=tokens)
+        touched = touched_expert_fraction(experts=model.moe.n_routed, active_experts=model.moe.top_k,
+                                          tokens=expert_imbalance * tokens)
     weights_chip = weights_read_per_chip(model, plan, weight_dtype=weight_dtype, touched_fraction=touched)
-    kv_chip = phi * micro * (kv_read_per_seq + kv_write_per_seq) / (plan.kv_shards(model) * plan.ep)
+    kv_chip = phi * micro * (kv_read_per_seq + kv_write_per_seq) / (plan.kv_shards(model) * plan.adp)
     bw = chip.hbm_bandwidth_bytes_per_s
-    comm_stage, hop = _comm(model, system, plan, tokens, phi)
-    time = StepTime(compute_s=pp * compute_stage, memory_s=pp * (weights_chip + kv_chip) / bw,
-                    comm_s=pp * comm_stage + (pp - 1) * hop)
+    comm = comm_parts(model, system, plan, tokens=tokens, dispatch_dtype=dispatch_dtype,
+                      expert_imbalance=expert_imbalance)
+    time = StepTime(compute_s=pp * compute_stage, memory_s=pp * (weights_chip + kv_chip) / bw, comm_s=comm.total_s)
     flops = batch * tokens_per_seq * mm.total + batch * flops_attn_per_seq
     return StepResult(
         phase=phase, mode=mode, plan=plan, batch=batch, context=context, time=time, flops=flops,
@@ -166,7 +232,8 @@ def _assemble(model, system, plan, *, phase, mode, batch, context, tokens_per_se
 
 
 def decode_step(model: Model, system: System, *, batch, context, plan: Plan | None = None,
-                weight_dtype: str | None = None, kv_dtype: str | None = None, mode: str = "ideal") -> StepResult:
+                weight_dtype: str | None = None, kv_dtype: str | None = None, mode: str = "ideal",
+                expert_imbalance: float = 1.0, dispatch_dtype: str | None = None) -> StepResult:
     """One decode iteration: ``batch`` sequences each attend ``context`` cached tokens and emit one.
 
     ``batch`` and ``context`` broadcast as numpy arrays. Attention uses MLA's absorbed form.
@@ -176,6 +243,7 @@ def decode_step(model: Model, system: System, *, batch, context, plan: Plan | No
     plan.validate(model, system)
     batch = _check("batch", batch, allow_zero=False)
     context = _check("context", context, allow_zero=True)
+    _check_moe_options(expert_imbalance, dispatch_dtype)
     for dt in (weight_dtype, kv_dtype):
         if dt is not None:
             get_dtype(dt)
@@ -183,11 +251,12 @@ def decode_step(model: Model, system: System, *, batch, context, plan: Plan | No
                      tokens_per_seq=1.0, flops_attn_per_seq=model.attention_flops_per_token(context, absorbed=True),
                      kv_read_per_seq=model.kv_read_bytes(context, kv_dtype),
                      kv_write_per_seq=model.kv_bytes_per_token(kv_dtype), weight_dtype=weight_dtype,
-                     kv_dtype=kv_dtype)
+                     kv_dtype=kv_dtype, expert_imbalance=expert_imbalance, dispatch_dtype=dispatch_dtype)
 
 
 def prefill_step(model: Model, system: System, *, batch, prompt_tokens, cached_tokens=0, plan: Plan | None = None,
-                 weight_dtype: str | None = None, kv_dtype: str | None = None, mode: str = "ideal") -> StepResult:
+                 weight_dtype: str | None = None, kv_dtype: str | None = None, mode: str = "ideal",
+                 expert_imbalance: float = 1.0, dispatch_dtype: str | None = None) -> StepResult:
     """Prefill ``batch`` prompts of ``prompt_tokens`` new tokens after ``cached_tokens`` cached ones.
 
     KV traffic: the cached prefix is read once, the new tokens' KV written once (flash-attention
@@ -199,6 +268,7 @@ def prefill_step(model: Model, system: System, *, batch, prompt_tokens, cached_t
     batch = _check("batch", batch, allow_zero=False)
     prompt = _check("context", prompt_tokens, allow_zero=False)
     cached = _check("cached-tokens", cached_tokens, allow_zero=True)
+    _check_moe_options(expert_imbalance, dispatch_dtype)
     for dt in (weight_dtype, kv_dtype):
         if dt is not None:
             get_dtype(dt)
@@ -206,4 +276,5 @@ def prefill_step(model: Model, system: System, *, batch, prompt_tokens, cached_t
     return _assemble(model, system, plan, phase="prefill", mode=mode, batch=batch, context=cached,
                      tokens_per_seq=prompt, flops_attn_per_seq=model.prefill_attention_flops(prompt, cached),
                      kv_read_per_seq=model.kv_read_bytes(cached, kv_dtype, sparse=False), kv_write_per_seq=new_kv,
-                     weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+                     weight_dtype=weight_dtype, kv_dtype=kv_dtype, expert_imbalance=expert_imbalance,
+                     dispatch_dtype=dispatch_dtype)

@@ -12,6 +12,7 @@ from .batching import BatchCurve, BatchEconomics, Deployment
 from .hardware import Accelerator, System
 from .inference import StepResult
 from .model import Model
+from .parallelism import place
 from .units import fmt_bytes, fmt_params, fmt_rate, fmt_seconds
 
 
@@ -22,7 +23,8 @@ def _num(value):
 
 
 def plan_dict(dep: Deployment) -> dict:
-    return {"tp": dep.plan.tp, "ep": dep.plan.ep, "pp": dep.plan.pp, "chips": dep.plan.chips}
+    return {"tp": dep.plan.tp, "ep": dep.plan.ep, "pp": dep.plan.pp, "adp": dep.plan.adp, "dp": dep.plan.dp,
+            "expert_tp": dep.plan.expert_tp, "chips": dep.plan.chips}
 
 
 def model_dict(model: Model, kv_dtype: str | None = None) -> dict:
@@ -130,8 +132,9 @@ def headline_lines(dep: Deployment, e: BatchEconomics, batch_result: StepResult,
                   f"{m.n_layers} layers"),
         ("system", f"{s.name}: {s.chips} x {a.name} ({fmt_bytes(a.hbm_bytes)}, {fmt_rate(a.hbm_bandwidth_bytes_per_s)} "
                    f"HBM each)"),
-        ("plan", f"{dep.plan.label()} = {dep.plan.chips} chips per replica, {s.chips // dep.plan.chips} replica(s) "
-                 f"per domain"),
+        ("plan", f"{dep.plan.label()} = {dep.plan.chips} chips per replica, " + (
+            f"{s.chips // dep.plan.chips} replica(s) per domain" if dep.plan.chips <= s.chips else
+            f"spanning {place(dep.plan, s).domains} scale-up domains")),
         ("formats", f"weights {dep.weight_dtype or m.weight_dtype}"
                     + (f" (experts {m.expert_weight_dtype})" if not dep.weight_dtype and m.expert_weight_dtype
                        != m.weight_dtype else "")

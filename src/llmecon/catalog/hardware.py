@@ -31,7 +31,7 @@ _ACCELERATOR_KEYS = dict(
 )
 _SYSTEM_KEYS = dict(required=("accelerator", "chips", "description", "source", "as_of"),
                     optional=("scale_up", "scale_out", "tiers"))
-_LINK_KEYS = dict(required=("bandwidth", "latency", "source"), optional=("name",))
+_LINK_KEYS = dict(required=("bandwidth", "latency", "source"), optional=("name", "in_switch_reduction"))
 # Tier status words of shared/reference/memory_tiers.yaml: verified (vendor's own document), secondary
 # (third-party material quoting the vendor), derived (arithmetic on those), assumed (a stated guess).
 TIER_STATUSES = ("verified", "secondary", "derived", "assumed")
@@ -100,14 +100,20 @@ def load_accelerators(text: str, where: str = "accelerators.toml") -> dict[str, 
 
 
 def _link(system: str, tier: str, entry: object, where: str) -> Link:
+    """One ``Link``; ``in_switch_reduction`` (optional TOML boolean, default false) is set true only
+    where the entry's ``source`` says the switches reduce in the network (NVLink SHARP)."""
     at = f"{where} {tier}"
     check_keys(entry, **_LINK_KEYS, where=at)
+    in_switch = entry.get("in_switch_reduction", False)
+    if not isinstance(in_switch, bool):
+        raise CatalogError(f"{at} in_switch_reduction: expected true or false (a TOML boolean), got {in_switch!r}")
     try:
         return Link(
             name=_text(entry, "name", at) if "name" in entry else f"{system} {tier}",
             bandwidth_bytes_per_s=_quantity(entry, "bandwidth", "bytes_per_s", at),
             latency_s=_quantity(entry, "latency", "s", at),
             source=_text(entry, "source", at),
+            in_switch_reduction=in_switch,
         )
     except CatalogError:
         raise
