@@ -259,6 +259,7 @@ def _search_phase(model, systems, plans_by_system, *, phase, targets, options, p
     if cand.size:
         # ties (equal cost or throughput, e.g. compute-bound plans) go to the shorter step, then fewer chips
         first = a["usd"][cand] if objective == "cost" else -a["per_chip"][cand]
+        first = np.round(first / np.min(np.abs(first)), 6)  # equal within 1 ppm counts as a tie
         key = np.lexsort((a["chips"][cand], a["step"][cand], first))
         best_i = int(cand[key[0]])
         best = _point(a, best_i, plan_list, systems)
