@@ -9,8 +9,9 @@ Counted: matmul FLOPs (2 per weight per token), attention score/value FLOPs, wei
 only the experts the batch touches, expected fraction 1-(1-k/E)^tokens under uniform routing),
 KV reads and the new tokens' KV writes, TP all-reduces (2 per layer), EP dispatch+combine
 all-to-alls (attention data-parallel plans), PP hops — each on the tier ``parallelism.place``
-puts it (inside a scale-up domain, or hierarchical across domains). Omitted: activation traffic, softmax/norm/elementwise FLOPs, the input
-embedding lookup (B rows), kernel launch and framework overheads (calibrated mode, later).
+puts it (inside a scale-up domain, or hierarchical across domains). Omitted: activation
+traffic, softmax/norm/elementwise FLOPs, the input embedding lookup (B rows), kernel launch and
+framework overheads (calibrated mode, later).
 """
 
 from __future__ import annotations
