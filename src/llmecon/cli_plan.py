@@ -85,8 +85,8 @@ def plan_cmd(
         "--dispatch-dtype", help="MoE all-to-all dispatch format (e.g. fp8); combine stays bf16.")] = None,
     expert_imbalance: Annotated[float, typer.Option(
         "--expert-imbalance", help="Hottest expert rank's tokens over the mean (>= 1; 1 = uniform).")] = 1.0,
-    top: Annotated[int, typer.Option("--top", help="Frontier rows shown (highest tokens/s per user "
-                                                   "first).")] = 10,
+    top: Annotated[int, typer.Option("--top", help="Frontier rows shown, spread along the frontier "
+                                                   "(fastest per user first).")] = 10,
     plot: Annotated[Optional[str], typer.Option("--plot", help="Write the decode frontier figure "
                                                                "(PNG/SVG/PDF).")] = None,
     as_json: JsonOpt = False,
@@ -142,7 +142,7 @@ def plan_cmd(
         priced = any(v is not None for v in r.prices.values())
         rows = frontier_rows(search, top, priced=priced)
         table = Table(title=f"{search.phase} frontier: {len(rows)} of {len(search.frontier)} non-dominated points, "
-                            "fastest per user first", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+                            "spread from fastest per user to most per chip", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
         for header in ("system", "plan", "chips", "batch", "step", "tok/s/chip",
                        "tok/s/user" if search.phase == "decode" else "prompt tok/s", *(("$/Mtok",) if priced else ()),
                        "bound"):

@@ -176,9 +176,13 @@ def best_rows(search: PhaseSearch, *, hbm_bytes: float, target_s: float | None) 
 
 
 def frontier_rows(search: PhaseSearch, top: int, *, priced: bool) -> list[tuple[str, ...]]:
-    """The ``top`` frontier points (all systems) with the highest per-user throughput; the $/Mtok
-    column only when ``priced``."""
-    points = sorted(search.frontier, key=lambda p: -p.tokens_per_s_per_user)[:top]
+    """``top`` frontier points (all systems) spread evenly along the frontier from the fastest per
+    user to the most per chip, so the table shows the whole trade-off; $/Mtok only when ``priced``."""
+    ranked = sorted(search.frontier, key=lambda p: -p.tokens_per_s_per_user)
+    if len(ranked) > top:
+        picks = sorted({round(i * (len(ranked) - 1) / max(top - 1, 1)) for i in range(top)})
+        ranked = [ranked[i] for i in picks]
+    points = ranked
     return [(p.system, p.plan.label(), str(p.plan.chips), f"{p.batch:,.0f}", fmt_seconds(p.step_s),
              fmt_rate(p.tokens_per_s_per_chip), fmt_rate(p.tokens_per_s_per_user),
              *((fmt_usd_per_mtok(p.usd_per_mtok),) if priced else ()), p.bound) for p in points]
