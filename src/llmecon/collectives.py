@@ -36,7 +36,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .errors import SpecError, did_you_mean
+from .errors import SpecError, did_you_mean, require_whole
 from .hardware import Link
 
 _COUNTS: dict[str, Callable[[int], tuple[float, float]]] = {
@@ -52,13 +52,6 @@ _COUNTS: dict[str, Callable[[int], tuple[float, float]]] = {
 COLLECTIVE_KINDS = tuple(_COUNTS)
 
 
-def _whole(name: str, value) -> int:
-    """``value`` as an int >= 1 (Python or numpy integer, not bool), else SpecError naming ``name``."""
-    if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 1):
-        raise SpecError(f"{name}: must be a whole number >= 1, got {value!r}")
-    return int(value)
-
-
 def alpha_beta_counts(kind: str, participants: int) -> tuple[float, float]:
     """(n_alpha, f) of ``t = n_alpha * alpha + f * S / BW`` for collective ``kind`` over
     ``participants`` chips (table in the module docstring); (0, 0) for one participant, except
@@ -66,7 +59,7 @@ def alpha_beta_counts(kind: str, participants: int) -> tuple[float, float]:
     if kind not in _COUNTS:
         raise SpecError(f"kind: unknown collective '{kind}'{did_you_mean(kind, _COUNTS)}; "
                         f"choose one of {', '.join(_COUNTS)}")
-    p = _whole("participants", participants)
+    p = require_whole("participants", participants)
     if p == 1 and kind != "p2p":
         return 0.0, 0.0
     return _COUNTS[kind](p)
@@ -179,7 +172,7 @@ def p2p_s(*, message_bytes, link: Link):
 def _domains(participants, domain_chips) -> tuple[int, int]:
     """(p, m): participants and how many of them share one domain; p must fit in one domain or
     fill whole domains (SpecError naming ``participants`` otherwise)."""
-    p, d = _whole("participants", participants), _whole("domain_chips", domain_chips)
+    p, d = require_whole("participants", participants), require_whole("domain_chips", domain_chips)
     if p > d and p % d:
         raise SpecError(f"participants: {p} chips straddle scale-up domains of domain_chips={d}; "
                         f"use at most {d} or a multiple of {d}")

@@ -44,6 +44,16 @@ def unknown_name(kind: str, name: str, choices: Iterable[str]) -> CatalogError:
     return CatalogError(f"unknown {kind} '{name}'{hint}; known: {listing}")
 
 
+def require_whole(name: str, value, minimum: int = 1) -> int:
+    """``value`` as an int >= ``minimum`` (Python or numpy integer, not bool, not 4.0), else
+    SpecError naming ``name`` (a CLI flag or field), the rule and the value."""
+    import numbers
+
+    if not (isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= minimum):
+        raise SpecError(f"{name}: must be a whole number >= {minimum}, got {value!r}")
+    return int(value)
+
+
 def require_number(name: str, value, *, minimum: float | None = None, exclusive: bool = False,
                    maximum: float | None = None, hint: str = "") -> float:
     """``value`` as a finite float within bounds, else SpecError naming ``name`` (a CLI flag or

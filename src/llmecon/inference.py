@@ -22,7 +22,7 @@ import numpy as np
 
 from .collectives import all_reduce_s, all_to_all_s, p2p_s, two_tier_all_reduce_s, two_tier_all_to_all_s
 from .dtypes import get_dtype
-from .errors import SpecError
+from .errors import SpecError, require_number
 from .hardware import System
 from .model import Model
 from .parallelism import Plan, place
@@ -94,12 +94,15 @@ def _check_mode(mode: str) -> None:
         raise SpecError("--mode calibrated: no efficiency profile exists yet; use --mode ideal (datasheet peaks)")
 
 
-def _check_moe_options(expert_imbalance, dispatch_dtype) -> None:
-    if not (isinstance(expert_imbalance, (int, float)) and np.isfinite(expert_imbalance) and expert_imbalance >= 1):
-        raise SpecError(f"--expert-imbalance: must be >= 1 (hottest expert rank's tokens over the mean; 1 = "
-                        f"uniform routing), got {expert_imbalance!r}")
-    if dispatch_dtype is not None:
-        get_dtype(dispatch_dtype)
+def _check_request(model: Model, system: System, plan: Plan, *, mode, expert_imbalance, dtypes) -> None:
+    """What decode and prefill both check before any arithmetic: mode, plan, MoE options, formats."""
+    _check_mode(mode)
+    plan.validate(model, system)
+    require_number("--expert-imbalance", expert_imbalance, minimum=1,
+                   hint="the hottest expert rank's tokens over the mean; 1 = uniform routing")
+    for dt in dtypes:
+        if dt is not None:
+            get_dtype(dt)
 
 
 def memory_per_chip(model: Model, plan: Plan, *, batch, context, weight_dtype=None, kv_dtype=None):
@@ -122,13 +125,11 @@ def weights_read_per_chip(model: Model, plan: Plan, *, weight_dtype=None, touche
 def _tiered(tier: str, system: System, one_tier, two_tier, *, message_bytes, participants: int,
             domain_chips: int):
     """A collective on the tier ``place`` chose: inside the scale-up domain, or hierarchical across
-    domains (single-chip domains: entirely on the scale-out link)."""
+    domains (with one chip per domain the hierarchical form is all scale-out)."""
     if tier == "none":
         return 0.0
     if tier == "scale_up":
         return one_tier(message_bytes=message_bytes, participants=participants, link=system.scale_up)
-    if system.scale_up is None:
-        return one_tier(message_bytes=message_bytes, participants=participants, link=system.scale_out)
     return two_tier(message_bytes=message_bytes, participants=participants, domain_chips=domain_chips,
                     scale_up=system.scale_up, scale_out=system.scale_out)
 
@@ -240,14 +241,10 @@ def decode_step(model: Model, system: System, *, batch, context, plan: Plan | No
     ``batch`` and ``context`` broadcast as numpy arrays. Attention uses MLA's absorbed form.
     """
     plan = plan or Plan()
-    _check_mode(mode)
-    plan.validate(model, system)
+    _check_request(model, system, plan, mode=mode, expert_imbalance=expert_imbalance,
+                   dtypes=(weight_dtype, kv_dtype, dispatch_dtype))
     batch = _check("batch", batch, allow_zero=False)
     context = _check("context", context, allow_zero=True)
-    _check_moe_options(expert_imbalance, dispatch_dtype)
-    for dt in (weight_dtype, kv_dtype):
-        if dt is not None:
-            get_dtype(dt)
     return _assemble(model, system, plan, phase="decode", mode=mode, batch=batch, context=context,
                      tokens_per_seq=1.0, flops_attn_per_seq=model.attention_flops_per_token(context, absorbed=True),
                      kv_read_per_seq=model.kv_read_bytes(context, kv_dtype),
@@ -264,15 +261,11 @@ def prefill_step(model: Model, system: System, *, batch, prompt_tokens, cached_t
     tiling keeps re-reads on chip; omitted). Causal attention FLOPs are summed exactly.
     """
     plan = plan or Plan()
-    _check_mode(mode)
-    plan.validate(model, system)
+    _check_request(model, system, plan, mode=mode, expert_imbalance=expert_imbalance,
+                   dtypes=(weight_dtype, kv_dtype, dispatch_dtype))
     batch = _check("batch", batch, allow_zero=False)
     prompt = _check("context", prompt_tokens, allow_zero=False)
     cached = _check("cached-tokens", cached_tokens, allow_zero=True)
-    _check_moe_options(expert_imbalance, dispatch_dtype)
-    for dt in (weight_dtype, kv_dtype):
-        if dt is not None:
-            get_dtype(dt)
     new_kv = model.kv_bytes(cached + prompt, kv_dtype) - model.kv_bytes(cached, kv_dtype)
     return _assemble(model, system, plan, phase="prefill", mode=mode, batch=batch, context=cached,
                      tokens_per_seq=prompt, flops_attn_per_seq=model.prefill_attention_flops(prompt, cached),

@@ -20,7 +20,7 @@ import numpy as np
 
 from .batching import balance_batch
 from .dtypes import get_dtype
-from .errors import InfeasibleError, SpecError
+from .errors import InfeasibleError, SpecError, require_number
 from .hardware import System
 from .inference import ACTIVATION_DTYPE, comm_parts, decode_step, memory_per_chip, touched_expert_fraction
 from .model import Model
@@ -157,8 +157,7 @@ def moe_summary(model: Model, system: System, *, batch_per_chip: float | None = 
 
     if not model.is_moe:
         raise SpecError(f"--model: {model.name} is dense; llmecon moe needs a mixture-of-experts model")
-    if not (isinstance(context, (int, float)) and context >= 0):
-        raise SpecError(f"--context: must be >= 0 tokens, got {context!r}")
+    require_number("--context", context, minimum=0, hint="tokens of KV per sequence")
     law = law or default_routed_law()
     moe = model.moe
     p = model.params
@@ -170,8 +169,7 @@ def moe_summary(model: Model, system: System, *, batch_per_chip: float | None = 
         # the balance batch of an 8-chip EP group per chip (B*/ep), capped so KV takes <= half of HBM
         kv_room = 0.5 * system.accelerator.hbm_bytes / max(float(model.kv_bytes(context, kv_dtype)), 1.0)
         batch_per_chip = float(max(1, math.floor(min(b_star / 8.0, kv_room))))
-    if not (isinstance(batch_per_chip, (int, float)) and batch_per_chip > 0):
-        raise SpecError(f"--batch-per-chip: must be > 0, got {batch_per_chip!r}")
+    require_number("--batch-per-chip", batch_per_chip, minimum=0, exclusive=True)
     rows = ep_sweep(model, system, batch_per_chip=batch_per_chip, context=context, max_ep=max_ep,
                     weight_dtype=weight_dtype, kv_dtype=kv_dtype, dispatch_dtype=dispatch_dtype,
                     expert_imbalance=expert_imbalance)

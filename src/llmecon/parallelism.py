@@ -26,7 +26,7 @@ import math
 import numpy as np
 from dataclasses import dataclass
 
-from .errors import InfeasibleError, SpecError
+from .errors import InfeasibleError, SpecError, require_whole
 from .hardware import System
 from .model import Model
 
@@ -47,10 +47,7 @@ class Plan:
         if self.adp is None:
             object.__setattr__(self, "adp", self.ep)
         for name in DEGREES:
-            value = getattr(self, name)
-            if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 1):
-                raise SpecError(f"--{name}: must be a whole number >= 1, got {value!r}")
-            object.__setattr__(self, name, int(value))
+            object.__setattr__(self, name, require_whole(f"--{name}", getattr(self, name)))
         if self.width % self.ep:
             raise SpecError(f"--ep {self.ep}: expert groups must tile the stage's tp·adp = {self.width} chips; "
                             f"use an ep dividing {self.width} or set --adp so that tp·adp is a multiple of ep")

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import InfeasibleError, SpecError
+from .errors import InfeasibleError, SpecError, require_number, require_whole
 from .hardware import System
 from .inference import CommParts, comm_parts, decode_step, memory_per_chip, prefill_step
 from .model import Model
@@ -48,14 +48,11 @@ class PlanTargets:
 
     def __post_init__(self) -> None:
         for name in ("tpot_s", "ttft_s"):
-            v = getattr(self, name)
-            if v is not None and not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
-                raise SpecError(f"--{name[:-2]}: must be a positive duration, got {v!r}")
-        for name in ("context", "prompt_tokens", "output_tokens"):
-            v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= (0 if name == "context" else 1)):
-                raise SpecError(f"--{name.replace('_', '-')}: must be a number >= "
-                                f"{0 if name == 'context' else 1}, got {v!r}")
+            if getattr(self, name) is not None:
+                require_number(f"--{name[:-2]}", getattr(self, name), minimum=0, exclusive=True, hint="seconds")
+        require_number("--context", self.context, minimum=0, hint="mean KV tokens per sequence")
+        for name in ("prompt_tokens", "output_tokens"):
+            require_number(f"--{name.replace('_', '-')}", getattr(self, name), minimum=1)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,12 +69,9 @@ class SearchOptions:
     pp_choices: tuple = PP_CHOICES
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.max_chips, int) and self.max_chips >= 1):
-            raise SpecError(f"--max-chips: must be a whole number >= 1, got {self.max_chips!r}")
-        imb = self.expert_imbalance
-        if not (isinstance(imb, (int, float)) and math.isfinite(imb) and imb >= 1):
-            raise SpecError(f"--expert-imbalance: must be >= 1 (hottest expert rank's tokens over the mean), "
-                            f"got {imb!r}")
+        require_whole("--max-chips", self.max_chips)
+        require_number("--expert-imbalance", self.expert_imbalance, minimum=1,
+                       hint="the hottest expert rank's tokens over the mean; 1 = uniform routing")
 
 
 def _divisors(n: int) -> list[int]:
@@ -225,7 +219,7 @@ def _evaluate(model, systems, plans_by_system, *, phase, targets, options, price
     return {k: np.concatenate(v) for k, v in cols.items()}, plan_list
 
 
-def _point(a: dict, i: int, plan_list, systems) -> Point:
+def _point(a: dict, i: int, plan_list) -> Point:
     system, plan = plan_list[int(a["plan"][i])]
     comp, mem, com = float(a["compute"][i]), float(a["memory"][i]), float(a["comm"][i])
     usd = None if np.isnan(a["usd"][i]) else float(a["usd"][i])
@@ -252,7 +246,7 @@ def _search_phase(model, systems, plans_by_system, *, phase, targets, options, p
     for si, system in enumerate(systems):
         idx = np.flatnonzero(fits & (a["sys"] == si))
         if idx.size:
-            frontier.extend(_point(a, int(idx[j]), plan_list, systems)
+            frontier.extend(_point(a, int(idx[j]), plan_list)
                             for j in pareto_front(a["per_chip"][idx], a["per_user"][idx]))
     best = None
     cand = np.flatnonzero(ok)
@@ -262,7 +256,7 @@ def _search_phase(model, systems, plans_by_system, *, phase, targets, options, p
         first = np.round(first / np.min(np.abs(first)), 6)  # equal within 1 ppm counts as a tie
         key = np.lexsort((a["chips"][cand], a["step"][cand], first))
         best_i = int(cand[key[0]])
-        best = _point(a, best_i, plan_list, systems)
+        best = _point(a, best_i, plan_list)
     comm, limited = None, ""
     if best is not None:
         system = next(s for s in systems if s.name == best.system)
@@ -324,8 +318,8 @@ def plan_deployment(model: Model, systems: list[System], *, targets: PlanTargets
         raise SpecError(f"--objective cost needs a price for every system; missing {', '.join(missing)} "
                         "(--price-per-chip-hour X or X1,X2 in --systems order)")
     for n, p in prices.items():
-        if p is not None and not (isinstance(p, (int, float)) and math.isfinite(p) and p >= 0):
-            raise SpecError(f"--price-per-chip-hour: {n}: must be >= 0 dollars per chip-hour, got {p!r}")
+        if p is not None:
+            require_number(f"--price-per-chip-hour ({n})", p, minimum=0, hint="dollars per chip-hour")
     plans = {s.name: candidate_plans(model, s, max_chips=options.max_chips, pp_choices=options.pp_choices)
              for s in systems}
     plans = {n: [p for p in ps if _weights_fit(model, s, p, options)] for (n, ps), s in zip(plans.items(), systems)}

@@ -17,7 +17,9 @@ from .units import fmt_bytes, fmt_params, fmt_rate, fmt_seconds
 
 
 def _num(value):
-    """JSON-safe number: numpy scalars to float, inf/nan to None (JSON has no infinity)."""
+    """JSON-safe number: numpy scalars to float, None/inf/nan to None (JSON has no infinity)."""
+    if value is None:
+        return None
     value = float(np.asarray(value))
     return value if math.isfinite(value) else None
 

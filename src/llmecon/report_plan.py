@@ -5,10 +5,10 @@ Formatting only: every number, and what limits the best batch, comes from ``plan
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 from .planner import PhaseSearch, PlanResult, Point
+from .report import _num
 from .units import fmt_bytes, fmt_seconds
 
 ASSUMPTIONS = (
@@ -32,19 +32,11 @@ COMM_PARTS = (("TP all-reduce", "tp_all_reduce_s", "tp_bytes_per_chip", "tp"),
               ("PP hops", "pp_hops_s", "pp_hop_bytes_per_chip", "pp"))
 
 
-def _finite(value):
-    """None for a missing or non-finite number (strict JSON)."""
-    if value is None:
-        return None
-    value = float(value)
-    return value if math.isfinite(value) else None
-
-
 def point_dict(p: Point) -> dict:
     """One evaluated (system, plan, batch): the frontier rows of ``--json``."""
     return {"system": p.system, "plan": {**p.plan.as_dict(), "label": p.plan.label()}, "batch": p.batch,
             "step_s": p.step_s, "tokens_per_s_per_chip": p.tokens_per_s_per_chip,
-            "tokens_per_s_per_user": p.tokens_per_s_per_user, "usd_per_mtok": _finite(p.usd_per_mtok),
+            "tokens_per_s_per_user": p.tokens_per_s_per_user, "usd_per_mtok": _num(p.usd_per_mtok),
             "memory_per_chip_bytes": p.memory_per_chip_bytes, "compute_s": p.compute_s, "memory_s": p.memory_s,
             "comm_s": p.comm_s, "bound": p.bound}
 
@@ -99,17 +91,17 @@ def plan_result_dict(r: PlanResult, *, hbm_bytes: dict, model_assumptions=()) ->
                       best_dict(search, hbm_bytes=hbm_bytes[search.best.system], target_s=target))
     return {
         "model": r.model, "systems": list(r.systems), "objective": r.objective,
-        "targets": {"tpot_s": _finite(t.tpot_s), "ttft_s": _finite(t.ttft_s), "context": t.context,
+        "targets": {"tpot_s": _num(t.tpot_s), "ttft_s": _num(t.ttft_s), "context": t.context,
                     "prompt_tokens": t.prompt_tokens, "output_tokens": t.output_tokens},
-        "prices": {s: _finite(r.prices.get(s)) for s in r.systems},
+        "prices": {s: _num(r.prices.get(s)) for s in r.systems},
         "best": best,
         "frontier": [point_dict(p) for p in r.decode.frontier],
         "prefill_frontier": [point_dict(p) for p in r.prefill.frontier],
-        "usd_per_mtok_blended": _finite(r.usd_per_mtok_blended),
+        "usd_per_mtok_blended": _num(r.usd_per_mtok_blended),
         "points_evaluated": {n: s.points_evaluated for n, (s, _) in phases.items()},
         "points_fitting": {n: s.points_fitting for n, (s, _) in phases.items()},
         "points_meeting_slo": {n: s.points_meeting_slo for n, (s, _) in phases.items()},
-        "best_achievable_s": {n: _finite(s.best_achievable_s) for n, (s, _) in phases.items()},
+        "best_achievable_s": {n: _num(s.best_achievable_s) for n, (s, _) in phases.items()},
         "assumptions": list(ASSUMPTIONS) + list(model_assumptions),
     }
 

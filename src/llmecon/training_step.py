@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .collectives import all_reduce_s, all_to_all_s, p2p_s, ring_all_reduce_s
-from .errors import InfeasibleError, SpecError, require_number, unknown_name
+from .errors import InfeasibleError, SpecError, require_number, require_whole, unknown_name
 from .hardware import Link, System
 from .model import Model
 from .training import SCHEDULES, bubble_fraction
@@ -58,12 +58,6 @@ SECONDS_PER_DAY = 86400.0
 MEGATRON_A100_EFFICIENCY = 0.65
 
 
-def _whole(name: str, value, minimum: int = 1) -> int:
-    if not (isinstance(value, int) and not isinstance(value, bool) and value >= minimum):
-        raise SpecError(f"--{name}: must be a whole number >= {minimum}, got {value!r}")
-    return value
-
-
 @dataclass(frozen=True, kw_only=True)
 class TrainPlan:
     """Parallelism and memory strategy of a training job. gpus = tp·cp·dp·pp; ep divides dp."""
@@ -82,8 +76,8 @@ class TrainPlan:
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "ep", "cp", "microbatch", "chunks"):
-            _whole(name.replace("microbatch", "micro-batch"), getattr(self, name))
-        _whole("zero", self.zero, 0)
+            require_whole("--" + name.replace("microbatch", "micro-batch"), getattr(self, name))
+        require_whole("--zero", self.zero, 0)
         if self.zero > 3:
             raise SpecError(f"--zero: ZeRO stages are 0, 1, 2 or 3, got {self.zero}")
         if self.schedule not in SCHEDULES:
@@ -379,7 +373,7 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
                efficiency: float = MEGATRON_A100_EFFICIENCY, dp_overlap: float = 1.0,
                dtype: str = "bf16") -> TrainStep:
     """Time, FLOPs and memory of one step (formulas and omissions in the module docstring)."""
-    _whole("seq-len", seq_len)
+    require_whole("--seq-len", seq_len)
     require_number("--global-batch-tokens", global_batch_tokens, minimum=0, exclusive=True)
     eff = require_number("--efficiency", efficiency, minimum=0, exclusive=True, maximum=1.0,
                          hint="a fraction of the dense peak, e.g. 0.5")
