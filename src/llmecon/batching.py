@@ -17,7 +17,8 @@ import numpy as np
 from .dtypes import get_dtype
 from .errors import InfeasibleError, SpecError
 from .hardware import System
-from .inference import StepResult, decode_step, memory_per_chip, weights_read_per_chip
+from .efficiency import EfficiencyProfile
+from .inference import StepResult, decode_step, memory_per_chip, prefill_step, weights_read_per_chip
 from .model import Model
 from .parallelism import Plan
 
@@ -116,10 +117,26 @@ class Deployment:
     weight_dtype: str | None = None
     kv_dtype: str | None = None
     mode: str = "ideal"
+    profile: EfficiencyProfile | None = None
+
+    @property
+    def fidelity(self) -> str:
+        """'ideal' or 'calibrated (<profile name>)', for reports."""
+        if self.mode == "ideal":
+            return "ideal"
+        from .efficiency import resolve
+
+        return f"calibrated ({resolve(self.mode, self.profile, self.system.accelerator).name})"
 
     def decode(self, *, batch, context) -> StepResult:
         return decode_step(self.model, self.system, batch=batch, context=context, plan=self.plan,
-                           weight_dtype=self.weight_dtype, kv_dtype=self.kv_dtype, mode=self.mode)
+                           weight_dtype=self.weight_dtype, kv_dtype=self.kv_dtype, mode=self.mode,
+                           profile=self.profile)
+
+    def prefill(self, *, batch, prompt_tokens, cached_tokens=0) -> StepResult:
+        return prefill_step(self.model, self.system, batch=batch, prompt_tokens=prompt_tokens,
+                            cached_tokens=cached_tokens, plan=self.plan, weight_dtype=self.weight_dtype,
+                            kv_dtype=self.kv_dtype, mode=self.mode, profile=self.profile)
 
     @property
     def weights_per_chip_bytes(self) -> float:

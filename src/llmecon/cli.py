@@ -44,7 +44,10 @@ EpOpt = Annotated[Optional[int], typer.Option("--ep", help="Expert-parallel degr
 PpOpt = Annotated[Optional[int], typer.Option("--pp", help="Pipeline stages (default 1).")]
 AdpOpt = Annotated[Optional[int], typer.Option("--adp", help="Attention data-parallel groups per stage (default: "
                                                              "= --ep, DeepSeek's layout; 1 = TP attention + EP).")]
-ModeOpt = Annotated[Mode, typer.Option("--mode", help="ideal = datasheet peaks (a lower bound).")]
+ModeOpt = Annotated[Mode, typer.Option("--mode", help="ideal = datasheet peaks, perfect overlap (a lower bound); "
+                                                      "calibrated = the accelerator's shipped efficiency profile.")]
+ProfileOpt = Annotated[Optional[str], typer.Option("--profile", help="Efficiency profile TOML (llmecon calibrate "
+                                                                     "writes one); implies --mode calibrated.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
 
 
@@ -58,7 +61,7 @@ def _emit_json(obj: dict) -> None:
 
 
 def _deployment(model: str, system: str, tp, ep, pp, weight_dtype, kv_dtype, mode: Mode, *, auto: bool = False,
-                adp=None):
+                adp=None, profile: str | None = None):
     """Resolve names into a Deployment; with ``auto`` and no degree given, the smallest plan that fits."""
     from .batching import Deployment, smallest_plan
     from .catalog.hardware import get_system
@@ -76,7 +79,21 @@ def _deployment(model: str, system: str, tp, ep, pp, weight_dtype, kv_dtype, mod
     if plan is None:
         plan = Plan(tp=tp or 1, ep=ep or 1, pp=pp or 1, adp=adp)
     plan.validate(m, s)
-    return Deployment(model=m, system=s, plan=plan, weight_dtype=weight_dtype, kv_dtype=kv_dtype, mode=mode.value)
+    mode_name, prof = _fidelity(mode, profile, s)
+    return Deployment(model=m, system=s, plan=plan, weight_dtype=weight_dtype, kv_dtype=kv_dtype, mode=mode_name,
+                      profile=prof)
+
+
+def _fidelity(mode: Mode, profile: str | None, system):
+    """(mode name, profile) from --mode/--profile: a profile file implies calibrated; calibrated
+    without one uses the accelerator's shipped profile (an error names the fix when none exists)."""
+    from .efficiency import load_profile, resolve
+
+    if profile is not None:
+        return "calibrated", load_profile(profile)
+    if mode.value == "calibrated":
+        return "calibrated", resolve("calibrated", None, system.accelerator)
+    return "ideal", None
 
 
 def _console():
@@ -103,7 +120,7 @@ def analyze(
     batch: Annotated[Optional[float], typer.Option("--batch", "-b", help="Batch to show (default: min(balance "
                                                                          "batch, memory limit)).")] = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, adp: AdpOpt = None, mode: ModeOpt = Mode.ideal, as_json: JsonOpt = False,
+    pp: PpOpt = None, adp: AdpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """The main job: one screen with the headline numbers of a deployment and which bound binds where.
 
@@ -112,7 +129,7 @@ def analyze(
     from .batching import batch_economics, require_fit
     from .report import economics_dict, headline_lines, step_dict
 
-    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, adp=adp)
+    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, adp=adp, profile=profile)
     e = batch_economics(dep, context=context)
     show = batch if batch is not None else float(max(1, min(round(e.balance_batch), e.max_batch or 1)))
     require_fit(dep, batch=show, context=context)
@@ -125,7 +142,8 @@ def analyze(
         _emit_json(out)
         return
     console = _console()
-    console.print(_kv_table(f"llmecon analyze ({dep.mode} roofline: a lower bound on time)",
+    console.print(_kv_table("llmecon analyze (" + ("ideal roofline: a lower bound on time" if dep.mode == "ideal" else
+                                      f"{dep.fidelity}: achieved efficiencies and overheads") + ")",
                             headline_lines(dep, e, at, show)))
     _print_bounds(console, e)
     for note in dep.model.assumptions:
@@ -154,30 +172,33 @@ def step(
     context: Annotated[float, typer.Option("--context", "-L", help="decode: cached tokens attended; prefill: "
                                                                    "prompt tokens.")] = 4096,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, adp: AdpOpt = None, mode: ModeOpt = Mode.ideal, as_json: JsonOpt = False,
+    pp: PpOpt = None, adp: AdpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Time of one decode or prefill step, and which of compute, memory or communication binds."""
     from .batching import require_fit
-    from .inference import prefill_step
     from .report import step_dict
     from .units import fmt_bytes, fmt_seconds
 
-    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, adp=adp)
+    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, adp=adp, profile=profile)
     if phase is Phase.decode:
         result = dep.decode(batch=batch, context=context)
     else:
-        result = prefill_step(dep.model, dep.system, batch=batch, prompt_tokens=context, plan=dep.plan,
-                              weight_dtype=weight_dtype, kv_dtype=kv_dtype, mode=mode.value)
+        result = dep.prefill(batch=batch, prompt_tokens=context)
     require_fit(dep, batch=batch, context=context)
     d = step_dict(result, dep)
     if as_json:
         _emit_json(d)
         return
-    rows = [("deployment", f"{dep.model.name} on {dep.system.name}, {dep.plan.label()}, {d['mode']}"),
+    calibrated = dep.mode != "ideal"
+    rows = [("deployment", f"{dep.model.name} on {dep.system.name}, {dep.plan.label()}, {dep.fidelity}"),
             ("step", f"{phase.value}, batch {batch:g}, context {context:g}"),
             ("compute", fmt_seconds(d["compute_s"])), ("memory", fmt_seconds(d["memory_s"])),
-            ("communication", fmt_seconds(d["comm_s"])),
-            ("step time", f"{fmt_seconds(d['step_s'])} ({d['bound']}-bound); no overlap: {fmt_seconds(d['upper_s'])}"),
+            ("communication", fmt_seconds(d["comm_s"]))]
+    if calibrated:
+        rows.append(("kernel floors + framework", fmt_seconds(d["overhead_s"])))
+    rows += [("step time", f"{fmt_seconds(d['step_s'])} ({d['bound']}-bound); " + (
+                "kernel classes in sequence, communication not overlapped" if calibrated
+                else f"no overlap: {fmt_seconds(d['upper_s'])}")),
             ("throughput", f"{d['tokens_per_s']:,.0f} tokens/s"),
             ("traffic", f"weights {fmt_bytes(d['weight_bytes'])}, KV {fmt_bytes(d['kv_bytes'])}, "
                         f"{d['flops']:.3g} FLOP (all chips)"),
@@ -192,7 +213,7 @@ def batch_cmd(
     plot: Annotated[Optional[str], typer.Option("--plot", help="Write latency/cost-vs-batch figure (PNG/SVG/PDF).")]
     = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, adp: AdpOpt = None, mode: ModeOpt = Mode.ideal, as_json: JsonOpt = False,
+    pp: PpOpt = None, adp: AdpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Latency and cost per token against batch; balance batch, latency floor, drain time, and the
     cost of not batching."""
@@ -200,7 +221,7 @@ def batch_cmd(
     from .report import economics_dict, fmt_tokens, plot_batch_curve
     from .units import fmt_seconds
 
-    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, adp=adp)
+    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, adp=adp, profile=profile)
     e = batch_economics(dep, context=context)
     if plot:
         _check_plot_path(plot)
@@ -365,3 +386,5 @@ def main(argv: list[str] | None = None) -> None:
 from . import cli_training  # noqa: E402,F401
 from . import cli_moe  # noqa: E402,F401
 from . import cli_plan  # noqa: E402,F401
+from . import cli_measure  # noqa: E402,F401
+from . import cli_fidelity  # noqa: E402,F401

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .cli import (DEFAULT_MODEL, DEFAULT_SYSTEM, EpOpt, JsonOpt, KvDtypeOpt, Mode, ModelOpt, ModeOpt, PpOpt,
+from .cli import (DEFAULT_MODEL, DEFAULT_SYSTEM, EpOpt, JsonOpt, KvDtypeOpt, Mode, ModelOpt, ModeOpt, PpOpt, ProfileOpt,
                   SystemOpt, TpOpt, WeightDtypeOpt, _check_plot_path, _console, _deployment, _emit_json, _fail,
                   _kv_table, app, catalog_app)
 
@@ -27,10 +27,10 @@ KvShareOpt = Annotated[int, typer.Option("--kv-share", help="What-if: every N ad
                                                             "(cross-layer attention). 1 = as configured.")]
 
 
-def _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, kv_share: int = 1):
+def _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, kv_share: int = 1, profile=None):
     from dataclasses import replace
 
-    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True)
+    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, profile=profile)
     if kv_share != 1:
         dep = replace(dep, model=dep.model.with_kv_sharing(kv_share))
     return dep
@@ -68,7 +68,7 @@ def context_cmd(
     price_per_chip_hour: OptPriceOpt = None, utilization: UtilOpt = 1.0, kv_share: KvShareOpt = 1,
     plot: Annotated[Optional[str], typer.Option("--plot", help="Write cost-vs-context figure (PNG/SVG/PDF).")] = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, as_json: JsonOpt = False,
+    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """KV economics against context length: KV bytes per token, crossover context, memory wall, and
     cost per input and output token from 256 tokens to the longest context that fits."""
@@ -78,7 +78,7 @@ def context_cmd(
 
     if plot:
         _check_plot_path(plot)
-    dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, kv_share)
+    dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, kv_share, profile=profile)
     usd_per_mtok(0.0, price_per_chip_hour=price_per_chip_hour or 0.0, utilization=utilization)  # validate early
     e = context_economics(dep, batch=batch, batch_cap=max_batch)
     d = context_dict(e, dep, price_per_chip_hour=price_per_chip_hour, utilization=utilization)
@@ -134,14 +134,14 @@ def cost_cmd(
                                                                          "that fits).")] = None,
     utilization: UtilOpt = 1.0, provider: ProviderOpt = None, price_model: PriceModelOpt = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, as_json: JsonOpt = False,
+    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """$ per million input and output tokens for a deployment, and the margin against a list price."""
     from .pricing import serving_cost
     from .report_context import cost_dict
     from .units import fmt_seconds
 
-    dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode)
+    dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, profile=profile)
     sheet = _sheet(provider, price_model)
     c = serving_cost(dep, context=context, price_per_chip_hour=price_per_chip_hour, utilization=utilization,
                      batch=batch)
@@ -210,7 +210,7 @@ def cache_cmd(
                                                                "(llmecon catalog tiers).")] = [],
     model: ModelOpt = DEFAULT_MODEL, system: SystemOpt = DEFAULT_SYSTEM,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, as_json: JsonOpt = False,
+    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Where to keep a KV/prefix cache: each memory tier (hold + read-back cost, drain time) against
     recomputing it by prefill; the five-minute rule's tier."""
@@ -219,7 +219,7 @@ def cache_cmd(
     from .units import fmt_bytes, fmt_seconds, parse
 
     hold_s = parse(hold, "s", field="--hold")
-    dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode)
+    dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, profile=profile)
     tiers = priced_tiers(dep, price_per_chip_hour=price_per_chip_hour, tier_prices=_parse_tier_prices(tier_price),
                          extra=_parse_devices(device))
     p = cache_placement(dep, tiers, sequences=sequences, context=context, hold_s=hold_s,
@@ -436,7 +436,7 @@ def prices_tiers(
     output_step: Annotated[float, typer.Option("--output-step", help="Output multiplier per tier.")] = 1.5,
     utilization: UtilOpt = 1.0, provider: ProviderOpt = None, price_model: PriceModelOpt = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, as_json: JsonOpt = False,
+    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Design context-length price tiers that never sell below cost on a given deployment, and check a
     provider's published tiers against the same cost curve."""
@@ -449,7 +449,7 @@ def prices_tiers(
         _fail("--base-input and --base-output go together")
     if base_input is not None and boundaries:
         _fail("give either --boundary (fixed boundaries) or --base-input/--base-output (fixed prices), not both")
-    dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode)
+    dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, profile=profile)
     sheet = _sheet(provider, price_model)
     e = context_economics(dep)
     c = e.curve

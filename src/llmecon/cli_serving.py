@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .cli import (DEFAULT_MODEL, DEFAULT_SYSTEM, EpOpt, JsonOpt, KvDtypeOpt, Mode, ModelOpt, ModeOpt, PpOpt,
+from .cli import (DEFAULT_MODEL, DEFAULT_SYSTEM, EpOpt, JsonOpt, KvDtypeOpt, Mode, ModelOpt, ModeOpt, PpOpt, ProfileOpt,
                   SystemOpt, TpOpt, WeightDtypeOpt, _check_plot_path, _console, _deployment, _emit_json, _kv_table,
                   app)
 
@@ -120,7 +120,7 @@ def simulate_cmd(
     requests_out: Annotated[Optional[str], _opt("Write the per-request table (.csv, or .parquet with pyarrow).",
                                                 "--requests-out")] = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, as_json: JsonOpt = False,
+    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Simulate serving traffic: continuous batching, train schedule, adaptive dispatch or
     prefill/decode disaggregation, with step times from the roofline of each actual batch.
@@ -160,7 +160,7 @@ def simulate_cmd(
                        output=parse_lengths(output, field="--output"), seed=seed,
                        n=requests, duration_s=None if requests is not None else duration, arrival=arrival, cv=cv,
                        classes=_mix(class_mix))
-    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True)
+    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, profile=profile)
     res = _run(dep, wl, cfg)
     d = res.summary()
     d = {"model": dep.model.name, "system": dep.system.name, "plan": {"tp": dep.plan.tp, "ep": dep.plan.ep,

@@ -166,7 +166,7 @@ def prefill_chip_s_per_token(dep: Deployment, contexts, *, balance_batch: float)
     contexts = np.asarray(contexts, dtype=float)
     seqs = np.maximum(1.0, np.ceil(balance_batch / contexts))
     step = prefill_step(dep.model, dep.system, batch=seqs, prompt_tokens=contexts, plan=dep.plan,
-                        weight_dtype=dep.weight_dtype, kv_dtype=dep.kv_dtype, mode=dep.mode)
+                        weight_dtype=dep.weight_dtype, kv_dtype=dep.kv_dtype, mode=dep.mode, profile=dep.profile)
     cost = np.asarray(step.step_s) * dep.plan.chips / (seqs * contexts)
     return np.where(np.asarray(step.fits), cost, np.nan)
 

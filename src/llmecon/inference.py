@@ -9,9 +9,11 @@ Counted: matmul FLOPs (2 per weight per token), attention score/value FLOPs, wei
 only the experts the batch touches, expected fraction 1-(1-k/E)^tokens under uniform routing),
 KV reads and the new tokens' KV writes, TP all-reduces (2 per layer), EP dispatch+combine
 all-to-alls (attention data-parallel plans), PP hops — each on the tier ``parallelism.place``
-puts it (inside a scale-up domain, or hierarchical across domains). Omitted: activation
-traffic, softmax/norm/elementwise FLOPs, the input embedding lookup (B rows), kernel launch and
-framework overheads (calibrated mode, later).
+puts it (inside a scale-up domain, or hierarchical across domains). Omitted in ideal mode:
+activation traffic, softmax/norm/elementwise FLOPs, the input embedding lookup (B rows), kernel
+launch and framework overheads. ``mode="calibrated"`` (``profile`` or the accelerator's default
+profile) prices the same work with achieved efficiencies, element-wise traffic, kernel floors
+and overheads (``calibrated``).
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .calibrated import Work, calibrated_time
 from .collectives import all_reduce_s, all_to_all_s, p2p_s, two_tier_all_reduce_s, two_tier_all_to_all_s
 from .dtypes import get_dtype
+from .efficiency import EfficiencyProfile, resolve
 from .errors import SpecError, require_number
 from .hardware import System
 from .model import Model
@@ -45,6 +49,7 @@ class StepResult:
 
     phase: str
     mode: str
+    profile: str
     plan: Plan
     batch: object
     context: object
@@ -59,7 +64,7 @@ class StepResult:
 
     @property
     def step_s(self):
-        return self.time.lower_s
+        return self.time.step_s
 
     @property
     def upper_s(self):
@@ -87,22 +92,18 @@ def _check(name: str, value, *, allow_zero: bool) -> np.ndarray:
     return arr
 
 
-def _check_mode(mode: str) -> None:
-    if mode not in MODES:
-        raise SpecError(f"--mode: must be one of {', '.join(MODES)}, got {mode!r}")
-    if mode == "calibrated":
-        raise SpecError("--mode calibrated: no efficiency profile exists yet; use --mode ideal (datasheet peaks)")
-
-
-def _check_request(model: Model, system: System, plan: Plan, *, mode, expert_imbalance, dtypes) -> None:
-    """What decode and prefill both check before any arithmetic: mode, plan, MoE options, formats."""
-    _check_mode(mode)
+def _check_request(model: Model, system: System, plan: Plan, *, mode, profile, expert_imbalance,
+                   dtypes) -> EfficiencyProfile:
+    """What decode and prefill both check before any arithmetic: mode and profile, plan, MoE
+    options, formats. Returns the profile the step runs with (``IDEAL`` in ideal mode)."""
+    prof = resolve(mode, profile, system.accelerator)
     plan.validate(model, system)
     require_number("--expert-imbalance", expert_imbalance, minimum=1,
                    hint="the hottest expert rank's tokens over the mean; 1 = uniform routing")
     for dt in dtypes:
         if dt is not None:
             get_dtype(dt)
+    return prof
 
 
 def memory_per_chip(model: Model, plan: Plan, *, batch, context, weight_dtype=None, kv_dtype=None):
@@ -117,9 +118,14 @@ def memory_per_chip(model: Model, plan: Plan, *, batch, context, weight_dtype=No
 def weights_read_per_chip(model: Model, plan: Plan, *, weight_dtype=None, touched_fraction=1.0):
     """Weight bytes one stage-step reads per chip: the non-expert weights (less an untied input
     embedding, which is only looked up) and the touched share of this chip's routed experts."""
+    non_expert, experts = _weights_read_parts(model, plan, weight_dtype=weight_dtype, touched_fraction=touched_fraction)
+    return non_expert + experts
+
+
+def _weights_read_parts(model: Model, plan: Plan, *, weight_dtype, touched_fraction):
     w = model.weight_bytes(weight_dtype)
-    return plan.stage_fraction(model) * (w.non_expert_read_per_step / plan.tp
-                                         + touched_fraction * w.routed_experts / plan.width)
+    phi = plan.stage_fraction(model)
+    return phi * w.non_expert_read_per_step / plan.tp, phi * touched_fraction * w.routed_experts / plan.width
 
 
 def _tiered(tier: str, system: System, one_tier, two_tier, *, message_bytes, participants: int,
@@ -194,13 +200,14 @@ def comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dty
                      ep_bytes=ep_bytes, pp_hop_bytes=(plan.pp - 1) * hop_msg, tiers=where.tiers)
 
 
-def _assemble(model, system, plan, *, phase, mode, batch, context, tokens_per_seq, flops_attn_per_seq,
+def _assemble(model, system, plan, *, phase, mode, profile, batch, context, tokens_per_seq, flops_attn_per_seq,
               kv_read_per_seq, kv_write_per_seq, weight_dtype, kv_dtype, expert_imbalance,
               dispatch_dtype) -> StepResult:
     """Shared arithmetic of decode and prefill for one micro-batch of batch/pp sequences. The
     hottest expert rank (``expert_imbalance`` x the mean tokens) sets the expert compute, the
     touched share of its experts (1-(1-k/E)^(imbalance·tokens), an approximation) and the
-    all-to-all volume it receives."""
+    all-to-all volume it receives. Ideal mode: the roofline of the sums; calibrated mode:
+    ``calibrated.calibrated_time`` of the same work."""
     chip = system.accelerator
     pp = plan.pp
     phi = plan.stage_fraction(model)
@@ -209,25 +216,30 @@ def _assemble(model, system, plan, *, phase, mode, batch, context, tokens_per_se
     mm = model.matmul_flops_per_token()
     w_dtype = weight_dtype or model.weight_dtype
     e_dtype = weight_dtype or model.expert_weight_dtype
-    compute_stage = phi / plan.width * (
-        tokens * mm.non_expert / chip.peak(w_dtype)
-        + micro * flops_attn_per_seq / chip.peak(ACTIVATION_DTYPE)
-        + expert_imbalance * tokens * mm.expert / chip.peak(e_dtype))
     touched = 0.0
     if model.is_moe:
         touched = touched_expert_fraction(experts=model.moe.n_routed, active_experts=model.moe.top_k,
                                           tokens=expert_imbalance * tokens)
-    weights_chip = weights_read_per_chip(model, plan, weight_dtype=weight_dtype, touched_fraction=touched)
-    kv_chip = phi * micro * (kv_read_per_seq + kv_write_per_seq) / (plan.kv_shards(model) * plan.adp)
-    bw = chip.hbm_bandwidth_bytes_per_s
-    comm = comm_parts(model, system, plan, tokens=tokens, dispatch_dtype=dispatch_dtype,
+    ne_bytes, ex_bytes = _weights_read_parts(model, plan, weight_dtype=weight_dtype, touched_fraction=touched)
+    work = Work(tokens=tokens, ne_flops=phi / plan.width * tokens * mm.non_expert,
+                ex_flops=phi / plan.width * expert_imbalance * tokens * mm.expert,
+                attn_flops=phi / plan.width * micro * flops_attn_per_seq, ne_bytes=ne_bytes, ex_bytes=ex_bytes,
+                kv_bytes=phi * micro * (kv_read_per_seq + kv_write_per_seq) / (plan.kv_shards(model) * plan.adp),
+                touched=touched, ne_peak=chip.peak(w_dtype), ex_peak=chip.peak(e_dtype),
+                attn_peak=chip.peak(ACTIVATION_DTYPE), bandwidth=chip.hbm_bandwidth_bytes_per_s)
+    comm = comm_parts(model, profile.system(system), plan, tokens=tokens, dispatch_dtype=dispatch_dtype,
                       expert_imbalance=expert_imbalance)
-    time = StepTime(compute_s=pp * compute_stage, memory_s=pp * (weights_chip + kv_chip) / bw, comm_s=comm.total_s)
+    if profile.is_ideal:
+        time = StepTime(compute_s=pp * (work.ne_flops / work.ne_peak + work.attn_flops / work.attn_peak
+                                        + work.ex_flops / work.ex_peak),
+                        memory_s=pp * (ne_bytes + ex_bytes + work.kv_bytes) / work.bandwidth, comm_s=comm.total_s)
+    else:
+        time = calibrated_time(model, plan, work, profile, comm_s=comm.total_s, comm_tiers=comm.tiers)
     flops = batch * tokens_per_seq * mm.total + batch * flops_attn_per_seq
     return StepResult(
-        phase=phase, mode=mode, plan=plan, batch=batch, context=context, time=time, flops=flops,
-        weight_bytes=pp * weights_chip * plan.chips, kv_bytes=batch * (kv_read_per_seq + kv_write_per_seq),
-        tokens=batch * tokens_per_seq,
+        phase=phase, mode=mode, profile=profile.name, plan=plan, batch=batch, context=context, time=time,
+        flops=flops, weight_bytes=pp * (ne_bytes + ex_bytes) * plan.chips,
+        kv_bytes=batch * (kv_read_per_seq + kv_write_per_seq), tokens=batch * tokens_per_seq,
         memory_per_chip_bytes=memory_per_chip(model, plan, batch=batch, context=context + (
             tokens_per_seq if phase == "prefill" else 0), weight_dtype=weight_dtype, kv_dtype=kv_dtype),
         hbm_per_chip_bytes=chip.hbm_bytes, compute_dtype=chip.compute_dtype(w_dtype))
@@ -235,17 +247,18 @@ def _assemble(model, system, plan, *, phase, mode, batch, context, tokens_per_se
 
 def decode_step(model: Model, system: System, *, batch, context, plan: Plan | None = None,
                 weight_dtype: str | None = None, kv_dtype: str | None = None, mode: str = "ideal",
-                expert_imbalance: float = 1.0, dispatch_dtype: str | None = None) -> StepResult:
+                expert_imbalance: float = 1.0, dispatch_dtype: str | None = None,
+                profile: EfficiencyProfile | None = None) -> StepResult:
     """One decode iteration: ``batch`` sequences each attend ``context`` cached tokens and emit one.
 
     ``batch`` and ``context`` broadcast as numpy arrays. Attention uses MLA's absorbed form.
     """
     plan = plan or Plan()
-    _check_request(model, system, plan, mode=mode, expert_imbalance=expert_imbalance,
-                   dtypes=(weight_dtype, kv_dtype, dispatch_dtype))
+    prof = _check_request(model, system, plan, mode=mode, profile=profile, expert_imbalance=expert_imbalance,
+                          dtypes=(weight_dtype, kv_dtype, dispatch_dtype))
     batch = _check("batch", batch, allow_zero=False)
     context = _check("context", context, allow_zero=True)
-    return _assemble(model, system, plan, phase="decode", mode=mode, batch=batch, context=context,
+    return _assemble(model, system, plan, phase="decode", mode=mode, profile=prof, batch=batch, context=context,
                      tokens_per_seq=1.0, flops_attn_per_seq=model.attention_flops_per_token(context, absorbed=True),
                      kv_read_per_seq=model.kv_read_bytes(context, kv_dtype),
                      kv_write_per_seq=model.kv_bytes_per_token(kv_dtype), weight_dtype=weight_dtype,
@@ -254,20 +267,21 @@ def decode_step(model: Model, system: System, *, batch, context, plan: Plan | No
 
 def prefill_step(model: Model, system: System, *, batch, prompt_tokens, cached_tokens=0, plan: Plan | None = None,
                  weight_dtype: str | None = None, kv_dtype: str | None = None, mode: str = "ideal",
-                 expert_imbalance: float = 1.0, dispatch_dtype: str | None = None) -> StepResult:
+                 expert_imbalance: float = 1.0, dispatch_dtype: str | None = None,
+                 profile: EfficiencyProfile | None = None) -> StepResult:
     """Prefill ``batch`` prompts of ``prompt_tokens`` new tokens after ``cached_tokens`` cached ones.
 
     KV traffic: the cached prefix is read once, the new tokens' KV written once (flash-attention
     tiling keeps re-reads on chip; omitted). Causal attention FLOPs are summed exactly.
     """
     plan = plan or Plan()
-    _check_request(model, system, plan, mode=mode, expert_imbalance=expert_imbalance,
-                   dtypes=(weight_dtype, kv_dtype, dispatch_dtype))
+    prof = _check_request(model, system, plan, mode=mode, profile=profile, expert_imbalance=expert_imbalance,
+                          dtypes=(weight_dtype, kv_dtype, dispatch_dtype))
     batch = _check("batch", batch, allow_zero=False)
     prompt = _check("context", prompt_tokens, allow_zero=False)
     cached = _check("cached-tokens", cached_tokens, allow_zero=True)
     new_kv = model.kv_bytes(cached + prompt, kv_dtype) - model.kv_bytes(cached, kv_dtype)
-    return _assemble(model, system, plan, phase="prefill", mode=mode, batch=batch, context=cached,
+    return _assemble(model, system, plan, phase="prefill", mode=mode, profile=prof, batch=batch, context=cached,
                      tokens_per_seq=prompt, flops_attn_per_seq=model.prefill_attention_flops(prompt, cached),
                      kv_read_per_seq=model.kv_read_bytes(cached, kv_dtype, sparse=False), kv_write_per_seq=new_kv,
                      weight_dtype=weight_dtype, kv_dtype=kv_dtype, expert_imbalance=expert_imbalance,

@@ -59,9 +59,9 @@ def step_dict(result: StepResult, dep: Deployment) -> dict:
     """``llmecon step --json``: one step's time breakdown. Bytes and FLOPs summed over all chips."""
     return {
         "model": dep.model.name, "system": dep.system.name, "phase": result.phase, "mode": result.mode,
-        "plan": plan_dict(dep), "batch": _num(result.batch), "context": _num(result.context),
+        "profile": result.profile, "plan": plan_dict(dep), "batch": _num(result.batch), "context": _num(result.context),
         "compute_s": _num(result.time.compute_s), "memory_s": _num(result.time.memory_s),
-        "comm_s": _num(result.time.comm_s), "step_s": _num(result.step_s), "upper_s": _num(result.upper_s),
+        "comm_s": _num(result.time.comm_s), "overhead_s": _num(result.time.overhead_s), "step_s": _num(result.step_s), "upper_s": _num(result.upper_s),
         "bound": str(result.bound), "tokens_per_s": _num(result.tokens_per_s), "tokens": _num(result.tokens),
         "flops": _num(result.flops), "weight_bytes": _num(result.weight_bytes), "kv_bytes": _num(result.kv_bytes),
         "memory_per_chip_bytes": _num(result.memory_per_chip_bytes), "hbm_per_chip_bytes": result.hbm_per_chip_bytes,
@@ -86,7 +86,7 @@ def economics_dict(e: BatchEconomics, dep: Deployment, *, with_curve: bool = Tru
     """``llmecon batch --json``. Infinite values (never compute-bound, unbounded context) are null."""
     out = {
         "model": dep.model.name, "system": dep.system.name, "plan": plan_dict(dep), "mode": dep.mode,
-        "context": e.context, "balance_batch": _num(e.balance_batch),
+        "fidelity": dep.fidelity, "context": e.context, "balance_batch": _num(e.balance_batch),
         "balance_batch_at_context": _num(e.balance_batch_at_context), "crossover_context": _num(e.crossover_context),
         "latency_floor_s": _num(e.latency_floor_s), "full_weight_read_s": _num(e.full_weight_read_s),
         "hbm_drain_s": _num(e.hbm_drain_s), "no_batching_cost_ratio": _num(e.no_batching_cost_ratio),
@@ -140,7 +140,7 @@ def headline_lines(dep: Deployment, e: BatchEconomics, batch_result: StepResult,
         ("formats", f"weights {dep.weight_dtype or m.weight_dtype}"
                     + (f" (experts {m.expert_weight_dtype})" if not dep.weight_dtype and m.expert_weight_dtype
                        != m.weight_dtype else "")
-                    + f", KV {dep.kv_dtype or m.kv_dtype}, mode {dep.mode}"),
+                    + f", KV {dep.kv_dtype or m.kv_dtype}, mode {dep.fidelity}"),
         ("weights per chip", f"{fmt_bytes(e.weights_per_chip_bytes)} of {fmt_bytes(a.hbm_bytes)}"),
         ("KV per token", f"{fmt_bytes(e.kv_bytes_per_token)} (all layers)"),
         ("latency floor", f"{fmt_seconds(e.latency_floor_s)} per decode step at batch 1 "
@@ -188,7 +188,7 @@ def plot_batch_curve(curve: BatchCurve, dep: Deployment, path: str | Path, *, ec
         for ax in (ax1, ax2):
             ax.axvline(economics.balance_batch, color="grey", lw=0.8, ls="-.", label="balance batch B*")
     ax1.legend(fontsize=8)
-    fig.suptitle(f"{dep.model.name} on {dep.system.name} ({dep.plan.label()}, {dep.mode})", fontsize=10)
+    fig.suptitle(f"{dep.model.name} on {dep.system.name} ({dep.plan.label()}, {dep.fidelity})", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -2,7 +2,9 @@
 communication, each at peak (Williams, Waterman & Patterson 2009, "Roofline"; SPEC A1).
 
 ``lower_s`` = max of the three (perfect overlap, the lecture's step time); ``upper_s`` = their sum
-(no overlap). Works on floats and numpy arrays alike.
+(no overlap). Calibrated mode (``calibrated``) adds ``overhead_s`` (kernel floors, framework) and
+sets ``serial_s``, its estimate of the step (kernel classes one after another); ``step_s`` is
+``serial_s`` when set, else ``lower_s``. Works on floats and numpy arrays alike.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-BOUNDS = ("compute", "memory", "comm")
+BOUNDS = ("compute", "memory", "comm", "overhead")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -21,21 +23,29 @@ class StepTime:
     compute_s: object
     memory_s: object
     comm_s: object = 0.0
+    overhead_s: object = 0.0
+    serial_s: object = None
 
     @property
     def lower_s(self):
-        """Perfect overlap: max(compute, memory, comm)."""
-        return np.maximum(np.maximum(self.compute_s, self.memory_s), self.comm_s)
+        """Perfect overlap: max(compute, memory, comm) (+ overhead, 0 in ideal mode)."""
+        return np.add(np.maximum(np.maximum(self.compute_s, self.memory_s), self.comm_s), self.overhead_s)
 
     @property
     def upper_s(self):
-        """No overlap: compute + memory + comm."""
-        return np.add(np.add(self.compute_s, self.memory_s), self.comm_s)
+        """No overlap: compute + memory + comm + overhead."""
+        return np.add(np.add(np.add(self.compute_s, self.memory_s), self.comm_s), self.overhead_s)
+
+    @property
+    def step_s(self):
+        """The step estimate: ``serial_s`` (calibrated) or ``lower_s`` (ideal roofline)."""
+        return self.lower_s if self.serial_s is None else self.serial_s
 
     @property
     def bound(self):
-        """Which term binds: 'compute', 'memory' or 'comm' (an array of labels for array inputs)."""
-        stacked = np.stack(np.broadcast_arrays(self.compute_s, self.memory_s, self.comm_s))
+        """Which term is largest: 'compute', 'memory', 'comm' or 'overhead' (an array of labels for
+        array inputs)."""
+        stacked = np.stack(np.broadcast_arrays(self.compute_s, self.memory_s, self.comm_s, self.overhead_s))
         labels = np.asarray(BOUNDS)[np.argmax(stacked, axis=0)]
         return str(labels) if labels.ndim == 0 else labels
 

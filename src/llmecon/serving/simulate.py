@@ -87,6 +87,10 @@ def step_models(dep: Deployment | None, cfg: SimConfig, *, service: FixedService
         return {"main": service}
     if dep is None:
         raise SpecError("simulate: give a Deployment or a service-time override")
+    if dep.mode != "ideal":
+        raise SpecError("--mode calibrated: the simulator prices steps with the ideal roofline only (its exact "
+                        "per-sequence decomposition needs it); use --mode ideal, or `llmecon predict` with phase "
+                        "'serving' for calibrated steady-state TPOT/TTFT")
     pol = cfg.policy
     caps = [getattr(pol, "batch_cap", 1)] + [c.batch_cap for c in (cfg.classes or {}).values()]
     budget = getattr(pol, "chunk_tokens", None) or getattr(pol, "max_batched_tokens", 0)

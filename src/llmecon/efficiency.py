@@ -1,0 +1,286 @@
+"""Efficiency profiles: what a real accelerator achieves against its datasheet (calibrated mode).
+
+Ideal mode prices every kernel at the datasheet peak and the whole step at max(compute, memory,
+comm): a lower bound. A profile says how far real kernels fall short, per accelerator:
+
+* ``hbm_fraction``: achieved share of HBM bandwidth when streaming weights, KV and copies;
+* ``matmul_fraction`` and ``matmul_m_half``: a GEMM with m rows (tokens) reaches
+  ``matmul_fraction · m / (m + m_half)`` of the dense peak (small m cannot fill the tensor cores;
+  the m/(m+m_half) ramp is the simplest saturating form; fitted, not derived);
+* ``kernel_floor_s``: fixed cost per GEMM / attention kernel (launch, ramp-up, tail);
+* ``elementwise_fraction`` / ``elementwise_floor_s``: norms, residual adds, activations, rope;
+* ``attention_fraction``: flash-attention FLOPs against the dense peak;
+* ``step_overhead_s``: per forward step (framework, sampling, host sync);
+* ``engine_floor_scale``: the share of the per-kernel floors and per-collective overheads (measured
+  one kernel at a time, eagerly) that a whole step still pays in an engine that captures its
+  steps as CUDA graphs and uses its own all-reduce (fitted on step-level data; 1 = eager);
+* ``iteration_overhead_s``, ``prefill_stall_factor`` and ``ttft_prefill_factor``: the serving
+  loop (``serving.steady_state``);
+* per network tier (``scale_up``, ``scale_out``): a per-call overhead, a per-algorithm-step latency
+  and the achieved share of the link bandwidth.
+
+One GEMM then takes ``max(2mnk/(η(m)·peak), (mk+kn+mn)·bytes/(hbm_fraction·BW)) + kernel_floor``
+(``gemm_s``); ``calibrated`` applies the same terms class by class to whole steps. Profiles are
+TOML files read strictly ("did you mean" on unknown keys); the defaults in ``catalog/profiles/``
+say in ``derivation`` exactly how they were fitted and on which rows (``llmecon calibrate``).
+``IDEAL`` is the identity profile: fractions 1, no floors, no overheads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from .catalog._strict import check_keys, read_toml
+from .dtypes import get_dtype
+from .errors import CatalogError, SpecError
+from .hardware import Accelerator, Link, System
+
+TIERS = ("scale_up", "scale_out")
+
+
+@dataclass(frozen=True, kw_only=True)
+class LinkEfficiency:
+    """A network tier in practice: ``op_overhead_s`` per collective call (``p2p_overhead_s`` per
+    point-to-point send, default the same), ``step_latency_s`` per algorithm step (replaces the
+    catalogue latency), ``bandwidth_fraction`` of the link's bandwidth."""
+
+    op_overhead_s: float = 0.0
+    p2p_overhead_s: float | None = None
+    step_latency_s: float | None = None
+    bandwidth_fraction: float = 1.0
+
+    @property
+    def p2p_s(self) -> float:
+        return self.op_overhead_s if self.p2p_overhead_s is None else self.p2p_overhead_s
+
+    def apply(self, link: Link) -> Link:
+        """``link`` as this profile sees it (None latency keeps the catalogue's)."""
+        latency = link.latency_s if self.step_latency_s is None else self.step_latency_s
+        return dataclasses.replace(link, bandwidth_bytes_per_s=link.bandwidth_bytes_per_s * self.bandwidth_fraction,
+                                   latency_s=latency)
+
+
+_FRACTIONS = ("hbm_fraction", "matmul_fraction", "elementwise_fraction", "attention_fraction", "engine_floor_scale")
+_TIMES = ("kernel_floor_s", "elementwise_floor_s", "step_overhead_s", "iteration_overhead_s")
+
+
+@dataclass(frozen=True, kw_only=True)
+class EfficiencyProfile:
+    """Achieved fractions and fixed costs of one accelerator family (see the module docstring)."""
+
+    name: str
+    accelerators: tuple[str, ...] = ()
+    derivation: str = ""
+    hbm_fraction: float = 1.0
+    matmul_fraction: float = 1.0
+    matmul_m_half: float = 0.0
+    kernel_floor_s: float = 0.0
+    elementwise_fraction: float = 1.0
+    elementwise_floor_s: float = 0.0
+    attention_fraction: float = 1.0
+    step_overhead_s: float = 0.0
+    engine_floor_scale: float = 1.0
+    iteration_overhead_s: float = 0.0
+    prefill_stall_factor: float = 1.0
+    ttft_prefill_factor: float = 1.0
+    scale_up: LinkEfficiency = field(default_factory=LinkEfficiency)
+    scale_out: LinkEfficiency = field(default_factory=LinkEfficiency)
+    fit: dict = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        for name in _FRACTIONS:
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and 0 < v <= 1):
+                raise SpecError(f"profile {self.name}: {name} must be in (0, 1], got {v!r}")
+        for name in _TIMES + ("matmul_m_half",):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
+                raise SpecError(f"profile {self.name}: {name} must be >= 0, got {v!r}")
+        for name in ("prefill_stall_factor", "ttft_prefill_factor"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 1):
+                raise SpecError(f"profile {self.name}: {name} must be >= 1, got {v!r}")
+        for tier in TIERS:
+            e = getattr(self, tier)
+            if not (0 < e.bandwidth_fraction <= 1) or e.op_overhead_s < 0 or (e.step_latency_s or 0) < 0 \
+                    or (e.p2p_overhead_s or 0) < 0:
+                raise SpecError(f"profile {self.name}: collectives.{tier} needs 0 < bandwidth_fraction <= 1 and "
+                                f"non-negative latencies, got {e!r}")
+
+    @property
+    def is_ideal(self) -> bool:
+        return self == IDEAL
+
+    def matmul_efficiency(self, m):
+        """Achieved share of the dense peak of a GEMM with ``m`` rows: fraction · m/(m + m_half)."""
+        m = np.asarray(m, dtype=float)
+        return self.matmul_fraction * m / (m + self.matmul_m_half) if self.matmul_m_half else self.matmul_fraction + 0 * m
+
+    def system(self, system: System) -> System:
+        """``system`` with its links as this profile sees them (bandwidth share, step latency)."""
+        up = self.scale_up.apply(system.scale_up) if system.scale_up is not None else None
+        out = self.scale_out.apply(system.scale_out) if system.scale_out is not None else None
+        return dataclasses.replace(system, scale_up=up, scale_out=out)
+
+    def as_toml(self) -> str:
+        """The profile as TOML text that ``load_profile`` reads back."""
+        lines = [f"name = {_q(self.name)}", f"accelerators = [{', '.join(_q(a) for a in self.accelerators)}]",
+                 f"derivation = {_q(self.derivation)}", ""]
+        for key in ("hbm_fraction", "matmul_fraction", "matmul_m_half", "kernel_floor_s", "elementwise_fraction",
+                    "elementwise_floor_s", "attention_fraction", "step_overhead_s", "engine_floor_scale",
+                    "iteration_overhead_s",
+                    "prefill_stall_factor", "ttft_prefill_factor"):
+            lines.append(f"{key} = {getattr(self, key)!r}")
+        for tier in TIERS:
+            e = getattr(self, tier)
+            lines += ["", f"[{tier}]", f"op_overhead_s = {e.op_overhead_s!r}", f"bandwidth_fraction = {e.bandwidth_fraction!r}"]
+            for key in ("step_latency_s", "p2p_overhead_s"):
+                if getattr(e, key) is not None:
+                    lines.append(f"{key} = {getattr(e, key)!r}")
+        if self.fit:
+            lines += ["", "[fit]"] + [f"{k} = {_q(v) if isinstance(v, str) else repr(v)}" for k, v in self.fit.items()]
+        return "\n".join(lines) + "\n"
+
+
+def _q(s: str) -> str:
+    return '"' + str(s).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+IDEAL = EfficiencyProfile(name="ideal", derivation="datasheet peaks, no floors or overheads (a lower bound)")
+
+
+# --- one kernel --------------------------------------------------------------------------------
+
+
+def gemm_s(profile: EfficiencyProfile, chip: Accelerator, *, m, n, k, dtype: str = "bf16"):
+    """Seconds of one GEMM C[m,n] = A[m,k]·B[k,n] on ``chip``: the slower of its FLOPs at
+    η(m)·peak and its bytes (A, B read, C written, all in ``dtype``) at hbm_fraction·BW, plus the
+    kernel floor. With ``IDEAL`` this is the kernel's roofline (a lower bound)."""
+    m, n, k = (np.asarray(x, dtype=float) for x in (m, n, k))
+    flops = 2.0 * m * n * k
+    moved = (m * k + k * n + m * n) * get_dtype(dtype).bytes
+    return np.maximum(flops / (profile.matmul_efficiency(m) * chip.peak(dtype)),
+                      moved / (profile.hbm_fraction * chip.hbm_bandwidth_bytes_per_s)) + profile.kernel_floor_s
+
+
+def elementwise_s(profile: EfficiencyProfile, chip: Accelerator, *, bytes_moved):
+    """Seconds of a memory-bound kernel moving ``bytes_moved`` (read + written)."""
+    return (np.asarray(bytes_moved, dtype=float) / (profile.elementwise_fraction * chip.hbm_bandwidth_bytes_per_s)
+            + profile.elementwise_floor_s)
+
+
+def copy_s(profile: EfficiencyProfile, chip: Accelerator, *, bytes_moved):
+    """Seconds of a device copy moving ``bytes_moved`` (read + written) at hbm_fraction·BW."""
+    return np.asarray(bytes_moved, dtype=float) / (profile.hbm_fraction * chip.hbm_bandwidth_bytes_per_s)
+
+
+def collective_s(profile: EfficiencyProfile, system: System, *, kind: str, message_bytes, participants: int,
+                 chips_per_node: int):
+    """Seconds of one all-reduce (``algorithm="auto"``) or send/recv of ``message_bytes`` among
+    ``participants`` chips, ``chips_per_node`` to a scale-up domain, on the profile's links, plus
+    the per-call overhead of the slowest tier used."""
+    from .collectives import all_reduce_s, p2p_s, two_tier_all_reduce_s
+
+    sys_ = profile.system(system)
+    across = participants > chips_per_node
+    tier = "scale_out" if across else "scale_up"
+    link = sys_.scale_out if across else sys_.scale_up
+    if link is None:
+        raise SpecError(f"system {system.name}: no {tier} link to time a {kind} on")
+    eff = getattr(profile, tier)
+    overhead = eff.op_overhead_s
+    if kind == "send_recv":
+        return p2p_s(message_bytes=message_bytes, link=link) + eff.p2p_s
+    if kind != "all_reduce":
+        raise SpecError(f"collective kind must be all_reduce or send_recv, got {kind!r}")
+    if across:
+        return two_tier_all_reduce_s(message_bytes=message_bytes, participants=participants,
+                                     domain_chips=chips_per_node, scale_up=sys_.scale_up,
+                                     scale_out=sys_.scale_out) + overhead
+    return all_reduce_s(message_bytes=message_bytes, participants=participants, link=link) + overhead
+
+
+# --- reading profiles --------------------------------------------------------------------------
+
+_TOP = ("name", "accelerators", "derivation") + _FRACTIONS + _TIMES + ("matmul_m_half", "prefill_stall_factor",
+                                                                       "ttft_prefill_factor")
+_TIER_KEYS = ("op_overhead_s", "p2p_overhead_s", "step_latency_s", "bandwidth_fraction")
+
+
+def parse_profile(text: str, where: str = "profile") -> EfficiencyProfile:
+    """A profile from TOML ``text``; unknown or missing keys are CatalogErrors with "did you mean"."""
+    data = read_toml(text, where)
+    check_keys(data, required=("name", "accelerators", "derivation"),
+               optional=tuple(k for k in _TOP if k not in ("name", "accelerators", "derivation")) + TIERS + ("fit",),
+               where=where)
+    kwargs = {}
+    for key, value in data.items():
+        if key in TIERS:
+            check_keys(value, required=(), optional=_TIER_KEYS, where=f"{where} [{key}]")
+            kwargs[key] = LinkEfficiency(**{k: _number(v, f"{where} [{key}] {k}") for k, v in value.items()})
+        elif key == "fit":
+            kwargs[key] = dict(value)
+        elif key == "accelerators":
+            if not (isinstance(value, list) and value and all(isinstance(a, str) for a in value)):
+                raise CatalogError(f"{where} accelerators: expected a non-empty list of accelerator names")
+            kwargs[key] = tuple(value)
+        elif key in ("name", "derivation"):
+            kwargs[key] = str(value)
+        else:
+            kwargs[key] = _number(value, f"{where} {key}")
+    try:
+        return EfficiencyProfile(**kwargs)
+    except SpecError as exc:
+        raise CatalogError(f"{where}: {exc}") from exc
+
+
+def _number(value, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise CatalogError(f"{where}: expected a number, got {value!r}")
+    return float(value)
+
+
+def load_profile(path: str | Path) -> EfficiencyProfile:
+    """Read a profile TOML file (``--profile FILE.toml``)."""
+    p = Path(path)
+    if not p.is_file():
+        raise CatalogError(f"--profile: no such file {p}; write one with `llmecon calibrate`")
+    return parse_profile(p.read_text(encoding="utf-8"), where=str(p))
+
+
+@functools.lru_cache(maxsize=None)
+def default_profiles() -> tuple[EfficiencyProfile, ...]:
+    """The shipped profiles (``catalog/profiles/*.toml``)."""
+    folder = resources.files("llmecon.catalog").joinpath("profiles")
+    return tuple(parse_profile(f.read_text(encoding="utf-8"), where=f"catalog/profiles/{f.name}")
+                 for f in sorted(folder.iterdir(), key=lambda f: f.name) if f.name.endswith(".toml"))
+
+
+def default_profile(accelerator: Accelerator) -> EfficiencyProfile:
+    """The shipped profile that lists ``accelerator``; a clear error when none does."""
+    for prof in default_profiles():
+        if accelerator.name in prof.accelerators:
+            return prof
+    known = sorted({a for p in default_profiles() for a in p.accelerators})
+    raise SpecError(f"--mode calibrated: no efficiency profile for accelerator '{accelerator.name}' (profiles "
+                    f"exist for {', '.join(known) or 'none'}); pass --profile FILE.toml (llmecon calibrate "
+                    f"writes one from measurements) or use --mode ideal")
+
+
+def resolve(mode: str, profile: EfficiencyProfile | None, accelerator: Accelerator) -> EfficiencyProfile:
+    """The profile a request runs with: IDEAL for ``mode='ideal'`` (a profile then is an error),
+    ``profile`` or the accelerator's default for ``mode='calibrated'``."""
+    if mode == "ideal":
+        if profile is not None and not profile.is_ideal:
+            raise SpecError("--profile: a profile needs --mode calibrated (ideal mode uses datasheet peaks)")
+        return IDEAL
+    if mode != "calibrated":
+        raise SpecError(f"--mode: must be ideal or calibrated, got {mode!r}")
+    return profile if profile is not None else default_profile(accelerator)

@@ -1,0 +1,102 @@
+"""Steady-state TPOT and TTFT of a closed-loop serving benchmark with in-flight batching (SPEC E20).
+
+A benchmark client keeps ``C`` requests in flight, each of ``P`` prompt and ``O`` output tokens;
+the engine batches every running request's decode step and mixes newcomers' prefills in. What
+the client measures is not one decode step:
+
+1. **Effective batch.** Only ``B = min(C, B_kv)`` requests run, where ``B_kv`` sequences at
+   ``P + O`` tokens fit in HBM beside the weights (``batching``); the other ``C - B`` queue.
+2. **Decode iteration.** ``T_it = decode_step(B, context = P + (O-1)/2) + iteration_overhead``
+   (mean context over a request's decode life; the profile's serving-loop overhead).
+3. **Prefill stalls.** Each iteration also carries the prefills of requests that arrived during
+   it: ``x = λ·TPOT`` arrivals per iteration, each costing ``s·t_pf`` (``t_pf`` = one prompt's
+   prefill step, ``s`` = ``prefill_stall_factor``): ``TPOT = T_it + s·t_pf·x``.
+4. **Little's law** closes the loop: ``λ = B / (TTFT_run + (O-1)·TPOT)``, so
+   ``x = B / ((O-1) + TTFT_run/TPOT)``; solved by fixed-point iteration (a contraction: x < B/(O-1)).
+5. **TTFT** = one iteration (waiting for the running one to end, then the joint iteration)
+   + ``a·t_pf`` (``ttft_prefill_factor``) + queueing: the ``C - B`` waiting requests leave at
+   rate λ, so a newcomer waits ``(C - B)/λ``.
+
+With the ideal profile (s = a = 1, no overheads) this is the roofline of the same work the
+simulator does (checked against ``simulate`` at the same arrival rate in tests). Calibrated
+profiles fit ``iteration_overhead_s``, ``prefill_stall_factor`` and ``ttft_prefill_factor`` to
+end-to-end measurements (``llmecon calibrate``). Omitted: chunked-prefill scheduling detail
+(a chunk budget changes when, not how much, prefill work stalls decodes), preemption, the
+spread of contexts inside the batch (the mean context stands in), prefix caching, speculative
+decoding, and client/HTTP time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..batching import Deployment
+from ..efficiency import resolve
+from ..errors import SpecError
+
+ITERATIONS = 60  # fixed-point steps; x converges geometrically, 60 is far past rounding
+
+
+@dataclass(frozen=True, kw_only=True)
+class SteadyState:
+    """Closed-loop steady state (arrays broadcast over the inputs). NaN where nothing fits."""
+
+    concurrency: object
+    prompt_tokens: object
+    output_tokens: object
+    effective_batch: object
+    kv_limited: object
+    decode_step_s: object
+    iteration_s: object
+    prefill_s: object
+    tpot_s: object
+    ttft_s: object
+    queue_s: object
+    requests_per_s: object
+
+    @property
+    def output_tokens_per_s(self):
+        return np.asarray(self.requests_per_s) * np.asarray(self.output_tokens)
+
+
+def kv_capacity(dep: Deployment, context) -> np.ndarray:
+    """Sequences at ``context`` tokens whose KV fits beside the weights on every chip (floor)."""
+    free = dep.system.accelerator.hbm_bytes - dep.weights_per_chip_bytes
+    per_seq = np.asarray(dep.kv_per_sequence_per_chip_bytes(np.asarray(context, dtype=float)), dtype=float)
+    return np.floor(np.maximum(free, 0.0) / per_seq)
+
+
+def steady_state(dep: Deployment, *, concurrency, prompt_tokens, output_tokens) -> SteadyState:
+    """Mean TPOT and TTFT of ``concurrency`` closed-loop clients (see the module docstring).
+
+    All three inputs broadcast as numpy arrays; ``output_tokens`` >= 2 (TPOT is measured over
+    the tokens after the first)."""
+    c, p, o = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (concurrency, prompt_tokens, output_tokens)))
+    if np.any(c < 1) or np.any(p < 1) or np.any(o < 2) or not np.all(np.isfinite(c + p + o)):
+        raise SpecError("serving: needs concurrency >= 1, prompt_tokens >= 1 and output_tokens >= 2 "
+                        "(TPOT is measured after the first token)")
+    prof = resolve(dep.mode, dep.profile, dep.system.accelerator)
+    cap = kv_capacity(dep, p + o)
+    b = np.minimum(c, cap)
+    ok = b >= 1
+    b_safe = np.where(ok, b, 1.0)
+    t_dec = np.asarray(dep.decode(batch=b_safe, context=p + (o - 1) / 2).step_s, dtype=float)
+    t_pf = np.asarray(dep.prefill(batch=1.0, prompt_tokens=p).step_s, dtype=float)
+    t_it = t_dec + prof.iteration_overhead_s
+    stall = prof.prefill_stall_factor * t_pf
+    ttft_run_extra = prof.ttft_prefill_factor * t_pf
+    tpot = t_it
+    for _ in range(ITERATIONS):
+        ttft_run = tpot + ttft_run_extra
+        x = b_safe / ((o - 1) + ttft_run / tpot)
+        tpot = t_it + stall * x
+    ttft_run = tpot + ttft_run_extra
+    rate = b_safe / (ttft_run + (o - 1) * tpot)
+    queue = np.maximum(c - b_safe, 0.0) / rate
+    nan = np.where(ok, 1.0, np.nan)
+    return SteadyState(concurrency=c, prompt_tokens=p, output_tokens=o, effective_batch=np.where(ok, b, 0.0),
+                       kv_limited=c > cap, decode_step_s=t_dec * nan, iteration_s=t_it * nan, prefill_s=t_pf * nan,
+                       tpot_s=tpot * nan, ttft_s=(ttft_run + queue) * nan, queue_s=queue * nan,
+                       requests_per_s=rate * nan)
