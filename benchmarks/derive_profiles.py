@@ -53,8 +53,10 @@ def derive(name: str) -> tuple:
     derivation = (f"llmecon calibrate (benchmarks/derive_profiles.py, {datetime.date.today().isoformat()}) on the "
                   f"'fit' split of ../shared/validation sets: {sets}. Stages: kernel fractions and floors from "
                   f"vidur GEMM/element-wise op times; collective overheads, step latency and bandwidth share per "
-                  f"tier from vidur NCCL all-reduce/send-recv; step_overhead_s from TensorRT-LLM v0.9 static "
-                  f"batches and batch-1 TTFT; serving-loop terms from Qwen3-32B in-flight-batching TPOT/TTFT. "
+                  f"tier from vidur NCCL all-reduce/send-recv; then one 'engine' stage on TensorRT-LLM rows "
+                  f"(v0.9 static batches and batch-1 TTFT, Qwen3-32B in-flight-batching TPOT and TTFT where "
+                  f"present): step_overhead_s, engine_floor_scale (CUDA graphs and custom all-reduce remove most "
+                  f"of the eager per-kernel and per-call cost) and the serving-loop terms. "
                   f"attention_fraction is not fitted (no attention-kernel data): it stays 1. {spec['note']}")
     prof, report = fit_profile(rows, name=name, accelerators=spec["accelerators"], derivation=derivation)
     fit = {f"{stage}_rows": v["rows"] for stage, v in report.items()}

@@ -186,7 +186,8 @@ def _least_squares(residual, names, table):
     scale = np.array([max(abs(v), 1e-6) for v in x0])
     res = least_squares(lambda z: residual(dict(zip(names, z * scale))), np.array(x0) / scale,
                         bounds=(np.array(lo) / scale, np.array(hi) / scale), loss="soft_l1", f_scale=0.2)
-    return dict(zip(names, (res.x * scale).tolist()))
+    # 4 significant digits (the fits are not better than that); values below 1e-12 are zero
+    return {n: float(f"{v:.4g}") if abs(v) > 1e-12 else 0.0 for n, v in zip(names, (res.x * scale).tolist())}
 
 
 def _log_residual(pred, meas):

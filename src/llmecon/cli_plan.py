@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .cli import DEFAULT_MODEL, JsonOpt, KvDtypeOpt, ModelOpt, WeightDtypeOpt, _check_plot_path, _console, \
+from .cli import DEFAULT_MODEL, JsonOpt, KvDtypeOpt, Mode, ModelOpt, ModeOpt, ProfileOpt, WeightDtypeOpt, _check_plot_path, _console, \
     _emit_json, _kv_table, app
 
 PLAN_SYSTEMS = "gb200-nvl72,hgx-h100"
@@ -89,7 +89,7 @@ def plan_cmd(
                                                    "(fastest per user first).")] = 10,
     plot: Annotated[Optional[str], typer.Option("--plot", help="Write the decode frontier figure "
                                                                "(PNG/SVG/PDF).")] = None,
-    as_json: JsonOpt = False,
+    mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Plan a deployment: search systems x parallelism plans x batch under TPOT/TTFT targets and HBM, and
     show the best decode and prefill plans, why, and the throughput frontier."""
@@ -109,8 +109,12 @@ def plan_cmd(
     prices = _prices(price_per_chip_hour, names)
     targets = PlanTargets(tpot_s=_duration(tpot, "--tpot"), ttft_s=_duration(ttft, "--ttft"), context=context,
                       prompt_tokens=prompt_tokens, output_tokens=output_tokens)
+    from .efficiency import default_profile, load_profile
+
+    prof = load_profile(profile) if profile else None
     options = SearchOptions(max_chips=max_chips, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-                      dispatch_dtype=dispatch_dtype, expert_imbalance=expert_imbalance)
+                            dispatch_dtype=dispatch_dtype, expert_imbalance=expert_imbalance,
+                            mode="calibrated" if prof else mode.value, profile=prof)
     m = get_model(model)
     found = [get_system(n) for n in names]
     for dt in (weight_dtype, kv_dtype, dispatch_dtype):
@@ -128,13 +132,21 @@ def plan_cmd(
     hbm = {s.name: s.accelerator.hbm_bytes for s in found}
     if plot:
         plot_frontier(r, plot)
+    fidelity = "ideal" if options.mode == "ideal" else "calibrated (" + ", ".join(sorted(
+        {(prof or default_profile(s.accelerator)).name for s in found})) + ")"
     if as_json:
-        _emit_json(plan_result_dict(r, hbm_bytes=hbm, model_assumptions=m.assumptions))
+        out = plan_result_dict(r, hbm_bytes=hbm, model_assumptions=m.assumptions)
+        out["mode"], out["fidelity"] = options.mode, fidelity
+        if options.mode != "ideal":
+            out["assumptions"] = [a if not a.startswith("roofline, ideal mode") else
+                                  f"{fidelity}: achieved efficiencies, kernel floors and overheads, no overlap of "
+                                  "kernel classes or communication (docs/calibration.md)" for a in out["assumptions"]]
+        _emit_json(out)
         return
     from rich import box
     from rich.table import Table
 
-    console.print(f"[bold]llmecon plan[/bold]: {headline(r)}")
+    console.print(f"[bold]llmecon plan[/bold] ({fidelity}): {headline(r)}")
     for search, target in ((r.decode, targets.tpot_s), (r.prefill, targets.ttft_s)):
         console.print()
         console.print(_kv_table(f"{search.phase}: best plan", best_rows(search, hbm_bytes=hbm[search.best.system],

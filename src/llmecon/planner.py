@@ -26,6 +26,7 @@ import numpy as np
 
 from .errors import InfeasibleError, SpecError, require_number, require_whole
 from .hardware import System
+from .efficiency import resolve
 from .inference import CommParts, comm_parts, decode_step, memory_per_chip, prefill_step
 from .model import Model
 from .parallelism import Plan
@@ -67,6 +68,8 @@ class SearchOptions:
     batches: tuple = ()              # decode batch grid per replica; () = 1..2^17, 128 points
     prefill_batches: tuple = ()      # prefill batch grid; () = 1..1024, 48 points
     pp_choices: tuple = PP_CHOICES
+    mode: str = "ideal"              # or "calibrated": each system's accelerator profile, or ``profile``
+    profile: object = None           # an efficiency.EfficiencyProfile for every system
 
     def __post_init__(self) -> None:
         require_whole("--max-chips", self.max_chips)
@@ -189,7 +192,7 @@ def _evaluate(model, systems, plans_by_system, *, phase, targets, options, price
                             "chips", "price")}
     plan_list = []
     kw = dict(weight_dtype=options.weight_dtype, kv_dtype=options.kv_dtype, dispatch_dtype=options.dispatch_dtype,
-              expert_imbalance=options.expert_imbalance)
+              expert_imbalance=options.expert_imbalance, mode=options.mode, profile=options.profile)
     for si, system in enumerate(systems):
         for plan in plans_by_system[system.name]:
             grid = full[full >= plan.adp * plan.pp]  # at least one sequence per attention group per micro-batch
@@ -261,7 +264,8 @@ def _search_phase(model, systems, plans_by_system, *, phase, targets, options, p
     if best is not None:
         system = next(s for s in systems if s.name == best.system)
         tokens = best.batch / best.plan.pp * (1.0 if phase == "decode" else targets.prompt_tokens)
-        comm = comm_parts(model, system, best.plan, tokens=tokens, dispatch_dtype=options.dispatch_dtype,
+        prof = resolve(options.mode, options.profile, system.accelerator)
+        comm = comm_parts(model, prof.system(system), best.plan, tokens=tokens, dispatch_dtype=options.dispatch_dtype,
                           expert_imbalance=options.expert_imbalance)
         limited = _batch_limit(a, best_i, slo)
     lowest = float(np.min(a["step"][fits])) if np.any(fits) else math.inf
