@@ -387,4 +387,5 @@ from . import cli_training  # noqa: E402,F401
 from . import cli_moe  # noqa: E402,F401
 from . import cli_plan  # noqa: E402,F401
 from . import cli_measure  # noqa: E402,F401
+from . import cli_sweep  # noqa: E402,F401
 from . import cli_fidelity  # noqa: E402,F401
