@@ -63,7 +63,9 @@ def derive(name: str) -> tuple:
     fit.update({f"{stage}_skipped": v["skipped"] for stage, v in report.items() if v["skipped"]})
     import dataclasses
 
-    return dataclasses.replace(prof, fit=fit), report
+    source = "; ".join(sorted({r.source.split("/")[0] if r.source.startswith("vidur") else r.source
+                                for r in rows if r.source}))
+    return dataclasses.replace(prof, fit=fit, source=f"../shared/validation: {source} (fit split)"), report
 
 
 def main() -> None:

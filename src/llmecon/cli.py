@@ -84,15 +84,16 @@ def _deployment(model: str, system: str, tp, ep, pp, weight_dtype, kv_dtype, mod
                       profile=prof)
 
 
-def _fidelity(mode: Mode, profile: str | None, system):
+def _fidelity(mode: Mode, profile: str | None, system=None):
     """(mode name, profile) from --mode/--profile: a profile file implies calibrated; calibrated
-    without one uses the accelerator's shipped profile (an error names the fix when none exists)."""
+    without one uses ``system``'s shipped profile (an error names the fix when none exists), or,
+    with no system (commands over many systems or rows), None: each is resolved where it is used."""
     from .efficiency import load_profile, resolve
 
     if profile is not None:
         return "calibrated", load_profile(profile)
     if mode.value == "calibrated":
-        return "calibrated", resolve("calibrated", None, system.accelerator)
+        return "calibrated", None if system is None else resolve("calibrated", None, system.accelerator)
     return "ideal", None
 
 

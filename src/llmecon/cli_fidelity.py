@@ -7,19 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from .cli import JsonOpt, Mode, ModeOpt, ProfileOpt, _console, _emit_json, _fail, app
+from .cli import JsonOpt, Mode, ModeOpt, ProfileOpt, _console, _emit_json, _fail, _fidelity, app
 
 OutOpt = Annotated[Optional[str], typer.Option("--out", "-o", help="Write the result to this file.")]
-
-
-def _profile_args(mode: Mode, profile: Optional[str]):
-    """(mode name, profile or None) for library calls; the per-row default profile is resolved
-    inside the library (it depends on each row's accelerator)."""
-    from .efficiency import load_profile
-
-    if profile is not None:
-        return "calibrated", load_profile(profile)
-    return mode.value, None
 
 
 @app.command()
@@ -36,7 +26,7 @@ def predict(
 
     from .predict import predict_cases, read_cases, write_cases
 
-    mode_name, prof = _profile_args(mode, profile)
+    mode_name, prof = _fidelity(mode, profile)  # each case's accelerator picks its default profile
     rows = read_cases(cases)
     t0 = time.perf_counter()
     result = predict_cases(rows, mode=mode_name, profile=prof, where=cases)
@@ -104,11 +94,10 @@ def validate(
     """Median and 90th-percentile absolute relative error of ideal and calibrated predictions
     against measurements (fit and held-out rows separately), and the worst cases."""
     from .accuracy import evaluate
-    from .efficiency import load_profile
     from .measurements import read_csv
 
     rows = read_csv(measurements)
-    ev = evaluate(rows, load_profile(profile) if profile else None)
+    ev = evaluate(rows, _fidelity(mode, profile)[1])
     if as_json:
         _emit_json(ev.as_dict())
         return

@@ -9,8 +9,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from .cli import DEFAULT_MODEL, JsonOpt, KvDtypeOpt, Mode, ModelOpt, ModeOpt, ProfileOpt, WeightDtypeOpt, _check_plot_path, _console, \
-    _emit_json, _kv_table, app
+from .cli import DEFAULT_MODEL, JsonOpt, KvDtypeOpt, Mode, ModelOpt, ModeOpt, ProfileOpt, WeightDtypeOpt, \
+    _check_plot_path, _console, _emit_json, _fidelity, _kv_table, app
 
 PLAN_SYSTEMS = "gb200-nvl72,hgx-h100"
 PIPE_WIDTH = 120  # text width when stdout is not a terminal and COLUMNS is unset
@@ -109,12 +109,12 @@ def plan_cmd(
     prices = _prices(price_per_chip_hour, names)
     targets = PlanTargets(tpot_s=_duration(tpot, "--tpot"), ttft_s=_duration(ttft, "--ttft"), context=context,
                       prompt_tokens=prompt_tokens, output_tokens=output_tokens)
-    from .efficiency import default_profile, load_profile
+    from .efficiency import default_profile
 
-    prof = load_profile(profile) if profile else None
+    mode_name, prof = _fidelity(mode, profile)  # each system's accelerator picks its default profile
     options = SearchOptions(max_chips=max_chips, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                             dispatch_dtype=dispatch_dtype, expert_imbalance=expert_imbalance,
-                            mode="calibrated" if prof else mode.value, profile=prof)
+                            mode=mode_name, profile=prof)
     m = get_model(model)
     found = [get_system(n) for n in names]
     for dt in (weight_dtype, kv_dtype, dispatch_dtype):

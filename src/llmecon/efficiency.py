@@ -43,6 +43,7 @@ from .errors import CatalogError, SpecError
 from .hardware import Accelerator, Link, System
 
 TIERS = ("scale_up", "scale_out")
+MODES = ("ideal", "calibrated")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,6 +79,7 @@ class EfficiencyProfile:
     name: str
     accelerators: tuple[str, ...] = ()
     derivation: str = ""
+    source: str = ""
     hbm_fraction: float = 1.0
     matmul_fraction: float = 1.0
     matmul_m_half: float = 0.0
@@ -132,7 +134,7 @@ class EfficiencyProfile:
     def as_toml(self) -> str:
         """The profile as TOML text that ``load_profile`` reads back."""
         lines = [f"name = {_q(self.name)}", f"accelerators = [{', '.join(_q(a) for a in self.accelerators)}]",
-                 f"derivation = {_q(self.derivation)}", ""]
+                 f"derivation = {_q(self.derivation)}"] + ([f"source = {_q(self.source)}"] if self.source else []) + [""]
         for key in ("hbm_fraction", "matmul_fraction", "matmul_m_half", "kernel_floor_s", "elementwise_fraction",
                     "elementwise_floor_s", "attention_fraction", "step_overhead_s", "engine_floor_scale",
                     "iteration_overhead_s",
@@ -209,7 +211,7 @@ def collective_s(profile: EfficiencyProfile, system: System, *, kind: str, messa
 
 # --- reading profiles --------------------------------------------------------------------------
 
-_TOP = ("name", "accelerators", "derivation") + _FRACTIONS + _TIMES + ("matmul_m_half", "prefill_stall_factor",
+_TOP = ("name", "accelerators", "derivation", "source") + _FRACTIONS + _TIMES + ("matmul_m_half", "prefill_stall_factor",
                                                                        "ttft_prefill_factor")
 _TIER_KEYS = ("op_overhead_s", "p2p_overhead_s", "step_latency_s", "bandwidth_fraction")
 
@@ -231,7 +233,7 @@ def parse_profile(text: str, where: str = "profile") -> EfficiencyProfile:
             if not (isinstance(value, list) and value and all(isinstance(a, str) for a in value)):
                 raise CatalogError(f"{where} accelerators: expected a non-empty list of accelerator names")
             kwargs[key] = tuple(value)
-        elif key in ("name", "derivation"):
+        elif key in ("name", "derivation", "source"):
             kwargs[key] = str(value)
         else:
             kwargs[key] = _number(value, f"{where} {key}")
@@ -281,6 +283,6 @@ def resolve(mode: str, profile: EfficiencyProfile | None, accelerator: Accelerat
         if profile is not None and not profile.is_ideal:
             raise SpecError("--profile: a profile needs --mode calibrated (ideal mode uses datasheet peaks)")
         return IDEAL
-    if mode != "calibrated":
-        raise SpecError(f"--mode: must be ideal or calibrated, got {mode!r}")
+    if mode not in MODES:
+        raise SpecError(f"--mode: must be one of {', '.join(MODES)}, got {mode!r}")
     return profile if profile is not None else default_profile(accelerator)

@@ -32,7 +32,6 @@ from .model import Model
 from .parallelism import Plan, place
 from .roofline import StepTime
 
-MODES = ("ideal", "calibrated")
 ACTIVATION_DTYPE = "bf16"  # activations and attention math; what all-reduces and all-to-alls carry
 
 

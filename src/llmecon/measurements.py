@@ -145,18 +145,23 @@ def _i(x) -> str:
     return "?" if x is None else f"{x:.0f}" if float(x).is_integer() else f"{x:g}"
 
 
+def parse_whole(raw: str, column: str, where: str) -> int:
+    """CSV text as a whole number >= 1 ('8' or '8.0'), else CatalogError naming the column."""
+    try:
+        value = float(raw)
+    except ValueError:
+        raise CatalogError(f"{where} {column}: expected a whole number, got {raw!r}") from None
+    if not value.is_integer() or value < 1:
+        raise CatalogError(f"{where} {column}: expected a whole number >= 1, got {raw!r}")
+    return int(value)
+
+
 def _parse(name: str, raw: str, where: str):
     raw = raw.strip()
     if name in _INT_FIELDS:
         if raw == "":
             return 1 if name in ("tp", "ep", "pp") else None
-        try:
-            value = float(raw)
-        except ValueError:
-            raise CatalogError(f"{where} {name}: expected a whole number, got {raw!r}") from None
-        if not value.is_integer() or value < 1:
-            raise CatalogError(f"{where} {name}: expected a whole number >= 1, got {raw!r}")
-        return int(value)
+        return parse_whole(raw, name, where)
     if name in _FLOAT_FIELDS:
         if raw == "":
             return None

@@ -92,19 +92,17 @@ def steady_state(dep: Deployment, *, concurrency, prompt_tokens, output_tokens) 
     t_dec = np.asarray(dep.decode(batch=b_safe, context=p + (o - 1) / 2).step_s, dtype=float)
     t_it = t_dec + prof.iteration_overhead_s
 
-    def batched_prefill(x):
-        return np.asarray(dep.prefill(batch=np.maximum(x, 1.0), prompt_tokens=p).step_s, dtype=float)
+    def latencies(x):
+        """(TTFT in the engine, TPOT) when x prompts arrive per iteration (steps 3 and 5)."""
+        p_x = np.asarray(dep.prefill(batch=np.maximum(x, 1.0), prompt_tokens=p).step_s, dtype=float)
+        return t_it + prof.ttft_prefill_factor * p_x, t_it + prof.prefill_stall_factor * np.minimum(x, 1.0) * p_x
 
-    tpot, x = t_it, np.zeros_like(t_it)
+    x = np.zeros_like(t_it)
     for _ in range(ITERATIONS):
-        p_x = batched_prefill(x)
-        ttft_run = t_it + prof.ttft_prefill_factor * p_x
-        tpot = t_it + prof.prefill_stall_factor * np.minimum(x, 1.0) * p_x
+        ttft_run, tpot = latencies(x)
         x = b_safe / ((o - 1) + ttft_run / tpot)
-    p_x = batched_prefill(x)
+    ttft_run, tpot = latencies(x)
     t_pf = np.asarray(dep.prefill(batch=1.0, prompt_tokens=p).step_s, dtype=float)
-    ttft_run = t_it + prof.ttft_prefill_factor * p_x
-    tpot = t_it + prof.prefill_stall_factor * np.minimum(x, 1.0) * p_x
     rate = b_safe / (ttft_run + (o - 1) * tpot)
     queue = np.maximum(c - b_safe, 0.0) / rate
     nan = np.where(ok, 1.0, np.nan)

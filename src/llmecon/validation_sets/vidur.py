@@ -46,7 +46,7 @@ from pathlib import Path
 
 from ..collective_fit import CLUSTER_SYSTEMS, OPS, load_measurements
 from ..errors import CatalogError
-from ..measurements import Measurement, make
+from ..measurements import Measurement, make, parse_whole
 from ._common import MS, Skipped, need_file
 
 COMPUTE = "vidur/profiling/compute"
@@ -81,16 +81,6 @@ def _div(a: int, b: int, what: str, where: str) -> int:
     if a % b:
         raise CatalogError(f"{where}: {what} = {a} is not divisible by {b}")
     return a // b
-
-
-def _int(raw: str, column: str, where: str) -> int:
-    try:
-        value = float(raw)
-    except ValueError:
-        raise CatalogError(f"{where} {column}: expected a whole number, got {raw!r}") from None
-    if not value.is_integer() or value < 1:
-        raise CatalogError(f"{where} {column}: expected a whole number >= 1, got {raw!r}")
-    return int(value)
 
 
 def _shapes(values: dict, gated: bool, sequential: bool, where: str) -> dict[str, tuple]:
@@ -138,7 +128,7 @@ def compute_rows(root: Path, gpu: str) -> tuple[list[Measurement], list[Skipped]
             for line, raw in enumerate(reader, start=2):
                 n_lines += 1
                 where = f"{path} line {line}"
-                values = {c: _int(raw[col[c]], c, where) for c in SHAPE_COLUMNS if c != "use_gated_mlp"}
+                values = {c: parse_whole(raw[col[c]], c, where) for c in SHAPE_COLUMNS if c != "use_gated_mlp"}
                 gated = raw[col["use_gated_mlp"]]
                 if gated not in ("True", "False"):
                     raise CatalogError(f"{where} use_gated_mlp: expected True or False, got {gated!r}")
