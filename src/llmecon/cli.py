@@ -62,39 +62,18 @@ def _emit_json(obj: dict) -> None:
 
 def _deployment(model: str, system: str, tp, ep, pp, weight_dtype, kv_dtype, mode: Mode, *, auto: bool = False,
                 adp=None, profile: str | None = None):
-    """Resolve names into a Deployment; with ``auto`` and no degree given, the smallest plan that fits."""
-    from .batching import Deployment, smallest_plan
-    from .catalog.hardware import get_system
-    from .catalog.models import get_model
-    from .dtypes import get_dtype
-    from .parallelism import Plan
+    """Resolve names into a Deployment (``resolve.deployment``, shared with the web API)."""
+    from .resolve import deployment
 
-    m, s = get_model(model), get_system(system)
-    for dt in (weight_dtype, kv_dtype):
-        if dt is not None:
-            get_dtype(dt)
-    plan = None
-    if auto and tp is None and ep is None and pp is None and adp is None:
-        plan = smallest_plan(m, s, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
-    if plan is None:
-        plan = Plan(tp=tp or 1, ep=ep or 1, pp=pp or 1, adp=adp)
-    plan.validate(m, s)
-    mode_name, prof = _fidelity(mode, profile, s)
-    return Deployment(model=m, system=s, plan=plan, weight_dtype=weight_dtype, kv_dtype=kv_dtype, mode=mode_name,
-                      profile=prof)
+    return deployment(model, system, tp=tp, ep=ep, pp=pp, adp=adp, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+                      mode=mode.value, profile=profile, auto=auto)
 
 
 def _fidelity(mode: Mode, profile: str | None, system=None):
-    """(mode name, profile) from --mode/--profile: a profile file implies calibrated; calibrated
-    without one uses ``system``'s shipped profile (an error names the fix when none exists), or,
-    with no system (commands over many systems or rows), None: each is resolved where it is used."""
-    from .efficiency import load_profile, resolve
+    """(mode name, profile) from --mode/--profile (``resolve.fidelity``)."""
+    from .resolve import fidelity
 
-    if profile is not None:
-        return "calibrated", load_profile(profile)
-    if mode.value == "calibrated":
-        return "calibrated", None if system is None else resolve("calibrated", None, system.accelerator)
-    return "ideal", None
+    return fidelity(mode.value, profile, system)
 
 
 def _console():
@@ -390,3 +369,4 @@ from . import cli_plan  # noqa: E402,F401
 from . import cli_measure  # noqa: E402,F401
 from . import cli_sweep  # noqa: E402,F401
 from . import cli_fidelity  # noqa: E402,F401
+from . import cli_web  # noqa: E402,F401

@@ -182,7 +182,8 @@ def _parse_tier_prices(items: list[str]) -> dict[str, float]:
     return out
 
 
-def _parse_devices(items: list[str]):
+def _parse_devices(items: list[str]) -> list[tuple[str, int]]:
+    """--device NAME[:COUNT] items as (name, count), names checked against the catalogue."""
     from .catalog.hardware import device_tier
 
     tiers = []
@@ -192,7 +193,8 @@ def _parse_devices(items: list[str]):
             n = int(count) if count else 1
         except ValueError:
             _fail(f"--device {item!r}: expected NAME or NAME:COUNT, e.g. --device pm1743:8")
-        tiers.append(device_tier(name.strip(), n))
+        device_tier(name.strip(), n)  # validates the name (did-you-mean) before any work
+        tiers.append((name.strip(), n))
     return tiers
 
 
@@ -214,6 +216,7 @@ def cache_cmd(
 ) -> None:
     """Where to keep a KV/prefix cache: each memory tier (hold + read-back cost, drain time) against
     recomputing it by prefill; the five-minute rule's tier."""
+    from .catalog.hardware import device_tier
     from .kvcache import cache_placement, priced_tiers
     from .report_context import placement_dict
     from .units import fmt_bytes, fmt_seconds, parse
@@ -221,7 +224,7 @@ def cache_cmd(
     hold_s = parse(hold, "s", field="--hold")
     dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, profile=profile)
     tiers = priced_tiers(dep, price_per_chip_hour=price_per_chip_hour, tier_prices=_parse_tier_prices(tier_price),
-                         extra=_parse_devices(device))
+                         extra=[device_tier(name, n) for name, n in _parse_devices(device)])
     p = cache_placement(dep, tiers, sequences=sequences, context=context, hold_s=hold_s,
                         price_per_chip_hour=price_per_chip_hour)
     d = placement_dict(p, dep)
@@ -284,21 +287,6 @@ def prices_list(provider: ProviderOpt = None, as_json: JsonOpt = False) -> None:
     _console().print(table)
 
 
-def _flops_per_byte_grid(chips: list[str], dtypes: list[str]) -> list[tuple[str, float]]:
-    from .catalog.hardware import get_accelerator
-
-    grid, seen = [], set()
-    for chip in chips:
-        a = get_accelerator(chip)
-        for dt in dtypes:
-            run = a.compute_dtype(dt)
-            if (chip, run) in seen:
-                continue
-            seen.add((chip, run))
-            grid.append((f"{chip} {run}", a.flops_per_byte(run)))
-    return grid
-
-
 @prices_app.command("infer")
 def prices_infer(
     provider: Annotated[str, typer.Option("--provider", help="Price-sheet provider (llmecon prices list).")],
@@ -321,51 +309,19 @@ def prices_infer(
     """Read a price sheet backwards: KV bytes per token from a long-context price step, the operating
     point its output/input ratio implies, memory tiers consistent with its cache prices, and the
     batch ratio behind a fast-mode premium. Every assumption is printed."""
-    from dataclasses import replace
-
-    from .catalog.hardware import get_system
     from .catalog.prices import get_price_sheet
-    from .errors import require_number
-    from .pricing import cache_tier_fit, five_minute_tiers, infer_fast_mode, infer_kv_from_price_step, operating_point
-    from .report_context import fast_mode_dict, kv_inference_dict, tier_fit_rows
+    from .price_inference import infer_sheet
 
-    sheet = get_price_sheet(provider, model)
-    if price_per_chip_hour is not None:
-        require_number("--price-per-chip-hour", price_per_chip_hour, minimum=0, hint="dollars per chip-hour")
-    out: dict = {"provider": provider, "model": model, "as_of": sheet.as_of, "status": sheet.status,
-                 "source": sheet.source}
-    kv_mid = kv_bytes_per_token
-    k = None
-    if sheet.long_context:
-        k = infer_kv_from_price_step(sheet, active_params=active_params, flops_per_byte=_flops_per_byte_grid(chip, dtype))
-        out["kv_from_price_step"] = kv_inference_dict(k)
-        if kv_mid is None:
-            kv_mid = math.sqrt(k.low * k.high)
-    op = operating_point(sheet.output_input_ratio)
-    out["operating_point"] = {"price_ratio": op.ratio,
-                              "batch_over_balance_at_short_context": op.batch_over_balance_at_short_context,
-                              "context_over_crossover_at_balance": op.context_over_crossover_at_balance,
-                              "note": "if prices were proportional to roofline cost: B*/B + L/L_x = ratio"}
-    if k is not None:
-        out["operating_point"]["context_at_balance_tokens"] = op.context_over_crossover_at_balance * k.crossover_context
-    s = get_system(system)
-    tiers = list(s.memory_tiers) + _parse_devices(device)
-    if price_per_chip_hour is not None:
-        tiers[0] = replace(tiers[0], usd_per_hour=price_per_chip_hour * s.chips)
-    if sheet.cache_writes:
-        fits = cache_tier_fit(sheet, tiers, kv_bytes_per_token=kv_mid)
-        out["cache_tiers"] = {"system": system, "kv_bytes_per_token": kv_mid, "fits": tier_fit_rows(fits),
-                              "five_minute_tier": [{"hold_s": h, "tier": t} for h, t in five_minute_tiers(fits).items()]}
-    out["premiums"] = [fast_mode_dict(p.name, infer_fast_mode(price_ratio=p.output_usd_per_mtok / sheet.output_usd_per_mtok,
-                                                              speedup=p.speedup))
-                       for p in sheet.premiums if p.speedup is not None]
+    out = infer_sheet(get_price_sheet(provider, model), active_params=active_params, chips=chip, dtypes=dtype,
+                      system=system, devices=_parse_devices(device), kv_bytes_per_token=kv_bytes_per_token,
+                      price_per_chip_hour=price_per_chip_hour)
     if as_json:
         _emit_json(out)
         return
-    _print_infer(out, k, kv_mid)
+    _print_infer(out)
 
 
-def _print_infer(out: dict, k, kv_mid) -> None:
+def _print_infer(out: dict) -> None:
     from rich.table import Table
 
     from .pricing import equivalent_kv_layers
@@ -375,17 +331,18 @@ def _print_infer(out: dict, k, kv_mid) -> None:
     console = _console()
     console.print(f"[bold]llmecon prices infer[/bold] {out['provider']}/{out['model']} "
                   f"(prices {out['status']}, {out['as_of']})")
+    k = out.get("kv_from_price_step")
     if k is not None:
-        console.print(f"\n[bold cyan]KV bytes per token from the >{k.crossover_context:,.0f}-token price step[/bold cyan]"
-                      f" (input x{k.input_uplift:g}, output x{k.output_uplift:g})")
-        table = Table("N_active", *k.flops_per_byte_labels)
-        for n, row in zip(k.active_params, k.kv_bytes_per_token):
+        console.print(f"\n[bold cyan]KV bytes per token from the >{k['crossover_context']:,.0f}-token price step"
+                      f"[/bold cyan] (input x{k['input_uplift']:g}, output x{k['output_uplift']:g})")
+        table = Table("N_active", *(f["label"] for f in k["flops_per_byte"]))
+        for n, row in zip(k["active_params"], k["kv_bytes_per_token"]):
             table.add_row(f"{n / 1e9:g}B", *(fmt_bytes(v) for v in row))
         console.print(table)
-        console.print(f"range {fmt_bytes(k.low)} - {fmt_bytes(k.high)} per token = "
-                      f"{float(equivalent_kv_layers(k.low)):.2g}-{float(equivalent_kv_layers(k.high)):.2g} KV layers of "
-                      f"8 heads x 128 at fp8 (2,048 B each); per-layer GQA at 61-80 layers would be 100-300 KB")
-        for a in k.assumptions:
+        console.print(f"range {fmt_bytes(k['low'])} - {fmt_bytes(k['high'])} per token = "
+                      f"{float(equivalent_kv_layers(k['low'])):.2g}-{float(equivalent_kv_layers(k['high'])):.2g} KV "
+                      f"layers of 8 heads x 128 at fp8 (2,048 B each); per-layer GQA at 61-80 layers would be 100-300 KB")
+        for a in k["assumptions"]:
             console.print(f"[dim]assumption: {a}[/dim]")
     else:
         console.print("\n[dim]no long-context price step on this sheet: KV size not inferable from it[/dim]")
@@ -400,7 +357,7 @@ def _print_infer(out: dict, k, kv_mid) -> None:
     if "cache_tiers" in out:
         ct = out["cache_tiers"]
         console.print(f"\n[bold cyan]Cache prices against {ct['system']} memory tiers[/bold cyan]"
-                      + (f" (KV {fmt_bytes(kv_mid)}/token)" if kv_mid else ""))
+                      + (f" (KV {fmt_bytes(ct['kv_bytes_per_token'])}/token)" if ct["kv_bytes_per_token"] else ""))
         table = Table("hold", "surcharge $/Mtok-h", "tier", "drain", "drain<=hold", "price $/GB-h", "tier cost $/GB-h")
         for f in ct["fits"]:
             table.add_row(fmt_seconds(f["hold_s"]), f"{f['hold_price_usd_per_mtok_hour']:.3g}", f["tier"],

@@ -256,7 +256,9 @@ def _search_phase(model, systems, plans_by_system, *, phase, targets, options, p
     if cand.size:
         # ties (equal cost or throughput, e.g. compute-bound plans) go to the shorter step, then fewer chips
         first = a["usd"][cand] if objective == "cost" else -a["per_chip"][cand]
-        first = np.round(first / np.min(np.abs(first)), 6)  # equal within 1 ppm counts as a tie
+        scale = np.min(np.abs(first))
+        if scale > 0:  # free chips ($0/h) make every cost 0: all tie
+            first = np.round(first / scale, 6)  # equal within 1 ppm counts as a tie
         key = np.lexsort((a["chips"][cand], a["step"][cand], first))
         best_i = int(cand[key[0]])
         best = _point(a, best_i, plan_list)

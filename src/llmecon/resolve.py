@@ -1,0 +1,55 @@
+"""Names to specs for the front-ends: one place where the CLI and the web API turn a model name,
+a system name, plan degrees, dtypes and a fidelity choice into a ``Deployment``.
+
+Front-end neutral: takes plain strings and numbers, raises ``LlmeconError`` subclasses naming the
+field and a fix (the CLI prints them as one line and exits 2; the web API answers 422).
+"""
+
+from __future__ import annotations
+
+from .batching import Deployment, smallest_plan
+from .catalog.hardware import get_system
+from .catalog.models import get_model
+from .dtypes import get_dtype
+from .efficiency import MODES, EfficiencyProfile, load_profile, resolve as resolve_profile
+from .errors import CatalogError, SpecError
+from .hardware import System
+from .parallelism import Plan
+
+def fidelity(mode: str, profile: str | EfficiencyProfile | None = None,
+             system: System | None = None) -> tuple[str, EfficiencyProfile | None]:
+    """(mode name, profile) from a mode and an optional profile: a profile (file path or object)
+    implies calibrated; calibrated without one uses ``system``'s shipped profile (an error names the
+    fix when none exists), or, with no system (searches over many systems or rows), None: each is
+    resolved where it is used."""
+    if mode not in MODES:
+        raise SpecError(f"--mode: must be one of {', '.join(MODES)}, got {mode!r}")
+    if profile is not None:
+        return "calibrated", load_profile(profile) if isinstance(profile, str) else profile
+    if mode == "calibrated":
+        return "calibrated", None if system is None else resolve_profile("calibrated", None, system.accelerator)
+    return "ideal", None
+
+
+def deployment(model: str, system: str, *, tp: int | None = None, ep: int | None = None, pp: int | None = None,
+               adp: int | None = None, weight_dtype: str | None = None, kv_dtype: str | None = None,
+               mode: str = "ideal", profile: str | EfficiencyProfile | None = None,
+               auto: bool = False) -> Deployment:
+    """Resolve names into a validated Deployment; with ``auto`` and no degree given, the smallest plan
+    that holds the weights in half of HBM (``batching.smallest_plan``)."""
+    m, s = get_model(model), get_system(system)
+    for flag, dt in (("--weight-dtype", weight_dtype), ("--kv-dtype", kv_dtype)):
+        if dt is not None:
+            try:
+                get_dtype(dt)
+            except CatalogError as exc:
+                raise CatalogError(f"{flag}: {exc}") from None
+    plan = None
+    if auto and tp is None and ep is None and pp is None and adp is None:
+        plan = smallest_plan(m, s, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+    if plan is None:
+        plan = Plan(tp=tp or 1, ep=ep or 1, pp=pp or 1, adp=adp)
+    plan.validate(m, s)
+    mode_name, prof = fidelity(mode, profile, s)
+    return Deployment(model=m, system=s, plan=plan, weight_dtype=weight_dtype, kv_dtype=kv_dtype, mode=mode_name,
+                      profile=prof)

@@ -1,0 +1,10 @@
+"""``llmecon web``: FastAPI JSON API + one page with plotly charts (extra ``[web]``)."""
+
+from __future__ import annotations
+
+
+def create_app():
+    """The FastAPI app (imports FastAPI lazily so the core never needs it)."""
+    from .app import create_app as make
+
+    return make()

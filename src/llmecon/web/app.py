@@ -1,0 +1,263 @@
+"""The web front-end: a FastAPI app whose JSON endpoints mirror the CLI commands (the same library
+calls and the same result dicts as ``--json``) and one page with live plotly charts.
+
+Thin, like the CLI: parse (pydantic, ``schemas``) -> library call -> report dict. Bad input is a
+422 whose ``detail`` names the field and the reason; nothing else reaches the client (no stack
+traces). plotly.js is served from the installed ``plotly`` package, so the page works offline.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
+
+from .. import __version__
+from ..errors import LlmeconError, did_you_mean, unknown_name
+from . import schemas as S
+
+log = logging.getLogger("llmecon.web")
+STATIC = resources.files("llmecon.web") / "static"
+
+
+def plotly_js_path() -> Path:
+    """plotly.min.js inside the installed plotly package (no CDN)."""
+    import plotly
+
+    return Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+
+
+def _clean(obj):
+    """JSON-safe: numpy scalars to Python, non-finite floats to null (JSON has no inf/NaN)."""
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _clean(obj.tolist())
+    if isinstance(obj, (np.bool_, bool)):
+        return bool(obj)
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return float(obj) if math.isfinite(obj) else None
+    return obj
+
+
+def _field_of(message: str, fields) -> str | None:
+    """The request field an error message names: '--tp 3: ...' -> 'tp', "unknown model 'x'" -> 'model'."""
+    m = re.match(r"\s*--([a-z][a-z0-9-]*)", message)
+    if m and m.group(1).replace("-", "_") in fields:
+        return m.group(1).replace("-", "_")
+    m = re.match(r"\s*([a-z_]+)\s*:", message)
+    if m and m.group(1) in fields:
+        return m.group(1)
+    m = re.search(r"unknown (\w+)", message)
+    if m and m.group(1) in fields:
+        return m.group(1)
+    return None
+
+
+def _detail(field: str | None, msg: str, kind: str) -> list[dict]:
+    return [{"loc": ["body"] + ([field] if field else []), "msg": msg, "type": kind}]
+
+
+#: request body of each POST endpoint, to name the field an error is about
+BODIES = {"/api/analyze": S.AnalyzeIn, "/api/step": S.StepIn, "/api/context": S.ContextIn, "/api/plan": S.PlanIn,
+          "/api/simulate": S.SimulateIn, "/api/prices/infer": S.PricesIn}
+
+
+def _fields(request: Request) -> tuple[str, ...]:
+    body = BODIES.get(request.url.path)
+    return tuple(body.model_fields) if body else ()
+
+
+def _catalogue_model(name: str) -> str:
+    """Only catalogue names on the web: a path would read files on the server."""
+    from ..catalog.models import model_names
+
+    if name not in model_names():
+        raise unknown_name("model", name, model_names())
+    return name
+
+
+def _dep(body: S.DeploymentIn):
+    from ..resolve import deployment
+
+    return deployment(_catalogue_model(body.model), body.system, tp=body.tp, ep=body.ep, pp=body.pp, adp=body.adp,
+                      weight_dtype=body.weight_dtype, kv_dtype=body.kv_dtype, mode=body.mode, auto=True)
+
+
+def _with_usd(rows: list[dict], price_per_chip_hour: float | None) -> list[dict]:
+    """Add $/Mtok to batch-curve rows when a chip-hour price is given (``context.usd_per_mtok``)."""
+    if price_per_chip_hour is None:
+        return rows
+    from ..context import usd_per_mtok
+
+    cost = usd_per_mtok(np.array([r["chip_s_per_token"] for r in rows], dtype=float),
+                        price_per_chip_hour=price_per_chip_hour)
+    return [{**r, "usd_per_mtok": float(c)} for r, c in zip(rows, cost)]
+
+
+def create_app() -> FastAPI:
+    app = FastAPI(title="llmecon", version=__version__,
+                  description="Step time, batch economics, context economics, plans, serving simulation and price "
+                              "sheets of LLM deployments. Every endpoint calls the same library functions as the "
+                              "CLI command of the same name.")
+
+    @app.exception_handler(LlmeconError)
+    async def _bad_input(request: Request, exc: LlmeconError):
+        fields = _fields(request)
+        return JSONResponse(status_code=422, content={"detail": _detail(_field_of(str(exc), fields), str(exc),
+                                                                        type(exc).__name__)})
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError):
+        out = []
+        for e in exc.errors():
+            loc = [str(x) for x in e.get("loc", ())]
+            msg = str(e.get("msg", "invalid"))
+            if e.get("type") == "extra_forbidden" and len(loc) >= 2:
+                known = _fields(request)
+                msg = f"unknown field '{loc[-1]}'{did_you_mean(loc[-1], known)}"
+            out.append({"loc": loc, "msg": msg, "type": str(e.get("type", "value_error"))})
+        return JSONResponse(status_code=422, content={"detail": out})
+
+    @app.exception_handler(Exception)
+    async def _internal(request: Request, exc: Exception):  # pragma: no cover - a bug, logged server-side
+        log.exception("internal error on %s", request.url.path)
+        return JSONResponse(status_code=500, content={"detail": "internal error (logged on the server)"})
+
+    # ---- page and static files (not part of the API schema) -----------------------------------
+
+    @app.get("/", include_in_schema=False)
+    def index() -> HTMLResponse:
+        return HTMLResponse((STATIC / "index.html").read_text(encoding="utf-8"))
+
+    @app.get("/static/{name}", include_in_schema=False)
+    def static(name: str):
+        if name == "plotly.min.js":
+            return FileResponse(plotly_js_path(), media_type="text/javascript")
+        files = {"app.js": "text/javascript", "style.css": "text/css"}
+        if name not in files:
+            return JSONResponse(status_code=404, content={"detail": f"no static file '{name}'"})
+        return FileResponse(str(STATIC / name), media_type=files[name])
+
+    # ---- API -----------------------------------------------------------------------------------
+
+    @app.get("/api/catalog", summary="Catalogue names: models, systems, accelerators, price sheets")
+    def catalog() -> dict:
+        from ..catalog.hardware import accelerators, systems
+        from ..catalog.models import model_names
+        from ..catalog.prices import price_sheets
+
+        return {"models": list(model_names()), "systems": sorted(systems()), "accelerators": sorted(accelerators()),
+                "price_sheets": [{"provider": p, "model": m, "long_context": bool(s.long_context),
+                                  "cache_prices": bool(s.cache_writes)}
+                                 for (p, m), s in sorted(price_sheets().items())],
+                "version": __version__}
+
+    @app.post("/api/analyze", summary="llmecon analyze: headline numbers, batch curve, roofline")
+    def analyze(body: S.AnalyzeIn) -> dict:
+        from ..batching import batch_economics, require_fit
+        from ..report import economics_dict, headline_lines, step_dict
+        from ..report_roofline import roofline_dict
+
+        dep = _dep(body)
+        e = batch_economics(dep, context=body.context)
+        show = body.batch if body.batch is not None else float(max(1, min(round(e.balance_batch), e.max_batch or 1)))
+        require_fit(dep, batch=show, context=body.context)
+        at = dep.decode(batch=show, context=body.context)
+        out = economics_dict(e, dep, with_curve=True)
+        out["curve"] = _with_usd(out["curve"], body.price_per_chip_hour)
+        out["decode_at_batch"] = step_dict(at, dep)
+        out["headline"] = [{"label": k, "value": v} for k, v in headline_lines(dep, e, at, show)]
+        out["roofline"] = roofline_dict(e.curve, dep)
+        out["model_facts"] = {"total_params": dep.model.params.total, "active_params": dep.model.params.active,
+                              "attention": dep.model.attention_label, "is_moe": dep.model.is_moe}
+        out["assumptions"] = list(dep.model.assumptions)
+        return _clean(out)
+
+    @app.post("/api/step", summary="llmecon step: one decode or prefill step")
+    def step(body: S.StepIn) -> dict:
+        from ..batching import require_fit
+        from ..report import step_dict
+
+        dep = _dep(body)
+        if body.phase == "decode":
+            result = dep.decode(batch=body.batch, context=body.context)
+        else:
+            result = dep.prefill(batch=body.batch, prompt_tokens=body.context)
+        require_fit(dep, batch=body.batch, context=body.context)
+        return _clean(step_dict(result, dep))
+
+    @app.post("/api/context", summary="llmecon context: KV economics against context length")
+    def context(body: S.ContextIn) -> dict:
+        from ..context import context_economics
+        from ..report_context import context_dict
+
+        dep = _dep(body)
+        e = context_economics(dep, batch=body.batch, batch_cap=body.max_batch)
+        return _clean(context_dict(e, dep, price_per_chip_hour=body.price_per_chip_hour, utilization=body.utilization))
+
+    @app.post("/api/plan", summary="llmecon plan: the best plans under TPOT/TTFT targets and the frontier")
+    def plan(body: S.PlanIn) -> dict:
+        from ..catalog.hardware import get_system
+        from ..catalog.models import get_model
+        from ..dtypes import get_dtype
+        from ..planner import PlanTargets, SearchOptions, plan_deployment
+        from ..report_plan import plan_result_dict
+        from ..resolve import fidelity
+
+        m = get_model(_catalogue_model(body.model))
+        found = [get_system(n) for n in body.systems]
+        for dt in (body.weight_dtype, body.kv_dtype):
+            if dt is not None:
+                get_dtype(dt)
+        mode, prof = fidelity(body.mode)
+        targets = PlanTargets(tpot_s=body.tpot_s, ttft_s=body.ttft_s, context=body.context,
+                              prompt_tokens=body.prompt_tokens, output_tokens=body.output_tokens)
+        options = SearchOptions(max_chips=body.max_chips, weight_dtype=body.weight_dtype, kv_dtype=body.kv_dtype,
+                                mode=mode, profile=prof)
+        prices = {s.name: body.price_per_chip_hour for s in found} if body.price_per_chip_hour is not None else {}
+        r = plan_deployment(m, found, targets=targets, options=options, prices=prices, objective=body.objective)
+        out = plan_result_dict(r, hbm_bytes={s.name: s.accelerator.hbm_bytes for s in found},
+                               model_assumptions=m.assumptions)
+        out["mode"] = mode
+        return _clean(out)
+
+    @app.post("/api/simulate", summary="llmecon simulate: batched serving under Poisson traffic")
+    def simulate(body: S.SimulateIn) -> dict:
+        from ..serving import SimConfig, simulate as run
+        from ..serving.policies import policy_from_name
+        from ..serving.workload import parse_lengths, synthetic
+
+        pol = policy_from_name(body.policy, batch_cap=body.batch_cap)
+        cfg = SimConfig(policy=pol, price_per_chip_hour=body.price_per_chip_hour, seed=body.seed)
+        wl = synthetic(rate_per_s=body.rate, prompt=parse_lengths(str(body.prompt_tokens), field="prompt_tokens"),
+                       output=parse_lengths(str(body.output_tokens), field="output_tokens"), seed=body.seed,
+                       n=body.requests, duration_s=None)
+        dep = _dep(body)
+        d = run(dep, wl, cfg).summary()
+        return _clean({"model": dep.model.name, "system": dep.system.name, "plan": {
+            "tp": dep.plan.tp, "ep": dep.plan.ep, "pp": dep.plan.pp, "chips": dep.plan.chips}, "mode": dep.mode,
+            "workload": wl.source, **d})
+
+    @app.post("/api/prices/infer", summary="llmecon prices infer: a price sheet read backwards")
+    def prices_infer(body: S.PricesIn) -> dict:
+        from ..catalog.prices import get_price_sheet
+        from ..price_inference import infer_sheet
+
+        sheet = get_price_sheet(body.provider, body.model)
+        return _clean(infer_sheet(sheet, active_params=body.active_params, chips=body.chips, dtypes=body.dtypes,
+                                  system=body.system, kv_bytes_per_token=body.kv_bytes_per_token,
+                                  price_per_chip_hour=body.price_per_chip_hour))
+
+    return app

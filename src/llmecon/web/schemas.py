@@ -1,0 +1,129 @@
+"""Request bodies of the web API (pydantic). Bounds here keep every request to a size that answers
+in about a second; the library validates the rest and its errors become 422 naming the field.
+
+Unknown keys are rejected (``extra="forbid"``), as the catalogue loaders do.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Name = Field(max_length=100)
+Degree = Field(None, ge=1, le=4096, description="Parallel degree (default: 1, or the smallest plan that fits).")
+DtypeName = Field(None, max_length=20, description="bf16, fp8, fp4, mxfp4, int4...; default: the model's.")
+Price = Field(None, ge=0, le=1e4, allow_inf_nan=False, description="Rent of one accelerator, USD per hour.")
+MODEL_DOC = "Catalogue model (GET /api/catalog)."
+SYSTEM_DOC = "Catalogue system (GET /api/catalog)."
+#: requests x output tokens of one simulation: keeps a request near a second in the worst case
+#: (measured 2026-11-22: 2,000 requests x 1,000 output tokens at batch cap 1, i.e. 2e6 decode
+#: iterations, simulated in 0.9 s on one core of the 2-core CI machine).
+SIMULATED_TOKENS_MAX = 2_000_000
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+
+class DeploymentIn(_Body):
+    """A deployment: model, system, plan degrees, formats and fidelity (as the CLI's flags)."""
+
+    model: str = Field("deepseek-v3", max_length=100, description=MODEL_DOC)
+    system: str = Field("gb200-nvl72", max_length=100, description=SYSTEM_DOC)
+    tp: Optional[int] = Degree
+    ep: Optional[int] = Degree
+    pp: Optional[int] = Degree
+    adp: Optional[int] = Degree
+    weight_dtype: Optional[str] = DtypeName
+    kv_dtype: Optional[str] = DtypeName
+    mode: Literal["ideal", "calibrated"] = Field("ideal", description="ideal = datasheet peaks (a lower bound); "
+                                                                      "calibrated = the chip's efficiency profile.")
+
+
+class AnalyzeIn(DeploymentIn):
+    """``llmecon analyze``: headline numbers, the batch curve and the roofline."""
+
+    context: float = Field(4096, ge=0, le=1e8, allow_inf_nan=False, description="KV tokens per sequence.")
+    batch: Optional[float] = Field(None, ge=1, le=1e7, allow_inf_nan=False,
+                                   description="Batch to show (default: min(balance batch, memory limit)).")
+    price_per_chip_hour: Optional[float] = Price
+
+
+class StepIn(DeploymentIn):
+    """``llmecon step``: one decode or prefill step."""
+
+    phase: Literal["decode", "prefill"] = "decode"
+    batch: float = Field(1, ge=1, le=1e7, allow_inf_nan=False)
+    context: float = Field(4096, ge=0, le=1e8, allow_inf_nan=False)
+
+
+class ContextIn(DeploymentIn):
+    """``llmecon context``: KV economics against context length."""
+
+    batch: Optional[float] = Field(None, ge=1, le=1e7, allow_inf_nan=False,
+                                   description="Fixed decode batch (default: the largest that fits).")
+    max_batch: Optional[float] = Field(None, ge=1, le=1e7, allow_inf_nan=False)
+    price_per_chip_hour: Optional[float] = Price
+    utilization: float = Field(1.0, gt=0, le=1, allow_inf_nan=False)
+
+
+class PlanIn(_Body):
+    """``llmecon plan``: search systems x plans x batch under TPOT/TTFT targets."""
+
+    model: str = Field("deepseek-v3", max_length=100, description=MODEL_DOC)
+    systems: list[str] = Field(["hgx-h100", "gb200-nvl72"], min_length=1, max_length=6)
+    tpot_s: float = Field(0.05, gt=0, le=100, allow_inf_nan=False)
+    ttft_s: float = Field(2.0, gt=0, le=1000, allow_inf_nan=False)
+    context: float = Field(4096, ge=0, le=1e7, allow_inf_nan=False)
+    prompt_tokens: float = Field(4096, ge=1, le=1e7, allow_inf_nan=False)
+    output_tokens: float = Field(512, ge=1, le=1e7, allow_inf_nan=False)
+    max_chips: int = Field(512, ge=1, le=4096)
+    price_per_chip_hour: Optional[float] = Price
+    objective: Optional[Literal["cost", "throughput"]] = None
+    weight_dtype: Optional[str] = DtypeName
+    kv_dtype: Optional[str] = DtypeName
+    mode: Literal["ideal", "calibrated"] = "ideal"
+
+
+class SimulateIn(DeploymentIn):
+    """``llmecon simulate`` with a synthetic Poisson workload of fixed lengths."""
+
+    rate: float = Field(10.0, gt=0, le=1e5, allow_inf_nan=False, description="Arrivals per second.")
+    requests: int = Field(1000, ge=1, le=20000)
+    prompt_tokens: int = Field(1024, ge=1, le=1_000_000)
+    output_tokens: int = Field(256, ge=1, le=100_000)
+    policy: Literal["continuous", "train", "adaptive"] = "continuous"
+    batch_cap: Optional[int] = Field(None, ge=1, le=4096)
+    seed: int = Field(0, ge=0, le=2**31 - 1)
+    price_per_chip_hour: Optional[float] = Price
+    mode: Literal["ideal"] = Field("ideal", description="The simulator runs in ideal mode only "
+                                                        "(llmecon predict gives calibrated serving figures).")
+
+    @model_validator(mode="after")
+    def _bounded(self):
+        if self.requests * self.output_tokens > SIMULATED_TOKENS_MAX:
+            raise ValueError(f"requests x output_tokens = {self.requests * self.output_tokens:,} is over "
+                             f"{SIMULATED_TOKENS_MAX:,} for one web request; use fewer requests or shorter outputs, "
+                             "or run llmecon simulate")
+        return self
+
+
+class PricesIn(_Body):
+    """``llmecon prices infer``: a price sheet read backwards."""
+
+    provider: str = Field("google", max_length=100)
+    model: str = Field("gemini-2.5-pro", max_length=100, description="Model name on the provider's sheet.")
+    active_params: list[float] = Field([30e9, 100e9, 300e9], min_length=1, max_length=8)
+    chips: list[str] = Field(["h100-sxm", "gb200", "tpu-v6e"], min_length=1, max_length=8)
+    dtypes: list[str] = Field(["bf16", "fp8"], min_length=1, max_length=4)
+    system: str = Field("hgx-h100", max_length=100)
+    kv_bytes_per_token: Optional[float] = Field(None, gt=0, le=1e9, allow_inf_nan=False)
+    price_per_chip_hour: Optional[float] = Price
+
+    @model_validator(mode="after")
+    def _params(self):
+        for n in self.active_params:
+            if not (1e6 <= n <= 1e14):
+                raise ValueError(f"active_params: {n!r} is outside 1e6-1e14 parameters")
+        return self

@@ -1,0 +1,156 @@
+"""The web API (issue 8): FastAPI's TestClient against ``llmecon.web.create_app``.
+
+Each endpoint must answer what the CLI command of the same name prints with ``--json`` (same
+library call), bad input must be a 422 naming the field, and the server must keep serving.
+Hand-computed values: the GB200 roofline ridge (catalogue: 5,000 TFLOP/s fp8 / 8 TB/s = 625
+FLOP/B) and the $/Mtok conversion (chip-s per token x $/chip-hour / 3,600 s x 1e6 tokens).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("fastapi", reason="the web API needs the [web] extra: pip install -e '.[web]'")
+pytest.importorskip("httpx", reason="FastAPI's TestClient needs httpx")
+
+from fastapi.testclient import TestClient  # noqa: E402
+
+from cli_run import run_json  # noqa: E402
+from llmecon.web import create_app  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def client():
+    return TestClient(create_app(), raise_server_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def analyzed(client):
+    r = client.post("/api/analyze", json={})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def _detail(r) -> list[dict]:
+    assert r.status_code == 422, r.text
+    detail = r.json()["detail"]
+    assert isinstance(detail, list) and detail
+    assert "Traceback" not in r.text
+    return detail
+
+
+def test_catalog_lists_the_default_deployment(client):
+    d = client.get("/api/catalog").json()
+    assert "deepseek-v3" in d["models"] and "gb200-nvl72" in d["systems"] and "h100-sxm" in d["accelerators"]
+    assert {"provider": "google", "model": "gemini-2.5-pro", "long_context": True, "cache_prices": False} in \
+        [{k: s[k] for k in ("provider", "model", "long_context", "cache_prices")} for s in d["price_sheets"]]
+
+
+def test_analyze_equals_the_cli(analyzed):
+    cli = run_json("analyze")
+    for key in ("balance_batch", "crossover_context", "latency_floor_s", "max_batch", "kv_bytes_per_token", "plan"):
+        assert analyzed[key] == cli[key], key
+    assert analyzed["decode_at_batch"] == cli["decode_at_batch"]
+
+
+def test_roofline_ridge_by_hand_and_points_under_the_roof(analyzed):
+    roof = analyzed["roofline"]
+    assert roof["compute_dtype"] == "fp8"
+    assert roof["ridge_flops_per_byte"] == pytest.approx(5000e12 / 8e12, rel=1e-12)  # 625
+    pts = roof["points"]
+    assert len(pts) == len(analyzed["curve"])
+    intensity = [p["intensity_flops_per_byte"] for p in pts]
+    assert intensity == sorted(intensity), "more batch reuses each weight byte more"
+    for p in pts:  # step time >= max(compute, memory): no point above the roof
+        roof_at = min(roof["peak_flops_per_s"], p["intensity_flops_per_byte"] * roof["hbm_bandwidth_bytes_per_s"])
+        assert p["achieved_flops_per_s"] <= roof_at * (1 + 1e-9)
+
+
+def test_analyze_prices_the_curve_by_hand(client):
+    r = client.post("/api/analyze", json={"model": "llama-3.1-8b", "system": "hgx-h100", "tp": 1,
+                                          "price_per_chip_hour": 3.6}).json()
+    row = r["curve"][0]
+    assert row["usd_per_mtok"] == pytest.approx(row["chip_s_per_token"] * 3.6 / 3600 * 1e6, rel=1e-12)
+    assert r["headline"][0]["label"] == "model" and "llama-3.1-8b" in r["headline"][0]["value"]
+
+
+def test_step_context_simulate_prices_equal_the_cli(client):
+    body = {"model": "llama-3.1-70b", "system": "hgx-h100", "tp": 4}
+    assert client.post("/api/step", json={**body, "batch": 64, "context": 8192}).json() == run_json(
+        "step", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--tp", "4", "--batch", "64", "--context", "8192")
+    ctx = client.post("/api/context", json=body).json()
+    cli = run_json("context", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--tp", "4")
+    assert ctx["crossover_context"] == cli["crossover_context"] and ctx["curve"] == cli["curve"]
+    sim = client.post("/api/simulate", json={**body, "rate": 5, "requests": 200, "prompt_tokens": 512,
+                                             "output_tokens": 64, "seed": 3}).json()
+    cli = run_json("simulate", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--tp", "4", "--rate", "5",
+                   "--requests", "200", "--prompt", "512", "--output", "64", "--seed", "3")
+    assert sim == cli
+    web = client.post("/api/prices/infer", json={"provider": "google", "model": "gemini-2.5-pro"}).json()
+    assert web == run_json("prices", "infer", "--provider", "google", "--model", "gemini-2.5-pro")
+
+
+def test_plan_equals_the_cli(client):
+    web = client.post("/api/plan", json={"model": "llama-3.1-70b", "systems": ["hgx-h100"], "max_chips": 8}).json()
+    cli = run_json("plan", "--model", "llama-3.1-70b", "--systems", "hgx-h100", "--max-chips", "8")
+    assert web["best"] == cli["best"] and web["frontier"] == cli["frontier"]
+
+
+def test_bad_plan_names_the_field_and_the_server_keeps_serving(client):
+    (d,) = _detail(client.post("/api/analyze", json={"tp": 3}))
+    assert d["loc"] == ["body", "tp"] and "128" in d["msg"]
+    assert client.post("/api/step", json={}).status_code == 200
+
+
+@pytest.mark.parametrize("body, field, words", [
+    ({"model": "deepseek-v4"}, "model", "did you mean 'deepseek-v3'"),
+    ({"model": "/etc/passwd"}, "model", "unknown model"),  # the web never reads a path
+    ({"system": "gb200-nvl27"}, "system", "did you mean"),
+    ({"batchh": 8}, "batchh", "did you mean 'batch'"),
+    ({"batch": -3}, "batch", "greater than or equal to 1"),
+    ({"context": "long"}, "context", "number"),
+    ({"mode": "fast"}, "mode", "ideal"),
+    ({"weight_dtype": "fp7"}, "weight_dtype", "fp7"),
+])
+def test_bad_input_is_422_naming_the_field(client, body, field, words):
+    detail = _detail(client.post("/api/analyze", json=body))
+    assert any(d["loc"][-1] == field and words in d["msg"] for d in detail), detail
+
+
+def test_calibrated_without_a_profile_is_422(client):
+    detail = _detail(client.post("/api/analyze", json={"model": "llama-3.1-8b", "system": "tpu-v5e-256",
+                                                       "mode": "calibrated"}))
+    assert "profile" in detail[0]["msg"]
+
+
+def test_simulation_size_is_bounded(client):
+    detail = _detail(client.post("/api/simulate", json={"requests": 20000, "output_tokens": 1000}))
+    assert "requests x output_tokens" in detail[0]["msg"]
+
+
+def test_infeasible_deployment_is_422(client):
+    (d,) = _detail(client.post("/api/analyze", json={"model": "llama-3.1-405b", "system": "h100-sxm", "tp": 1}))
+    assert "fit" in d["msg"] or "HBM" in d["msg"]
+
+
+def test_openapi_lists_every_endpoint(client):
+    paths = client.get("/openapi.json").json()["paths"]
+    assert set(paths) == {"/api/catalog", "/api/analyze", "/api/step", "/api/context", "/api/plan", "/api/simulate",
+                          "/api/prices/infer"}
+
+
+def test_plotly_is_served_locally(client):
+    r = client.get("/static/plotly.min.js")
+    assert r.status_code == 200 and "javascript" in r.headers["content-type"] and len(r.content) > 1_000_000
+    assert client.get("/static/nope.js").status_code == 404
+
+
+def test_free_chips_plan_without_warnings(client):
+    """$0 per chip-hour makes every plan's cost 0: all tie on cost (no 0/0 in the tie-break)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = client.post("/api/plan", json={"model": "llama-3.1-8b", "systems": ["hgx-h100"], "max_chips": 8,
+                                           "price_per_chip_hour": 0, "objective": "cost"})
+    assert r.status_code == 200 and r.json()["best"]["decode"] is not None
