@@ -135,3 +135,14 @@ def test_sum_max_affine_hand_case():
     """max(1 + j, 4, 0.5·j) for j = 0..5: 4, 4, 4, 4, 5, 6 -> 27."""
     assert sum_max_affine(((1.0, 1.0), (4.0, 0.0), (0.0, 0.5)), 6) == 27.0
     assert math.isclose(sum_max_affine(((2.0, 0.0),), 10), 20.0)
+
+
+def test_held_kv_has_no_cancellation_on_wide_replicas():
+    """Found by schemathesis through the web API: DeepSeek-V3 with tp1 adp4095 holds ~17 B of KV per
+    token per chip beside ~0.3 GB of weights; held KV computed as memory - weights lost 6e-8 to
+    rounding and the step model's exactness check refused the deployment. KV per chip is now
+    computed on its own: 70,272 B/token (MLA, bf16) / 4,095 attention groups, by hand."""
+    dep = Deployment(model=get_model("deepseek-v3"), system=get_system("gb200-nvl72"),
+                     plan=Plan(tp=1, ep=1, adp=4095))
+    assert float(dep.kv_per_sequence_per_chip_bytes(1000.0)) == pytest.approx(1000 * 70272 / 4095, rel=1e-12)
+    StepModel(dep, max_tokens=8)  # builds: the piecewise-linear fit verifies to 1e-9

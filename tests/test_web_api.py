@@ -42,6 +42,7 @@ def _detail(r) -> list[dict]:
 def test_catalog_lists_the_default_deployment(client):
     d = client.get("/api/catalog").json()
     assert "deepseek-v3" in d["models"] and "gb200-nvl72" in d["systems"] and "h100-sxm" in d["accelerators"]
+    assert "fp8" in d["dtypes"] and "fp4" in d["dtypes"]
     assert {"provider": "google", "model": "gemini-2.5-pro", "long_context": True, "cache_prices": False} in \
         [{k: s[k] for k in ("provider", "model", "long_context", "cache_prices")} for s in d["price_sheets"]]
 
@@ -98,7 +99,7 @@ def test_plan_equals_the_cli(client):
 
 def test_bad_plan_names_the_field_and_the_server_keeps_serving(client):
     (d,) = _detail(client.post("/api/analyze", json={"tp": 3}))
-    assert d["loc"] == ["body", "tp"] and "128" in d["msg"]
+    assert d["loc"] == ["body", "tp"] and d["msg"].startswith("tp 3:") and "128" in d["msg"]
     assert client.post("/api/step", json={}).status_code == 200
 
 
@@ -124,13 +125,15 @@ def test_calibrated_without_a_profile_is_422(client):
 
 
 def test_simulation_size_is_bounded(client):
-    detail = _detail(client.post("/api/simulate", json={"requests": 20000, "output_tokens": 1000}))
-    assert "requests x output_tokens" in detail[0]["msg"]
+    (d,) = _detail(client.post("/api/simulate", json={"requests": 20000, "output_tokens": 1000}))
+    assert d["loc"] == ["body", "requests"] and d["msg"].startswith("requests: requests x output_tokens")
 
 
 def test_infeasible_deployment_is_422(client):
     (d,) = _detail(client.post("/api/analyze", json={"model": "llama-3.1-405b", "system": "h100-sxm", "tp": 1}))
-    assert "fit" in d["msg"] or "HBM" in d["msg"]
+    assert "does not fit" in d["msg"]
+    (d,) = _detail(client.post("/api/step", json={"model": "llama-3.1-8b", "system": "h100-sxm", "batch": 1e6}))
+    assert d["loc"] == ["body", "batch"] and "lower batch" in d["msg"], d
 
 
 def test_openapi_lists_every_endpoint(client):

@@ -18,7 +18,7 @@ from .dtypes import get_dtype
 from .errors import InfeasibleError, SpecError
 from .hardware import System
 from .efficiency import EfficiencyProfile
-from .inference import StepResult, decode_step, memory_per_chip, prefill_step, weights_read_per_chip
+from .inference import StepResult, decode_step, kv_per_chip, memory_per_chip, prefill_step, weights_read_per_chip
 from .model import Model
 from .parallelism import Plan
 
@@ -145,8 +145,7 @@ class Deployment:
 
     def kv_per_sequence_per_chip_bytes(self, context):
         """KV bytes one sequence at ``context`` adds to each chip of the largest stage."""
-        return memory_per_chip(self.model, self.plan, batch=1.0, context=context, weight_dtype=self.weight_dtype,
-                               kv_dtype=self.kv_dtype) - self.weights_per_chip_bytes
+        return kv_per_chip(self.model, self.plan, batch=1.0, context=context, kv_dtype=self.kv_dtype)
 
 
 def max_batch(dep: Deployment, *, context) -> int:

@@ -110,8 +110,14 @@ def memory_per_chip(model: Model, plan: Plan, *, batch, context, weight_dtype=No
     phi = plan.stage_fraction(model)
     w = model.weight_bytes(weight_dtype)
     weights = phi * (w.non_expert / plan.tp + w.routed_experts / plan.width)
-    kv = phi * np.asarray(batch, dtype=float) * model.kv_bytes(context, kv_dtype) / (plan.kv_shards(model) * plan.adp)
-    return weights + kv
+    return weights + kv_per_chip(model, plan, batch=batch, context=context, kv_dtype=kv_dtype)
+
+
+def kv_per_chip(model: Model, plan: Plan, *, batch, context, kv_dtype=None):
+    """KV bytes held per chip on the largest stage by ``batch`` sequences at ``context`` (the KV
+    term of ``memory_per_chip``, computed on its own: no cancellation against the weights)."""
+    phi = plan.stage_fraction(model)
+    return phi * np.asarray(batch, dtype=float) * model.kv_bytes(context, kv_dtype) / (plan.kv_shards(model) * plan.adp)
 
 
 def weights_read_per_chip(model: Model, plan: Plan, *, weight_dtype=None, touched_fraction=1.0):

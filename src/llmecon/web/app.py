@@ -20,7 +20,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 
 from .. import __version__
-from ..errors import LlmeconError, did_you_mean, unknown_name
+from ..errors import LlmeconError, did_you_mean
 from . import schemas as S
 
 log = logging.getLogger("llmecon.web")
@@ -52,17 +52,23 @@ def _clean(obj):
 
 
 def _field_of(message: str, fields) -> str | None:
-    """The request field an error message names: '--tp 3: ...' -> 'tp', "unknown model 'x'" -> 'model'."""
+    """The request field an error message names: '--tp 3: ...' -> 'tp', 'batch 64 at ...' -> 'batch',
+    "unknown model 'x'" -> 'model'."""
     m = re.match(r"\s*--([a-z][a-z0-9-]*)", message)
     if m and m.group(1).replace("-", "_") in fields:
         return m.group(1).replace("-", "_")
-    m = re.match(r"\s*([a-z_]+)\s*:", message)
+    m = re.match(r"\s*([a-z_]+)\b", message)
     if m and m.group(1) in fields:
         return m.group(1)
     m = re.search(r"unknown (\w+)", message)
     if m and m.group(1) in fields:
         return m.group(1)
     return None
+
+
+def _web_message(message: str) -> str:
+    """The library speaks in CLI flags ('--tp 3: ...'); the API names JSON fields ('tp 3: ...')."""
+    return re.sub(r"--([a-z][a-z0-9-]*)", lambda m: m.group(1).replace("-", "_"), message)
 
 
 def _detail(field: str | None, msg: str, kind: str) -> list[dict]:
@@ -79,19 +85,11 @@ def _fields(request: Request) -> tuple[str, ...]:
     return tuple(body.model_fields) if body else ()
 
 
-def _catalogue_model(name: str) -> str:
-    """Only catalogue names on the web: a path would read files on the server."""
-    from ..catalog.models import model_names
-
-    if name not in model_names():
-        raise unknown_name("model", name, model_names())
-    return name
-
-
 def _dep(body: S.DeploymentIn):
+    """The body's deployment. Names are schema enums, so a model is never read from a path."""
     from ..resolve import deployment
 
-    return deployment(_catalogue_model(body.model), body.system, tp=body.tp, ep=body.ep, pp=body.pp, adp=body.adp,
+    return deployment(body.model, body.system, tp=body.tp, ep=body.ep, pp=body.pp, adp=body.adp,
                       weight_dtype=body.weight_dtype, kv_dtype=body.kv_dtype, mode=body.mode, auto=True)
 
 
@@ -110,23 +108,33 @@ def create_app() -> FastAPI:
     app = FastAPI(title="llmecon", version=__version__,
                   description="Step time, batch economics, context economics, plans, serving simulation and price "
                               "sheets of LLM deployments. Every endpoint calls the same library functions as the "
-                              "CLI command of the same name.")
+                              "CLI command of the same name.",
+                  responses={400: {"description": "The body is not valid JSON."}})
 
     @app.exception_handler(LlmeconError)
     async def _bad_input(request: Request, exc: LlmeconError):
         fields = _fields(request)
-        return JSONResponse(status_code=422, content={"detail": _detail(_field_of(str(exc), fields), str(exc),
-                                                                        type(exc).__name__)})
+        return JSONResponse(status_code=422, content={"detail": _detail(_field_of(str(exc), fields),
+                                                                        _web_message(str(exc)), type(exc).__name__)})
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
         out = []
         for e in exc.errors():
             loc = [str(x) for x in e.get("loc", ())]
-            msg = str(e.get("msg", "invalid"))
+            msg = str(e.get("msg", "invalid")).removeprefix("Value error, ")
             if e.get("type") == "extra_forbidden" and len(loc) >= 2:
                 known = _fields(request)
                 msg = f"unknown field '{loc[-1]}'{did_you_mean(loc[-1], known)}"
+            elif e.get("type") == "literal_error":  # a catalogue name or an option not in the enum
+                choices = re.findall(r"'([^']*)'", str(e.get("ctx", {}).get("expected", "")))
+                given = e.get("input")
+                hint = did_you_mean(given, choices) if isinstance(given, str) else ""
+                name = next((x for x in reversed(loc) if not x.isdigit()), "value")
+                msg = (f"unknown {name} {given!r}{hint}; one of: {', '.join(choices[:12])}"
+                       + (", ..." if len(choices) > 12 else ""))
+            if loc == ["body"] and (field := _field_of(msg, _fields(request))):  # a whole-body rule names its field
+                loc = ["body", field]
             out.append({"loc": loc, "msg": msg, "type": str(e.get("type", "value_error"))})
         return JSONResponse(status_code=422, content={"detail": out})
 
@@ -157,8 +165,10 @@ def create_app() -> FastAPI:
         from ..catalog.hardware import accelerators, systems
         from ..catalog.models import model_names
         from ..catalog.prices import price_sheets
+        from ..dtypes import DTYPES
 
         return {"models": list(model_names()), "systems": sorted(systems()), "accelerators": sorted(accelerators()),
+                "dtypes": list(DTYPES),
                 "price_sheets": [{"provider": p, "model": m, "long_context": bool(s.long_context),
                                   "cache_prices": bool(s.cache_writes)}
                                  for (p, m), s in sorted(price_sheets().items())],
@@ -216,7 +226,7 @@ def create_app() -> FastAPI:
         from ..report_plan import plan_result_dict
         from ..resolve import fidelity
 
-        m = get_model(_catalogue_model(body.model))
+        m = get_model(body.model)
         found = [get_system(n) for n in body.systems]
         for dt in (body.weight_dtype, body.kv_dtype):
             if dt is not None:

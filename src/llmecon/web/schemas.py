@@ -1,7 +1,9 @@
 """Request bodies of the web API (pydantic). Bounds here keep every request to a size that answers
 in about a second; the library validates the rest and its errors become 422 naming the field.
 
-Unknown keys are rejected (``extra="forbid"``), as the catalogue loaders do.
+Unknown keys are rejected (``extra="forbid"``), as the catalogue loaders do; types are strict (no
+"8" for 8, no false for 0). Catalogue names are enums in the schema (read at import), so a client
+can list them; an unknown name is a 422 with a did-you-mean.
 """
 
 from __future__ import annotations
@@ -10,9 +12,19 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-Name = Field(max_length=100)
+from ..catalog.hardware import accelerators, systems
+from ..catalog.models import model_names
+from ..catalog.prices import price_sheets
+from ..dtypes import DTYPES
+
+ModelName = Literal[tuple(model_names())]
+SystemName = Literal[tuple(sorted(systems()))]
+ChipName = Literal[tuple(sorted(accelerators()))]
+DtypeName = Literal[tuple(DTYPES)]
+Provider = Literal[tuple(sorted({p for p, _ in price_sheets()}))]
+
 Degree = Field(None, ge=1, le=4096, description="Parallel degree (default: 1, or the smallest plan that fits).")
-DtypeName = Field(None, max_length=20, description="bf16, fp8, fp4, mxfp4, int4...; default: the model's.")
+DtypeOpt = Field(None, description="Number format; default: the model's.")
 Price = Field(None, ge=0, le=1e4, allow_inf_nan=False, description="Rent of one accelerator, USD per hour.")
 MODEL_DOC = "Catalogue model (GET /api/catalog)."
 SYSTEM_DOC = "Catalogue system (GET /api/catalog)."
@@ -23,20 +35,20 @@ SIMULATED_TOKENS_MAX = 2_000_000
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+    model_config = ConfigDict(extra="forbid", strict=True, protected_namespaces=())
 
 
 class DeploymentIn(_Body):
     """A deployment: model, system, plan degrees, formats and fidelity (as the CLI's flags)."""
 
-    model: str = Field("deepseek-v3", max_length=100, description=MODEL_DOC)
-    system: str = Field("gb200-nvl72", max_length=100, description=SYSTEM_DOC)
+    model: ModelName = Field("deepseek-v3", description=MODEL_DOC)
+    system: SystemName = Field("gb200-nvl72", description=SYSTEM_DOC)
     tp: Optional[int] = Degree
     ep: Optional[int] = Degree
     pp: Optional[int] = Degree
     adp: Optional[int] = Degree
-    weight_dtype: Optional[str] = DtypeName
-    kv_dtype: Optional[str] = DtypeName
+    weight_dtype: Optional[DtypeName] = DtypeOpt
+    kv_dtype: Optional[DtypeName] = DtypeOpt
     mode: Literal["ideal", "calibrated"] = Field("ideal", description="ideal = datasheet peaks (a lower bound); "
                                                                       "calibrated = the chip's efficiency profile.")
 
@@ -71,8 +83,8 @@ class ContextIn(DeploymentIn):
 class PlanIn(_Body):
     """``llmecon plan``: search systems x plans x batch under TPOT/TTFT targets."""
 
-    model: str = Field("deepseek-v3", max_length=100, description=MODEL_DOC)
-    systems: list[str] = Field(["hgx-h100", "gb200-nvl72"], min_length=1, max_length=6)
+    model: ModelName = Field("deepseek-v3", description=MODEL_DOC)
+    systems: list[SystemName] = Field(["hgx-h100", "gb200-nvl72"], min_length=1, max_length=6)
     tpot_s: float = Field(0.05, gt=0, le=100, allow_inf_nan=False)
     ttft_s: float = Field(2.0, gt=0, le=1000, allow_inf_nan=False)
     context: float = Field(4096, ge=0, le=1e7, allow_inf_nan=False)
@@ -81,8 +93,8 @@ class PlanIn(_Body):
     max_chips: int = Field(512, ge=1, le=4096)
     price_per_chip_hour: Optional[float] = Price
     objective: Optional[Literal["cost", "throughput"]] = None
-    weight_dtype: Optional[str] = DtypeName
-    kv_dtype: Optional[str] = DtypeName
+    weight_dtype: Optional[DtypeName] = DtypeOpt
+    kv_dtype: Optional[DtypeName] = DtypeOpt
     mode: Literal["ideal", "calibrated"] = "ideal"
 
 
@@ -103,7 +115,7 @@ class SimulateIn(DeploymentIn):
     @model_validator(mode="after")
     def _bounded(self):
         if self.requests * self.output_tokens > SIMULATED_TOKENS_MAX:
-            raise ValueError(f"requests x output_tokens = {self.requests * self.output_tokens:,} is over "
+            raise ValueError(f"requests: requests x output_tokens = {self.requests * self.output_tokens:,} is over "
                              f"{SIMULATED_TOKENS_MAX:,} for one web request; use fewer requests or shorter outputs, "
                              "or run llmecon simulate")
         return self
@@ -112,12 +124,12 @@ class SimulateIn(DeploymentIn):
 class PricesIn(_Body):
     """``llmecon prices infer``: a price sheet read backwards."""
 
-    provider: str = Field("google", max_length=100)
+    provider: Provider = "google"
     model: str = Field("gemini-2.5-pro", max_length=100, description="Model name on the provider's sheet.")
     active_params: list[float] = Field([30e9, 100e9, 300e9], min_length=1, max_length=8)
-    chips: list[str] = Field(["h100-sxm", "gb200", "tpu-v6e"], min_length=1, max_length=8)
-    dtypes: list[str] = Field(["bf16", "fp8"], min_length=1, max_length=4)
-    system: str = Field("hgx-h100", max_length=100)
+    chips: list[ChipName] = Field(["h100-sxm", "gb200", "tpu-v6e"], min_length=1, max_length=8)
+    dtypes: list[DtypeName] = Field(["bf16", "fp8"], min_length=1, max_length=4)
+    system: SystemName = "hgx-h100"
     kv_bytes_per_token: Optional[float] = Field(None, gt=0, le=1e9, allow_inf_nan=False)
     price_per_chip_hour: Optional[float] = Price
 

@@ -1,0 +1,372 @@
+/* llmecon page: read the controls, call the JSON API, draw what it answers.
+   Thin like the CLI: every number comes from the server; this file only picks fields,
+   converts units for display (s -> ms, B -> GB, FLOP/s -> TFLOP/s) and formats them. */
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const BOUND = { compute: "#c0392b", memory: "#2471a3", comm: "#e67e22", overhead: "#7d3c98" };
+const PALETTE = ["#2471a3", "#c0392b", "#27ae60", "#8e44ad", "#e67e22", "#16a085"];
+const CONFIG = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["lasso2d", "select2d"] };
+const TIMEOUT_MS = 60000;
+
+// ---- formatting (display only) ---------------------------------------------------------------
+const ok = (x) => x !== null && x !== undefined && Number.isFinite(Number(x));
+const int = (x) => (ok(x) ? Math.round(x).toLocaleString("en-US") : "—");
+function sig(x, d = 3) {
+  if (!ok(x)) return "—";
+  if (Math.abs(x) >= 10 ** d) return int(x);
+  return Number(Number(x).toPrecision(d)).toLocaleString("en-US", { maximumSignificantDigits: d });
+}
+function si(x, unit, d = 3) {
+  if (!ok(x)) return "—";
+  const p = [[1e15, "P"], [1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]].find(([f]) => Math.abs(x) >= f);
+  return p ? `${sig(x / p[0], d)} ${p[1]}${unit}` : `${sig(x, d)} ${unit}`;
+}
+const ms = (s) => (ok(s) ? `${sig(s * 1e3)} ms` : "—");
+const dur = (s) => (!ok(s) ? "—" : s < 1 ? ms(s) : s < 120 ? `${sig(s)} s` : `${sig(s / 60)} min`);
+const bytes = (b) => si(b, "B");
+const params = (n) => si(n, "").replace(/ ([kMGT])$/, (_, p) => ({ k: "k", M: "M", G: "B", T: "T" })[p]);
+const esc = (s) => String(s).replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]);
+
+// ---- reading the controls --------------------------------------------------------------------
+function field(form, name) {
+  const el = form.elements[name];
+  if (!el) return undefined;
+  if (el.multiple) return Array.from(el.selectedOptions, (o) => o.value);
+  const s = el.value.trim();
+  if (s === "") return undefined;
+  if (el.tagName === "SELECT" || el.getAttribute("inputmode") === null) return s;
+  const x = Number(s.replace(/[,_\s]/g, ""));
+  // not a number: send the text as typed, so the server's 422 names the field and the reason
+  return Number.isFinite(x) ? x * Number(el.dataset.scale || 1) : s;
+}
+function body(form, names) {
+  const out = {};
+  for (const n of names) {
+    const v = field(form, n);
+    if (v !== undefined) out[n] = v;
+  }
+  return out;
+}
+const DEP = ["model", "system", "tp", "ep", "pp", "weight_dtype", "kv_dtype"];
+const dep = () => body($("deployment"), [...DEP, "mode"]);
+const bodies = {
+  analyze: () => Object.assign(dep(), body($("deployment"), ["context", "batch", "price_per_chip_hour"])),
+  context: () => Object.assign(dep(), body($("deployment"), ["batch", "price_per_chip_hour"])),
+  plan: () => Object.assign(body($("deployment"), ["model", "weight_dtype", "kv_dtype", "mode", "context",
+    "price_per_chip_hour"]), body($("plan-form"), ["systems", "tpot_s", "ttft_s"])),
+  simulate: () => Object.assign(body($("deployment"), [...DEP, "price_per_chip_hour"]),
+    body($("sim-form"), ["rate", "requests", "prompt_tokens", "output_tokens", "policy"])),
+  prices: () => {
+    const [provider, model] = ($("sheet").value || "|").split("|");
+    return { provider, model };
+  },
+};
+const FORMS = { analyze: "deployment", context: "deployment", plan: "plan-form", simulate: "sim-form", prices: "prices-form" };
+
+// ---- errors and loading state ----------------------------------------------------------------
+const problems = {}; // source -> [{field, msg}]
+function setProblems(source, list) {
+  problems[source] = list;
+  document.querySelectorAll(".invalid").forEach((el) => { el.classList.remove("invalid"); el.removeAttribute("aria-invalid"); });
+  const lines = [];
+  for (const [src, ps] of Object.entries(problems)) {
+    for (const p of ps) {
+      const line = p.field ? `${p.field}: ${p.msg}` : p.msg;
+      if (!lines.includes(line)) lines.push(line);
+      const form = $(FORMS[src] || "deployment");
+      const el = p.field && ((form && form.elements[p.field]) || $("deployment").elements[p.field]);
+      if (el && el.classList) { el.classList.add("invalid"); el.setAttribute("aria-invalid", "true"); }
+    }
+  }
+  const box = $("error");
+  box.innerHTML = lines.map((l) => `<div>${esc(l)}</div>`).join("");
+  box.hidden = lines.length === 0;
+}
+function problemsOf(status, data) {
+  if (data && Array.isArray(data.detail)) {
+    return data.detail.map((d) => {
+      const loc = Array.isArray(d.loc) ? d.loc : [];
+      return { field: loc[0] === "body" && loc.length > 1 ? String(loc[1]) : null, msg: String(d.msg) };
+    });
+  }
+  const why = data && typeof data.detail === "string" ? data.detail : "no answer";
+  return [{ field: null, msg: `server error ${status}: ${why}` }];
+}
+
+let busy = 0;
+const inFlight = {}; // source -> AbortController
+function setBusy(delta) {
+  busy += delta;
+  document.body.dataset.busy = String(busy);
+  $("status").textContent = busy > 0 ? "loading…" : "";
+}
+function setLoading(source, on) {
+  document.querySelectorAll(`.card[data-src="${source}"]`).forEach((c) => c.classList.toggle("loading", on));
+  const btn = { plan: "plan-button", simulate: "sim-button", prices: "prices-button" }[source];
+  if (btn) $(btn).disabled = on;
+}
+
+/** Dim what still shows the last good answer while the inputs are in error. */
+function setStale(source, on) {
+  document.querySelectorAll(`[data-src="${source}"]`).forEach((c) => c.classList.toggle("stale", on));
+}
+
+/** POST (or GET) one endpoint; returns the JSON answer, or null after showing why not. */
+async function call(source, path, payload) {
+  if (inFlight[source]) inFlight[source].abort();
+  const ac = (inFlight[source] = new AbortController());
+  const timer = setTimeout(() => ac.abort(), TIMEOUT_MS);
+  setBusy(+1);
+  setLoading(source, true);
+  try {
+    const init = payload === undefined ? {} : {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(payload) };
+    const r = await fetch(path, { ...init, signal: ac.signal });
+    let data = null;
+    try { data = await r.json(); } catch (e) { data = null; }
+    if (inFlight[source] !== ac) return null; // a newer request replaced this one
+    if (!r.ok) { setProblems(source, problemsOf(r.status, data)); setStale(source, true); return null; }
+    setProblems(source, []);
+    setStale(source, false);
+    return data;
+  } catch (e) {
+    if (inFlight[source] === ac) {
+      const msg = e.name === "AbortError" ? `no answer within ${TIMEOUT_MS / 1000} s` : e.message;
+      setProblems(source, [{ field: null, msg: `${path}: ${msg}` }]);
+      setStale(source, true);
+    }
+    return null;
+  } finally {
+    clearTimeout(timer);
+    if (inFlight[source] === ac) { delete inFlight[source]; setLoading(source, false); }
+    setBusy(-1);
+  }
+}
+
+// ---- plots -----------------------------------------------------------------------------------
+const baseLayout = (extra) => Object.assign({
+  margin: { l: 62, r: 20, t: 24, b: 42 }, font: { size: 11, family: "system-ui, sans-serif" },
+  legend: { orientation: "h", y: 1.02, yanchor: "bottom", x: 0 }, hovermode: "closest", paper_bgcolor: "white", plot_bgcolor: "white",
+}, extra);
+const logAxis = (title, extra) => Object.assign({ type: "log", title: { text: title }, gridcolor: "#eee",
+  zeroline: false, exponentformat: "SI" }, extra);
+const D = { dtick: 1 }; // ticks at powers of ten only, for axes spanning several decades
+const vline = (x, xref, color = "#555", dash = "dot") => ({ type: "line", xref, yref: `${xref.replace("x", "y")} domain`,
+  x0: x, x1: x, y0: 0, y1: 1, line: { color, width: 1.5, dash } });
+// annotations on a log axis take log10 of the value (shapes take the value itself)
+const label = (x, xref, text, y = 1) => ({ x: Math.log10(x), xref, y, yref: `${xref.replace("x", "y")} domain`, text, showarrow: false,
+  xanchor: "left", yanchor: "top", font: { size: 10, color: "#444" }, bgcolor: "rgba(255,255,255,0.8)" });
+function draw(id, traces, layout) { Plotly.react($(id), traces, baseLayout(layout), CONFIG); }
+
+/** One marker trace per bound (coloured), over a thin grey line through all rows. */
+function byBound(rows, x, y, name, axes = {}) {
+  const line = { x: rows.map(x), y: rows.map(y), mode: "lines", line: { color: "#bbb", width: 1 },
+    hoverinfo: "skip", showlegend: false, ...axes };
+  const bounds = [...new Set(rows.map((r) => r.bound).filter(Boolean))];
+  return [line, ...bounds.map((b) => {
+    const sel = rows.filter((r) => r.bound === b);
+    return { x: sel.map(x), y: sel.map(y), mode: "markers", name: `${name}${b}-bound`, legendgroup: b,
+      marker: { color: BOUND[b] || "#333", size: 6 }, text: sel.map((r) => `batch ${int(r.batch)}`), ...axes };
+  })];
+}
+
+function drawBatch(a) {
+  const usd = a.curve.some((r) => ok(r.usd_per_mtok));
+  const cost = usd ? (r) => r.usd_per_mtok : (r) => r.chip_s_per_token;
+  const chosen = a.decode_at_batch.batch;
+  const lat = byBound(a.curve, (r) => r.batch, (r) => r.step_s * 1e3, "");
+  const cst = byBound(a.curve, (r) => r.batch, cost, "", { xaxis: "x2", yaxis: "y2" }).map((t) => ({ ...t, showlegend: false }));
+  const star = { x: [chosen], y: [a.decode_at_batch.step_s * 1e3], mode: "markers", name: `chosen batch ${int(chosen)}`,
+    marker: { symbol: "star", size: 14, color: "#111" } };
+  draw("plot-batch", [...lat, ...cst, star], {
+    grid: { rows: 1, columns: 2, pattern: "independent" },
+    xaxis: logAxis("decode batch", D), yaxis: logAxis("step time (ms)"),
+    xaxis2: logAxis("decode batch", D), yaxis2: logAxis(usd ? "USD per million output tokens" : "chip-seconds per output token", D),
+    shapes: [vline(chosen, "x"), vline(chosen, "x2")],
+    annotations: [label(chosen, "x", ` batch ${int(chosen)}`), label(chosen, "x2", ` batch ${int(chosen)}`)],
+  });
+}
+
+function drawRoofline(a) {
+  const rf = a.roofline, pts = rf.points, chosen = a.decode_at_batch.batch;
+  const xs = pts.map((p) => p.intensity_flops_per_byte).concat([rf.ridge_flops_per_byte]);
+  const lo = Math.min(...xs) / 3, hi = Math.max(...xs) * 3;
+  // the roof min(peak, intensity x bandwidth), drawn through its three corners
+  const roof = { x: [lo, rf.ridge_flops_per_byte, hi],
+    y: [lo * rf.hbm_bandwidth_bytes_per_s / 1e12, rf.peak_flops_per_s / 1e12, rf.peak_flops_per_s / 1e12],
+    mode: "lines", name: `roof (${rf.accelerator} ${rf.compute_dtype})`, line: { color: "#111", width: 2 } };
+  const near = pts.reduce((b, p) => (Math.abs(Math.log(p.batch / chosen)) < Math.abs(Math.log(b.batch / chosen)) ? p : b), pts[0]);
+  const star = { x: [near.intensity_flops_per_byte], y: [near.achieved_flops_per_s / 1e12], mode: "markers",
+    name: `batch ${int(near.batch)}`, marker: { symbol: "star", size: 15, color: "#111" } };
+  draw("plot-roofline", [roof, ...byBound(pts, (p) => p.intensity_flops_per_byte, (p) => p.achieved_flops_per_s / 1e12, ""), star], {
+    xaxis: logAxis("arithmetic intensity (FLOP per HBM byte)", D), yaxis: logAxis("achieved TFLOP/s per chip", D),
+    shapes: [vline(rf.ridge_flops_per_byte, "x")],
+    annotations: [label(rf.ridge_flops_per_byte, "x", ` ridge ${sig(rf.ridge_flops_per_byte)} FLOP/B`, 0.35)],
+  });
+}
+
+function drawContext(c) {
+  const usd = c.curve.some((r) => ok(r.output_usd_per_mtok));
+  const out = usd ? "output_usd_per_mtok" : "decode_chip_s_per_token", inp = usd ? "input_usd_per_mtok" : "prefill_chip_s_per_token";
+  const x = c.curve.map((r) => r.context);
+  const traces = [
+    { x, y: c.curve.map((r) => r[out]), mode: "lines+markers", name: "per output token", line: { color: PALETTE[0] } },
+    { x, y: c.curve.map((r) => r[inp]), mode: "lines+markers", name: "per input token", line: { color: PALETTE[2] } },
+    { x, y: c.curve.map((r) => r.max_sequences), mode: "lines", name: "max sequences in HBM (right axis)", yaxis: "y2",
+      line: { color: "#999", dash: "dash" } },
+  ];
+  const shapes = [], annotations = [];
+  if (ok(c.crossover_context)) {
+    shapes.push(vline(c.crossover_context, "x", "#c0392b", "dash"));
+    annotations.push(label(c.crossover_context, "x", ` L<sub>x</sub> = ${int(c.crossover_context)}`));
+  }
+  draw("plot-context", traces, {
+    xaxis: logAxis("context (tokens)", D), yaxis: logAxis(usd ? "USD per million tokens" : "chip-seconds per token", D),
+    yaxis2: logAxis("max sequences", { overlaying: "y", side: "right", showgrid: false, tickmode: "linear", tick0: 0, dtick: 1 }),
+    margin: { l: 62, r: 64, t: 24, b: 42 }, shapes, annotations,
+  });
+}
+
+function drawPlan(p) {
+  const systems = [...new Set(p.frontier.map((f) => f.system))];
+  const traces = systems.map((s, i) => {
+    const rows = p.frontier.filter((f) => f.system === s).sort((a, b) => a.tokens_per_s_per_user - b.tokens_per_s_per_user);
+    return { x: rows.map((f) => f.tokens_per_s_per_user), y: rows.map((f) => f.tokens_per_s_per_chip), mode: "lines+markers",
+      name: s, line: { color: PALETTE[i % PALETTE.length], shape: "hv" }, marker: { size: 5 },
+      text: rows.map((f) => `${f.plan.label}, batch ${int(f.batch)}, ${f.bound}-bound`) };
+  });
+  const best = p.best && p.best.decode;
+  if (best) traces.push({ x: [best.tokens_per_s_per_user], y: [best.tokens_per_s_per_chip], mode: "markers",
+    name: "best decode plan", marker: { symbol: "star", size: 15, color: "#111" } });
+  const target = 1 / p.targets.tpot_s; // the TPOT target in the plot's unit (tokens/s per user)
+  draw("plot-plan", traces, {
+    xaxis: logAxis("decode tokens/s per user"), yaxis: logAxis("decode tokens/s per chip", D),
+    shapes: [vline(target, "x", "#c0392b", "dash")], annotations: [label(target, "x", ` TPOT ${ms(p.targets.tpot_s)}`, 0.12)],
+  });
+  $("plan-note").textContent = `${p.model}, ${p.mode}, objective ${p.objective}`;
+  const pre = p.best && p.best.prefill;
+  $("plan-best").innerHTML = [
+    best && `<b>decode</b>: ${esc(best.system)} ${esc(best.plan.label)} at batch ${int(best.batch)} — ` +
+      `${sig(best.tokens_per_s_per_chip)} tok/s per chip, ${sig(best.tokens_per_s_per_user)} tok/s per user` +
+      (ok(best.usd_per_mtok) ? `, $${sig(best.usd_per_mtok)}/Mtok` : ""),
+    pre && `<b>prefill</b>: ${esc(pre.system)} ${esc(pre.plan.label)}, ${sig(pre.tokens_per_s_per_chip)} tok/s per chip`,
+    ok(p.usd_per_mtok_blended) && `blended $${sig(p.usd_per_mtok_blended)}/Mtok`,
+    p.points_meeting_slo && `${int(p.points_meeting_slo.decode)} of ${int(p.points_evaluated.decode)} decode points meet the targets`,
+  ].filter(Boolean).join("<br>") || "no plan meets the targets";
+}
+
+function kvTable(id, rows) {
+  $(id).tBodies[0].innerHTML = rows.map(([k, v]) => `<tr><th>${esc(k)}</th><td>${esc(v)}</td></tr>`).join("");
+}
+
+function drawSim(s) {
+  const groups = [["TTFT", "ttft"], ["TPOT", "tpot"], ["ITL", "itl"], ["queue wait", "queue_wait"], ["end to end", "e2e"]];
+  const traces = ["p50", "p90", "p99"].map((q, i) => ({ type: "bar", name: q, x: groups.map((g) => g[0]),
+    y: groups.map((g) => s[`${g[1]}_${q}_s`] * 1e3), marker: { color: PALETTE[i] },
+    text: groups.map((g) => ms(s[`${g[1]}_${q}_s`])), textposition: "none", hoverinfo: "x+text+name" }));
+  draw("plot-sim", traces, { barmode: "group", yaxis: logAxis("ms", D), xaxis: { type: "category" },
+    margin: { l: 52, r: 10, t: 24, b: 30 } });
+  $("sim-note").textContent = `${s.model} on ${s.system}, ${s.plan.chips} chips, ${s.workload}, ${s.policy}`;
+  kvTable("sim-table", [
+    ["output throughput", `${sig(s.throughput_tokens_per_s)} tokens/s`],
+    ["input throughput", `${sig(s.input_tokens_per_s)} tokens/s`],
+    ["completed", `${int(s.completed)} of ${int(s.arrived)} arrived (${sig(s.completed_requests_per_s)} req/s)`],
+    ["TTFT p50 / p99", `${ms(s.ttft_p50_s)} / ${ms(s.ttft_p99_s)}`],
+    ["TPOT p50 / p99", `${ms(s.tpot_p50_s)} / ${ms(s.tpot_p99_s)}`],
+    ["utilization", ok(s.utilization) ? `${sig(s.utilization * 100)} %` : "—"],
+    ["cost", ok(s.usd_per_mtok) ? `$${sig(s.usd_per_mtok)} per million output tokens` : (s.usd_per_mtok_reason || "—")],
+  ]);
+}
+
+function drawPrices(r) {
+  const kv = r.kv_from_price_step, op = r.operating_point || {};
+  $("prices-note").textContent = `${r.provider} ${r.model} (${r.status}, ${r.as_of})`;
+  if (kv) {
+    draw("plot-prices", [{ type: "heatmap", z: kv.kv_bytes_per_token, x: kv.flops_per_byte.map((f) => f.label.replace(" ", "<br>")),
+      y: kv.active_params.map((n) => params(n)), colorscale: "Blues", reversescale: true,
+      text: kv.kv_bytes_per_token.map((row) => row.map(bytes)), texttemplate: "%{text}", hoverinfo: "x+y+text",
+      colorbar: { title: { text: "KV B/token" }, thickness: 12 } }],
+    { xaxis: { type: "category", tickangle: 0, tickfont: { size: 10 } },
+      yaxis: { type: "category", title: { text: "active params" } }, margin: { l: 60, r: 10, t: 8, b: 36 } });
+  } else {
+    draw("plot-prices", [], { xaxis: { visible: false }, yaxis: { visible: false }, annotations: [{ text:
+      "this sheet has no long-context price step,<br>so it says nothing about KV bytes per token", showarrow: false,
+      xref: "paper", yref: "paper", x: 0.5, y: 0.5, font: { color: "#777" } }] });
+  }
+  const rows = [];
+  if (kv) rows.push(["KV bytes per token", `${bytes(kv.low)} – ${bytes(kv.high)} (price step at ${int(kv.crossover_context)} tokens)`]);
+  rows.push(["output / input price", `${sig(op.price_ratio)}x`]);
+  if (ok(op.batch_over_balance_at_short_context)) rows.push(["batch / balance batch (short context)", sig(op.batch_over_balance_at_short_context)]);
+  if (ok(op.context_over_crossover_at_balance)) rows.push(["context / L_x at balance", sig(op.context_over_crossover_at_balance)]);
+  if (ok(op.context_at_balance_tokens)) rows.push(["context at balance", `${int(op.context_at_balance_tokens)} tokens`]);
+  for (const p of r.premiums || []) rows.push([`${p.premium} tier`, `${sig(p.price_ratio)}x price for ${sig(p.speedup)}x speed`]);
+  kvTable("prices-table", rows);
+  const ct = r.cache_tiers;
+  const kvt = ok(ct && ct.kv_bytes_per_token) ? `KV ${bytes(ct.kv_bytes_per_token)} per token` : "KV per token unknown";
+  $("tiers-table").innerHTML = !ct ? "" : `<caption>cache tiers (${esc(ct.system)}, ${kvt})</caption>` +
+    "<thead><tr><th>hold</th><th>tier</th><th>drain</th><th>$/Mtok·h</th><th>consistent</th><th>covers cost</th></tr></thead><tbody>" +
+    ct.fits.map((f) => `<tr><td>${dur(f.hold_s)}</td><td>${esc(f.tier)}</td><td>${dur(f.drain_s)}</td>` +
+      `<td>${sig(f.hold_price_usd_per_mtok_hour)}</td><td>${yn(f.consistent)}</td><td>${yn(f.covers_cost)}</td></tr>`).join("") +
+    "</tbody>";
+}
+const yn = (b) => (b === true ? "yes" : b === false ? "no" : "—");
+
+// ---- headline ------------------------------------------------------------------------------
+function drawHeadline(a) {
+  $("headline").tBodies[0].innerHTML = a.headline.map((h) => `<tr><th>${esc(h.label)}</th><td>${esc(h.value)}</td></tr>`).join("");
+  $("balance-batch").textContent = int(a.balance_batch);
+  $("key-crossover").textContent = ok(a.crossover_context) ? `${int(a.crossover_context)} tokens` : "—";
+  $("key-floor").textContent = ms(a.latency_floor_s);
+  $("key-maxbatch").textContent = int(a.max_batch);
+  const p = a.plan;
+  $("key-plan").textContent = `tp${p.tp}·ep${p.ep}·pp${p.pp}`;
+  $("key-plan-chips").textContent = `${p.chips} chips`;
+}
+
+// ---- wiring ----------------------------------------------------------------------------------
+async function refresh() {
+  const [a, c] = await Promise.all([call("analyze", "/api/analyze", bodies.analyze()), call("context", "/api/context", bodies.context())]);
+  if (a) { drawHeadline(a); drawBatch(a); drawRoofline(a); }
+  if (c) drawContext(c);
+}
+async function runPlan() { const p = await call("plan", "/api/plan", bodies.plan()); if (p) drawPlan(p); }
+async function runSim() { const s = await call("simulate", "/api/simulate", bodies.simulate()); if (s) drawSim(s); }
+async function runPrices() { const r = await call("prices", "/api/prices/infer", bodies.prices()); if (r) drawPrices(r); }
+
+let timer = null;
+function debounced() { clearTimeout(timer); timer = setTimeout(refresh, 250); }
+
+function fill(select, names, chosen) {
+  select.innerHTML = names.map(([v, t]) => `<option value="${esc(v)}">${esc(t)}</option>`).join("");
+  for (const o of select.options) o.selected = chosen.includes(o.value);
+}
+
+async function start() {
+  const cat = await call("catalog", "/api/catalog");
+  if (!cat) return;
+  $("version").textContent = `v${cat.version}`;
+  const pairs = (xs) => xs.map((x) => [x, x]);
+  fill($("model"), pairs(cat.models), ["deepseek-v3"]);
+  fill($("system"), pairs(cat.systems), ["gb200-nvl72"]);
+  fill($("systems"), pairs(cat.systems), ["hgx-h100", "gb200-nvl72"]);
+  const count = () => { $("systems-count").textContent = `${$("systems").selectedOptions.length} selected`; };
+  $("systems").addEventListener("change", count);
+  count();
+  fill($("sheet"), cat.price_sheets.map((s) => [`${s.provider}|${s.model}`,
+    `${s.provider} · ${s.model}${s.long_context ? " (long-context step)" : ""}${s.cache_prices ? " (cache)" : ""}`]),
+  ["google|gemini-2.5-pro"]);
+  $("dtypes").innerHTML = (cat.dtypes || ["bf16", "fp8", "fp4", "int4"]).map((d) => `<option value="${esc(d)}">`).join("");
+
+  const dform = $("deployment");
+  dform.addEventListener("input", debounced);
+  dform.addEventListener("change", debounced);
+  dform.addEventListener("submit", (e) => { e.preventDefault(); clearTimeout(timer); refresh(); });
+  $("plan-form").addEventListener("submit", (e) => { e.preventDefault(); runPlan(); });
+  $("sim-form").addEventListener("submit", (e) => { e.preventDefault(); runSim(); });
+  $("prices-form").addEventListener("submit", (e) => { e.preventDefault(); runPrices(); });
+  $("sheet").addEventListener("change", runPrices);
+  await Promise.all([refresh(), runPrices(), runSim(), runPlan()]);
+}
+
+document.addEventListener("DOMContentLoaded", start);
