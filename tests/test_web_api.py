@@ -138,7 +138,7 @@ def test_infeasible_deployment_is_422(client):
 
 def test_openapi_lists_every_endpoint(client):
     paths = client.get("/openapi.json").json()["paths"]
-    assert set(paths) == {"/api/catalog", "/api/analyze", "/api/step", "/api/context", "/api/plan", "/api/simulate",
+    assert set(paths) == {"/api/catalog", "/api/lecture", "/api/analyze", "/api/step", "/api/context", "/api/plan", "/api/simulate",
                           "/api/prices/infer"}
 
 
@@ -157,3 +157,12 @@ def test_free_chips_plan_without_warnings(client):
         r = client.post("/api/plan", json={"model": "llama-3.1-8b", "systems": ["hgx-h100"], "max_chips": 8,
                                            "price_per_chip_hour": 0, "objective": "cost"})
     assert r.status_code == 200 and r.json()["best"]["decode"] is not None
+
+
+def test_lecture_json_and_page(client):
+    """/api/lecture is ``llmecon lecture --json``; /lecture is its self-contained HTML report."""
+    web = client.get("/api/lecture").json()
+    assert web["claims"] == run_json("lecture")["claims"]
+    assert any(c["id"] == "A3.deepseek-balance-batch" and c["verdict"] == "corrected" for c in web["claims"])
+    page = client.get("/lecture")
+    assert page.status_code == 200 and "A3.deepseek-balance-batch" in page.text and "<svg" in page.text

@@ -101,19 +101,28 @@ def analyze(
                                                                          "batch, memory limit)).")] = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
     pp: PpOpt = None, adp: AdpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
+    report: Annotated[Optional[str], typer.Option("--report", help="Also write a self-contained HTML report "
+                                                                   "(headline numbers, figures, assumptions).")] = None,
 ) -> None:
     """The main job: one screen with the headline numbers of a deployment and which bound binds where.
 
     Without --tp/--ep/--pp the plan is the smallest that holds the weights in half of HBM.
     """
     from .batching import batch_economics, require_fit
+    from .html_report import check_html_path
     from .report import economics_dict, headline_lines, step_dict
 
+    report_path = check_html_path(report, "--report") if report is not None else None
     dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, adp=adp, profile=profile)
     e = batch_economics(dep, context=context)
     show = batch if batch is not None else float(max(1, min(round(e.balance_batch), e.max_batch or 1)))
     require_fit(dep, batch=show, context=context)
     at = dep.decode(batch=show, context=context)
+    if report_path is not None:
+        from .html_report import write_html
+        from .report_html import analyze_report
+
+        write_html(report_path, analyze_report(dep, e, at, show))
     if as_json:
         out = economics_dict(e, dep, with_curve=False)
         out["decode_at_batch"] = step_dict(at, dep)
@@ -128,6 +137,8 @@ def analyze(
     _print_bounds(console, e)
     for note in dep.model.assumptions:
         console.print(f"[dim]assumption: {note}[/dim]")
+    if report_path is not None:
+        console.print(f"report written to {report}", soft_wrap=True, markup=False, highlight=False)
 
 
 def _print_bounds(console, e) -> None:
@@ -370,3 +381,4 @@ from . import cli_measure  # noqa: E402,F401
 from . import cli_sweep  # noqa: E402,F401
 from . import cli_fidelity  # noqa: E402,F401
 from . import cli_web  # noqa: E402,F401
+from . import cli_lecture  # noqa: E402,F401

@@ -162,14 +162,13 @@ def headline_lines(dep: Deployment, e: BatchEconomics, batch_result: StepResult,
     ]
 
 
-def plot_batch_curve(curve: BatchCurve, dep: Deployment, path: str | Path, *, economics: BatchEconomics | None = None):
-    """Latency and cost per token against batch (log-log), bound regions marked. Needs matplotlib."""
-    import matplotlib
+def batch_curve_figure(curve: BatchCurve, dep: Deployment, *, economics: BatchEconomics | None = None):
+    """Latency and cost per token against batch (log-log), bound regions marked, as a matplotlib
+    ``Figure`` (no pyplot state: safe to build in a server or a loop). Needs matplotlib."""
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig = Figure(figsize=(11, 4.2))
+    ax1, ax2 = fig.subplots(1, 2)
     b = curve.batch
     ax1.loglog(b, curve.step_s * 1e3, label="step (roofline, max)", color="C0", lw=2)
     ax1.loglog(b, np.broadcast_to(curve.step.time.compute_s, b.shape) * 1e3, "--", color="C1", label="compute")
@@ -190,5 +189,9 @@ def plot_batch_curve(curve: BatchCurve, dep: Deployment, path: str | Path, *, ec
     ax1.legend(fontsize=8)
     fig.suptitle(f"{dep.model.name} on {dep.system.name} ({dep.plan.label()}, {dep.fidelity})", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return fig
+
+
+def plot_batch_curve(curve: BatchCurve, dep: Deployment, path: str | Path, *, economics: BatchEconomics | None = None):
+    """Write :func:`batch_curve_figure` to ``path`` (PNG/SVG/PDF by its suffix). Needs matplotlib."""
+    batch_curve_figure(curve, dep, economics=economics).savefig(path, dpi=120)

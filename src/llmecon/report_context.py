@@ -56,14 +56,12 @@ def context_dict(e: ContextEconomics, dep: Deployment, *, price_per_chip_hour: f
     }
 
 
-def plot_context(e: ContextEconomics, dep: Deployment, path: str | Path, *, price_per_chip_hour: float | None = None,
-                 utilization: float = 1.0):
+def context_figure(e: ContextEconomics, dep: Deployment, *, price_per_chip_hour: float | None = None,
+                   utilization: float = 1.0):
     """Cost per token against context (log-log; USD per Mtok when priced, else chip-hours per Mtok)
-    and the memory wall (max concurrent sequences). Needs matplotlib."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    and the memory wall (max concurrent sequences), as a matplotlib ``Figure`` (no pyplot state).
+    Needs matplotlib."""
+    from matplotlib.figure import Figure
 
     c = e.curve
     if price_per_chip_hour is None:
@@ -71,7 +69,8 @@ def plot_context(e: ContextEconomics, dep: Deployment, path: str | Path, *, pric
     else:
         scale, unit = float(usd_per_mtok(1.0, price_per_chip_hour=price_per_chip_hour, utilization=utilization)), \
             "USD per million tokens"
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig = Figure(figsize=(11, 4.2))
+    ax1, ax2 = fig.subplots(1, 2)
     ax1.loglog(c.context, c.decode_chip_s_per_token * scale, lw=2, color="C0", label="output (decode, max batch)")
     ax1.loglog(c.context, c.prefill_chip_s_per_token * scale, lw=2, color="C1", label="input (prefill)")
     if math.isfinite(e.crossover_context):
@@ -86,8 +85,13 @@ def plot_context(e: ContextEconomics, dep: Deployment, path: str | Path, *, pric
     ax2.set_title("Memory wall")
     fig.suptitle(f"{dep.model.name} on {dep.system.name} ({dep.plan.label()}, {dep.mode})", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return fig
+
+
+def plot_context(e: ContextEconomics, dep: Deployment, path: str | Path, *, price_per_chip_hour: float | None = None,
+                 utilization: float = 1.0):
+    """Write :func:`context_figure` to ``path`` (PNG/SVG/PDF by its suffix). Needs matplotlib."""
+    context_figure(e, dep, price_per_chip_hour=price_per_chip_hour, utilization=utilization).savefig(path, dpi=120)
 
 
 def cost_dict(c: ServingCost, dep: Deployment, sheet: PriceSheet | None = None) -> dict:

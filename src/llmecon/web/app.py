@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
@@ -104,6 +105,25 @@ def _with_usd(rows: list[dict], price_per_chip_hour: float | None) -> list[dict]
     return [{**r, "usd_per_mtok": float(c)} for r, c in zip(rows, cost)]
 
 
+@lru_cache(maxsize=1)
+def _lecture_claims() -> dict:
+    """``llmecon lecture --json`` (deterministic: computed once per process, ~1.5 s)."""
+    from ..lecture import build_claims
+    from ..lecture.report import claims_dict
+
+    return _clean(claims_dict(build_claims()))
+
+
+@lru_cache(maxsize=1)
+def _lecture_page() -> str:
+    """``llmecon lecture --out``'s HTML (claims and figures; ~2 s once per process)."""
+    from ..lecture import build_claims
+    from ..lecture.figures import figures
+    from ..lecture.report import lecture_html
+
+    return lecture_html(build_claims(), figures())
+
+
 def create_app() -> FastAPI:
     app = FastAPI(title="llmecon", version=__version__,
                   description="Step time, batch economics, context economics, plans, serving simulation and price "
@@ -149,6 +169,10 @@ def create_app() -> FastAPI:
     def index() -> HTMLResponse:
         return HTMLResponse((STATIC / "index.html").read_text(encoding="utf-8"))
 
+    @app.get("/lecture", include_in_schema=False)
+    def lecture_page() -> HTMLResponse:
+        return HTMLResponse(_lecture_page())
+
     @app.get("/static/{name}", include_in_schema=False)
     def static(name: str):
         if name == "plotly.min.js":
@@ -173,6 +197,11 @@ def create_app() -> FastAPI:
                                   "cache_prices": bool(s.cache_writes)}
                                  for (p, m), s in sorted(price_sheets().items())],
                 "version": __version__}
+
+    @app.get("/api/lecture", summary="llmecon lecture --json: every claim of the lecture, recomputed, with its "
+                                     "verdict")
+    def lecture() -> dict:
+        return _lecture_claims()
 
     @app.post("/api/analyze", summary="llmecon analyze: headline numbers, batch curve, roofline")
     def analyze(body: S.AnalyzeIn) -> dict:
