@@ -153,7 +153,7 @@ def test_bad_value_names_the_field_and_recovers(page, server):
     page.fill("#tp", "3")
     page.wait_for_selector("#error:not([hidden])")
     message = page.inner_text("#error")
-    assert message.startswith("tp: ") and "128" in message, message
+    assert message.startswith("tp 3: ") and "128" in message, message  # the field, its value, the reason
     assert "invalid" in page.get_attribute("#tp", "class")
     page.wait_for_function("document.body.dataset.busy === '0'")
     assert page.inner_text("#balance-batch") == "6,132"  # the last good answer stays on screen

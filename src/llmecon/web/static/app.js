@@ -72,7 +72,8 @@ function setProblems(source, list) {
   const lines = [];
   for (const [src, ps] of Object.entries(problems)) {
     for (const p of ps) {
-      const line = p.field ? `${p.field}: ${p.msg}` : p.msg;
+      const named = p.field && (p.msg.startsWith(`${p.field} `) || p.msg.startsWith(`${p.field}:`));
+      const line = p.field && !named ? `${p.field}: ${p.msg}` : p.msg;
       if (!lines.includes(line)) lines.push(line);
       const form = $(FORMS[src] || "deployment");
       const el = p.field && ((form && form.elements[p.field]) || $("deployment").elements[p.field]);
