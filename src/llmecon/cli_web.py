@@ -26,5 +26,29 @@ def web_cmd(
         application = create_app()
     except ImportError as exc:
         _fail(f"llmecon web needs the [web] extra ({exc.name} is missing): pip install -e '.[web]'")
+    sock = _bind(host, port)  # bound before announcing: a taken port is a one-line error, not a traceback
     typer.echo(f"llmecon web: open http://{host}:{port}/ (API schema at /openapi.json); Ctrl-C stops it")
-    uvicorn.run(application, host=host, port=port, log_level="warning")
+    server = uvicorn.Server(uvicorn.Config(application, log_level="warning"))
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+
+
+def _bind(host: str, port: int):
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        _fail(f"--host {host}: cannot resolve it ({exc.strerror}); use an address such as 127.0.0.1")
+    family, _, _, _, address = infos[0]
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        _fail(f"--port {port}: cannot listen on {host}:{port} ({exc.strerror}); pick another port, e.g. "
+              f"--port {port + 1 if port < 65535 else 8000}")
+    return sock
