@@ -166,3 +166,14 @@ def test_lecture_json_and_page(client):
     assert any(c["id"] == "A3.deepseek-balance-batch" and c["verdict"] == "corrected" for c in web["claims"])
     page = client.get("/lecture")
     assert page.status_code == 200 and "A3.deepseek-balance-batch" in page.text and "<svg" in page.text
+
+
+def test_roofline_operating_point_is_the_chosen_batch(client):
+    """A batch off the curve's grid gets its own point: FLOPs / bytes and FLOPs / step / chips of
+    the decode step the API reports for it."""
+    r = client.post("/api/analyze", json={"model": "llama-3.1-70b", "system": "hgx-h100", "tp": 4,
+                                          "batch": 77}).json()
+    step, op = r["decode_at_batch"], r["roofline"]["operating_point"]
+    assert op["batch"] == 77
+    assert op["intensity_flops_per_byte"] == pytest.approx(step["flops"] / (step["weight_bytes"] + step["kv_bytes"]))
+    assert op["achieved_flops_per_s"] == pytest.approx(step["flops"] / step["step_s"] / 4)

@@ -13,24 +13,32 @@ from __future__ import annotations
 import numpy as np
 
 from .batching import BatchCurve, Deployment
+from .inference import StepResult
 from .report import _num
 
 
-def roofline_dict(curve: BatchCurve, dep: Deployment) -> dict:
-    """Roof and operating points (one per batch of ``curve``), per chip, SI units."""
-    a = dep.system.accelerator
-    step = curve.step
-    run = step.compute_dtype
-    shape = curve.batch.shape
+def _points(step: StepResult, batch: np.ndarray, chips: int) -> list[dict]:
+    shape = batch.shape
     flops = np.broadcast_to(np.asarray(step.flops, dtype=float), shape)
     moved = np.broadcast_to(np.asarray(step.weight_bytes, dtype=float) + np.asarray(step.kv_bytes, dtype=float), shape)
     step_s = np.broadcast_to(np.asarray(step.step_s, dtype=float), shape)
     bound = np.broadcast_to(np.asarray(step.bound), shape)
-    chips = dep.plan.chips
-    return {
+    return [{"batch": _num(b), "intensity_flops_per_byte": _num(f / m), "achieved_flops_per_s": _num(f / t / chips),
+             "bound": str(bd)}
+            for b, f, m, t, bd in zip(batch, flops, moved, step_s, bound) if m > 0 and t > 0]
+
+
+def roofline_dict(curve: BatchCurve, dep: Deployment, *, at: StepResult | None = None) -> dict:
+    """Roof and operating points (one per batch of ``curve``), per chip, SI units; with ``at`` (a
+    decode step at one batch), that step's point as ``operating_point``."""
+    a = dep.system.accelerator
+    run = curve.step.compute_dtype
+    out = {
         "accelerator": a.name, "compute_dtype": run, "peak_flops_per_s": a.peak(run),
         "hbm_bandwidth_bytes_per_s": a.hbm_bandwidth_bytes_per_s, "ridge_flops_per_byte": a.flops_per_byte(run),
-        "points": [{"batch": _num(b), "intensity_flops_per_byte": _num(f / m), "achieved_flops_per_s": _num(f / t / chips),
-                    "bound": str(bd)}
-                   for b, f, m, t, bd in zip(curve.batch, flops, moved, step_s, bound) if m > 0 and t > 0],
+        "points": _points(curve.step, curve.batch, dep.plan.chips),
     }
+    if at is not None:
+        point = _points(at, np.atleast_1d(np.asarray(at.batch, dtype=float)), dep.plan.chips)
+        out["operating_point"] = point[0] if point else None
+    return out

@@ -218,7 +218,7 @@ def create_app() -> FastAPI:
         out["curve"] = _with_usd(out["curve"], body.price_per_chip_hour)
         out["decode_at_batch"] = step_dict(at, dep)
         out["headline"] = [{"label": k, "value": v} for k, v in headline_lines(dep, e, at, show)]
-        out["roofline"] = roofline_dict(e.curve, dep)
+        out["roofline"] = roofline_dict(e.curve, dep, at=at)
         out["model_facts"] = {"total_params": dep.model.params.total, "active_params": dep.model.params.active,
                               "attention": dep.model.attention_label, "is_moe": dep.model.is_moe}
         out["assumptions"] = list(dep.model.assumptions)

@@ -197,7 +197,7 @@ function drawRoofline(a) {
   const roof = { x: [lo, rf.ridge_flops_per_byte, hi],
     y: [lo * rf.hbm_bandwidth_bytes_per_s / 1e12, rf.peak_flops_per_s / 1e12, rf.peak_flops_per_s / 1e12],
     mode: "lines", name: `roof (${rf.accelerator} ${rf.compute_dtype})`, line: { color: "#111", width: 2 } };
-  const near = pts.reduce((b, p) => (Math.abs(Math.log(p.batch / chosen)) < Math.abs(Math.log(b.batch / chosen)) ? p : b), pts[0]);
+  const near = rf.operating_point || pts.reduce((b, p) => (Math.abs(Math.log(p.batch / chosen)) < Math.abs(Math.log(b.batch / chosen)) ? p : b), pts[0]);
   const star = { x: [near.intensity_flops_per_byte], y: [near.achieved_flops_per_s / 1e12], mode: "markers",
     name: `batch ${int(near.batch)}`, marker: { symbol: "star", size: 15, color: "#111" } };
   draw("plot-roofline", [roof, ...byBound(pts, (p) => p.intensity_flops_per_byte, (p) => p.achieved_flops_per_s / 1e12, ""), star], {
