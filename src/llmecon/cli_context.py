@@ -182,8 +182,8 @@ def _parse_tier_prices(items: list[str]) -> dict[str, float]:
     return out
 
 
-def _parse_devices(items: list[str]) -> list[tuple[str, int]]:
-    """--device NAME[:COUNT] items as (name, count), names checked against the catalogue."""
+def _parse_devices(items: list[str]):
+    """--device NAME[:COUNT] items as storage memory tiers (catalogue devices)."""
     from .catalog.hardware import device_tier
 
     tiers = []
@@ -193,8 +193,7 @@ def _parse_devices(items: list[str]) -> list[tuple[str, int]]:
             n = int(count) if count else 1
         except ValueError:
             _fail(f"--device {item!r}: expected NAME or NAME:COUNT, e.g. --device pm1743:8")
-        device_tier(name.strip(), n)  # validates the name (did-you-mean) before any work
-        tiers.append((name.strip(), n))
+        tiers.append(device_tier(name.strip(), n))
     return tiers
 
 
@@ -216,7 +215,6 @@ def cache_cmd(
 ) -> None:
     """Where to keep a KV/prefix cache: each memory tier (hold + read-back cost, drain time) against
     recomputing it by prefill; the five-minute rule's tier."""
-    from .catalog.hardware import device_tier
     from .kvcache import cache_placement, priced_tiers
     from .report_context import placement_dict
     from .units import fmt_bytes, fmt_seconds, parse
@@ -224,7 +222,7 @@ def cache_cmd(
     hold_s = parse(hold, "s", field="--hold")
     dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, profile=profile)
     tiers = priced_tiers(dep, price_per_chip_hour=price_per_chip_hour, tier_prices=_parse_tier_prices(tier_price),
-                         extra=[device_tier(name, n) for name, n in _parse_devices(device)])
+                         extra=_parse_devices(device))
     p = cache_placement(dep, tiers, sequences=sequences, context=context, hold_s=hold_s,
                         price_per_chip_hour=price_per_chip_hour)
     d = placement_dict(p, dep)
@@ -313,7 +311,7 @@ def prices_infer(
     from .price_inference import infer_sheet
 
     out = infer_sheet(get_price_sheet(provider, model), active_params=active_params, chips=chip, dtypes=dtype,
-                      system=system, devices=_parse_devices(device), kv_bytes_per_token=kv_bytes_per_token,
+                      system=system, extra_tiers=_parse_devices(device), kv_bytes_per_token=kv_bytes_per_token,
                       price_per_chip_hour=price_per_chip_hour)
     if as_json:
         _emit_json(out)

@@ -12,8 +12,9 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from .catalog.hardware import device_tier, get_accelerator, get_system
+from .catalog.hardware import get_accelerator, get_system
 from .errors import require_number
+from .hardware import MemoryTier
 from .prices import PriceSheet
 from .pricing import cache_tier_fit, five_minute_tiers, infer_fast_mode, infer_kv_from_price_step, operating_point
 from .report_context import fast_mode_dict, kv_inference_dict, tier_fit_rows
@@ -34,13 +35,13 @@ def flops_per_byte_grid(chips: list[str], dtypes: list[str]) -> list[tuple[str, 
 
 
 def infer_sheet(sheet: PriceSheet, *, active_params: list[float], chips: list[str], dtypes: list[str],
-                system: str, devices: list[tuple[str, int]] = (), kv_bytes_per_token: float | None = None,
+                system: str, extra_tiers: list[MemoryTier] = (), kv_bytes_per_token: float | None = None,
                 price_per_chip_hour: float | None = None) -> dict:
     """Everything a price sheet implies, with its assumptions (see module docstring).
 
     ``kv_bytes_per_token`` for the cache analysis defaults to the geometric middle of the range
-    inferred from the price step; ``devices`` adds storage tiers (catalogue name, count) below the
-    system's own memory tiers; ``price_per_chip_hour`` replaces the HBM tier's rent.
+    inferred from the price step; ``extra_tiers`` adds storage tiers (``catalog.hardware.device_tier``)
+    below the system's own memory tiers; ``price_per_chip_hour`` replaces the HBM tier's rent.
     """
     if price_per_chip_hour is not None:
         require_number("--price-per-chip-hour", price_per_chip_hour, minimum=0, hint="dollars per chip-hour")
@@ -49,7 +50,8 @@ def infer_sheet(sheet: PriceSheet, *, active_params: list[float], chips: list[st
     kv_mid = kv_bytes_per_token
     k = None
     if sheet.long_context:
-        k = infer_kv_from_price_step(sheet, active_params=active_params, flops_per_byte=flops_per_byte_grid(chips, dtypes))
+        k = infer_kv_from_price_step(sheet, active_params=active_params,
+                                     flops_per_byte=flops_per_byte_grid(chips, dtypes))
         out["kv_from_price_step"] = kv_inference_dict(k)
         if kv_mid is None:
             kv_mid = math.sqrt(k.low * k.high)
@@ -61,14 +63,15 @@ def infer_sheet(sheet: PriceSheet, *, active_params: list[float], chips: list[st
     if k is not None:
         out["operating_point"]["context_at_balance_tokens"] = op.context_over_crossover_at_balance * k.crossover_context
     s = get_system(system)
-    tiers = list(s.memory_tiers) + [device_tier(name, count) for name, count in devices]
+    tiers = list(s.memory_tiers) + list(extra_tiers)
     if price_per_chip_hour is not None:
         tiers[0] = replace(tiers[0], usd_per_hour=price_per_chip_hour * s.chips)
     if sheet.cache_writes:
         fits = cache_tier_fit(sheet, tiers, kv_bytes_per_token=kv_mid)
+        five = [{"hold_s": h, "tier": t} for h, t in five_minute_tiers(fits).items()]
         out["cache_tiers"] = {"system": system, "kv_bytes_per_token": kv_mid, "fits": tier_fit_rows(fits),
-                              "five_minute_tier": [{"hold_s": h, "tier": t} for h, t in five_minute_tiers(fits).items()]}
-    out["premiums"] = [fast_mode_dict(p.name, infer_fast_mode(price_ratio=p.output_usd_per_mtok / sheet.output_usd_per_mtok,
-                                                              speedup=p.speedup))
+                              "five_minute_tier": five}
+    out["premiums"] = [fast_mode_dict(p.name, infer_fast_mode(price_ratio=p.output_usd_per_mtok
+                                                              / sheet.output_usd_per_mtok, speedup=p.speedup))
                        for p in sheet.premiums if p.speedup is not None]
     return out

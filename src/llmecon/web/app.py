@@ -106,22 +106,28 @@ def _with_usd(rows: list[dict], price_per_chip_hour: float | None) -> list[dict]
 
 
 @lru_cache(maxsize=1)
-def _lecture_claims() -> dict:
-    """``llmecon lecture --json`` (deterministic: computed once per process, ~1.5 s)."""
+def _claims() -> tuple:
+    """The lecture's claims (deterministic: computed once per process, ~1.5 s)."""
     from ..lecture import build_claims
+
+    return tuple(build_claims())
+
+
+@lru_cache(maxsize=1)
+def _lecture_claims() -> dict:
+    """``llmecon lecture --json``."""
     from ..lecture.report import claims_dict
 
-    return _clean(claims_dict(build_claims()))
+    return _clean(claims_dict(list(_claims())))
 
 
 @lru_cache(maxsize=1)
 def _lecture_page() -> str:
-    """``llmecon lecture --out``'s HTML (claims and figures; ~2 s once per process)."""
-    from ..lecture import build_claims
+    """``llmecon lecture --out``'s HTML (figures drawn once per process, ~1 s)."""
     from ..lecture.figures import figures
     from ..lecture.report import lecture_html
 
-    return lecture_html(build_claims(), figures())
+    return lecture_html(list(_claims()), figures())
 
 
 def create_app() -> FastAPI:
