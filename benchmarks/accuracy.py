@@ -16,9 +16,9 @@ import json
 import time
 from pathlib import Path
 
-from llmecon.accuracy import evaluate
-from llmecon.measurements import read_csv
-from llmecon.validation_sets import SETS, default_root, read_set
+from llmecon.fidelity.accuracy import evaluate
+from llmecon.fidelity.measurements import read_csv
+from llmecon.fidelity.validation_sets import SETS, default_root, read_set
 
 HERE = Path(__file__).resolve().parent
 

@@ -66,11 +66,11 @@ try:  # src layout: work with or without PYTHONPATH=src / an install
 except ImportError:
     sys.path.insert(0, str(SRC))
 
-from llmecon.batching import smallest_plan  # noqa: E402
+from llmecon.econ.batching import smallest_plan  # noqa: E402
 from llmecon.catalog.hardware import get_system  # noqa: E402
 from llmecon.catalog.models import get_model, model_names  # noqa: E402
-from llmecon.inference import decode_step  # noqa: E402
-from llmecon.parallelism import Plan  # noqa: E402
+from llmecon.step.inference import decode_step  # noqa: E402
+from llmecon.spec.plan import Plan  # noqa: E402
 
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
@@ -103,8 +103,8 @@ import sys, time
 t_top = time.perf_counter()
 from llmecon.catalog.models import get_model
 from llmecon.catalog.hardware import get_system
-from llmecon.inference import decode_step
-from llmecon.parallelism import Plan
+from llmecon.step.inference import decode_step
+from llmecon.spec.plan import Plan
 r = decode_step(get_model({model!r}), get_system({system!r}), batch={batch}, context={context},
                 plan=Plan(tp={tp}))
 ms = float(r.step_s) * 1e3

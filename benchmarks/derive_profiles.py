@@ -15,8 +15,8 @@ import argparse
 import datetime
 from pathlib import Path
 
-from llmecon.calibrate import fit_profile
-from llmecon.validation_sets import read_set
+from llmecon.fidelity.calibrate import fit_profile
+from llmecon.fidelity.validation_sets import read_set
 
 OUT = Path(__file__).resolve().parents[1] / "src" / "llmecon" / "catalog" / "profiles"
 

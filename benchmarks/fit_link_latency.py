@@ -1,5 +1,5 @@
 """Fit alpha (latency) and beta (bandwidth) of NCCL collectives per network tier, and check the
-catalogue's links against the same measurements (llmecon.collective_fit does the work).
+catalogue's links against the same measurements (llmecon.fidelity.collective_fit does the work).
 
 Data: vidur's NCCL profiling (``../shared/validation/vidur/profiling/network/<cluster>/``),
 ``time_stats.<op>.median`` in ms against ``size`` in bytes; a row with ``devices_per_node <
@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 from llmecon.catalog.hardware import get_system
-from llmecon.collective_fit import (CLUSTER_SYSTEMS, algorithm_by_size, check_catalogue, fit_groups,
+from llmecon.fidelity.collective_fit import (CLUSTER_SYSTEMS, algorithm_by_size, check_catalogue, fit_groups,
                                     load_all)
 from llmecon.errors import LlmeconError
 

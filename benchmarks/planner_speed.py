@@ -45,7 +45,7 @@ if importlib.util.find_spec("llmecon") is None:  # src layout: work with or with
 
 from llmecon.catalog.hardware import get_system  # noqa: E402
 from llmecon.catalog.models import get_model  # noqa: E402
-from llmecon.planner import SearchOptions, PlanTargets, plan_deployment  # noqa: E402
+from llmecon.econ.planner import SearchOptions, PlanTargets, plan_deployment  # noqa: E402
 
 TARGET_POINTS = 100_000
 TARGET_S = 2.0

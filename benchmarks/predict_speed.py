@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from _machine import cpu_name, pin_one_core
-from llmecon.predict import parse_cases, predict_cases, write_cases
+from llmecon.fidelity.predict import parse_cases, predict_cases, write_cases
 
 MODELS = {"llama-3.1-8b": (1, 2, 4, 8), "qwen3-32b": (1, 2, 4, 8), "llama-3.1-70b": (2, 4, 8),
           "mixtral-8x7b": (1, 2, 4, 8)}

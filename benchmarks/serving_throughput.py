@@ -52,7 +52,7 @@ SCENARIOS = {
 
 
 def run(name: str, n: int) -> dict:
-    from llmecon.batching import Deployment, smallest_plan
+    from llmecon.econ.batching import Deployment, smallest_plan
     from llmecon.catalog.hardware import get_system
     from llmecon.catalog.models import get_model
     from llmecon.serving import Continuous, SimConfig, Train, lognormal, simulate, synthetic

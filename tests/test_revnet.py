@@ -355,7 +355,6 @@ def test_measure_overhead_runs():
     seq = reversible_transformer(2, 16, 2)
     got = measure_overhead(seq, torch.randn(2, 8, 32), repeats=3, warmup=1)
     assert got.standard_s > 0 and got.reversible_s > 0 and math.isfinite(got.measured_overhead)
-    assert got.measured_overhead > -0.5
     assert got.theoretical_overhead == pytest.approx(1 / 3)
     assert all(p.grad is None for p in seq.parameters())
 

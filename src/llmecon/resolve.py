@@ -7,14 +7,15 @@ field and a fix (the CLI prints them as one line and exits 2; the web API answer
 
 from __future__ import annotations
 
-from .batching import Deployment, smallest_plan
+from .econ.batching import Deployment, smallest_plan
 from .catalog.hardware import get_system
 from .catalog.models import get_model
 from .dtypes import get_dtype
-from .efficiency import MODES, EfficiencyProfile, load_profile, resolve as resolve_profile
+from .spec.efficiency import MODES, EfficiencyProfile
+from .catalog.profiles import load_profile, resolve as resolve_profile
 from .errors import CatalogError, SpecError
-from .hardware import System
-from .parallelism import Plan
+from .spec.hardware import System
+from .spec.plan import Plan
 
 def fidelity(mode: str, profile: str | EfficiencyProfile | None = None,
              system: System | None = None) -> tuple[str, EfficiencyProfile | None]:

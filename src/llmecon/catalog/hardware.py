@@ -19,7 +19,7 @@ from importlib import resources
 
 from .. import units
 from ..errors import CatalogError, LlmeconError, SpecError, did_you_mean, unknown_name
-from ..hardware import TIER_KINDS, Accelerator, Link, MemoryTier, System
+from ..spec.hardware import TIER_KINDS, Accelerator, Link, MemoryTier, System
 from ._strict import check_keys, iso_date, read_toml as _read_toml, text as _text
 
 PEAK_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "fp4")

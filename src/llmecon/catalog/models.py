@@ -13,8 +13,8 @@ from importlib import resources
 from pathlib import Path
 
 from ..errors import unknown_name
-from ..hf_config import load_config_file, model_from_hf_config
-from ..model import Model
+from .hf_config import load_config_file, model_from_hf_config
+from ..spec.model import Model
 
 DEFAULT_MODEL = "deepseek-v3"
 

@@ -53,7 +53,7 @@ from pathlib import Path
 
 from .. import units
 from ..errors import CatalogError, LlmeconError, did_you_mean, unknown_name
-from ..prices import PRICE_STATUSES, CacheWrite, ContextTier, Premium, PriceSheet
+from ..spec.prices import PRICE_STATUSES, CacheWrite, ContextTier, Premium, PriceSheet
 from ._strict import check_keys, iso_date, read_toml as _read_toml, text as _text
 
 PRICE_FILE = "prices.toml"

@@ -12,7 +12,9 @@ from .claims import SECTIONS, SPEC_ITEMS, VERDICTS, Claim, Tolerance, check_uniq
 
 def build_claims() -> list[Claim]:
     """Every claim of SPEC sections A-F, in SPEC order, with computed verdicts."""
-    from . import section_a, section_bc, section_df
+    from . import section_a
+    from . import section_bc
+    from . import section_df
 
     claims = section_a.claims() + section_bc.claims() + section_df.claims()
     check_unique(claims)

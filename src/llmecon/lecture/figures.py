@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..batching import Deployment, batch_economics, smallest_plan
+from ..econ.batching import Deployment, batch_economics, smallest_plan
 from ..catalog.hardware import get_system
 from ..catalog.models import get_model
-from ..context import context_economics
-from ..parallelism import Plan
+from ..econ.context import context_economics
+from ..spec.plan import Plan
 from . import inputs as I
 from .section_df import activation_memory, lifetime_split, pipeline_memory
 
@@ -177,7 +177,7 @@ def revnet_figure() -> LectureFigure:
     return LectureFigure(key="revnet", section="F", figure=fig,
                          caption="Stored activations grow O(L); checkpointing keeps one input per layer; reversible "
                                  "blocks keep only the last output (plus the logits), O(1) in depth, for ~1/3 more "
-                                 "compute (SPEC F24; formulas of llmecon.training_step).")
+                                 "compute (SPEC F24; formulas of llmecon.econ.training_step).")
 
 
 FIGURES = {"batch": batch_figure, "context": context_figure, "pipeline": pipeline_figure,

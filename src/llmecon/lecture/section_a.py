@@ -3,16 +3,15 @@ mode, memory fit — each lecture number recomputed through llmecon and compared
 
 from __future__ import annotations
 
-from ..batching import (Deployment, balance_batch, balance_batch_with_kv, drain_time_s,
-                        fast_mode_batch_ratio, latency_floor_s, max_roofline_fast_mode, no_batching_cost_ratio,
-                        throughput_tokens_per_s)
+from ..econ.batching import (Deployment, balance_batch, balance_batch_with_kv, drain_time_s, fast_mode_batch_ratio,
+    latency_floor_s, max_roofline_fast_mode, no_batching_cost_ratio, throughput_tokens_per_s)
 from ..catalog.hardware import get_accelerator, get_system
 from ..catalog.models import get_model
 from ..catalog.prices import get_price_sheet
 from ..dtypes import get_dtype
-from ..inference import touched_expert_fraction
-from ..parallelism import Plan
-from ..roofline import step_time
+from ..step.inference import touched_expert_fraction
+from ..spec.plan import Plan
+from ..step.roofline import step_time
 from . import inputs as I
 from .claims import Claim, Tolerance, check
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import math
 
-from ..batching import Deployment, crossover_context, smallest_plan
+from ..econ.batching import Deployment, crossover_context, smallest_plan
 from ..catalog.hardware import get_accelerator, get_storage_device, get_system
 from ..catalog.models import get_model
 from ..catalog.prices import get_price_sheet
-from ..context import block_sparse_reads, context_economics, kv_per_sequence_bytes, tiers_for_steps
-from ..kvcache import five_minute_tier
-from ..pricing import (break_even_hold_s, cache_hold_price_per_hour, decode_prefill_cost_ratio, infer_fast_mode,
-                       kv_bytes_from_crossover, operating_point)
+from ..econ.context import block_sparse_reads, context_economics, kv_per_sequence_bytes, tiers_for_steps
+from ..econ.kvcache import five_minute_tier
+from ..econ.pricing import (break_even_hold_s, cache_hold_price_per_hour, decode_prefill_cost_ratio, infer_fast_mode,
+    kv_bytes_from_crossover, operating_point)
 from . import inputs as I
 from .claims import Claim, Tolerance, check
 

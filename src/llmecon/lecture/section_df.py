@@ -6,17 +6,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .. import training as T
-from ..batching import Deployment
+from ..econ import training as T
+from ..econ.batching import Deployment
 from ..catalog.hardware import get_system
 from ..catalog.models import get_model
 from ..dtypes import get_dtype
-from ..inference import ACTIVATION_DTYPE, comm_parts, memory_per_chip
-from ..model import Model
-from ..parallelism import Plan, pipeline_stage_time_ratio
-from ..routed_scaling import default_routed_law, effective_ratio, experts_for_ratio
+from ..step.inference import ACTIVATION_DTYPE, comm_parts, memory_per_chip
+from ..spec.model import Model
+from ..spec.plan import Plan, pipeline_stage_time_ratio
+from ..econ.routed_scaling import default_routed_law, effective_ratio, experts_for_ratio
 from ..serving import SimConfig, Train, fixed, simulate, synthetic
-from ..training_step import TrainPlan, memory_per_gpu, train_step
+from ..econ.training_step import TrainPlan, memory_per_gpu, train_step
 from . import inputs as I
 from .claims import Claim, Tolerance, check
 
@@ -161,7 +161,7 @@ def _e20() -> list[Claim]:
 
 
 def lifetime_split():
-    """The lecture's over-training arithmetic (SPEC F22) through ``llmecon.training``: lifetime
+    """The lecture's over-training arithmetic (SPEC F22) through ``llmecon.econ.training``: lifetime
     inference tokens, pretraining tokens at equal cost, pretraining over RL tokens, the equal split
     and the cheapest model at the same loss. Returns (d_inf, d_pre, pre_over_rl, thirds, best, curve)."""
     n = I.OVERTRAIN_ACTIVE_PARAMS

@@ -1,5 +1,5 @@
 """Serving simulator (SPEC E20): workloads, a step-level engine whose step times come from
-``llmecon.inference``, scheduling policies, metrics and queueing-theory closed forms.
+``llmecon.step.inference``, scheduling policies, metrics and queueing-theory closed forms.
 
     from llmecon.serving import simulate, SimConfig, Continuous, synthetic, fixed
     res = simulate(dep, synthetic(rate_per_s=5, prompt=fixed(512), output=fixed(128), duration_s=60))

@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..errors import SpecError, did_you_mean
-from ..parallelism import Plan
+from ..spec.plan import Plan
 
 POLICIES = ("train", "adaptive", "continuous", "disaggregated")
 PREEMPTION = ("auto", "recompute", "swap")

@@ -8,7 +8,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..batching import Deployment
+from ..econ.batching import Deployment
 from ..errors import SpecError
 from .engine import Engine
 from .metrics import SECONDS_PER_HOUR, PoolStats, SimResult, check_accounting, expand_itl

@@ -39,8 +39,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..batching import Deployment
-from ..efficiency import resolve
+from ..econ.batching import Deployment
+from ..catalog.profiles import resolve
 from ..errors import SpecError
 
 ITERATIONS = 40  # fixed-point steps on x (tests check the converged point is a fixed point)

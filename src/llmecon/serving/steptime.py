@@ -34,9 +34,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..batching import Deployment
+from ..econ.batching import Deployment
 from ..errors import LlmeconError, SpecError
-from ..inference import decode_step, prefill_step
+from ..step.inference import decode_step, prefill_step
 
 VERIFY_REL = 1e-9  # tolerance of the piecewise-linear decode fit against inference (checked at build)
 
@@ -100,7 +100,7 @@ class StepModel:
         self._wscale = 1.0 / (self.chips * bw)
         free = hbm_fraction * dep.system.accelerator.hbm_bytes - dep.weights_per_chip_bytes
         if free <= 0:
-            from ..batching import require_fit
+            from ..econ.batching import require_fit
 
             require_fit(dep, batch=1.0, context=1.0)  # raises the standard "does not fit" message
             raise SpecError(f"--hbm-fraction {hbm_fraction:g}: leaves no HBM for KV beside the weights; raise it")

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..context import usd_per_mtok
-from ..inference import decode_step, prefill_step
+from ..econ.context import usd_per_mtok
+from ..step.inference import decode_step, prefill_step
 from .grid import Group
 
 ROW_DTYPE = np.dtype([

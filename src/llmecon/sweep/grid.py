@@ -24,9 +24,9 @@ import math
 from dataclasses import dataclass
 
 from ..errors import InfeasibleError, LlmeconError, SpecError
-from ..hardware import System
-from ..model import Model
-from ..parallelism import Plan
+from ..spec.hardware import System
+from ..spec.model import Model
+from ..spec.plan import Plan
 from .spec import PlanAxis, SweepSpec, WorkloadSpec
 
 FORMAT_VERSION = 1  # bump when the row layout or the chunking changes (old parts are then refused)
@@ -122,8 +122,8 @@ class Work:
 
 
 def _plans_for(axis: PlanAxis, model: Model, system: System, wdt, kvdt) -> list[Plan | None]:
-    from ..batching import smallest_plan
-    from ..planner import candidate_plans
+    from ..econ.batching import smallest_plan
+    from ..econ.planner import candidate_plans
 
     if axis.mode == "auto":
         return list(candidate_plans(model, system, max_chips=axis.max_chips))
@@ -149,7 +149,7 @@ def _label(model: Model, system: System, plan: Plan | None, *rest) -> str:
 
 
 def _analytic_groups(spec: SweepSpec, models, systems, skipped: list) -> list[Group]:
-    from ..inference import decode_step, prefill_step
+    from ..step.inference import decode_step, prefill_step
 
     a = spec.analytic
     prices = a.prices if a.prices is not None else (math.nan,)

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..catalog._strict import check_keys, read_toml
 from ..errors import LlmeconError, SpecError, did_you_mean
-from ..parallelism import Plan
+from ..spec.plan import Plan
 
 PHASES = ("decode", "prefill")
 PLAN_MODES = ("auto", "smallest")

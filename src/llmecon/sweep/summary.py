@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..planner import pareto_front
+from ..econ.planner import pareto_front
 from .grid import Work
 
 BATCH_ROWS = 1 << 20

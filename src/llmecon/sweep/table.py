@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import LlmeconError
-from ..roofline import BOUNDS
+from ..step.roofline import BOUNDS
 from .grid import Group, Scenario
 from .spec import OUTPUTS
 

@@ -98,7 +98,7 @@ def _with_usd(rows: list[dict], price_per_chip_hour: float | None) -> list[dict]
     """Add $/Mtok to batch-curve rows when a chip-hour price is given (``context.usd_per_mtok``)."""
     if price_per_chip_hour is None:
         return rows
-    from ..context import usd_per_mtok
+    from ..econ.context import usd_per_mtok
 
     cost = usd_per_mtok(np.array([r["chip_s_per_token"] for r in rows], dtype=float),
                         price_per_chip_hour=price_per_chip_hour)
@@ -116,7 +116,7 @@ def _claims() -> tuple:
 @lru_cache(maxsize=1)
 def _lecture_claims() -> dict:
     """``llmecon lecture --json``."""
-    from ..lecture.report import claims_dict
+    from ..report.lecture import claims_dict
 
     return _clean(claims_dict(list(_claims())))
 
@@ -125,7 +125,7 @@ def _lecture_claims() -> dict:
 def _lecture_page() -> str:
     """``llmecon lecture --out``'s HTML (figures drawn once per process, ~1 s)."""
     from ..lecture.figures import figures
-    from ..lecture.report import lecture_html
+    from ..report.lecture import lecture_html
 
     return lecture_html(list(_claims()), figures())
 
@@ -211,9 +211,9 @@ def create_app() -> FastAPI:
 
     @app.post("/api/analyze", summary="llmecon analyze: headline numbers, batch curve, roofline")
     def analyze(body: S.AnalyzeIn) -> dict:
-        from ..batching import batch_economics, require_fit
-        from ..report import economics_dict, headline_lines, step_dict
-        from ..report_roofline import roofline_dict
+        from ..econ.batching import batch_economics, require_fit
+        from ..report.analyze import economics_dict, headline_lines, step_dict
+        from ..report.roofline import roofline_dict
 
         dep = _dep(body)
         e = batch_economics(dep, context=body.context)
@@ -232,8 +232,8 @@ def create_app() -> FastAPI:
 
     @app.post("/api/step", summary="llmecon step: one decode or prefill step")
     def step(body: S.StepIn) -> dict:
-        from ..batching import require_fit
-        from ..report import step_dict
+        from ..econ.batching import require_fit
+        from ..report.analyze import step_dict
 
         dep = _dep(body)
         if body.phase == "decode":
@@ -245,8 +245,8 @@ def create_app() -> FastAPI:
 
     @app.post("/api/context", summary="llmecon context: KV economics against context length")
     def context(body: S.ContextIn) -> dict:
-        from ..context import context_economics
-        from ..report_context import context_dict
+        from ..econ.context import context_economics
+        from ..report.context import context_dict
 
         dep = _dep(body)
         e = context_economics(dep, batch=body.batch, batch_cap=body.max_batch)
@@ -257,8 +257,8 @@ def create_app() -> FastAPI:
         from ..catalog.hardware import get_system
         from ..catalog.models import get_model
         from ..dtypes import get_dtype
-        from ..planner import PlanTargets, SearchOptions, plan_deployment
-        from ..report_plan import plan_result_dict
+        from ..econ.planner import PlanTargets, SearchOptions, plan_deployment
+        from ..report.plan import plan_result_dict
         from ..resolve import fidelity
 
         m = get_model(body.model)
@@ -298,7 +298,7 @@ def create_app() -> FastAPI:
     @app.post("/api/prices/infer", summary="llmecon prices infer: a price sheet read backwards")
     def prices_infer(body: S.PricesIn) -> dict:
         from ..catalog.prices import get_price_sheet
-        from ..price_inference import infer_sheet
+        from ..report.price_sheet import infer_sheet
 
         sheet = get_price_sheet(body.provider, body.model)
         return _clean(infer_sheet(sheet, active_params=body.active_params, chips=body.chips, dtypes=body.dtypes,

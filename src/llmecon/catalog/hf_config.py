@@ -1,0 +1,388 @@
+"""Read a Hugging Face ``config.json`` into a ``Model``.
+
+Field names and the defaults transformers applies when a field is absent are documented in
+``reference/models/README.md`` ("What a parser must handle"); each default used here is recorded
+in ``Model.assumptions`` so the user sees it. Dispatch is on ``architectures`` (Kimi K2 is
+``model_type: kimi_k2`` with ``DeepseekV3ForCausalLM``). An architecture not in ``FAMILIES`` is
+read as a Llama-style pre-norm decoder, and that assumption is recorded too.
+
+Strictness: missing or mistyped required fields are errors naming the field; a key that is not
+known but looks like a known one (a typo) is an error with "did you mean"; other unknown keys are
+kept in ``Model.unrecognized_fields`` (configs carry many fields irrelevant to cost).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+from ..errors import CatalogError, SpecError
+from ..spec.model import Attention, Model, MoE
+
+# Per-architecture facts that are not config fields (transformers modeling code / model cards).
+_LLAMA = {"gated": True, "norm": "rms", "norms_per_layer": 2, "tie": False}
+FAMILIES: dict[str, dict] = {
+    "LlamaForCausalLM": _LLAMA,
+    "MistralForCausalLM": _LLAMA,
+    "MixtralForCausalLM": _LLAMA,
+    "Qwen2ForCausalLM": {**_LLAMA, "qkv_bias": True},
+    "Qwen2MoeForCausalLM": {**_LLAMA, "qkv_bias": True},
+    "Qwen3ForCausalLM": {**_LLAMA, "qk_norm": True},
+    "Qwen3MoeForCausalLM": {**_LLAMA, "qk_norm": True},
+    # Gemma 3: 4 RMSNorms per layer, q/k norms, tied embeddings; Gemma3TextConfig defaults.
+    "Gemma3ForCausalLM": {**_LLAMA, "norms_per_layer": 4, "qk_norm": True, "tie": True,
+                          "defaults": {"vocab_size": 262208, "sliding_window_pattern": 6}},
+    "Gemma3ForConditionalGeneration": {**_LLAMA, "norms_per_layer": 4, "qk_norm": True, "tie": True,
+                                       "defaults": {"vocab_size": 262208, "sliding_window_pattern": 6}},
+    # Llama 4: one always-on shared expert per MoE layer (Llama4TextMoe), NoPE global layer every 4th.
+    "Llama4ForConditionalGeneration": {**_LLAMA, "shared_experts": 1, "qk_norm_field": "use_qk_norm",
+                                       "defaults": {"use_qk_norm": True, "no_rope_layer_interval": 4,
+                                                    "interleave_moe_layer_step": 1}},
+    "Llama4ForCausalLM": {**_LLAMA, "shared_experts": 1, "qk_norm_field": "use_qk_norm",
+                          "defaults": {"use_qk_norm": True, "no_rope_layer_interval": 4,
+                                       "interleave_moe_layer_step": 1}},
+    "DeepseekV2ForCausalLM": _LLAMA,
+    "DeepseekV3ForCausalLM": _LLAMA,
+    "DeepseekV32ForCausalLM": _LLAMA,
+    # gpt-oss: biases on q,k,v,o, per-head sinks, router and expert biases (gpt_oss/torch/model.py).
+    "GptOssForCausalLM": {**_LLAMA, "qkv_bias": True, "o_bias": True, "sinks": True, "router_bias": True,
+                          "expert_bias": True},
+    # Phi-2: parallel block with one LayerNorm, 2-matrix GELU MLP, every Linear biased incl. lm_head.
+    # GPT-2 / Megatron GPT: pre-LayerNorm, 2-matrix GELU MLP of width n_inner (default 4·d), every
+    # Linear biased, tied embeddings (GPT2Config, transformers gpt2/modeling_gpt2.py).
+    "GPT2LMHeadModel": {"gated": False, "norm": "layer", "norms_per_layer": 2, "tie": True, "qkv_bias": True,
+                        "o_bias": True, "ffn_bias": True, "ffn_width_default_mult": 4, "learned_positions": True},
+    "PhiForCausalLM": {"gated": False, "norm": "layer", "norms_per_layer": 1, "tie": False, "qkv_bias": True,
+                       "o_bias": True, "ffn_bias": True, "lm_head_bias": True},
+}
+
+# Fields this parser reads.
+USED_FIELDS = {
+    "architectures", "model_type", "hidden_size", "num_hidden_layers", "num_attention_heads",
+    "num_key_value_heads", "head_dim", "vocab_size", "intermediate_size", "intermediate_size_mlp",
+    "moe_intermediate_size", "n_routed_experts", "num_local_experts", "num_experts", "num_experts_per_tok",
+    "experts_per_token", "n_shared_experts", "shared_expert_intermediate_size", "first_k_dense_replace",
+    "moe_layer_freq", "decoder_sparse_step", "mlp_only_layers", "interleave_moe_layer_step", "moe_layers",
+    "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "index_n_heads",
+    "index_head_dim", "index_topk", "sliding_window", "use_sliding_window", "layer_types",
+    "sliding_window_pattern", "attention_chunk_size", "no_rope_layer_interval", "no_rope_layers",
+    "tie_word_embeddings", "attention_bias", "mlp_bias", "use_qk_norm", "qk_layernorm", "torch_dtype",
+    "dtype", "quantization_config", "max_position_embeddings", "num_nextn_predict_layers", "topk_method",
+    "text_config", "multi_query", "n_embd", "n_layer", "n_head", "n_inner", "n_positions",
+}
+# Fields known to exist and known not to change counts, bytes or FLOPs.
+IGNORED_FIELDS = {
+    "attention_dropout", "aux_loss_alpha", "bos_token_id", "eos_token_id", "pad_token_id", "embd_pdrop",
+    "ep_size", "hidden_act", "hidden_activation", "initial_context_length", "initializer_range",
+    "layer_norm_eps", "max_window_layers", "mm_tokens_per_image", "n_group", "norm_topk_prob",
+    "output_router_logits", "partial_rotary_factor", "pretraining_tp", "query_pre_attn_scalar",
+    "resid_pdrop", "rms_norm_eps", "rope_scaling", "rope_theta", "rope_local_base_freq",
+    "routed_scaling_factor", "router_aux_loss_coef", "scoring_func", "seq_aux", "swiglu_limit",
+    "topk_group", "transformers_version", "use_cache", "vision_config", "auto_map", "_name_or_path",
+    "attn_temperature_tuning", "floor_scale", "attn_scale", "boi_token_index", "eoi_token_index",
+    "image_token_index", "final_logit_softcapping", "attn_logit_softcapping", "cache_implementation",
+    "router_jitter_noise", "residual_dropout", "hidden_dropout", "attention_multiplier", "rope_parameters",
+    "rope_type", "use_bfloat16", "torchscript", "return_dict", "is_encoder_decoder", "resid_pdrop",
+    "router_z_loss_coef", "moe_router_topk", "num_nextn_predict_layers_note",
+    # GPT-2 configs
+    "n_ctx", "activation_function", "layer_norm_epsilon", "attn_pdrop", "summary_activation",
+    "summary_first_dropout", "summary_proj_to_labels", "summary_type", "summary_use_proj", "scale_attn_weights",
+    "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "task_specific_params",
+}
+_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
+
+
+def load_config_file(path: str | Path, *, name: str | None = None) -> Model:
+    """Read a config.json from disk (errors name the file)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CatalogError(f"--model {path}: cannot read the file ({exc.strerror}); give a config.json path "
+                           "or a catalogue name (llmecon catalog models)") from None
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CatalogError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    return model_from_hf_config(config, name=name or path.stem if path.stem != "config" else path.parent.name,
+                                where=str(path))
+
+
+class _Fields:
+    """Typed access to config fields, recording which were read."""
+
+    def __init__(self, config: Mapping, where: str) -> None:
+        self.config, self.where = config, where
+
+    def has(self, key: str) -> bool:
+        return self.config.get(key) is not None
+
+    def get(self, key: str, kind: type | tuple, default=None, *, required: bool = False, minimum: int | None = None):
+        value = self.config.get(key)
+        if value is None:
+            if required:
+                raise CatalogError(f"{self.where}: missing required field '{key}'")
+            return default
+        ok = isinstance(value, kind) and not (isinstance(value, bool) and kind is not bool and bool not in
+                                              (kind if isinstance(kind, tuple) else (kind,)))
+        if not ok:
+            expected = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+            raise CatalogError(f"{self.where}: field '{key}' must be {expected}, got {value!r}")
+        if minimum is not None and value < minimum:
+            raise CatalogError(f"{self.where}: field '{key}' must be >= {minimum}, got {value!r}")
+        return value
+
+    def first(self, keys: tuple[str, ...], kind: type, default=None, *, minimum: int | None = None):
+        for key in keys:
+            if self.has(key):
+                return self.get(key, kind, minimum=minimum)
+        return default
+
+
+def _flatten(config: Mapping, where: str) -> dict:
+    if not isinstance(config, Mapping):
+        raise CatalogError(f"{where}: a config.json must be a JSON object, got {type(config).__name__}")
+    flat = {k: v for k, v in config.items() if not str(k).startswith("_")}
+    text = flat.pop("text_config", None)
+    if text is not None:
+        if not isinstance(text, Mapping):
+            raise CatalogError(f"{where}: field 'text_config' must be an object")
+        flat.update({k: v for k, v in text.items() if k != "model_type" or "model_type" not in flat})
+    # legacy GPT-style names (phi-msft, GPT-2)
+    for old, new in (("n_embd", "hidden_size"), ("n_layer", "num_hidden_layers"), ("n_head", "num_attention_heads"),
+                     ("n_inner", "intermediate_size"), ("n_positions", "max_position_embeddings")):
+        if old in flat and new not in flat:
+            flat[new] = flat.pop(old)
+    return flat
+
+
+def _check_unknown(flat: Mapping, where: str) -> tuple[str, ...]:
+    known = USED_FIELDS | IGNORED_FIELDS
+    unknown = []
+    for key in flat:
+        if key in known:
+            continue
+        close = difflib.get_close_matches(key, sorted(USED_FIELDS), n=1, cutoff=0.88)
+        if close:
+            raise CatalogError(f"{where}: unknown field '{key}' (did you mean '{close[0]}'?); fix the name")
+        unknown.append(key)
+    return tuple(sorted(unknown))
+
+
+def model_from_hf_config(config: Mapping, *, name: str = "custom", where: str | None = None,
+                         source: str = "") -> Model:
+    """Build a ``Model`` from a parsed config.json mapping."""
+    where = where or f"config for {name}"
+    flat = _flatten(config, where)
+    unrecognized = _check_unknown(flat, where)
+    f = _Fields(flat, where)
+    assumptions: list[str] = []
+
+    arch_list = f.get("architectures", list, default=[])
+    arch = arch_list[0] if arch_list and isinstance(arch_list[0], str) else ""
+    family = FAMILIES.get(arch)
+    if family is None:
+        family = _LLAMA
+        assumptions.append(f"architecture '{arch or 'unstated'}' is not specifically known: read as a "
+                           "Llama-style pre-norm decoder (gated MLP, 2 RMSNorms per layer)")
+    defaults = family.get("defaults", {})
+
+    d = f.get("hidden_size", int, required=True, minimum=1)
+    n_layers = f.get("num_hidden_layers", int, required=True, minimum=1)
+    n_heads = f.get("num_attention_heads", int, required=True, minimum=1)
+    vocab = f.get("vocab_size", int, minimum=1)
+    if vocab is None:
+        if "vocab_size" not in defaults:
+            raise CatalogError(f"{where}: missing required field 'vocab_size'")
+        vocab = defaults["vocab_size"]
+        assumptions.append(f"vocab_size absent: transformers default {vocab} for {arch}")
+
+    attention = _attention(f, family, defaults, d, n_heads, where, assumptions)
+    moe, moe_mask = _moe(f, family, defaults, n_layers, where, assumptions)
+    windows = _windows(f, family, defaults, n_layers, where, assumptions)
+
+    dense_width = f.first(("intermediate_size_mlp", "intermediate_size"), int, minimum=1)
+    if dense_width is None and "ffn_width_default_mult" in family:
+        dense_width = family["ffn_width_default_mult"] * d
+        assumptions.append(f"FFN width absent: {dense_width} = {family['ffn_width_default_mult']}·hidden "
+                           f"(transformers default for {arch})")
+    if family.get("learned_positions"):
+        positions = f.get("max_position_embeddings", int, default=0) or 0
+        assumptions.append(f"learned position embeddings ({positions}·{d} parameters) not counted")
+    if dense_width is None and moe_mask.count(False):
+        raise CatalogError(f"{where}: missing required field 'intermediate_size' (FFN width of dense layers)")
+
+    tie = f.get("tie_word_embeddings", bool)
+    if tie is None:
+        tie = family["tie"]
+        if arch in FAMILIES:
+            assumptions.append(f"tie_word_embeddings absent: {tie} (transformers default for {arch})")
+        else:
+            assumptions.append(f"tie_word_embeddings absent: assumed {tie}")
+
+    weight_dtype, expert_dtype = _weight_dtypes(f, where, assumptions)
+    mlp_bias = bool(f.get("mlp_bias", bool, default=False))
+    return Model(
+        name=name, d_model=d, n_layers=n_layers, vocab_size=vocab, attention=attention,
+        dense_ffn_dim=dense_width or 0, ffn_gated=family["gated"],
+        ffn_bias=family.get("ffn_bias", False) or mlp_bias, moe=moe, moe_layers=tuple(moe_mask),
+        layer_windows=tuple(windows), tie_embeddings=tie, norm=family["norm"],
+        norms_per_layer=family["norms_per_layer"], lm_head_bias=family.get("lm_head_bias", False),
+        weight_dtype=weight_dtype, expert_weight_dtype=expert_dtype,
+        max_context=f.get("max_position_embeddings", int, default=0) or 0, source=source,
+        assumptions=tuple(assumptions), unrecognized_fields=unrecognized,
+        extra_layers_not_counted=f.get("num_nextn_predict_layers", int, default=0) or 0,
+    )
+
+
+def _attention(f: _Fields, family: dict, defaults: dict, d: int, n_heads: int, where: str,
+               assumptions: list[str]) -> Attention:
+    bias = f.get("attention_bias", bool)
+    qkv_bias = family.get("qkv_bias", False) if bias is None else bias
+    o_bias = family.get("o_bias", False) if bias is None else (bias and family.get("o_bias", True))
+    qk_field = family.get("qk_norm_field")
+    if qk_field:
+        qk_norm = f.get(qk_field, bool, default=defaults.get(qk_field, False))
+    else:
+        qk_norm = family.get("qk_norm", False) or bool(f.get("qk_layernorm", bool, default=False))
+    common = {"qkv_bias": qkv_bias, "o_bias": o_bias, "qk_norm": qk_norm, "sinks": family.get("sinks", False)}
+    if f.has("kv_lora_rank"):
+        nope = f.get("qk_nope_head_dim", int, required=True, minimum=0)
+        rope = f.get("qk_rope_head_dim", int, required=True, minimum=0)
+        v = f.get("v_head_dim", int, required=True, minimum=1)
+        index = {}
+        if f.has("index_topk"):
+            index = {"index_n_heads": f.get("index_n_heads", int, required=True, minimum=1),
+                     "index_head_dim": f.get("index_head_dim", int, required=True, minimum=1),
+                     "index_topk": f.get("index_topk", int, required=True, minimum=1)}
+        return Attention(kind="mla", n_heads=n_heads, n_kv_heads=1, head_dim=nope + rope, v_head_dim=v,
+                         q_lora_rank=f.get("q_lora_rank", int, default=0, minimum=0) or 0,
+                         kv_lora_rank=f.get("kv_lora_rank", int, minimum=1), qk_rope_head_dim=rope,
+                         **index, **{**common, "qkv_bias": False, "o_bias": False, "qk_norm": False})
+    n_kv = 1 if f.get("multi_query", bool, default=False) else f.get("num_key_value_heads", int, default=n_heads,
+                                                                        minimum=1)
+    if n_heads % n_kv:
+        raise SpecError(f"{where}: num_attention_heads ({n_heads}) is not divisible by num_key_value_heads "
+                        f"({n_kv}); fix one of them")
+    head_dim = f.get("head_dim", int, minimum=1)
+    if head_dim is None:
+        if d % n_heads:
+            raise SpecError(f"{where}: hidden_size ({d}) is not divisible by num_attention_heads ({n_heads}) "
+                            "and no head_dim is given; add head_dim")
+        head_dim = d // n_heads
+    kind = "mha" if n_kv == n_heads else ("mqa" if n_kv == 1 else "gqa")
+    return Attention(kind=kind, n_heads=n_heads, n_kv_heads=n_kv, head_dim=head_dim, v_head_dim=head_dim, **common)
+
+
+def _moe(f: _Fields, family: dict, defaults: dict, n_layers: int, where: str,
+         assumptions: list[str]) -> tuple[MoE | None, list[bool]]:
+    n_routed = f.first(("n_routed_experts", "num_local_experts", "num_experts"), int, minimum=0)
+    if not n_routed:
+        return None, [False] * n_layers
+    top_k = f.first(("num_experts_per_tok", "experts_per_token"), int, minimum=1)
+    if top_k is None:
+        raise CatalogError(f"{where}: MoE config ({n_routed} experts) is missing 'num_experts_per_tok'")
+    width = f.first(("moe_intermediate_size", "intermediate_size"), int, minimum=1)
+    if width is None:
+        raise CatalogError(f"{where}: MoE config is missing 'moe_intermediate_size' or 'intermediate_size'")
+    n_shared = f.get("n_shared_experts", int, default=None, minimum=0)
+    shared_width = 0
+    if n_shared is None and f.has("shared_expert_intermediate_size"):
+        n_shared, shared_width = 1, f.get("shared_expert_intermediate_size", int, minimum=1)
+    if n_shared is None:
+        n_shared = family.get("shared_experts", 0)
+        if n_shared:
+            assumptions.append(f"{n_shared} always-on shared expert per MoE layer (hard-coded in the modeling "
+                               "code, no config field)")
+    router_bias = family.get("router_bias", False) or f.get("topk_method", str, default="") == "noaux_tc"
+    moe = MoE(n_routed=n_routed, top_k=top_k, expert_ffn_dim=width, n_shared=n_shared, shared_ffn_dim=shared_width,
+              router_bias=router_bias, expert_bias=family.get("expert_bias", False))
+    return moe, _moe_mask(f, defaults, n_layers, where, assumptions)
+
+
+def _moe_mask(f: _Fields, defaults: dict, n_layers: int, where: str, assumptions: list[str]) -> list[bool]:
+    if f.has("first_k_dense_replace") or f.has("moe_layer_freq"):
+        # DeepSeek modeling: MoE iff layer >= first_k_dense_replace and layer % moe_layer_freq == 0
+        first = f.get("first_k_dense_replace", int, default=0, minimum=0)
+        freq = f.get("moe_layer_freq", int, default=1, minimum=1)
+        return [i >= first and i % freq == 0 for i in range(n_layers)]
+    if f.has("decoder_sparse_step") or f.has("mlp_only_layers"):
+        # Qwen-MoE modeling: MoE iff layer not in mlp_only_layers and (layer + 1) % step == 0
+        step = f.get("decoder_sparse_step", int, default=1, minimum=1)
+        only = set(f.get("mlp_only_layers", list, default=[]))
+        return [i not in only and (i + 1) % step == 0 for i in range(n_layers)]
+    if f.has("moe_layers"):
+        layers = f.get("moe_layers", list)
+        if not all(isinstance(i, int) and 0 <= i < n_layers for i in layers):
+            raise CatalogError(f"{where}: field 'moe_layers' must list layer indices in 0..{n_layers - 1}")
+        return [i in set(layers) for i in range(n_layers)]
+    if f.has("interleave_moe_layer_step") or "interleave_moe_layer_step" in defaults:
+        step = f.get("interleave_moe_layer_step", int, default=defaults.get("interleave_moe_layer_step", 1), minimum=1)
+        # Llama 4: moe_layers = range(step - 1, L, step) when absent
+        if step > 1:
+            assumptions.append(f"moe_layers absent: every {step}th layer is MoE (transformers Llama4 default)")
+        return [(i + 1) % step == 0 for i in range(n_layers)]
+    return [True] * n_layers
+
+
+def _windows(f: _Fields, family: dict, defaults: dict, n_layers: int, where: str,
+             assumptions: list[str]) -> list[int]:
+    window = f.get("sliding_window", int, minimum=1)
+    if f.has("layer_types"):
+        types = f.get("layer_types", list)
+        if len(types) != n_layers:
+            raise CatalogError(f"{where}: field 'layer_types' has {len(types)} entries for {n_layers} layers")
+        out = []
+        for i, t in enumerate(types):
+            if t == "full_attention":
+                out.append(0)
+            elif t == "sliding_attention":
+                if window is None:
+                    raise CatalogError(f"{where}: layer_types[{i}] is sliding_attention but 'sliding_window' is unset")
+                out.append(window)
+            elif t == "chunked_attention":
+                out.append(f.get("attention_chunk_size", int, required=True, minimum=1))
+            else:
+                raise CatalogError(f"{where}: layer_types[{i}] = {t!r} is not full_attention, sliding_attention "
+                                   "or chunked_attention")
+        return out
+    if f.has("attention_chunk_size"):
+        # Llama 4 iRoPE: RoPE layers use chunked local attention; every no_rope_layer_interval-th
+        # layer is a global NoPE layer. KV held is bounded by the chunk (an upper bound: a chunk
+        # restarts at its boundary, so on average half is attended).
+        chunk = f.get("attention_chunk_size", int, minimum=1)
+        interval = f.get("no_rope_layer_interval", int, default=defaults.get("no_rope_layer_interval", 4), minimum=1)
+        if not f.has("no_rope_layer_interval"):
+            assumptions.append(f"no_rope_layer_interval absent: every {interval}th layer is global (NoPE), "
+                               f"the rest chunked-local ({chunk}) (transformers default)")
+        return [0 if (i + 1) % interval == 0 else chunk for i in range(n_layers)]
+    if window is None or f.get("use_sliding_window", bool, default=True) is False:
+        return [0] * n_layers
+    pattern = f.get("sliding_window_pattern", int, minimum=1)
+    if pattern is None and "sliding_window_pattern" in defaults:
+        pattern = defaults["sliding_window_pattern"]
+        assumptions.append(f"sliding_window_pattern absent: every {pattern}th layer is global "
+                           "(transformers default)")
+    if pattern:
+        return [0 if (i + 1) % pattern == 0 else window for i in range(n_layers)]
+    return [window] * n_layers
+
+
+def _weight_dtypes(f: _Fields, where: str, assumptions: list[str]) -> tuple[str, str]:
+    quant = f.get("quantization_config", dict, default={})
+    method = str(quant.get("quant_method", "")).lower()
+    raw = f.first(("torch_dtype", "dtype"), str)
+    base = _DTYPES.get(raw or "", None)
+    if base is None:
+        base = "bf16"
+        assumptions.append(f"torch_dtype {'absent' if raw is None else repr(raw)}: weights taken as bf16")
+    if method == "fp8":
+        return "fp8", "fp8"
+    if method == "mxfp4":
+        # gpt-oss: modules_to_not_convert keeps attention, router, embeddings, head in bf16.
+        return base, "mxfp4"
+    if method:
+        assumptions.append(f"quantization_config quant_method '{method}' not modelled: weights taken as {base}")
+    return base, base

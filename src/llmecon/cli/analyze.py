@@ -1,0 +1,268 @@
+"""Commands on one deployment: analyze (the main job), step, batch, model, and the catalogue
+listings. Thin: parse -> library call -> report view."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, AdpOpt, EpOpt, JsonOpt, KvDtypeOpt, Mode, ModeOpt, ModelOpt, Phase, PpOpt, ProfileOpt, SystemOpt, TpOpt, WeightDtypeOpt, _check_plot_path, _console, _deployment, _emit_json, _fail, _kv_table, app, catalog_app)
+
+
+@app.command()
+def analyze(
+    model: ModelOpt = DEFAULT_MODEL, system: SystemOpt = DEFAULT_SYSTEM,
+    context: Annotated[float, typer.Option("--context", "-L", help="Tokens of KV per sequence.")] = 4096,
+    batch: Annotated[Optional[float], typer.Option("--batch", "-b", help="Batch to show (default: min(balance "
+                                                                         "batch, memory limit)).")] = None,
+    weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
+    pp: PpOpt = None, adp: AdpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
+    report: Annotated[Optional[str], typer.Option("--report", help="Also write a self-contained HTML report "
+                                                                   "(headline numbers, figures, assumptions).")] = None,
+) -> None:
+    """The main job: one screen with the headline numbers of a deployment and which bound binds where.
+
+    Without --tp/--ep/--pp the plan is the smallest that holds the weights in half of HBM.
+    """
+    from ..econ.batching import batch_economics, require_fit
+    from ..report.html import check_html_path
+    from ..report.analyze import economics_dict, headline_lines, step_dict
+
+    report_path = check_html_path(report, "--report") if report is not None else None
+    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, adp=adp, profile=profile)
+    e = batch_economics(dep, context=context)
+    show = batch if batch is not None else float(max(1, min(round(e.balance_batch), e.max_batch or 1)))
+    require_fit(dep, batch=show, context=context)
+    at = dep.decode(batch=show, context=context)
+    if report_path is not None:
+        from ..report.html import write_html
+        from ..report.analyze_html import analyze_report
+
+        write_html(report_path, analyze_report(dep, e, at, show))
+    if as_json:
+        out = economics_dict(e, dep, with_curve=False)
+        out["decode_at_batch"] = step_dict(at, dep)
+        out["model_facts"] = {"total_params": dep.model.params.total, "active_params": dep.model.params.active,
+                              "attention": dep.model.attention_label, "is_moe": dep.model.is_moe}
+        _emit_json(out)
+        return
+    console = _console()
+    console.print(_kv_table("llmecon analyze (" + ("ideal roofline: a lower bound on time" if dep.mode == "ideal" else
+                                      f"{dep.fidelity}: achieved efficiencies and overheads") + ")",
+                            headline_lines(dep, e, at, show)))
+    _print_bounds(console, e)
+    for note in dep.model.assumptions:
+        console.print(f"[dim]assumption: {note}[/dim]")
+    if report_path is not None:
+        console.print(f"report written to {report}", soft_wrap=True, markup=False, highlight=False)
+
+
+def _print_bounds(console, e) -> None:
+    """Which bound binds where along the batch axis."""
+    import numpy as np
+
+    bound = np.broadcast_to(np.asarray(e.curve.step.bound), e.curve.batch.shape)
+    spans, start = [], 0
+    for i in range(1, len(bound) + 1):
+        if i == len(bound) or bound[i] != bound[start]:
+            spans.append(f"{bound[start]}-bound for batch {e.curve.batch[start]:,.0f}-{e.curve.batch[i - 1]:,.0f}")
+            start = i
+    console.print("[bold cyan]bound by batch[/bold cyan]  " + "; ".join(spans))
+
+
+@app.command()
+def step(
+    model: ModelOpt = DEFAULT_MODEL, system: SystemOpt = DEFAULT_SYSTEM,
+    phase: Annotated[Phase, typer.Option("--phase", help="decode: one token per sequence; prefill: the whole "
+                                                         "prompt.")] = Phase.decode,
+    batch: Annotated[float, typer.Option("--batch", "-b", help="Sequences in the batch.")] = 1,
+    context: Annotated[float, typer.Option("--context", "-L", help="decode: cached tokens attended; prefill: "
+                                                                   "prompt tokens.")] = 4096,
+    weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
+    pp: PpOpt = None, adp: AdpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Time of one decode or prefill step, and which of compute, memory or communication binds."""
+    from ..econ.batching import require_fit
+    from ..report.analyze import step_dict
+    from ..units import fmt_bytes, fmt_seconds
+
+    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, adp=adp, profile=profile)
+    if phase is Phase.decode:
+        result = dep.decode(batch=batch, context=context)
+    else:
+        result = dep.prefill(batch=batch, prompt_tokens=context)
+    require_fit(dep, batch=batch, context=context)
+    d = step_dict(result, dep)
+    if as_json:
+        _emit_json(d)
+        return
+    calibrated = dep.mode != "ideal"
+    rows = [("deployment", f"{dep.model.name} on {dep.system.name}, {dep.plan.label()}, {dep.fidelity}"),
+            ("step", f"{phase.value}, batch {batch:g}, context {context:g}"),
+            ("compute", fmt_seconds(d["compute_s"])), ("memory", fmt_seconds(d["memory_s"])),
+            ("communication", fmt_seconds(d["comm_s"]))]
+    if calibrated:
+        rows.append(("kernel floors + framework", fmt_seconds(d["overhead_s"])))
+    rows += [("step time", f"{fmt_seconds(d['step_s'])} ({d['bound']}-bound); " + (
+                "kernel classes in sequence, communication not overlapped" if calibrated
+                else f"no overlap: {fmt_seconds(d['upper_s'])}")),
+            ("throughput", f"{d['tokens_per_s']:,.0f} tokens/s"),
+            ("traffic", f"weights {fmt_bytes(d['weight_bytes'])}, KV {fmt_bytes(d['kv_bytes'])}, "
+                        f"{d['flops']:.3g} FLOP (all chips)"),
+            ("memory per chip", f"{fmt_bytes(d['memory_per_chip_bytes'])} of {fmt_bytes(d['hbm_per_chip_bytes'])}")]
+    _console().print(_kv_table("llmecon step", rows))
+
+
+@app.command("batch")
+def batch_cmd(
+    model: ModelOpt = DEFAULT_MODEL, system: SystemOpt = DEFAULT_SYSTEM,
+    context: Annotated[float, typer.Option("--context", "-L", help="Tokens of KV per sequence.")] = 4096,
+    plot: Annotated[Optional[str], typer.Option("--plot", help="Write latency/cost-vs-batch figure (PNG/SVG/PDF).")]
+    = None,
+    weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
+    pp: PpOpt = None, adp: AdpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Latency and cost per token against batch; balance batch, latency floor, drain time, and the
+    cost of not batching."""
+    from ..econ.batching import batch_economics
+    from ..report.analyze import economics_dict, fmt_tokens, plot_batch_curve
+    from ..units import fmt_seconds
+
+    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, adp=adp, profile=profile)
+    e = batch_economics(dep, context=context)
+    if plot:
+        _check_plot_path(plot)
+        plot_batch_curve(e.curve, dep, plot, economics=e)
+    d = economics_dict(e, dep)
+    if as_json:
+        _emit_json(d)
+        return
+    from rich.table import Table
+
+    console = _console()
+    console.print(_kv_table(f"llmecon batch: {dep.model.name} on {dep.system.name} ({dep.plan.label()})", [
+        ("balance batch", f"{e.balance_batch:,.0f} (short context), {fmt_tokens(e.balance_batch_at_context)} at "
+                          f"{fmt_tokens(context)} tokens"),
+        ("latency floor", fmt_seconds(e.latency_floor_s)), ("HBM drain time", fmt_seconds(e.hbm_drain_s)),
+        ("no-batching cost ratio", f"{e.no_batching_cost_ratio:,.1f}x (batch 1 vs best batch {e.best_batch:,.0f})"),
+        ("max batch", f"{e.max_batch:,} at {fmt_tokens(context)} tokens")]))
+    table = Table("batch", "step", "bound", "tokens/s", "chip-s per Mtok")
+    rows = d["curve"]
+    stride = max(1, len(rows) // 16)
+    for r in rows[::stride] + ([rows[-1]] if (len(rows) - 1) % stride else []):
+        table.add_row(f"{r['batch']:,.0f}", fmt_seconds(r["step_s"]), r["bound"], f"{r['tokens_per_s']:,.0f}",
+                      f"{r['chip_s_per_token'] * 1e6:,.1f}")
+    console.print(table)
+    if plot:
+        console.print(f"figure written to {plot}")
+
+
+@app.command("model")
+def model_cmd(
+    name: Annotated[str, typer.Argument(help="Catalogue name or path to a config.json.")],
+    kv_dtype: KvDtypeOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Derived facts of a model: parameters per component, KV bytes per token, attention and MoE shape."""
+    from ..catalog.models import get_model
+    from ..dtypes import get_dtype
+    from ..report.analyze import model_dict
+    from ..units import fmt_bytes, fmt_params
+
+    m = get_model(name)
+    if kv_dtype is not None:
+        get_dtype(kv_dtype)
+    d = model_dict(m, kv_dtype)
+    if as_json:
+        _emit_json(d)
+        return
+    rows = [("parameters", f"{fmt_params(d['total_params'])} total, {fmt_params(d['active_params'])} active "
+                           f"(sparsity {d['sparsity']:.2f})"),
+            ("layers", f"{d['n_layers']} x d_model {d['d_model']}, vocab {d['vocab_size']:,}"),
+            ("attention", f"{d['attention']}: {d['n_heads']} heads, {d['n_kv_heads']} KV heads, head dim "
+                          f"{d['head_dim']}"),
+            ("KV per token", f"{fmt_bytes(d['kv_bytes_per_token'])} at {d['kv_dtype']}"),
+            ("weights", f"{fmt_bytes(d['weight_bytes'])} at {d['weight_dtype']}"
+                        + (f" (experts {d['expert_weight_dtype']})" if d['expert_weight_dtype'] != d['weight_dtype']
+                           else ""))]
+    if m.is_moe:
+        mo = d["moe"]
+        rows.append(("MoE", f"{mo['routed_experts']} routed (top {mo['experts_per_token']}) + {mo['shared_experts']} "
+                            f"shared, in {mo['moe_layers']} of {d['n_layers']} layers"))
+    for comp, count in d["params_by_component"].items():
+        if count and comp not in ("total", "active"):
+            rows.append((f"  {comp}", fmt_params(count)))
+    console = _console()
+    console.print(_kv_table(f"llmecon model {m.name}", rows))
+    for note in m.assumptions:
+        console.print(f"[dim]assumption: {note}[/dim]")
+    if m.unrecognized_fields:
+        console.print(f"[dim]ignored config fields: {', '.join(m.unrecognized_fields)}[/dim]")
+
+
+@catalog_app.command("accelerators")
+def catalog_accelerators(as_json: JsonOpt = False) -> None:
+    """Chips: dense peak FLOP/s per dtype, HBM capacity and bandwidth, sources."""
+    from ..catalog.hardware import accelerators
+    from ..report.analyze import accelerator_row
+    from ..units import fmt_bytes, fmt_rate, fmt_seconds
+
+    rows = [accelerator_row(a) for a in accelerators().values()]
+    if as_json:
+        _emit_json({"accelerators": rows})
+        return
+    from rich.table import Table
+
+    table = Table("name", "bf16", "fp8", "fp4", "HBM", "HBM BW", "FLOP/B", "drain", "status")
+    for r in rows:
+        peaks = r["peak_flops_per_s"]
+        table.add_row(r["name"], *(fmt_rate(peaks[k], "FLOP/s") if k in peaks else "-" for k in ("bf16", "fp8", "fp4")),
+                      fmt_bytes(r["hbm_bytes"]), fmt_rate(r["hbm_bandwidth_bytes_per_s"]),
+                      f"{r['flops_per_byte_bf16']:.0f}" if r["flops_per_byte_bf16"] else "-",
+                      fmt_seconds(r["hbm_drain_s"]), r["status"])
+    _console().print(table)
+
+
+@catalog_app.command("systems")
+def catalog_systems(as_json: JsonOpt = False) -> None:
+    """Systems: scale-up domain (chips, per-direction link bandwidth) and scale-out network."""
+    from ..catalog.hardware import systems
+    from ..report.analyze import system_row
+    from ..units import fmt_bytes, fmt_rate
+
+    rows = [system_row(s) for s in systems().values()]
+    if as_json:
+        _emit_json({"systems": rows})
+        return
+    from rich.table import Table
+
+    table = Table("name", "chip", "chips", "HBM total", "scale-up /dir", "scale-out /dir")
+    for r in rows:
+        table.add_row(r["name"], r["accelerator"], str(r["chips"]), fmt_bytes(r["hbm_bytes"]),
+                      fmt_rate(r["scale_up"]["bandwidth_bytes_per_s"]) if r["scale_up"] else "-",
+                      fmt_rate(r["scale_out"]["bandwidth_bytes_per_s"]) if r["scale_out"] else "-")
+    _console().print(table)
+
+
+@catalog_app.command("models")
+def catalog_models(as_json: JsonOpt = False) -> None:
+    """Models shipped with llmecon (any config.json path works too)."""
+    from ..catalog.models import get_model, model_names
+    from ..units import fmt_bytes, fmt_params
+
+    rows = []
+    for name in model_names():
+        m = get_model(name)
+        rows.append({"name": name, "total_params": m.params.total, "active_params": m.params.active,
+                     "attention": m.attention_label, "is_moe": m.is_moe, "weight_dtype": m.weight_dtype,
+                     "kv_bytes_per_token": m.kv_bytes_per_token()})
+    if as_json:
+        _emit_json({"models": rows})
+        return
+    from rich.table import Table
+
+    table = Table("name", "total", "active", "attention", "weights", "KV/token (bf16)")
+    for r in rows:
+        table.add_row(r["name"], fmt_params(r["total_params"]), fmt_params(r["active_params"]), r["attention"],
+                      r["weight_dtype"], fmt_bytes(r["kv_bytes_per_token"]))
+    _console().print(table)

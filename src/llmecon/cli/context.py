@@ -1,0 +1,473 @@
+"""CLI commands for context length, KV-cache tiers and prices: ``context``, ``cost``, ``cache``
+and ``prices list|infer|tiers``. Thin: parse -> library call -> report (see cli/__init__.py)."""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Optional
+
+import typer
+
+from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, EpOpt, JsonOpt, KvDtypeOpt, Mode, ModelOpt, ModeOpt, PpOpt,
+    ProfileOpt, SystemOpt, TpOpt, WeightDtypeOpt, _check_plot_path, _console, _deployment, _emit_json, _fail,
+    _kv_table, app, catalog_app)
+
+prices_app = typer.Typer(add_completion=False, no_args_is_help=True,
+                         help="API price sheets: list them, read them backwards, design context tiers.")
+app.add_typer(prices_app, name="prices")
+
+PriceOpt = Annotated[float, typer.Option("--price-per-chip-hour", help="Rent of one accelerator, USD per hour.")]
+OptPriceOpt = Annotated[Optional[float], typer.Option("--price-per-chip-hour",
+                                                      help="Rent of one accelerator, USD per hour (adds $ columns).")]
+UtilOpt = Annotated[float, typer.Option("--utilization", help="Share of paid time the chips serve at this "
+                                                              "batch (0-1]; cost is divided by it.")]
+ProviderOpt = Annotated[Optional[str], typer.Option("--provider", help="Price-sheet provider (llmecon prices list).")]
+PriceModelOpt = Annotated[Optional[str], typer.Option("--price-model", help="Model name on the provider's sheet.")]
+KvShareOpt = Annotated[int, typer.Option("--kv-share", help="What-if: every N adjacent layers share one KV cache "
+                                                            "(cross-layer attention). 1 = as configured.")]
+
+
+def _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, kv_share: int = 1, profile=None):
+    from dataclasses import replace
+
+    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, profile=profile)
+    if kv_share != 1:
+        dep = replace(dep, model=dep.model.with_kv_sharing(kv_share))
+    return dep
+
+
+def _sheet(provider: str | None, model: str | None):
+    if provider is None and model is None:
+        return None
+    if provider is None or model is None:
+        _fail("--provider and --price-model go together (see llmecon prices list)")
+    from ..catalog.prices import get_price_sheet
+
+    return get_price_sheet(provider, model)
+
+
+def _tokens(x: float) -> str:
+    from ..report.analyze import fmt_tokens
+
+    return "unbounded" if not math.isfinite(x) else fmt_tokens(x)
+
+
+def _money(x) -> str:
+    return "-" if x is None or not math.isfinite(x) else (f"${x:,.3f}" if x < 100 else f"${x:,.0f}")
+
+
+# ---- context --------------------------------------------------------------------------------
+
+
+@app.command("context")
+def context_cmd(
+    model: ModelOpt = DEFAULT_MODEL, system: SystemOpt = DEFAULT_SYSTEM,
+    batch: Annotated[Optional[float], typer.Option("--batch", "-b", help="Fixed decode batch (default: the "
+                                                                         "largest that fits at each context).")] = None,
+    max_batch: Annotated[Optional[float], typer.Option("--max-batch", help="Cap on the memory-limited batch.")] = None,
+    price_per_chip_hour: OptPriceOpt = None, utilization: UtilOpt = 1.0, kv_share: KvShareOpt = 1,
+    plot: Annotated[Optional[str], typer.Option("--plot", help="Write cost-vs-context figure (PNG/SVG/PDF).")] = None,
+    weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
+    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """KV economics against context length: KV bytes per token, crossover context, memory wall, and
+    cost per input and output token from 256 tokens to the longest context that fits."""
+    from ..econ.context import context_economics, usd_per_mtok
+    from ..report.context import context_dict, plot_context
+    from ..units import fmt_bytes, fmt_seconds
+
+    if plot:
+        _check_plot_path(plot)
+    dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, kv_share, profile=profile)
+    usd_per_mtok(0.0, price_per_chip_hour=price_per_chip_hour or 0.0, utilization=utilization)  # validate early
+    e = context_economics(dep, batch=batch, batch_cap=max_batch)
+    d = context_dict(e, dep, price_per_chip_hour=price_per_chip_hour, utilization=utilization)
+    if plot:
+        plot_context(e, dep, plot, price_per_chip_hour=price_per_chip_hour, utilization=utilization)
+    if as_json:
+        _emit_json(d)
+        return
+    from rich.table import Table
+
+    rows = [("deployment", f"{dep.model.name} on {dep.system.name}, {dep.plan.label()}, {dep.mode}"),
+            ("attention", d["attention"]),
+            ("KV per token", f"{fmt_bytes(e.kv_bytes_per_token)} held, {fmt_bytes(e.kv_read_bytes_per_token)} read "
+                             f"per step at {d['kv_dtype']} (short context, all layers)"),
+            ("crossover context L_x", f"{_tokens(e.crossover_context)} tokens (KV reads = matmul time; SPEC B8)"),
+            ("balance batch", f"{e.balance_batch:,.0f}"),
+            ("max context, batch 1", f"{_tokens(e.max_context_at_batch_1)} tokens beside "
+                                     f"{fmt_bytes(e.weights_per_chip_bytes)} of weights per chip"),
+            ("HBM free for KV", fmt_bytes(e.free_hbm_bytes))]
+    if e.kv_sharing_factor != 1:
+        rows.append(("KV sharing", f"{e.kv_sharing_factor:g} layers per cache: saves capacity, not reads"))
+    if e.attention_compute_bound:
+        rows.append(("note", f"attention does {e.attention_flops_per_kv_byte:.0f} FLOP per KV byte, above the chip's "
+                             f"bf16 ridge {e.attention_ridge_flops_per_byte:.0f}: long contexts are bound by "
+                             f"attention compute, not KV reads"))
+    console = _console()
+    console.print(_kv_table("llmecon context", rows))
+    priced = price_per_chip_hour is not None
+    unit = "$/Mtok" if priced else "chip-s/Mtok"
+    table = Table("context", "KV/seq", "max seqs", "batch", "step", "bound", f"output {unit}", f"input {unit}")
+    for r in d["curve"]:
+        out = r["output_usd_per_mtok"] if priced else (r["decode_chip_s_per_token"] or math.nan) * 1e6
+        inp = r["input_usd_per_mtok"] if priced else (r["prefill_chip_s_per_token"] or math.nan) * 1e6
+        fmt = _money if priced else (lambda x: "-" if x is None or not math.isfinite(x) else f"{x:,.1f}")
+        table.add_row(_tokens(r["context"]), fmt_bytes(r["kv_per_sequence_bytes"]), f"{r['max_sequences']:,.0f}",
+                      "-" if r["batch"] is None else f"{r['batch']:,.0f}",
+                      "-" if r["decode_step_s"] is None else fmt_seconds(r["decode_step_s"]), r["bound"] or "-",
+                      fmt(out), fmt(inp))
+    console.print(table)
+    if plot:
+        console.print(f"figure written to {plot}")
+
+
+# ---- cost -----------------------------------------------------------------------------------
+
+
+@app.command("cost")
+def cost_cmd(
+    price_per_chip_hour: PriceOpt,
+    model: ModelOpt = DEFAULT_MODEL, system: SystemOpt = DEFAULT_SYSTEM,
+    context: Annotated[float, typer.Option("--context", "-L", help="Prompt / KV tokens per sequence.")] = 4096,
+    batch: Annotated[Optional[float], typer.Option("--batch", "-b", help="Decode batch (default: the largest "
+                                                                         "that fits).")] = None,
+    utilization: UtilOpt = 1.0, provider: ProviderOpt = None, price_model: PriceModelOpt = None,
+    weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
+    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """$ per million input and output tokens for a deployment, and the margin against a list price."""
+    from ..econ.pricing import serving_cost
+    from ..report.context import cost_dict
+    from ..units import fmt_seconds
+
+    dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, profile=profile)
+    sheet = _sheet(provider, price_model)
+    c = serving_cost(dep, context=context, price_per_chip_hour=price_per_chip_hour, utilization=utilization,
+                     batch=batch)
+    d = cost_dict(c, dep, sheet)
+    if as_json:
+        _emit_json(d)
+        return
+    rows = [("deployment", f"{dep.model.name} on {dep.system.name}, {dep.plan.label()} ({c.chips} chips), {dep.mode}"),
+            ("assumptions", f"${price_per_chip_hour:g}/chip-hour, {utilization:.0%} utilised, context "
+                            f"{_tokens(context)}, decode batch {c.batch:,.0f}, prefills batched to the balance batch"),
+            ("decode step", fmt_seconds(c.step_s)),
+            ("input (prefill)", f"{_money(c.input_usd_per_mtok)} per million tokens"),
+            ("output (decode)", f"{_money(c.output_usd_per_mtok)} per million tokens")]
+    if sheet is not None:
+        lp = d["list_price"]
+        rows.append((f"{sheet.provider} {sheet.model}", f"list {_money(lp['input_usd_per_mtok'])} in / "
+                                                       f"{_money(lp['output_usd_per_mtok'])} out ({sheet.as_of})"))
+        rows.append(("margin", f"input {lp['input_margin']:+.0%}, output {lp['output_margin']:+.0%} "
+                               f"(negative = below cost)"))
+    _console().print(_kv_table("llmecon cost (ideal roofline: a lower bound on cost)", rows))
+
+
+# ---- cache ----------------------------------------------------------------------------------
+
+
+def _parse_tier_prices(items: list[str]) -> dict[str, float]:
+    out = {}
+    for item in items:
+        name, sep, value = item.rpartition("=")
+        if name.strip() in out:
+            _fail(f"--tier-price: '{name.strip()}' given twice; give each tier's price once")
+        try:
+            out[name.strip()] = float(value)
+        except ValueError:
+            sep = ""
+        if not sep or not name.strip():
+            _fail(f"--tier-price {item!r}: expected NAME=USD_PER_HOUR, e.g. --tier-price 'host DDR5=1.5'")
+    return out
+
+
+def _parse_devices(items: list[str]):
+    """--device NAME[:COUNT] items as storage memory tiers (catalogue devices)."""
+    from ..catalog.hardware import device_tier
+
+    tiers = []
+    for item in items:
+        name, _, count = item.partition(":")
+        try:
+            n = int(count) if count else 1
+        except ValueError:
+            _fail(f"--device {item!r}: expected NAME or NAME:COUNT, e.g. --device pm1743:8")
+        tiers.append(device_tier(name.strip(), n))
+    return tiers
+
+
+@app.command("cache")
+def cache_cmd(
+    price_per_chip_hour: PriceOpt,
+    sequences: Annotated[float, typer.Option("--sequences", "-n", help="Cached sequences (prefixes).")] = 100,
+    context: Annotated[float, typer.Option("--context", "-L", help="Tokens per cached sequence.")] = 32768,
+    hold: Annotated[str, typer.Option("--hold", help="How long each is kept before it is read again, "
+                                                     "e.g. '5 min', '1 h', '30 s'.")] = "5 min",
+    tier_price: Annotated[list[str], typer.Option("--tier-price", help="NAME=USD_PER_HOUR for a tier "
+                                                                       "(repeatable); HBM is priced from the chips.")]
+    = [],
+    device: Annotated[list[str], typer.Option("--device", help="Add a storage device tier NAME[:COUNT] "
+                                                               "(llmecon catalog tiers).")] = [],
+    model: ModelOpt = DEFAULT_MODEL, system: SystemOpt = DEFAULT_SYSTEM,
+    weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
+    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Where to keep a KV/prefix cache: each memory tier (hold + read-back cost, drain time) against
+    recomputing it by prefill; the five-minute rule's tier."""
+    from ..econ.kvcache import cache_placement, priced_tiers
+    from ..report.context import placement_dict
+    from ..units import fmt_bytes, fmt_seconds, parse
+
+    hold_s = parse(hold, "s", field="--hold")
+    dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, profile=profile)
+    tiers = priced_tiers(dep, price_per_chip_hour=price_per_chip_hour, tier_prices=_parse_tier_prices(tier_price),
+                         extra=_parse_devices(device))
+    p = cache_placement(dep, tiers, sequences=sequences, context=context, hold_s=hold_s,
+                        price_per_chip_hour=price_per_chip_hour)
+    d = placement_dict(p, dep)
+    if as_json:
+        _emit_json(d)
+        return
+    from rich.table import Table
+
+    console = _console()
+    console.print(_kv_table("llmecon cache", [
+        ("cache", f"{sequences:,.0f} x {_tokens(context)} tokens = {fmt_bytes(p.bytes_total)} "
+                  f"({fmt_bytes(p.bytes_per_sequence)} each), held {fmt_seconds(hold_s)}"),
+        ("recompute", f"{fmt_seconds(p.recompute_s)} of prefill on {dep.plan.chips} chips = "
+                      f"{_money(p.recompute_usd)}"),
+        ("cheapest", p.cheapest),
+        ("five-minute rule", p.five_minute_tier or "no fitting tier drains within the hold time")]))
+    table = Table("tier", "free", "drain", "fits", "drain<=hold", "read back", "hold $", "read $", "total $")
+    for o in p.options:
+        table.add_row(o.tier, fmt_bytes(o.capacity_bytes), "?" if o.drain_s is None else fmt_seconds(o.drain_s),
+                      "yes" if o.fits else "no", {True: "yes", False: "no", None: "?"}[o.consistent],
+                      "?" if o.retrieve_s is None else fmt_seconds(o.retrieve_s), _money(o.hold_usd),
+                      _money(o.retrieve_usd), _money(o.total_usd))
+    console.print(table)
+    unpriced = [o.tier for o in p.options if o.hold_usd is None]
+    if unpriced:
+        console.print(f"[dim]no price for: {', '.join(unpriced)} (give --tier-price NAME=USD_PER_HOUR; "
+                      f"llmecon never guesses one)[/dim]")
+
+
+# ---- prices ---------------------------------------------------------------------------------
+
+
+@prices_app.command("list")
+def prices_list(provider: ProviderOpt = None, as_json: JsonOpt = False) -> None:
+    """Every catalogued price sheet (USD per million tokens, dated and sourced)."""
+    from ..catalog.prices import price_sheets, providers
+    from ..errors import unknown_name
+    from ..report.context import sheet_row
+
+    if provider is not None and provider not in providers():
+        raise unknown_name("provider", provider, providers())
+    rows = [sheet_row(s) for (prov, _), s in sorted(price_sheets().items()) if provider in (None, prov)]
+    if as_json:
+        _emit_json({"sheets": rows})
+        return
+    from rich.table import Table
+
+    table = Table("provider", "model", "input", "output", "out/in", "cached", "cache writes", "long context",
+                  "premiums", "status")
+    for r in rows:
+        writes = ", ".join(f"{w['hold_s'] / 60:g} min {_money(w['usd_per_mtok'])}" for w in r["cache_writes"])
+        longc = ", ".join(f">{t['above_tokens'] / 1000:g}K {_money(t['input_usd_per_mtok'])}/"
+                          f"{_money(t['output_usd_per_mtok'])}" for t in r["long_context"])
+        prem = ", ".join(f"{p['name']} {_money(p['input_usd_per_mtok'])}/{_money(p['output_usd_per_mtok'])}"
+                         for p in r["premiums"])
+        ratio = r["output_input_ratio"]
+        table.add_row(r["provider"], r["model"], _money(r["input_usd_per_mtok"]), _money(r["output_usd_per_mtok"]),
+                      "-" if ratio is None else f"{ratio:.2g}x", _money(r["cached_input_usd_per_mtok"]),
+                      writes or "-", longc or "-", prem or "-", r["status"])
+    _console().print(table)
+
+
+@prices_app.command("infer")
+def prices_infer(
+    provider: Annotated[str, typer.Option("--provider", help="Price-sheet provider (llmecon prices list).")],
+    model: Annotated[str, typer.Option("--model", "-m", help="Model name on the provider's sheet.")],
+    active_params: Annotated[list[float], typer.Option("--active-params", help="Assumed active parameters "
+                                                                               "(repeatable).")] = [30e9, 100e9, 300e9],
+    chip: Annotated[list[str], typer.Option("--chip", help="Accelerators the provider might serve on "
+                                                           "(repeatable).")] = ["h100-sxm", "gb200", "tpu-v6e"],
+    dtype: Annotated[list[str], typer.Option("--dtype", help="Weight formats to consider (repeatable).")]
+    = ["bf16", "fp8"],
+    kv_bytes_per_token: Annotated[Optional[float], typer.Option("--kv-bytes-per-token", help="KV size for the cache "
+                                                               "analysis (default: geometric middle of the "
+                                                               "inferred range).")] = None,
+    system: Annotated[str, typer.Option("--system", "-s", help="System whose memory tiers the cache prices are "
+                                                                "mapped onto.")] = "hgx-h100",
+    device: Annotated[list[str], typer.Option("--device", help="Add a storage device tier NAME[:COUNT].")]
+    = ["pm1743:8", "exos-x24:8"],
+    price_per_chip_hour: OptPriceOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Read a price sheet backwards: KV bytes per token from a long-context price step, the operating
+    point its output/input ratio implies, memory tiers consistent with its cache prices, and the
+    batch ratio behind a fast-mode premium. Every assumption is printed."""
+    from ..catalog.prices import get_price_sheet
+    from ..report.price_sheet import infer_sheet
+
+    out = infer_sheet(get_price_sheet(provider, model), active_params=active_params, chips=chip, dtypes=dtype,
+                      system=system, extra_tiers=_parse_devices(device), kv_bytes_per_token=kv_bytes_per_token,
+                      price_per_chip_hour=price_per_chip_hour)
+    if as_json:
+        _emit_json(out)
+        return
+    _print_infer(out)
+
+
+def _print_infer(out: dict) -> None:
+    from rich.table import Table
+
+    from ..econ.pricing import equivalent_kv_layers
+
+    from ..units import fmt_bytes, fmt_seconds
+
+    console = _console()
+    console.print(f"[bold]llmecon prices infer[/bold] {out['provider']}/{out['model']} "
+                  f"(prices {out['status']}, {out['as_of']})")
+    k = out.get("kv_from_price_step")
+    if k is not None:
+        console.print(f"\n[bold cyan]KV bytes per token from the >{k['crossover_context']:,.0f}-token price step"
+                      f"[/bold cyan] (input x{k['input_uplift']:g}, output x{k['output_uplift']:g})")
+        table = Table("N_active", *(f["label"] for f in k["flops_per_byte"]))
+        for n, row in zip(k["active_params"], k["kv_bytes_per_token"]):
+            table.add_row(f"{n / 1e9:g}B", *(fmt_bytes(v) for v in row))
+        console.print(table)
+        console.print(f"range {fmt_bytes(k['low'])} - {fmt_bytes(k['high'])} per token = "
+                      f"{float(equivalent_kv_layers(k['low'])):.2g}-{float(equivalent_kv_layers(k['high'])):.2g} KV "
+                      f"layers of 8 heads x 128 at fp8 (2,048 B each); per-layer GQA at 61-80 layers would be 100-300 KB")
+        for a in k["assumptions"]:
+            console.print(f"[dim]assumption: {a}[/dim]")
+    else:
+        console.print("\n[dim]no long-context price step on this sheet: KV size not inferable from it[/dim]")
+    op = out["operating_point"]
+    line = (f"output/input = {op['price_ratio']:.3g}: at short context B = {op['batch_over_balance_at_short_context']:.2g}"
+            f" x B*; at B = B*, L = {op['context_over_crossover_at_balance']:.3g} x L_x")
+    if "context_at_balance_tokens" in op:
+        line += f" (~{op['context_at_balance_tokens']:,.0f} tokens if L_x is the price step)"
+    console.print(f"\n[bold cyan]Operating point[/bold cyan]\n{line}")
+    console.print("[dim]assumption: prices proportional to roofline cost (r = max(1, B*/B + L/L_x)); providers "
+                  "also price margin and demand, so this is a reading, not a law[/dim]")
+    if "cache_tiers" in out:
+        ct = out["cache_tiers"]
+        console.print(f"\n[bold cyan]Cache prices against {ct['system']} memory tiers[/bold cyan]"
+                      + (f" (KV {fmt_bytes(ct['kv_bytes_per_token'])}/token)" if ct["kv_bytes_per_token"] else ""))
+        table = Table("hold", "surcharge $/Mtok-h", "tier", "drain", "drain<=hold", "price $/GB-h", "tier cost $/GB-h")
+        for f in ct["fits"]:
+            table.add_row(fmt_seconds(f["hold_s"]), f"{f['hold_price_usd_per_mtok_hour']:.3g}", f["tier"],
+                          "?" if f["drain_s"] is None else fmt_seconds(f["drain_s"]),
+                          {True: "yes", False: "no", None: "?"}[f["consistent"]],
+                          "-" if f["price_usd_per_byte_hour"] is None else f"{f['price_usd_per_byte_hour'] * 1e9:.3g}",
+                          "-" if f["tier_cost_usd_per_byte_hour"] is None
+                          else f"{f['tier_cost_usd_per_byte_hour'] * 1e9:.3g}")
+        console.print(table)
+        for row in ct["five_minute_tier"]:
+            console.print(f"held {fmt_seconds(row['hold_s'])}: the five-minute rule puts it in "
+                          f"[bold]{row['tier'] or 'no listed tier'}[/bold]")
+        console.print("[dim]five-minute rule: a cache re-read every T belongs in the slowest tier whose drain time "
+                      "(capacity/bandwidth) is still <= T (Gray & Putzolu 1987)[/dim]")
+    for p in out["premiums"]:
+        console.print(f"\n[bold cyan]Premium '{p['premium']}'[/bold cyan]: {p['price_ratio']:g}x price for "
+                      f"{p['speedup']:g}x speed => regular batch = {p['batch_ratio']:g}x the fast batch; pure "
+                      f"max-roofline: regular at {p['regular_batch_over_balance']:g} B*, fast at "
+                      f"{p['fast_batch_over_balance']:.3g} B*")
+
+
+@prices_app.command("tiers")
+def prices_tiers(
+    price_per_chip_hour: PriceOpt,
+    model: ModelOpt = DEFAULT_MODEL, system: SystemOpt = DEFAULT_SYSTEM,
+    margin: Annotated[float, typer.Option("--margin", help="Price at least (1 + margin) x cost.")] = 0.0,
+    boundaries: Annotated[list[float], typer.Option("--boundary", help="Fixed tier boundary in tokens "
+                                                                       "(repeatable), e.g. 200000.")] = [],
+    base_input: Annotated[Optional[float], typer.Option("--base-input", help="Short-context input price; with "
+                                                                             "--base-output finds boundaries.")] = None,
+    base_output: Annotated[Optional[float], typer.Option("--base-output", help="Short-context output price.")] = None,
+    input_step: Annotated[float, typer.Option("--input-step", help="Input multiplier per tier.")] = 2.0,
+    output_step: Annotated[float, typer.Option("--output-step", help="Output multiplier per tier.")] = 1.5,
+    utilization: UtilOpt = 1.0, provider: ProviderOpt = None, price_model: PriceModelOpt = None,
+    weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
+    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Design context-length price tiers that never sell below cost on a given deployment, and check a
+    provider's published tiers against the same cost curve."""
+    import numpy as np
+
+    from ..econ.context import check_prices, context_economics, tiers_for_boundaries, tiers_for_steps, usd_per_mtok
+    from ..report.context import price_check_dict, schedule_dict
+
+    if (base_input is None) != (base_output is None):
+        _fail("--base-input and --base-output go together")
+    if base_input is not None and boundaries:
+        _fail("give either --boundary (fixed boundaries) or --base-input/--base-output (fixed prices), not both")
+    dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, profile=profile)
+    sheet = _sheet(provider, price_model)
+    e = context_economics(dep)
+    c = e.curve
+    kw = dict(price_per_chip_hour=price_per_chip_hour, utilization=utilization)
+    cost_in = usd_per_mtok(c.prefill_chip_s_per_token, **kw)
+    cost_out = usd_per_mtok(c.decode_chip_s_per_token, **kw)
+    cost_in = np.where(c.fits, cost_in, np.nan)
+    if base_input is not None:
+        sched = tiers_for_steps(c.context, cost_in, cost_out, base_input=base_input, base_output=base_output,
+                                input_step=input_step, output_step=output_step, margin=margin)
+    else:
+        sched = tiers_for_boundaries(c.context, cost_in, cost_out, boundaries=boundaries, margin=margin)
+    out = {"model": dep.model.name, "system": dep.system.name, "price_per_chip_hour": price_per_chip_hour,
+           "utilization": utilization, "schedule": schedule_dict(sched)}
+    if sheet is not None:
+        out["check"] = price_check_dict(check_prices(c.context, cost_in, cost_out, sheet), sheet)
+    if as_json:
+        _emit_json(out)
+        return
+    from rich.table import Table
+
+    console = _console()
+    console.print(f"[bold]llmecon prices tiers[/bold] {dep.model.name} on {dep.system.name} ({dep.plan.label()}), "
+                  f"${price_per_chip_hour:g}/chip-hour, {utilization:.0%} utilised, margin {margin:.0%}")
+    table = Table("prompt up to", "input $/Mtok", "x", "output $/Mtok", "x")
+    for t in out["schedule"]["tiers"]:
+        table.add_row(_tokens(t["up_to_tokens"]), _money(t["input_usd_per_mtok"]), f"{t['input_multiplier']:.3g}",
+                      _money(t["output_usd_per_mtok"]), f"{t['output_multiplier']:.3g}")
+    console.print(table)
+    if sched.uncovered_from is not None:
+        console.print(f"[yellow]contexts from {_tokens(sched.uncovered_from)} tokens are not covered (they do not "
+                      f"fit, or the tiers ran out)[/yellow]")
+    if sheet is not None:
+        losing = out["check"]["losing"]
+        for kind in ("input", "output"):
+            spans = "; ".join(f"{_tokens(r['from_tokens'])}-{_tokens(r['to_tokens'])}" for r in losing[kind])
+            console.print(f"{sheet.provider} {sheet.model} {kind}: "
+                          + (f"[red]below this cost at {spans} tokens[/red]" if spans else "covers this cost everywhere"))
+        console.print("[dim]assumption: the provider's model costs what this model costs on this system "
+                      "(a stand-in; closed models' sizes are unknown)[/dim]")
+
+
+@catalog_app.command("tiers")
+def catalog_tiers(system: Annotated[Optional[str], typer.Option("--system", "-s", help="One system only.")] = None,
+                  as_json: JsonOpt = False) -> None:
+    """Memory tiers per system (HBM, host memory, local NVMe) and storage devices, with drain times."""
+    from ..catalog.hardware import get_system, storage_devices, systems
+    from ..report.context import tier_row
+    from ..units import fmt_bytes, fmt_rate, fmt_seconds
+
+    chosen = [get_system(system)] if system else list(systems().values())
+    out = {"systems": {s.name: [tier_row(t) for t in s.memory_tiers] for s in chosen},
+           "devices": {name: tier_row(t) for name, t in storage_devices().items()}}
+    if as_json:
+        _emit_json(out)
+        return
+    from rich.table import Table
+
+    table = Table("system / device", "tier", "capacity", "bandwidth", "drain", "status")
+    groups = list(out["systems"].items()) + [(f"device {n}", [r]) for n, r in out["devices"].items()]
+    for owner, rows in groups:
+        for r in rows:
+            bw = r["bandwidth_bytes_per_s"]
+            table.add_row(owner, r["name"], fmt_bytes(r["capacity_bytes"]), "?" if bw is None else fmt_rate(bw),
+                          "?" if r["drain_s"] is None else fmt_seconds(r["drain_s"]), r["status"])
+    _console().print(table)

@@ -1,0 +1,192 @@
+"""CLI command ``moe``: a mixture-of-experts deployment on a rack system (SPEC A1, A3, D14-D18):
+sparsity, expert parallelism inside and across scale-up domains, pipeline across domains,
+pipeline for inference, and the routed scaling law's view of the expert count. Thin: parse ->
+``moe.moe_summary`` -> report (see cli/__init__.py)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, JsonOpt, KvDtypeOpt, ModelOpt, SystemOpt, WeightDtypeOpt,
+    _check_plot_path, _console, _emit_json, _fail, _kv_table, app)
+
+
+def _check_dtype(option: str, name: str | None) -> None:
+    from ..dtypes import get_dtype
+    from ..errors import LlmeconError
+
+    if name is not None:
+        try:
+            get_dtype(name)
+        except LlmeconError as exc:
+            _fail(f"{option}: {exc}")
+
+
+def _resolve(option: str, getter, name: str):
+    from ..errors import LlmeconError
+
+    try:
+        return getter(name)
+    except LlmeconError as exc:
+        _fail(f"{option}: {exc}")
+
+
+def _load_law(path: str | None):
+    from pathlib import Path
+
+    from ..errors import LlmeconError
+    from ..econ.routed_scaling import default_routed_law, load_routed_law
+
+    if path is None:
+        return default_routed_law()
+    try:
+        return load_routed_law(Path(path))
+    except LlmeconError as exc:
+        _fail(f"--law: {exc}")
+
+
+@app.command("moe")
+def moe_cmd(
+    model: ModelOpt = DEFAULT_MODEL, system: SystemOpt = DEFAULT_SYSTEM,
+    context: Annotated[float, typer.Option("--context", "-L", help="Tokens of KV per sequence.")] = 4096,
+    batch_per_chip: Annotated[Optional[float], typer.Option("--batch-per-chip", help="Sequences decoding per chip "
+                                                                                     "in the EP sweep (default: "
+                                                                                     "B*/8, capped so KV fills at "
+                                                                                     "most half of HBM).")] = None,
+    weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None,
+    dispatch_dtype: Annotated[str, typer.Option("--dispatch-dtype", help="Format of the all-to-all dispatch "
+                                                                         "(fp8 as DeepSeek-V3, or bf16); the "
+                                                                         "combine is bf16.")] = "fp8",
+    expert_imbalance: Annotated[float, typer.Option("--expert-imbalance", help="Hottest expert rank's tokens over "
+                                                                               "the mean (>= 1; 1 = uniform "
+                                                                               "routing).")] = 1.0,
+    max_ep: Annotated[int, typer.Option("--max-ep", help="Largest expert-parallel group to sweep.")] = 1024,
+    law: Annotated[Optional[str], typer.Option("--law", help="Routed scaling-law coefficient file (TOML, "
+                                                             "docs/routed_scaling.md); default: the lecture's "
+                                                             "one-parameter power fit.")] = None,
+    plot: Annotated[Optional[str], typer.Option("--plot", help="Write the EP figure (PNG/SVG/PDF).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """MoE on racks: sparsity, where expert parallelism across scale-up domains stops paying, whether a
+    pipeline across domains is viable, pipeline stages for inference, and what the expert count buys."""
+    from ..catalog.hardware import get_system
+    from ..catalog.models import get_model
+    from ..econ.moe import moe_summary
+    from ..report.moe import moe_dict, plot_moe
+    from ..econ.routed_scaling import effective_ratio
+
+    if max_ep < 1:
+        _fail(f"--max-ep {max_ep}: must be >= 1 (the largest expert-parallel group to sweep)")
+    for option, name in (("--weight-dtype", weight_dtype), ("--kv-dtype", kv_dtype),
+                         ("--dispatch-dtype", dispatch_dtype)):
+        _check_dtype(option, name)
+    if plot:
+        _check_plot_path(plot)
+    the_law = _load_law(law)
+    m, s = _resolve("--model", get_model, model), _resolve("--system", get_system, system)
+    summary = moe_summary(m, s, batch_per_chip=batch_per_chip, context=context, weight_dtype=weight_dtype,
+                          kv_dtype=kv_dtype, dispatch_dtype=dispatch_dtype, expert_imbalance=expert_imbalance,
+                          max_ep=max_ep, law=the_law)
+    hundred = float(effective_ratio(m.params.active, 100, the_law))
+    if plot:
+        plot_moe(summary, s.chips, plot)
+    if as_json:
+        _emit_json(moe_dict(summary, law_source=getattr(the_law, "source", ""), law_file=law,
+                            hundred_expert_ratio=hundred))
+        return
+    console = _console()
+    _print_sparsity(console, summary)
+    _print_ep(console, summary, s, default_batch=batch_per_chip is None)
+    _print_pipeline(console, summary, s, m)
+    _print_law(console, summary, law, hundred)
+    if plot:
+        console.print(f"figure written to {plot}")
+
+
+def _print_sparsity(console, r) -> None:
+    from ..units import fmt_params
+
+    touched = ", ".join(f"{b:,}: {v:.1%}" for b, v in r.touched.items())
+    console.print(_kv_table(f"llmecon moe: {r.model} on {r.system}", [
+        ("experts", f"{r.experts} routed, {r.active_experts} active per token, {r.shared_experts} shared"),
+        ("parameters", f"{fmt_params(r.total_params)} total, {fmt_params(r.active_params)} active; "
+                       f"S = total/active = {r.sparsity:.2f}"),
+        ("routed experts", f"{r.expert_weight_fraction:.1%} of the weight bytes"),
+        ("experts touched", f"by a batch of tokens: {touched}"),
+        ("balance batch", f"{r.balance_batch:,.0f} sequences (SPEC A3: weights amortised, KV ignored)")]))
+
+
+def _print_ep(console, r, system, *, default_batch: bool) -> None:
+    from rich.table import Table
+
+    from ..report.moe import tier_label
+    from ..units import fmt_bytes, fmt_seconds
+
+    how = " (default: B*/8, capped so KV fills at most half of HBM)" if default_batch else ""
+    console.print()
+    table = Table("ep", "chips", "domains", "all-to-all tier", "fits", "weights/chip", "all-to-all", "step",
+                  "bound", "chip-µs/token",
+                  title=f"Expert parallelism at B = {r.batch_per_chip:,.0f} per chip{how}, context "
+                        f"{r.context:,.0f}, dispatch {r.dispatch_dtype}, imbalance {r.expert_imbalance:g}",
+                  title_justify="left")
+    for row in r.ep_rows:
+        table.add_row(str(row.ep), str(row.chips), str(row.domains), tier_label(row.tier),
+                      "yes" if row.fits else "no", fmt_bytes(row.weights_per_chip_bytes),
+                      fmt_seconds(row.all_to_all_s) if row.all_to_all_s else "-", fmt_seconds(row.step_s),
+                      row.bound, f"{row.chip_s_per_token * 1e6:,.1f}", style=None if row.fits else "dim")
+    console.print(table)
+    domain = "" if f"{system.chips}-chip" in r.ep_limit_note else f" (scale-up domain: {system.chips} chips)"
+    console.print(f"[bold cyan]EP verdict[/bold cyan]  {r.ep_limit_note}{domain}")
+    if r.ep_best is not None:
+        best = next(row for row in r.ep_rows if row.ep == r.ep_best)
+        console.print(f"[bold cyan]best EP[/bold cyan]  ep{best.ep}: {best.chip_s_per_token * 1e6:,.1f} chip-µs "
+                      f"per token, {tier_label(best.tier)}, {best.bound}-bound")
+
+
+def _print_pipeline(console, r, system, model) -> None:
+    from rich.table import Table
+
+    from ..units import fmt_bytes, fmt_rate, fmt_seconds
+
+    console.print()
+    if r.scale_out_ratio is None:
+        missing = " and ".join(n for n, link in (("scale-up", system.scale_up), ("scale-out", system.scale_out))
+                               if link is None)
+        rows = [("not applicable", f"{system.name} has no {missing} link, so there is no BW_up/BW_out ratio")]
+    else:
+        k = r.active_experts
+        rows = [("BW_up / BW_out", f"{r.scale_out_ratio:.3g} per chip ({fmt_rate(system.scale_up.bandwidth_bytes_per_s)}"
+                                   f" / {fmt_rate(system.scale_out.bandwidth_bytes_per_s)})")]
+        for layers, value in r.stage_ratios.items():
+            rows.append((f"{layers} layer{'s' if layers > 1 else ''}/stage",
+                         f"2kL/ratio = {2 * k * layers}/{r.scale_out_ratio:.3g} = {value:.2f}: "
+                         + ("viable" if value >= 1 else "not viable")))
+        rows.append(("min layers/stage", f"{r.min_layers_per_stage} (viable when 2kL >= BW_up/BW_out, k = {k}; "
+                                         "SPEC D17)"))
+    console.print(_kv_table("Pipeline across domains", rows))
+    console.print()
+    table = Table("pp", "chips", "weights/chip", "KV/chip", "hop latency (P-1 hops)",
+                  title=f"Pipeline for inference at ep = {r.pp_ep} ({model.n_layers} layers; P micro-batches of "
+                        f"{r.batch_per_chip * r.pp_ep:,.0f} sequences in flight)", title_justify="left")
+    for row in r.pp_rows:
+        table.add_row(str(row.pp), str(row.chips), fmt_bytes(row.weights_per_chip_bytes),
+                      fmt_bytes(row.kv_per_chip_bytes), fmt_seconds(row.hop_latency_s) if row.pp > 1 else "-")
+    console.print(table)
+    console.print("[dim]SPEC D18: weights per chip / P (whole layers per stage), KV per chip unchanged, token "
+                  "latency + P-1 hops[/dim]")
+
+
+def _print_law(console, r, law_file: str | None, hundred: float) -> None:
+    from ..units import fmt_params
+
+    label = r.law_label + (f" (from {law_file})" if law_file else "")
+    console.print()
+    console.print(_kv_table("Scaling-law view (routed scaling law, SPEC D14)", [
+        ("law", label),
+        ("effective size", f"{fmt_params(r.active_params)} active with {r.experts} experts ~ "
+                           f"{fmt_params(r.effective_params)} dense ({r.effective_ratio:.2f}x)"),
+        ("10x needs", f"{r.experts_for_10x:,.0f} experts"),
+        ("reminder", f"\"100x total for 10x active\" is not supported: 100 experts give {hundred:.2f}x")]))
+

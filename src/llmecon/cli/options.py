@@ -1,0 +1,100 @@
+"""The typer app and the options every command shares: --model, --system, --weight-dtype,
+--kv-dtype, --tp, --ep, --pp, --adp, --mode, --profile, --json, and the helpers that turn them into
+a Deployment, print tables and fail with one line. Command modules import from here; nothing here
+imports a command module (``cli/__init__.py`` registers them)."""
+
+from __future__ import annotations
+
+import json
+from enum import Enum
+from typing import Annotated, Optional
+
+import typer
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_enable=False,
+                  help="llmecon: step time, batch economics and $/token of LLM serving, from any config.json.")
+catalog_app = typer.Typer(add_completion=False, no_args_is_help=True, help="List the built-in catalogue.")
+app.add_typer(catalog_app, name="catalog")
+
+DEFAULT_MODEL = "deepseek-v3"
+DEFAULT_SYSTEM = "gb200-nvl72"
+
+
+class Phase(str, Enum):
+    decode = "decode"
+    prefill = "prefill"
+
+
+class Mode(str, Enum):
+    ideal = "ideal"
+    calibrated = "calibrated"
+
+
+ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Catalogue name (llmecon catalog models) or path to a "
+                                                               "Hugging Face config.json.")]
+SystemOpt = Annotated[str, typer.Option("--system", "-s", help="Catalogue system (llmecon catalog systems).")]
+WeightDtypeOpt = Annotated[Optional[str], typer.Option("--weight-dtype", help="Weight format (bf16, fp8, fp4, "
+                                                                              "mxfp4, int4...); default: the model's.")]
+KvDtypeOpt = Annotated[Optional[str], typer.Option("--kv-dtype", help="KV-cache format; default bf16.")]
+TpOpt = Annotated[Optional[int], typer.Option("--tp", help="Tensor-parallel degree (default 1).")]
+EpOpt = Annotated[Optional[int], typer.Option("--ep", help="Expert-parallel degree, MoE only (default 1).")]
+PpOpt = Annotated[Optional[int], typer.Option("--pp", help="Pipeline stages (default 1).")]
+AdpOpt = Annotated[Optional[int], typer.Option("--adp", help="Attention data-parallel groups per stage (default: "
+                                                             "= --ep, DeepSeek's layout; 1 = TP attention + EP).")]
+ModeOpt = Annotated[Mode, typer.Option("--mode", help="ideal = datasheet peaks, perfect overlap (a lower bound); "
+                                                      "calibrated = the accelerator's shipped efficiency profile.")]
+ProfileOpt = Annotated[Optional[str], typer.Option("--profile", help="Efficiency profile TOML (llmecon calibrate "
+                                                                     "writes one); implies --mode calibrated.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def _emit_json(obj: dict) -> None:
+    typer.echo(json.dumps(obj, indent=2, allow_nan=False))
+
+
+def _deployment(model: str, system: str, tp, ep, pp, weight_dtype, kv_dtype, mode: Mode, *, auto: bool = False,
+                adp=None, profile: str | None = None):
+    """Resolve names into a Deployment (``resolve.deployment``, shared with the web API)."""
+    from ..resolve import deployment
+
+    return deployment(model, system, tp=tp, ep=ep, pp=pp, adp=adp, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+                      mode=mode.value, profile=profile, auto=auto)
+
+
+def _fidelity(mode: Mode, profile: str | None, system=None):
+    """(mode name, profile) from --mode/--profile (``resolve.fidelity``)."""
+    from ..resolve import fidelity
+
+    return fidelity(mode.value, profile, system)
+
+
+def _console():
+    from rich.console import Console
+
+    return Console()
+
+
+def _kv_table(title: str, rows: list[tuple[str, str]]):
+    from rich.table import Table
+
+    table = Table(title=title, show_header=False, title_justify="left", box=None, pad_edge=False)
+    table.add_column(style="bold cyan", no_wrap=True)
+    table.add_column()
+    for label, value in rows:
+        table.add_row(label, value)
+    return table
+
+
+def _check_plot_path(path: str) -> None:
+    from pathlib import Path
+
+    p = Path(path)
+    if p.suffix.lower() not in (".png", ".svg", ".pdf"):
+        _fail(f"--plot {path}: use a .png, .svg or .pdf file name")
+    if not p.parent.exists():
+        _fail(f"--plot {path}: folder {p.parent} does not exist; create it or pick another path")

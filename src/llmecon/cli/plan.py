@@ -1,0 +1,176 @@
+"""CLI command ``plan``: the cheapest (or fastest) deployment of a model over systems under TPOT and
+TTFT targets, and the frontier (SPEC D). Thin: parse -> ``planner.plan_deployment`` -> report_plan."""
+
+from __future__ import annotations
+
+import os
+from enum import Enum
+from typing import Annotated, Optional
+
+import typer
+
+from .options import (DEFAULT_MODEL, JsonOpt, KvDtypeOpt, Mode, ModelOpt, ModeOpt, ProfileOpt, WeightDtypeOpt,
+    _check_plot_path, _console, _emit_json, _fidelity, _kv_table, app)
+
+PLAN_SYSTEMS = "gb200-nvl72,hgx-h100"
+PIPE_WIDTH = 120  # text width when stdout is not a terminal and COLUMNS is unset
+
+
+class Objective(str, Enum):
+    cost = "cost"
+    throughput = "throughput"
+
+
+def _duration(text: str, flag: str) -> float:
+    """'50ms', '50 ms', '2s' or a bare number of seconds ('0.05') -> seconds."""
+    from ..units import parse
+
+    try:
+        return float(text)
+    except ValueError:
+        return parse(text, "s", field=flag)
+
+
+def _names(text: str, flag: str) -> list[str]:
+    from ..errors import SpecError
+
+    names = [n.strip() for n in text.split(",")]
+    if not text.strip() or not all(names):
+        raise SpecError(f"{flag} {text!r}: give comma-separated names, e.g. {flag} {PLAN_SYSTEMS}")
+    return names
+
+
+def _prices(text: str | None, systems: list[str]) -> dict:
+    """One price for every system, or one per system in --systems order."""
+    from ..errors import SpecError
+
+    if text is None:
+        return {}
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        raise SpecError(f"--price-per-chip-hour {text!r}: give dollars per chip-hour as a number or a comma list, "
+                        "e.g. 2.5 or 3.9,2.2") from None
+    if len(values) == 1:
+        values = values * len(systems)
+    if len(values) != len(systems):
+        raise SpecError(f"--price-per-chip-hour: {len(values)} prices for {len(systems)} systems "
+                        f"({', '.join(systems)}); give one price, or one per system in --systems order")
+    return dict(zip(systems, values))
+
+
+@app.command("plan")
+def plan_cmd(
+    model: ModelOpt = DEFAULT_MODEL,
+    systems: Annotated[str, typer.Option("--systems", "-s", help="Comma-separated catalogue systems to search "
+                                                                 "(llmecon catalog systems).")] = PLAN_SYSTEMS,
+    tpot: Annotated[str, typer.Option("--tpot", help="Time per output token target: one decode step "
+                                                     "('50ms', '0.05' = seconds).")] = "50ms",
+    ttft: Annotated[str, typer.Option("--ttft", help="Time to first token target: one prefill step, no "
+                                                     "queueing ('2s').")] = "2s",
+    price_per_chip_hour: Annotated[Optional[str], typer.Option(
+        "--price-per-chip-hour", help="USD per chip-hour: one number for all systems or a comma list in "
+                                      "--systems order. Without it $ figures are absent.")] = None,
+    context: Annotated[float, typer.Option("--context", "-L", help="Mean KV tokens per sequence during "
+                                                                   "decode.")] = 4096,
+    prompt_tokens: Annotated[float, typer.Option("--prompt-tokens", help="Tokens prefilled per request.")] = 4096,
+    output_tokens: Annotated[float, typer.Option("--output-tokens", help="Tokens generated per request (weights "
+                                                                         "the blended $/Mtok).")] = 512,
+    max_chips: Annotated[int, typer.Option("--max-chips", help="Most chips one replica may use.")] = 512,
+    objective: Annotated[Optional[Objective], typer.Option(
+        "--objective", help="cost ($/Mtok) or throughput (tokens/s per chip); default cost when priced, else "
+                            "throughput.")] = None,
+    weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None,
+    dispatch_dtype: Annotated[Optional[str], typer.Option(
+        "--dispatch-dtype", help="MoE all-to-all dispatch format (e.g. fp8); combine stays bf16.")] = None,
+    expert_imbalance: Annotated[float, typer.Option(
+        "--expert-imbalance", help="Hottest expert rank's tokens over the mean (>= 1; 1 = uniform).")] = 1.0,
+    top: Annotated[int, typer.Option("--top", help="Frontier rows shown, spread along the frontier "
+                                                   "(fastest per user first).")] = 10,
+    plot: Annotated[Optional[str], typer.Option("--plot", help="Write the decode frontier figure "
+                                                               "(PNG/SVG/PDF).")] = None,
+    mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Plan a deployment: search systems x parallelism plans x batch under TPOT/TTFT targets and HBM, and
+    show the best decode and prefill plans, why, and the throughput frontier."""
+    from ..catalog.hardware import get_system
+    from ..catalog.models import get_model
+    from ..dtypes import get_dtype
+    from ..errors import require_number
+    from ..econ.planner import SearchOptions, PlanTargets, plan_deployment
+    from ..report.plan import best_rows, frontier_rows, headline, plan_result_dict, plot_frontier
+
+    if plot:
+        _check_plot_path(plot)
+    require_number("--top", top, minimum=1)
+    require_number("--expert-imbalance", expert_imbalance, minimum=1,
+                   hint="hottest expert rank's tokens over the mean; 1 = uniform routing")
+    names = _names(systems, "--systems")
+    prices = _prices(price_per_chip_hour, names)
+    targets = PlanTargets(tpot_s=_duration(tpot, "--tpot"), ttft_s=_duration(ttft, "--ttft"), context=context,
+                      prompt_tokens=prompt_tokens, output_tokens=output_tokens)
+    from ..catalog.profiles import default_profile
+
+    mode_name, prof = _fidelity(mode, profile)  # each system's accelerator picks its default profile
+    options = SearchOptions(max_chips=max_chips, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+                            dispatch_dtype=dispatch_dtype, expert_imbalance=expert_imbalance,
+                            mode=mode_name, profile=prof)
+    m = get_model(model)
+    found = [get_system(n) for n in names]
+    for dt in (weight_dtype, kv_dtype, dispatch_dtype):
+        if dt is not None:
+            get_dtype(dt)
+    console = None if as_json else _console()
+    if console is not None and not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = max(console.width, PIPE_WIDTH)  # a pipe or file does not wrap: keep table rows whole
+    kw = dict(targets=targets, options=options, prices=prices, objective=objective.value if objective else None)
+    if console is not None and console.is_terminal:
+        with console.status(f"searching plans of {m.name} on {', '.join(names)}..."):
+            r = plan_deployment(m, found, **kw)
+    else:
+        r = plan_deployment(m, found, **kw)
+    hbm = {s.name: s.accelerator.hbm_bytes for s in found}
+    if plot:
+        plot_frontier(r, plot)
+    fidelity = "ideal" if options.mode == "ideal" else "calibrated (" + ", ".join(sorted(
+        {(prof or default_profile(s.accelerator)).name for s in found})) + ")"
+    if as_json:
+        out = plan_result_dict(r, hbm_bytes=hbm, model_assumptions=m.assumptions)
+        out["mode"], out["fidelity"] = options.mode, fidelity
+        if options.mode != "ideal":
+            out["assumptions"] = [a if not a.startswith("roofline, ideal mode") else
+                                  f"{fidelity}: achieved efficiencies, kernel floors and overheads, no overlap of "
+                                  "kernel classes or communication (docs/calibration.md)" for a in out["assumptions"]]
+        _emit_json(out)
+        return
+    from rich import box
+    from rich.table import Table
+
+    console.print(f"[bold]llmecon plan[/bold] ({fidelity}): {headline(r)}")
+    for search, target in ((r.decode, targets.tpot_s), (r.prefill, targets.ttft_s)):
+        console.print()
+        console.print(_kv_table(f"{search.phase}: best plan", best_rows(search, hbm_bytes=hbm[search.best.system],
+                                                                        target_s=target)))
+        priced = any(v is not None for v in r.prices.values())
+        rows = frontier_rows(search, top, priced=priced)
+        table = Table(title=f"{search.phase} frontier: {len(rows)} of {len(search.frontier)} non-dominated points, "
+                            "spread from fastest per user to most per chip", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+        for header in ("system", "plan", "chips", "batch", "step", "tok/s/chip",
+                       "tok/s/user" if search.phase == "decode" else "prompt tok/s", *(("$/Mtok",) if priced else ()),
+                       "bound"):
+            table.add_column(header, justify="left" if header in ("system", "plan", "bound") else "right")
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+    console.print()
+    blended = r.usd_per_mtok_blended
+    if blended is not None:
+        console.print(f"[bold cyan]blended[/bold cyan]  ${blended:.3g} per M tokens of a request "
+                      f"({targets.prompt_tokens:,.0f} in + {targets.output_tokens:,.0f} out, prefill and decode "
+                      "units together)")
+    else:
+        console.print("[bold cyan]blended[/bold cyan]  - (give --price-per-chip-hour for $ per M tokens)")
+    console.print("[dim]assumptions: disaggregated prefill/decode; TTFT = one prefill step, no queueing; ideal "
+                  "roofline (a lower bound on time); chips billed per plan[/dim]")
+    if plot:
+        console.print(f"figure written to {plot}", soft_wrap=True, markup=False, highlight=False)

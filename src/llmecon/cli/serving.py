@@ -1,0 +1,227 @@
+"""CLI command ``simulate``: the serving simulator (SPEC E20). Thin: parse -> llmecon.serving -> report."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, EpOpt, JsonOpt, KvDtypeOpt, Mode, ModelOpt, ModeOpt, PpOpt,
+    ProfileOpt, SystemOpt, TpOpt, WeightDtypeOpt, _check_plot_path, _console, _deployment, _emit_json, _kv_table, app)
+
+PROGRESS_MIN_REQUESTS = 50_000  # show a progress bar (stderr TTY only) for runs at least this large
+
+
+def _opt(help_: str, *names: str):
+    return typer.Option(*names, help=help_)
+
+
+def _parse_pairs(items: list[str], flag: str, example: str) -> list[tuple[str, str]]:
+    from ..errors import SpecError
+
+    out = []
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            raise SpecError(f"{flag} {item!r}: expected NAME=VALUE, e.g. {flag} {example}")
+        out.append((name.strip(), value.strip()))
+    return out
+
+
+def _classes(items: list[str]):
+    """--class NAME=CAP[:REPLICAS[:USD_PER_MTOK]] -> {name: ServiceClass}."""
+    from ..errors import SpecError
+    from ..serving import ServiceClass
+
+    out = {}
+    for name, value in _parse_pairs(items, "--class", "fast=16:1:12"):
+        parts = value.split(":")
+        try:
+            cap = int(parts[0])
+            reps = int(parts[1]) if len(parts) > 1 and parts[1] else 1
+            price = float(parts[2]) if len(parts) > 2 and parts[2] else None
+        except ValueError:
+            raise SpecError(f"--class {name}={value}: expected BATCH_CAP[:REPLICAS[:USD_PER_MTOK]], e.g. fast=16:1:12") \
+                from None
+        if len(parts) > 3:
+            raise SpecError(f"--class {name}={value}: expected BATCH_CAP[:REPLICAS[:USD_PER_MTOK]]")
+        if name in out:
+            raise SpecError(f"--class {name}: given twice; give each class once")
+        out[name] = ServiceClass(batch_cap=cap, replicas=reps, price_usd_per_mtok=price)
+    return out
+
+
+def _mix(items: list[str]) -> dict[str, float] | None:
+    from ..errors import SpecError
+
+    if not items:
+        return None
+    out = {}
+    for name, value in _parse_pairs(items, "--class-mix", "fast=0.2"):
+        try:
+            out[name] = float(value)
+        except ValueError:
+            raise SpecError(f"--class-mix {name}={value}: the share must be a number, e.g. fast=0.2") from None
+    return out
+
+
+@app.command("simulate")
+def simulate_cmd(
+    model: ModelOpt = DEFAULT_MODEL, system: SystemOpt = DEFAULT_SYSTEM,
+    rate: Annotated[float, _opt("Mean arrival rate, requests per second.", "--rate")] = 10.0,
+    duration: Annotated[float, _opt("Seconds of arrivals; the run ends then (in-flight requests are reported).",
+                                    "--duration")] = 60.0,
+    requests: Annotated[Optional[int], _opt("Number of requests instead of --duration (the run ends at the "
+                                            "last arrival unless --drain).", "--requests")] = None,
+    arrival: Annotated[str, _opt("Arrival process: poisson, gamma (bursty, see --cv) or constant.",
+                                 "--arrival")] = "poisson",
+    cv: Annotated[float, _opt("Coefficient of variation of gamma inter-arrival times (>1 bursty).", "--cv")] = 1.0,
+    prompt: Annotated[str, _opt("Prompt tokens: N, uniform:LO:HI or lognormal:MEDIAN:SIGMA[:LO:HI].",
+                                "--prompt")] = "1024",
+    output: Annotated[str, _opt("Output tokens (first token included), same forms as --prompt.",
+                                "--output")] = "256",
+    trace: Annotated[Optional[str], _opt("Replay a CSV/JSONL trace (arrival_s, prompt_tokens, output_tokens, "
+                                         "[class], [prefix_id]) instead of a synthetic workload.", "--trace")] = None,
+    time_scale: Annotated[float, _opt("Replay the trace this many times faster.", "--time-scale")] = 1.0,
+    policy: Annotated[str, _opt("train, adaptive, continuous or disaggregated.", "--policy")] = "continuous",
+    batch_cap: Annotated[Optional[int], _opt("Most sequences in a batch (default 256, vLLM's max_num_seqs).",
+                                             "--batch-cap")] = None,
+    tau: Annotated[Optional[float], _opt("train: seconds between departures (default: the decode step at a "
+                                         "full batch).", "--tau")] = None,
+    deadline: Annotated[Optional[float], _opt("adaptive: longest wait before a batch leaves not full, seconds.",
+                                              "--deadline")] = None,
+    chunk_tokens: Annotated[Optional[int], _opt("continuous: chunked prefill with this token budget per "
+                                                "iteration.", "--chunk-tokens")] = None,
+    max_batched_tokens: Annotated[Optional[int], _opt("Most prompt tokens in one prefill iteration.",
+                                                      "--max-batched-tokens")] = None,
+    preemption: Annotated[Optional[str], _opt("When KV runs out: auto, recompute or swap.", "--preemption")] = None,
+    replicas: Annotated[int, _opt("Replicas of the deployment sharing one queue.", "--replicas")] = 1,
+    prefill_replicas: Annotated[Optional[int], _opt("disaggregated: prefill replicas.", "--prefill-replicas")] = None,
+    decode_replicas: Annotated[Optional[int], _opt("disaggregated: decode replicas.", "--decode-replicas")] = None,
+    service_class: Annotated[list[str], _opt("NAME=BATCH_CAP[:REPLICAS[:USD_PER_MTOK]]: a service tier on its own "
+                                             "pool (repeatable).", "--class")] = [],  # noqa: B006
+    class_mix: Annotated[list[str], _opt("NAME=SHARE of synthetic requests in a class (repeatable).",
+                                         "--class-mix")] = [],  # noqa: B006
+    prefix_tokens: Annotated[Optional[int], _opt("Prefix caching: tokens a hit skips.", "--prefix-tokens")] = None,
+    prefix_hit_rate: Annotated[Optional[float], _opt("Prefix caching: share of requests that hit (else the "
+                                                     "trace's prefix_id).", "--prefix-hit-rate")] = None,
+    slo_ttft: Annotated[Optional[float], _opt("Goodput SLO on time to first token, seconds.", "--slo-ttft")] = None,
+    slo_tpot: Annotated[Optional[float], _opt("Goodput SLO on time per output token, seconds.", "--slo-tpot")] = None,
+    price_per_chip_hour: Annotated[Optional[float], _opt("Rent of one accelerator, USD per hour (for $/Mtok).",
+                                                         "--price-per-chip-hour")] = None,
+    hbm_fraction: Annotated[float, _opt("Share of each chip's HBM for weights + KV.", "--hbm-fraction")] = 1.0,
+    max_queue: Annotated[Optional[int], _opt("Reject arrivals that find this many waiting.", "--max-queue")] = None,
+    drain: Annotated[bool, _opt("Run until every admitted request finishes.", "--drain")] = False,
+    seed: Annotated[int, _opt("Random seed (workload and prefix hits).", "--seed")] = 0,
+    plot: Annotated[Optional[str], _opt("Write latency CDFs and queue length over time (PNG/SVG/PDF).",
+                                        "--plot")] = None,
+    requests_out: Annotated[Optional[str], _opt("Write the per-request table (.csv, or .parquet with pyarrow).",
+                                                "--requests-out")] = None,
+    weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
+    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Simulate serving traffic: continuous batching, train schedule, adaptive dispatch or
+    prefill/decode disaggregation, with step times from the roofline of each actual batch.
+
+    Without --tp/--ep/--pp the plan is the smallest that holds the weights in half of HBM.
+    """
+    from ..errors import require_number
+    from ..serving import SLO, PrefixCache, SimConfig
+    from ..serving.policies import policy_from_name
+    from ..report.serving import check_requests_path, plot_simulation, write_requests
+    from ..serving.workload import load_trace, parse_lengths, synthetic
+
+    # validate everything before running (nothing is written half-way)
+    if plot:
+        _check_plot_path(plot)
+    if requests_out:
+        check_requests_path(requests_out)
+    pol = policy_from_name(policy, batch_cap=batch_cap, tau_s=tau, deadline_s=deadline, chunk_tokens=chunk_tokens,
+                           max_batched_tokens=max_batched_tokens, preemption=preemption,
+                           prefill_replicas=prefill_replicas, decode_replicas=decode_replicas)
+    classes = _classes(service_class) or None
+    prefix = None
+    if prefix_tokens is not None or prefix_hit_rate is not None:
+        if prefix_tokens is None:
+            from ..errors import SpecError
+
+            raise SpecError("--prefix-hit-rate needs --prefix-tokens (how many prompt tokens a hit skips)")
+        prefix = PrefixCache(prefix_tokens=prefix_tokens, hit_rate=prefix_hit_rate)
+    cfg = SimConfig(policy=pol, replicas=replicas, classes=classes, prefix_cache=prefix,
+                    slo=SLO(ttft_s=slo_ttft, tpot_s=slo_tpot), price_per_chip_hour=price_per_chip_hour,
+                    hbm_fraction=require_number("--hbm-fraction", hbm_fraction, minimum=0, exclusive=True, maximum=1),
+                    max_queue=max_queue, drain=drain, seed=seed)
+    if trace:
+        wl = load_trace(trace, time_scale=time_scale)
+    else:
+        wl = synthetic(rate_per_s=rate, prompt=parse_lengths(prompt, field="--prompt"),
+                       output=parse_lengths(output, field="--output"), seed=seed,
+                       n=requests, duration_s=None if requests is not None else duration, arrival=arrival, cv=cv,
+                       classes=_mix(class_mix))
+    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, profile=profile)
+    res = _run(dep, wl, cfg)
+    d = res.summary()
+    d = {"model": dep.model.name, "system": dep.system.name, "plan": {"tp": dep.plan.tp, "ep": dep.plan.ep,
+                                                                      "pp": dep.plan.pp, "chips": dep.plan.chips},
+         "mode": dep.mode, "workload": wl.source, **d}
+    if requests_out:
+        write_requests(res, requests_out)
+    if plot:
+        plot_simulation(res, plot, title=f"{dep.model.name} on {dep.system.name}, {pol.name}")
+    if as_json:
+        _emit_json(d)
+        return
+    _print(d, plot, requests_out)
+
+
+def _run(dep, wl, cfg):
+    from ..serving import simulate
+
+    if wl.n < PROGRESS_MIN_REQUESTS or not sys.stderr.isatty():
+        return simulate(dep, wl, cfg)
+    from rich.console import Console
+    from rich.progress import Progress
+
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("simulating", total=1.0)
+        return simulate(dep, wl, cfg, progress=lambda f: bar.update(task, completed=f))
+
+
+def _print(d: dict, plot, requests_out) -> None:
+    from ..units import fmt_seconds
+
+    def s(x):
+        return "-" if x is None else fmt_seconds(x)
+
+    p = d["plan"]
+    rows = [("deployment", f"{d['model']} on {d['system']}, tp{p['tp']}·ep{p['ep']}·pp{p['pp']}, {d['mode']} "
+                           "roofline (a lower bound on time)"),
+            ("workload", f"{d['workload']}, {d['arrived']:,} arrived in {d['run_s']:,.1f} s"),
+            ("requests", f"{d['completed']:,} completed, {d['rejected']:,} rejected, {d['in_flight']:,} in flight"),
+            ("TTFT", f"p50 {s(d['ttft_p50_s'])}, p99 {s(d['ttft_p99_s'])}"),
+            ("TPOT", f"p50 {s(d['tpot_p50_s'])}, p99 {s(d['tpot_p99_s'])}"),
+            ("ITL", f"p50 {s(d['itl_p50_s'])}, p99 {s(d['itl_p99_s'])}"),
+            ("end to end", f"p50 {s(d['e2e_p50_s'])}, p99 {s(d['e2e_p99_s'])}"),
+            ("throughput", f"{d['throughput_tokens_per_s']:,.0f} output tokens/s"),
+            ("goodput", f"{d['goodput_requests_per_s']:,.2f} requests/s"
+                        + ("" if d["slo_ttft_s"] or d["slo_tpot_s"] else " (no SLO given: all completed count)")),
+            ("utilisation", f"{d['utilization']:.1%} of replica time in iterations"),
+            ("preemptions", f"{d['preemptions']:,}"),
+            ("$/Mtok (output)", f"${d['usd_per_mtok']:,.4f}" if d["usd_per_mtok"] is not None else d["usd_per_mtok_reason"]),
+            ("Little's law", f"L = {d['littles_law']['L']:.4g}, lambda*W = {d['littles_law']['lambda_W']:.4g}")]
+    console = _console()
+    console.print(_kv_table(f"llmecon simulate ({d['policy']})", rows))
+    if len(d["classes"]) > 1:
+        from rich.table import Table
+
+        t = Table("class", "completed", "TTFT p50", "TPOT p50", "$/Mtok", "price", "margin")
+        for c in d["classes"]:
+            t.add_row(c["name"], f"{c['completed']:,}", s(c["ttft_p50_s"]), s(c["tpot_p50_s"]),
+                      "-" if c["usd_per_mtok"] is None else f"${c['usd_per_mtok']:,.4f}",
+                      "-" if c["price_usd_per_mtok"] is None else f"${c['price_usd_per_mtok']:,.2f}",
+                      "-" if c["margin"] is None else f"{c['margin']:.0%}")
+        console.print(t)
+    for what, path in (("figure", plot), ("requests", requests_out)):
+        if path:
+            console.print(f"{what} written to {path}")

@@ -1,0 +1,195 @@
+"""CLI commands for training economics: ``train`` (step time, MFU, memory of a plan on a cluster)
+and ``overtrain`` (how far past Chinchilla to train given lifetime inference). Thin: parse ->
+library call -> report (see cli/__init__.py)."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated, Optional
+
+import typer
+
+from .options import JsonOpt, _check_plot_path, _console, _emit_json, _fail, _kv_table, app
+
+TRAIN_MODEL = "llama-3.1-70b"
+TRAIN_SYSTEM = "hgx-h100"
+
+
+class Schedule(str, Enum):
+    gpipe = "gpipe"
+    one_f_one_b = "1f1b"
+    interleaved = "interleaved"
+    zero_bubble = "zero-bubble"
+
+
+class Recompute(str, Enum):
+    none = "none"
+    selective = "selective"
+    full = "full"
+    reversible = "reversible"
+
+
+PlotOpt = Annotated[Optional[str], typer.Option("--plot", help="Write a figure (PNG/SVG/PDF).")]
+
+
+def _data_parallel(gpus: int | None, dp: int | None, tp: int, pp: int, cp: int) -> int:
+    per_replica = tp * pp * cp
+    if gpus is None:
+        return 8 if dp is None else dp
+    if gpus < 1 or gpus % per_replica:
+        _fail(f"--gpus {gpus}: must be a multiple of tp·pp·cp = {per_replica}")
+    if dp is not None and dp * per_replica != gpus:
+        _fail(f"--gpus {gpus} != tp·pp·cp·dp = {per_replica * dp}; give one of --gpus and --dp, or make them agree")
+    return gpus // per_replica
+
+
+@app.command("train")
+def train_cmd(
+    model: Annotated[str, typer.Option("--model", "-m", help="Catalogue name or config.json path.")] = TRAIN_MODEL,
+    system: Annotated[str, typer.Option("--system", "-s", help="Catalogue system: one scale-up domain; the "
+                                                               "cluster is --gpus of its GPUs.")] = TRAIN_SYSTEM,
+    gpus: Annotated[Optional[int], typer.Option("--gpus", help="GPUs in the job (default tp·pp·cp·dp).")] = None,
+    tp: Annotated[int, typer.Option("--tp", help="Tensor-parallel degree.")] = 8,
+    pp: Annotated[int, typer.Option("--pp", help="Pipeline stages.")] = 1,
+    dp: Annotated[Optional[int], typer.Option("--dp", help="Data-parallel degree (default gpus/(tp·pp·cp), "
+                                                           "or 8).")] = None,
+    ep: Annotated[int, typer.Option("--ep", help="Expert-parallel degree, carved from dp (MoE only).")] = 1,
+    cp: Annotated[int, typer.Option("--cp", help="Context-parallel degree (ring attention).")] = 1,
+    seq_len: Annotated[int, typer.Option("--seq-len", help="Tokens per sequence.")] = 4096,
+    global_batch_tokens: Annotated[float, typer.Option("--global-batch-tokens", help="Tokens per optimizer "
+                                                                                     "step.")] = 4 * 1024 * 1024,
+    micro_batch: Annotated[int, typer.Option("--micro-batch", help="Sequences per micro-batch.")] = 1,
+    schedule: Annotated[Schedule, typer.Option("--schedule", help="Pipeline schedule.")] = Schedule.one_f_one_b,
+    chunks: Annotated[int, typer.Option("--chunks", help="Virtual stages per GPU (interleaved).")] = 1,
+    zero: Annotated[int, typer.Option("--zero", help="ZeRO stage 0-3 (1 = Megatron distributed optimizer).")] = 1,
+    recompute: Annotated[Recompute, typer.Option("--recompute", help="Activation recomputation.")] =
+    Recompute.selective,
+    eager_attention: Annotated[bool, typer.Option("--eager-attention", help="Attention materialises the scores "
+                                                                            "in HBM (no FlashAttention).")] = False,
+    efficiency: Annotated[Optional[float], typer.Option("--efficiency", help="Achieved share of dense peak on "
+                                                                             "matmuls (default: fitted to "
+                                                                             "Megatron-LM on A100; 1 = ideal).")] = None,
+    dp_overlap: Annotated[float, typer.Option("--dp-overlap", help="Share of the last backward that hides the "
+                                                                   "DP gradient sync (0-1).")] = 1.0,
+    tokens: Annotated[Optional[float], typer.Option("--tokens", help="Total training tokens (adds days, "
+                                                                     "GPU-hours).")] = None,
+    price_per_gpu_hour: Annotated[Optional[float], typer.Option("--price-per-gpu-hour", help="USD per GPU-hour "
+                                                                                             "(adds cost).")] = None,
+    plot: PlotOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Plan a training run: step time and where it goes, MFU/HFU, memory per GPU, and days to train."""
+    from ..catalog.hardware import get_system
+    from ..catalog.models import get_model
+    from ..errors import require_number
+    from ..report.training import plot_train, train_dict
+    from ..econ.training_step import MEGATRON_A100_EFFICIENCY, TrainPlan, train_step
+    from ..units import fmt_bytes, fmt_seconds
+
+    if plot:
+        _check_plot_path(plot)
+    if price_per_gpu_hour is not None:
+        require_number("--price-per-gpu-hour", price_per_gpu_hour, minimum=0)
+    m, s = get_model(model), get_system(system)
+    plan = TrainPlan(tp=tp, pp=pp, dp=_data_parallel(gpus, dp, tp, pp, cp), ep=ep, cp=cp, microbatch=micro_batch,
+                     schedule=schedule.value, chunks=chunks, zero=zero, recompute=recompute.value,
+                     flash_attention=not eager_attention)
+    eff = MEGATRON_A100_EFFICIENCY if efficiency is None else efficiency
+    st = train_step(m, s, plan, seq_len=seq_len, global_batch_tokens=global_batch_tokens, efficiency=eff,
+                    dp_overlap=dp_overlap)
+    d = train_dict(st, m, s.name, tokens=tokens, price_per_gpu_hour=price_per_gpu_hour, dp_overlap=dp_overlap)
+    if plot:
+        plot_train(st, m, s.name, plot)
+    if not st.memory.fits:
+        typer.echo(f"warning: {fmt_bytes(st.memory.total)} per GPU does not fit in {fmt_bytes(st.memory.hbm)} of HBM; "
+                   "raise --zero, --tp/--pp, use --recompute full, or shrink --micro-batch", err=True)
+    if as_json:
+        _emit_json(d)
+        return
+    parts = ", ".join(f"{k} {fmt_seconds(v)}" for k, v in d["time_breakdown_s"].items() if v > 0)
+    mem = ", ".join(f"{k} {fmt_bytes(v)}" for k, v in d["memory_breakdown_bytes"].items())
+    rows = [("job", f"{m.name} on {st.gpus} GPUs of {s.name}, {plan.label()}"),
+            ("batch", f"{global_batch_tokens:,.0f} tokens/step = {st.microbatches} micro-batches × dp {plan.dp}"),
+            ("step", f"{fmt_seconds(st.step_s)} ({parts})"),
+            ("MFU / HFU", f"{st.mfu:.1%} / {st.hfu:.1%} at efficiency {eff:g}"
+                          + (" (Megatron-LM A100 fit)" if efficiency is None else "")),
+            ("TFLOP/s per GPU", f"{st.tflops_per_gpu:,.0f} model, {st.hardware_tflops_per_gpu:,.0f} hardware"),
+            ("bubble", f"{st.bubble_fraction:.1%} of the step"),
+            ("tokens/s", f"{st.tokens_per_s:,.0f}"),
+            ("memory per GPU", f"{fmt_bytes(st.memory.total)} of {fmt_bytes(st.memory.hbm)} ({mem})"),
+            ("collectives on", ", ".join(f"{k} {v}" for k, v in st.tiers.items() if v != "none") or "-")]
+    if tokens is not None:
+        rows.append(("to train", f"{d['train_days']:,.1f} days, {d['gpu_hours']:,.0f} GPU-hours"
+                                 + (f", ${d['usd']:,.0f}" if "usd" in d else "")))
+    console = _console()
+    console.print(_kv_table("llmecon train", rows))
+    for note in d["assumptions"]:
+        console.print(f"[dim]assumption: {note}[/dim]")
+    if plot:
+        console.print(f"figure written to {plot}")
+
+
+@app.command("overtrain")
+def overtrain_cmd(
+    active_params: Annotated[float, typer.Option("--active-params", help="Active parameters N_a.")] = 100e9,
+    inference_tokens_per_s: Annotated[float, typer.Option("--inference-tokens-per-s", help="Tokens served per "
+                                                                                           "second, all users.")] = 50e6,
+    deployment_days: Annotated[float, typer.Option("--deployment-days", help="How long the model serves.")] = 60.0,
+    inference_efficiency: Annotated[float, typer.Option("--inference-efficiency", help="Inference hardware "
+                                                                                       "utilisation relative to "
+                                                                                       "training (η_inf).")] = 1 / 3,
+    rl_tokens: Annotated[Optional[float], typer.Option("--rl-tokens", help="RL tokens (default: the equal "
+                                                                           "split's).")] = None,
+    rl_flops_per_param_token: Annotated[float, typer.Option("--rl-flops-per-param-token", help="r in [2, 6]: "
+                                                                                               "FLOPs per parameter "
+                                                                                               "per RL token.")] = 3.0,
+    rl_efficiency: Annotated[float, typer.Option("--rl-efficiency", help="RL utilisation relative to "
+                                                                         "training (η_RL).")] = 1 / 3,
+    tokens_per_param: Annotated[float, typer.Option("--tokens-per-param", help="Chinchilla rule.")] = 20.0,
+    plot: PlotOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """How far past Chinchilla to pretrain: the equal three-way split of lifetime compute (pretraining,
+    RL, inference; SPEC F22) and the true optimum at the same loss under the Chinchilla law."""
+    from ..report.training import overtrain_dict, plot_overtrain
+    from ..econ.training import (CHINCHILLA, chinchilla_tokens, inference_tokens, lifetime_cost, lifetime_optimum,
+        pretrain_tokens_matching_inference)
+    from ..units import fmt_count
+
+    if plot:
+        _check_plot_path(plot)
+    d_inf = float(inference_tokens(tokens_per_s=inference_tokens_per_s, seconds=deployment_days * 86400.0))
+    d_pre = float(pretrain_tokens_matching_inference(inference_tokens=d_inf, inference_efficiency=inference_efficiency))
+    d_rl = 6.0 * rl_efficiency * d_pre / rl_flops_per_param_token if rl_tokens is None else rl_tokens
+    kw = dict(inference_tokens=d_inf, inference_efficiency=inference_efficiency, rl_tokens=d_rl,
+              rl_flops_per_param_token=rl_flops_per_param_token, rl_efficiency=rl_efficiency)
+    thirds = lifetime_cost(params=active_params, pretrain_tokens=d_pre, **kw)
+    best, curve = lifetime_optimum(target_loss=float(thirds.loss), **kw)
+    chin = float(chinchilla_tokens(params=active_params, tokens_per_param=tokens_per_param))
+    inputs = {"active_params": active_params, "inference_tokens_per_s": inference_tokens_per_s,
+              "deployment_days": deployment_days, "inference_efficiency": inference_efficiency,
+              "rl_flops_per_param_token": rl_flops_per_param_token, "rl_efficiency": rl_efficiency,
+              "tokens_per_param": tokens_per_param}
+    d = overtrain_dict(params=active_params, inference_tokens=d_inf, pretrain_tokens=d_pre, chinchilla_tokens=chin,
+                       rl_tokens=d_rl, thirds=thirds, optimum=best, law=CHINCHILLA, inputs=inputs)
+    if plot:
+        plot_overtrain(curve, thirds, best, plot)
+    if as_json:
+        _emit_json(d)
+        return
+    o = d["optimum_at_same_loss"]
+    sh = o["shares"]
+    rows = [("inference tokens", f"{fmt_count(d_inf)} ({fmt_count(inference_tokens_per_s)} tok/s × "
+                                 f"{deployment_days:g} days)"),
+            ("pretraining tokens", f"{fmt_count(d_pre)}: costs as much as inference (D_inf / (3·η_inf))"),
+            ("Chinchilla tokens", f"{fmt_count(chin)} ({tokens_per_param:g} per parameter)"),
+            ("over-training", f"{d['overtrain_factor']:,.1f}× Chinchilla"),
+            ("RL tokens", f"{fmt_count(d_rl)}" + (" (equal split)" if rl_tokens is None else "")),
+            ("loss reached", f"{float(thirds.loss):.4f} (Chinchilla law; RL and inference do not change it)"),
+            ("optimum, same loss", f"N = {fmt_count(o['params'])}, D = {fmt_count(o['pretrain_tokens'])} "
+                                   f"({o['overtrain_factor']:,.0f}× Chinchilla), split {sh['pretrain']:.0%} / "
+                                   f"{sh['rl']:.0%} / {sh['inference']:.0%}, saves {o['saving_vs_equal_split']:.1%}")]
+    console = _console()
+    console.print(_kv_table("llmecon overtrain", rows))
+    console.print("[dim]costs are training-FLOP equivalents (RL and inference FLOPs / their efficiency); an equal "
+                  "split is optimal only for equal exponents (SPEC F22)[/dim]")
+    if plot:
+        console.print(f"figure written to {plot}")

@@ -1,0 +1,391 @@
+"""Batch economics (SPEC A2-A6): latency and cost per token against batch, the balance batch,
+the latency floor and HBM drain time, the cost of not batching, fast/slow modes, memory fit.
+
+Two layers: closed-form functions of plain numbers (the lecture's arithmetic, keyword-only), and
+deployment-level analyses that evaluate ``inference.decode_step`` over a batch grid.
+Cost here is device time: chip-seconds per token = step_s x chips / tokens per step; dollars
+follow by multiplying with a price per chip-hour (pricing module).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..dtypes import get_dtype
+from ..errors import InfeasibleError, SpecError
+from ..spec.hardware import System
+from ..spec.efficiency import EfficiencyProfile
+from ..step.inference import StepResult, decode_step, kv_per_chip, memory_per_chip, prefill_step, weights_read_per_chip
+from ..spec.model import Model
+from ..spec.plan import Plan
+
+# ---------------------------------------------------------------------------------------------
+# Closed forms on plain numbers (the lecture's arithmetic)
+# ---------------------------------------------------------------------------------------------
+
+
+def balance_batch(*, flops_per_byte, bytes_per_param, sparsity=1.0):
+    """Batch at which compute time equals weight-read time, KV ignored (SPEC A3):
+    B* = (F/BW)·(bytes_per_param/2)·S. H100 bf16 dense: 295; DeepSeek-V3 (S = 18.1): 5,354."""
+    return np.asarray(flops_per_byte, dtype=float) * np.asarray(bytes_per_param) / 2.0 * np.asarray(sparsity)
+
+
+def crossover_context(*, active_params, flops_per_byte, kv_bytes_per_token):
+    """Context L_x at which one sequence's KV read time equals its compute (weights amortised):
+    L_x = 2·N_active/(R·kv) (SPEC A3/B8, with R = F/BW in FLOP per byte)."""
+    return 2.0 * np.asarray(active_params, dtype=float) / (np.asarray(flops_per_byte) * np.asarray(kv_bytes_per_token))
+
+
+def balance_batch_with_kv(*, balance_batch, context, crossover_context):
+    """B*(L) = B*_0/(1 - L/L_x); infinite (never compute-bound) once L >= L_x (SPEC A3)."""
+    ratio = np.asarray(context, dtype=float) / np.asarray(crossover_context, dtype=float)
+    with np.errstate(divide="ignore"):
+        return np.where(ratio < 1.0, np.asarray(balance_batch, dtype=float) / (1.0 - np.minimum(ratio, 1.0)), np.inf)
+
+
+def latency_floor_s(*, weight_bytes, bandwidth_bytes_per_s):
+    """Shortest possible decode step: the weights must be read once (SPEC A4): W/(n·BW)."""
+    return np.asarray(weight_bytes, dtype=float) / np.asarray(bandwidth_bytes_per_s)
+
+
+def drain_time_s(*, capacity_bytes, bandwidth_bytes_per_s):
+    """Time to read a whole memory once, C/BW (a chip constant; H100 HBM 23.9 ms)."""
+    return np.asarray(capacity_bytes, dtype=float) / np.asarray(bandwidth_bytes_per_s)
+
+
+def throughput_tokens_per_s(*, batch, step_s):
+    """Tokens per second of a deployment: one token per sequence per step (lecture: 2,000 x 64/s)."""
+    return np.asarray(batch, dtype=float) / np.asarray(step_s)
+
+
+def no_batching_cost_ratio(*, weight_bytes_at_batch_1, weight_bytes_total, balance_batch):
+    """Cost per token at B=1 over the cost at or beyond the balance batch, pure roofline, KV
+    ignored: (W_1/W)·B*. Dense: B* (~295 on H100); DeepSeek-V3 reading only touched experts at
+    B=1 (37.4 GB of 671 GB): ~320 rather than B* ~ 5,700."""
+    return np.asarray(weight_bytes_at_batch_1, dtype=float) / np.asarray(weight_bytes_total) * np.asarray(balance_batch)
+
+
+def fast_mode_batch_ratio(*, price_ratio, speed_ratio):
+    """Same hardware, cost ~ t/B and speed ~ 1/t, so price x speed = batch ratio
+    (6x price for 2.5x speed: the regular batch is 15x the fast one; SPEC A5)."""
+    return np.asarray(price_ratio, dtype=float) * np.asarray(speed_ratio)
+
+
+def max_roofline_fast_mode(*, regular_batch_over_balance, fast_batch_over_balance):
+    """Speed-up and price ratio of a fast tier under t = t_w·max(1, B/B*) (SPEC A5).
+    Returns (speedup, cost_ratio); regular at 2.5·B*, fast at B*/6 -> (2.5, 6)."""
+    t_reg = np.maximum(1.0, regular_batch_over_balance)
+    t_fast = np.maximum(1.0, fast_batch_over_balance)
+    return t_reg / t_fast, (t_fast / fast_batch_over_balance) / (t_reg / regular_batch_over_balance)
+
+
+def additive_fast_mode_load(*, speedup, batch_ratio):
+    """Under t = w + a·B, the load x = a·B_regular/w that makes a batch ``batch_ratio`` times smaller
+    run ``speedup`` times faster: (1 + x) = s·(1 + x/r) -> x = (s - 1)/(1 - s/r) (2.5x, 15 -> 1.8)."""
+    s, r = float(speedup), float(batch_ratio)
+    if not (s > 1 and r > s):
+        raise SpecError(f"speedup must be > 1 and below the batch ratio; got speedup {s}, batch ratio {r}")
+    return (s - 1.0) / (1.0 - s / r)
+
+
+def speculative_tokens_per_step(*, draft_tokens, acceptance):
+    """Expected tokens per verification step with k drafted tokens each accepted with
+    probability alpha (Leviathan et al. 2023): (1 - alpha^(k+1))/(1 - alpha)."""
+    a = np.asarray(acceptance, dtype=float)
+    k = np.asarray(draft_tokens, dtype=float)
+    if np.any((a < 0) | (a > 1)) or np.any(k < 0):
+        raise SpecError("acceptance must be in [0, 1] and draft_tokens >= 0")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(a < 1.0, (1.0 - a ** (k + 1.0)) / (1.0 - a), k + 1.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Deployment-level analyses
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Deployment:
+    """A model on a system under a plan, with weight and KV formats (None = model's native)."""
+
+    model: Model
+    system: System
+    plan: Plan
+    weight_dtype: str | None = None
+    kv_dtype: str | None = None
+    mode: str = "ideal"
+    profile: EfficiencyProfile | None = None
+
+    @property
+    def fidelity(self) -> str:
+        """'ideal' or 'calibrated (<profile name>)', for reports."""
+        if self.mode == "ideal":
+            return "ideal"
+        from ..catalog.profiles import resolve
+
+        return f"calibrated ({resolve(self.mode, self.profile, self.system.accelerator).name})"
+
+    def decode(self, *, batch, context) -> StepResult:
+        return decode_step(self.model, self.system, batch=batch, context=context, plan=self.plan,
+                           weight_dtype=self.weight_dtype, kv_dtype=self.kv_dtype, mode=self.mode,
+                           profile=self.profile)
+
+    def prefill(self, *, batch, prompt_tokens, cached_tokens=0) -> StepResult:
+        return prefill_step(self.model, self.system, batch=batch, prompt_tokens=prompt_tokens,
+                            cached_tokens=cached_tokens, plan=self.plan, weight_dtype=self.weight_dtype,
+                            kv_dtype=self.kv_dtype, mode=self.mode, profile=self.profile)
+
+    @property
+    def weights_per_chip_bytes(self) -> float:
+        return float(memory_per_chip(self.model, self.plan, batch=0.0, context=0.0, weight_dtype=self.weight_dtype,
+                                     kv_dtype=self.kv_dtype))
+
+    def kv_per_sequence_per_chip_bytes(self, context):
+        """KV bytes one sequence at ``context`` adds to each chip of the largest stage."""
+        return kv_per_chip(self.model, self.plan, batch=1.0, context=context, kv_dtype=self.kv_dtype)
+
+
+def max_batch(dep: Deployment, *, context) -> int:
+    """Most sequences at ``context`` tokens whose KV fits beside the weights in every chip's HBM."""
+    free = dep.system.accelerator.hbm_bytes - dep.weights_per_chip_bytes
+    if free < 0:
+        return 0
+    per_seq = float(dep.kv_per_sequence_per_chip_bytes(context))
+    if per_seq <= 0:
+        raise SpecError("--context: must be > 0 to bound the batch by memory")
+    return int(math.floor(free / per_seq))
+
+
+def max_context(dep: Deployment, *, batch: float = 1.0) -> float:
+    """Longest context (tokens) at which ``batch`` sequences fit; inf when every layer is windowed
+    (KV stops growing) and the window fits. Ignores the model's trained context limit."""
+    free = dep.system.accelerator.hbm_bytes - dep.weights_per_chip_bytes
+    if free < 0:
+        return 0.0
+
+    def fits(length: float) -> bool:
+        return float(dep.kv_per_sequence_per_chip_bytes(length)) * batch <= free
+
+    hi = 1.0
+    while fits(hi):
+        hi *= 2.0
+        if hi > 1e13:
+            return math.inf
+    lo = hi / 2.0 if hi > 1 else 0.0
+    while hi - lo > 1.0:
+        mid = math.floor((lo + hi) / 2.0)
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return float(lo)
+
+
+def require_fit(dep: Deployment, *, batch, context) -> None:
+    """Raise InfeasibleError naming bytes needed and available, with a fix, if it does not fit."""
+    need = float(np.max(memory_per_chip(dep.model, dep.plan, batch=batch, context=context,
+                                        weight_dtype=dep.weight_dtype, kv_dtype=dep.kv_dtype)))
+    have = dep.system.accelerator.hbm_bytes
+    if need <= have:
+        return
+    from ..units import fmt_bytes  # local: formatting only for the message
+
+    weights = dep.weights_per_chip_bytes
+    if weights > have:
+        fix = suggest_fix(dep)
+        raise InfeasibleError(f"{dep.model.name} does not fit: {fmt_bytes(weights)} of weights per chip under "
+                              f"{dep.plan.label()} but each {dep.system.accelerator.name} has {fmt_bytes(have)}; {fix}")
+    raise InfeasibleError(f"batch {float(np.max(batch)):g} at context {float(np.max(context)):g} needs "
+                          f"{fmt_bytes(need)} per chip (weights {fmt_bytes(weights)} + KV) but "
+                          f"{dep.system.accelerator.name} has {fmt_bytes(have)}; lower --batch (max "
+                          f"{max_batch(dep, context=float(np.max(context)))}) or --context, or use --kv-dtype fp8")
+
+
+def suggest_fix(dep: Deployment) -> str:
+    """A concrete way out: a plan on this system, a smaller weight format, or a larger system."""
+    current = get_dtype(dep.weight_dtype or dep.model.weight_dtype).bits
+    for dtype in (dep.weight_dtype, "fp8", "fp4"):
+        if dtype is not None and get_dtype(dtype).bits >= current:
+            continue
+        plan = smallest_plan(dep.model, dep.system, weight_dtype=dtype, kv_dtype=dep.kv_dtype)
+        if plan is not None:
+            flags = [f"--{k} {getattr(plan, k)}" for k in ("tp", "ep", "pp") if getattr(plan, k) > 1]
+            flags = ([f"--weight-dtype {dtype}"] if dtype else []) + flags
+            return f"try {' '.join(flags)} (the smallest change that fits)"
+    return "it does not fit this system under any plan: pick a larger one (llmecon catalog systems)"
+
+
+def _divisors(n: int, limit: int) -> list[int]:
+    return [d for d in range(1, min(n, limit) + 1) if n % d == 0]
+
+
+def smallest_plan(model: Model, system: System, *, weight_dtype=None, kv_dtype=None,
+                  kv_headroom: float = 0.5) -> Plan | None:
+    """The plan with the fewest chips whose weights take at most (1 - kv_headroom) of each chip's
+    HBM (leaving room for KV); ties prefer EP over TP for MoE (less communication), then TP.
+    Falls back to plans that merely fit the weights. A convenience, not the planner."""
+    hbm = system.accelerator.hbm_bytes
+    candidates = []
+    eps = _divisors(model.moe.n_routed, system.chips) if model.is_moe else [1]
+    for tp in _divisors(model.attention.n_heads, system.chips):
+        for ep in eps:
+            for pp in (1, 2, 4, 8):
+                plan = Plan(tp=tp, ep=ep, pp=pp)
+                try:
+                    plan.validate(model, system)
+                except (SpecError, InfeasibleError):
+                    continue
+                w = float(memory_per_chip(model, plan, batch=0.0, context=0.0, weight_dtype=weight_dtype,
+                                          kv_dtype=kv_dtype))
+                candidates.append((plan.chips, pp, tp, -ep, w, plan))
+    for limit in ((1.0 - kv_headroom) * hbm, hbm):
+        ok = sorted(c for c in candidates if c[4] <= limit)
+        if ok:
+            return ok[0][-1]
+    return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class BatchCurve:
+    """Decode latency and cost against batch at one context (arrays over ``batch``)."""
+
+    context: float
+    batch: np.ndarray
+    step: StepResult
+    chips: int
+
+    @property
+    def step_s(self) -> np.ndarray:
+        return np.asarray(self.step.step_s)
+
+    @property
+    def chip_s_per_token(self) -> np.ndarray:
+        """Device time per generated token: step_s x chips / batch."""
+        return self.step_s * self.chips / self.batch
+
+    @property
+    def tokens_per_s(self) -> np.ndarray:
+        return np.asarray(self.step.tokens_per_s)
+
+
+def default_batches(limit: int) -> np.ndarray:
+    """1, 2, 3, ... then ~24 points per decade up to ``limit`` (integers, unique)."""
+    limit = max(1, int(limit))
+    grid = np.unique(np.round(np.logspace(0, math.log10(limit), 24 * max(1, math.ceil(math.log10(limit + 1))))))
+    return np.unique(np.concatenate([grid, [float(limit)]]))
+
+
+def batch_curve(dep: Deployment, *, context: float, batches=None) -> BatchCurve:
+    """Decode step against batch at ``context``; by default up to the memory limit."""
+    if batches is None:
+        limit = max_batch(dep, context=context) if context > 0 else 1 << 16
+        if limit < 1:
+            require_fit(dep, batch=1.0, context=context)
+        batches = default_batches(min(limit, 1 << 20))
+    batches = np.asarray(batches, dtype=float)
+    return BatchCurve(context=float(context), batch=batches, step=dep.decode(batch=batches, context=context),
+                      chips=dep.plan.chips)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BatchEconomics:
+    """Headline batch economics of a deployment at one context (SPEC A2-A6)."""
+
+    context: float
+    balance_batch: float
+    balance_batch_at_context: float
+    crossover_context: float
+    latency_floor_s: float
+    full_weight_read_s: float
+    hbm_drain_s: float
+    no_batching_cost_ratio: float
+    best_batch: float
+    max_batch: int
+    max_context_at_batch_1: float
+    weights_per_chip_bytes: float
+    kv_bytes_per_token: float
+    curve: BatchCurve
+
+
+def crossover_context_of(dep: Deployment) -> float:
+    """Context L_x at which one sequence's KV read time equals its matmul compute time (weights
+    amortised), SPEC B8: L_x = 2·N_active·BW/(F·kv) evaluated on the deployment's own step
+    function (its layout, formats, DSA reads). Attention FLOPs are left out of the compute side
+    as in SPEC; ``attention_intensity`` says when they, not KV reads, dominate at long context.
+    inf if KV stops growing first (every layer windowed)."""
+    grid = np.logspace(0, 9, 1801)
+    step = dep.decode(batch=1.0, context=grid)
+    base = dep.decode(batch=1.0, context=0.0)
+    kv_s = np.asarray(step.time.memory_s) - float(base.time.memory_s)
+    gap = kv_s - float(base.time.compute_s)
+    above = np.nonzero(gap >= 0)[0]
+    if above.size == 0:
+        return math.inf
+    i = int(above[0])
+    if i == 0:
+        return float(grid[0])
+    x0, x1, g0, g1 = grid[i - 1], grid[i], gap[i - 1], gap[i]
+    return float(x0 + (x1 - x0) * (-g0) / (g1 - g0))
+
+
+def full_weight_read_s(dep: Deployment) -> float:
+    """Time to read every weight the replica holds once (all experts touched), over all stages."""
+    return dep.plan.pp * weights_read_per_chip(dep.model, dep.plan, weight_dtype=dep.weight_dtype) \
+        / dep.system.accelerator.hbm_bandwidth_bytes_per_s
+
+
+def balance_batch_of(dep: Deployment) -> float:
+    """The deployment's balance batch B*: full weight-read time over one sequence's compute time
+    at zero context (SPEC A3, measured on the step function rather than the closed form)."""
+    return full_weight_read_s(dep) / float(dep.decode(batch=1.0, context=0.0).time.compute_s)
+
+
+def batch_economics(dep: Deployment, *, context: float, batches=None) -> BatchEconomics:
+    """Balance batch, latency floor, drain time, no-batching ratio, memory limits, and the curve."""
+    require_fit(dep, batch=1.0, context=max(context, 1.0))
+    curve = batch_curve(dep, context=context, batches=batches)
+    one = dep.decode(batch=1.0, context=0.0)
+    full_read_s = full_weight_read_s(dep)
+    b_star = balance_batch_of(dep)
+    l_x = crossover_context_of(dep)
+    cost = curve.chip_s_per_token
+    at_one = dep.decode(batch=1.0, context=context)
+    cost_one = float(at_one.step_s) * dep.plan.chips
+    best = int(np.argmin(cost))
+    return BatchEconomics(
+        context=float(context), balance_batch=b_star,
+        balance_batch_at_context=float(balance_batch_with_kv(balance_batch=b_star, context=context,
+                                                             crossover_context=l_x)),
+        crossover_context=l_x, latency_floor_s=float(one.time.memory_s), full_weight_read_s=full_read_s,
+        hbm_drain_s=dep.system.accelerator.hbm_drain_s, no_batching_cost_ratio=cost_one / float(cost[best]),
+        best_batch=float(curve.batch[best]),
+        max_batch=max_batch(dep, context=context) if context > 0 else 0,
+        max_context_at_batch_1=max_context(dep, batch=1.0), weights_per_chip_bytes=dep.weights_per_chip_bytes,
+        kv_bytes_per_token=dep.model.kv_bytes_per_token(dep.kv_dtype), curve=curve)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FastMode:
+    """A faster tier on the same deployment: the batch it needs and the price it implies."""
+
+    regular_batch: float
+    fast_batch: float
+    speedup: float
+    price_ratio: float
+    batch_ratio: float
+
+
+def fast_mode(curve: BatchCurve, *, regular_batch: float, speedup: float) -> FastMode:
+    """Invert the latency-vs-batch curve: the batch that runs ``speedup`` times faster than
+    ``regular_batch``, and the cost ratio it implies (SPEC A5/C13). Raises if unreachable."""
+    t = curve.step_s
+    t_reg = float(np.interp(regular_batch, curve.batch, t))
+    target = t_reg / speedup
+    if target < float(t.min()) * (1 - 1e-12):
+        raise InfeasibleError(f"a {speedup:g}x speed-up over batch {regular_batch:g} is impossible: even batch 1 "
+                              f"is only {t_reg / float(t.min()):.3g}x faster (latency floor)")
+    fast_b = float(np.interp(target, t, curve.batch)) if np.all(np.diff(t) >= 0) else float(
+        curve.batch[np.argmin(np.abs(t - target))])
+    price = (target / fast_b) / (t_reg / regular_batch)
+    return FastMode(regular_batch=regular_batch, fast_batch=fast_b, speedup=speedup, price_ratio=price,
+                    batch_ratio=regular_batch / fast_b)

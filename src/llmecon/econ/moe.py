@@ -1,0 +1,232 @@
+"""A MoE deployment summarised (SPEC A1, D14-D18): sparsity, touched experts, balance batch,
+the expert-parallel all-to-all inside and across scale-up domains and where EP across domains
+stops paying, pipeline-across-domains viability, pipeline parallelism for inference, and the
+routed scaling law's view of what the expert count buys.
+
+Every number comes from the same functions as the rest of llmecon (``inference.decode_step``,
+``inference.comm_parts``, ``parallelism.pipeline_stage_time_ratio``, ``routed_scaling``); this
+module only chooses what to evaluate. The EP sweep holds the batch *per chip* fixed (default:
+the balance batch of an 8-chip group per chip, B*/8, capped so that KV fills at most half of a
+chip's HBM at the context) and grows the expert-parallel group with attention
+data-parallel (tp = 1, adp = ep), the layout of DeepSeek-V3's decode units.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .batching import balance_batch
+from ..dtypes import get_dtype
+from ..errors import InfeasibleError, SpecError, require_number
+from ..spec.hardware import System
+from ..step.inference import ACTIVATION_DTYPE, comm_parts, decode_step, memory_per_chip, touched_expert_fraction
+from ..spec.model import Model
+from ..spec.plan import Plan, pipeline_stage_time_ratio, place
+from .routed_scaling import effective_ratio, experts_for_ratio
+
+TOUCHED_BATCHES = (1, 8, 32, 128, 512, 2048)
+PP_STAGES = (1, 2, 4, 8)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EpRow:
+    """One expert-parallel group size at a fixed batch per chip (decode)."""
+
+    ep: int
+    chips: int
+    domains: int
+    tier: str                 # where the all-to-all runs: "scale_up" or "two_tier"
+    batch: float              # sequences in flight (batch per chip x chips)
+    fits: bool
+    weights_per_chip_bytes: float
+    all_to_all_s: float       # dispatch + combine, all MoE layers, one decode iteration
+    step_s: float
+    bound: str
+    chip_s_per_token: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class PpRow:
+    """Pipeline parallelism for inference at a fixed EP (SPEC D18)."""
+
+    pp: int
+    chips: int
+    weights_per_chip_bytes: float
+    kv_per_chip_bytes: float
+    hop_latency_s: float      # the pp-1 hops one token's activations make per iteration
+
+
+@dataclass(frozen=True, kw_only=True)
+class MoeSummary:
+    model: str
+    system: str
+    experts: int
+    active_experts: int
+    shared_experts: int
+    total_params: float
+    active_params: float
+    sparsity: float
+    expert_weight_fraction: float
+    touched: dict                      # batch -> expected fraction of experts touched
+    balance_batch: float               # SPEC A3 closed form (weights amortised, KV ignored)
+    batch_per_chip: float
+    context: float
+    dispatch_dtype: str
+    expert_imbalance: float
+    ep_rows: tuple[EpRow, ...]
+    ep_best: int | None                # cheapest EP per token among those that fit
+    ep_limit_note: str
+    scale_out_ratio: float | None      # BW_up / BW_out per chip
+    min_layers_per_stage: int | None   # pipeline across domains viable from here (2kL >= ratio)
+    stage_ratios: dict                 # layers per stage -> 2kL/(BW_up/BW_out)
+    pp_ep: int
+    pp_rows: tuple[PpRow, ...]
+    law_label: str
+    effective_params: float            # dense-equivalent size of the active parameters (scaling-law view)
+    effective_ratio: float
+    experts_for_10x: float | None       # None: the law saturates below 10x
+
+
+def _ep_sizes(model: Model, limit: int) -> list[int]:
+    return [e for e in range(1, model.moe.n_routed + 1) if model.moe.n_routed % e == 0 and e <= limit
+            and (e & (e - 1) == 0 or e == model.moe.n_routed)]
+
+
+def ep_sweep(model: Model, system: System, *, batch_per_chip: float, context: float, max_ep: int = 1024,
+             weight_dtype=None, kv_dtype=None, dispatch_dtype=None, expert_imbalance: float = 1.0) -> list[EpRow]:
+    """Decode cost per token against the expert-parallel group size at a fixed batch per chip:
+    bigger groups hold fewer experts per chip (less weight read, more room for KV) but move the
+    all-to-all onto the scale-out network once the group outgrows a domain (SPEC D15)."""
+    rows = []
+    for ep in _ep_sizes(model, max_ep):
+        plan = Plan(tp=1, ep=ep)
+        try:
+            plan.validate(model, system)
+        except (SpecError, InfeasibleError):
+            continue
+        batch = batch_per_chip * plan.chips
+        kw = dict(weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+        r = decode_step(model, system, batch=batch, context=context, plan=plan, dispatch_dtype=dispatch_dtype,
+                        expert_imbalance=expert_imbalance, **kw)
+        c = comm_parts(model, system, plan, tokens=batch, dispatch_dtype=dispatch_dtype,
+                       expert_imbalance=expert_imbalance)
+        rows.append(EpRow(ep=ep, chips=plan.chips, domains=place(plan, system).domains,
+                          tier=c.tiers["ep"], batch=batch, fits=bool(r.fits),
+                          weights_per_chip_bytes=float(memory_per_chip(model, plan, batch=0.0, context=0.0, **kw)),
+                          all_to_all_s=float(c.ep_all_to_all_s), step_s=float(r.step_s), bound=str(r.bound),
+                          chip_s_per_token=float(r.step_s) * plan.chips / batch))
+    return rows
+
+
+def _ep_verdict(rows: list[EpRow], domain: int, hbm_bytes: float) -> tuple[int | None, str]:
+    fitting = [r for r in rows if r.fits]
+    if not fitting:
+        if rows and min(r.weights_per_chip_bytes for r in rows) > hbm_bytes:
+            return None, "the weights alone overflow HBM at every EP size tried; raise --max-ep or use fp8/fp4 weights"
+        return None, "no EP size fits this batch per chip and context in HBM; lower the batch or context"
+    best = min(fitting, key=lambda r: (r.chip_s_per_token, r.ep))
+    inside = [r for r in fitting if r.tier != "two_tier"]
+    across = [r for r in fitting if r.tier == "two_tier"]
+    if not across:
+        return best.ep, f"every fitting EP size stays inside one {domain}-chip domain"
+    if best.tier == "two_tier":
+        if not inside:
+            return best.ep, (f"only EP across domains fits; ep{best.ep} is the cheapest per token "
+                             f"({best.bound}-bound)")
+        home = min(inside, key=lambda r: r.chip_s_per_token)
+        saving = 1.0 - best.chip_s_per_token / home.chip_s_per_token
+        tail = ("; beyond it the scale-out all-to-all costs more than the smaller weight share saves"
+                if best.ep < max(r.ep for r in rows) else " (the largest size tried: it still pays there)")
+        return best.ep, (f"EP across domains pays up to ep{best.ep}: {saving:.0%} cheaper per token than the best "
+                         f"in-domain size ep{home.ep} ({best.bound}-bound){tail}")
+    first = min(across, key=lambda r: r.ep)
+    gap = first.chip_s_per_token / best.chip_s_per_token
+    return best.ep, (f"EP stops paying at the domain edge: ep{first.ep} (scale-out all-to-all) costs "
+                     f"{gap:.2f}x per token of the best in-domain size ep{best.ep}")
+
+
+def moe_summary(model: Model, system: System, *, batch_per_chip: float | None = None, context: float = 4096.0,
+                weight_dtype=None, kv_dtype=None, dispatch_dtype: str | None = "fp8",
+                expert_imbalance: float = 1.0, max_ep: int = 1024, law=None) -> MoeSummary:
+    """Summarise a MoE model's deployment on ``system`` (module docstring). ``law`` is a
+    ``routed_scaling`` RoutedLaw or PowerFit (default: the labelled lecture power fit)."""
+    from .routed_scaling import default_routed_law
+
+    if not model.is_moe:
+        raise SpecError(f"--model: {model.name} is dense; llmecon moe needs a mixture-of-experts model")
+    require_number("--context", context, minimum=0, hint="tokens of KV per sequence")
+    law = law or default_routed_law()
+    moe = model.moe
+    p = model.params
+    sparsity = p.total / p.active
+    w_dtype = weight_dtype or model.expert_weight_dtype
+    b_star = float(balance_batch(flops_per_byte=system.accelerator.flops_per_byte(w_dtype),
+                                 bytes_per_param=get_dtype(w_dtype).bytes, sparsity=sparsity))
+    if batch_per_chip is None:
+        # the balance batch of an 8-chip EP group per chip (B*/ep), capped so KV takes <= half of HBM
+        kv_room = 0.5 * system.accelerator.hbm_bytes / max(float(model.kv_bytes(context, kv_dtype)), 1.0)
+        batch_per_chip = float(max(1, math.floor(min(b_star / 8.0, kv_room))))
+    require_number("--batch-per-chip", batch_per_chip, minimum=0, exclusive=True)
+    rows = ep_sweep(model, system, batch_per_chip=batch_per_chip, context=context, max_ep=max_ep,
+                    weight_dtype=weight_dtype, kv_dtype=kv_dtype, dispatch_dtype=dispatch_dtype,
+                    expert_imbalance=expert_imbalance)
+    ep_best, note = _ep_verdict(rows, system.chips, system.accelerator.hbm_bytes)
+    ratio = None
+    min_layers = None
+    stage_ratios = {}
+    if system.scale_up is not None and system.scale_out is not None:
+        ratio = system.scale_out_ratio
+        layers = np.arange(1, 5)
+        stage_ratios = {int(n): float(v) for n, v in zip(layers, pipeline_stage_time_ratio(
+            active_experts=moe.top_k, layers_per_stage=layers, bandwidth_ratio=ratio))}
+        min_layers = math.ceil(ratio / (2.0 * moe.top_k))
+    pp_ep = ep_best or max((r.ep for r in rows), default=1)
+    pp_rows = _pp_rows(model, system, ep=pp_ep, micro_batch=batch_per_chip * pp_ep, context=context,
+                       weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+    eff = float(effective_ratio(p.active, moe.n_routed, law))
+    return MoeSummary(
+        model=model.name, system=system.name, experts=moe.n_routed, active_experts=moe.top_k,
+        shared_experts=moe.n_shared, total_params=p.total, active_params=p.active, sparsity=sparsity,
+        expert_weight_fraction=model.weight_bytes(weight_dtype).routed_experts / model.weight_bytes(weight_dtype).total,
+        touched={b: float(touched_expert_fraction(experts=moe.n_routed, active_experts=moe.top_k, tokens=b))
+                 for b in TOUCHED_BATCHES},
+        balance_batch=b_star, batch_per_chip=float(batch_per_chip), context=float(context),
+        dispatch_dtype=dispatch_dtype or ACTIVATION_DTYPE, expert_imbalance=expert_imbalance,
+        ep_rows=tuple(rows), ep_best=ep_best, ep_limit_note=note, scale_out_ratio=ratio,
+        min_layers_per_stage=min_layers, stage_ratios=stage_ratios, pp_ep=pp_ep, pp_rows=tuple(pp_rows),
+        law_label=getattr(law, "label", "routed law"), effective_params=p.active * eff, effective_ratio=eff,
+        experts_for_10x=_experts_for_10x(law, p.active))
+
+
+def _experts_for_10x(law, active_params: float) -> float | None:
+    """Experts for a 10x dense-equivalent size; None when the law cannot reach 10x (a Clark law
+    whose saturation E_max caps the gain below it)."""
+    try:
+        return float(experts_for_ratio(10.0, law, active_params=active_params))
+    except InfeasibleError:
+        return None
+
+
+def _pp_rows(model, system, *, ep, micro_batch, context, weight_dtype, kv_dtype) -> list[PpRow]:
+    """SPEC D18: P stages with P micro-batches of ``micro_batch`` in flight. Weights per chip fall
+    as 1/P; each chip holds the KV of its L/P layers for all P·micro_batch sequences, which is
+    unchanged in P; one token's activations make P-1 hops (inside or across domains)."""
+    rows = []
+    for pp in PP_STAGES:
+        if pp > model.n_layers:
+            continue
+        plan = Plan(tp=1, ep=ep, pp=pp)
+        try:
+            plan.validate(model, system)
+        except (SpecError, InfeasibleError):
+            continue
+        kw = dict(weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+        w = float(memory_per_chip(model, plan, batch=0.0, context=0.0, **kw))
+        total = float(memory_per_chip(model, plan, batch=micro_batch * pp, context=context, **kw))
+        hops = float(comm_parts(model, system, plan, tokens=1.0).pp_hops_s)
+        rows.append(PpRow(pp=pp, chips=plan.chips, weights_per_chip_bytes=w, kv_per_chip_bytes=total - w,
+                          hop_latency_s=hops))
+    return rows

@@ -1,0 +1,352 @@
+"""Deployment planner: search systems x plans x batch under latency targets and memory, and
+return the cheapest (or highest-throughput) deployment and the Pareto frontier (SPEC D).
+
+Serving is planned disaggregated, the way DeepSeek-V3's report deploys it (prefill and decode
+on separate units): the decode search picks plan and batch to minimise $ per output token with
+TPOT (one decode iteration) <= target; the prefill search picks plan and prefill batch to
+minimise $ per input token with TTFT (one prefill step of the whole batch) <= target. Both call
+``inference.decode_step`` / ``prefill_step`` (the same functions as ``llmecon analyze``),
+vectorised over the batch grid, once per plan.
+
+Search space per system: stage widths W = tp·adp from ``stage_widths`` (inside one scale-up domain,
+or power-of-two multiples of a width filling most of one), tp a divisor of the heads within one domain,
+ep a divisor of the routed experts dividing W, pp from ``PP_CHOICES``, chips per replica up to
+``max_chips``; plans whose weights alone exceed HBM are dropped before evaluation. Replicas (dp)
+scale throughput linearly and are not searched. Omitted: queueing (TTFT is the prefill step
+alone), prefill/decode interference (colocated serving; see the simulator), the KV transfer
+between the units, idle chips when W does not fill a domain (chips are billed per plan).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InfeasibleError, SpecError, require_number, require_whole
+from ..spec.hardware import System
+from ..catalog.profiles import resolve
+from ..step.inference import CommParts, comm_parts, decode_step, memory_per_chip, prefill_step
+from ..spec.model import Model
+from ..spec.plan import Plan
+from .context import usd_per_mtok
+from ..units import fmt_seconds
+
+PP_CHOICES = (1, 2, 4, 8, 16)
+OBJECTIVES = ("cost", "throughput")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanTargets:
+    """What the deployment must meet and the traffic it serves."""
+
+    tpot_s: float | None = None
+    ttft_s: float | None = None
+    context: float = 4096.0          # mean KV tokens per sequence during decode
+    prompt_tokens: float = 4096.0    # tokens prefilled per request
+    output_tokens: float = 512.0
+
+    def __post_init__(self) -> None:
+        for name in ("tpot_s", "ttft_s"):
+            if getattr(self, name) is not None:
+                require_number(f"--{name[:-2]}", getattr(self, name), minimum=0, exclusive=True, hint="seconds")
+        require_number("--context", self.context, minimum=0, hint="mean KV tokens per sequence")
+        for name in ("prompt_tokens", "output_tokens"):
+            require_number(f"--{name.replace('_', '-')}", getattr(self, name), minimum=1)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SearchOptions:
+    """Search knobs (formats, MoE runtime choices, the grid)."""
+
+    max_chips: int = 512
+    weight_dtype: str | None = None
+    kv_dtype: str | None = None
+    dispatch_dtype: str | None = None
+    expert_imbalance: float = 1.0
+    batches: tuple = ()              # decode batch grid per replica; () = 1..2^17, 128 points
+    prefill_batches: tuple = ()      # prefill batch grid; () = 1..1024, 48 points
+    pp_choices: tuple = PP_CHOICES
+    mode: str = "ideal"              # or "calibrated": each system's accelerator profile, or ``profile``
+    profile: object = None           # an efficiency.EfficiencyProfile for every system
+
+    def __post_init__(self) -> None:
+        require_whole("--max-chips", self.max_chips)
+        require_number("--expert-imbalance", self.expert_imbalance, minimum=1,
+                       hint="the hottest expert rank's tokens over the mean; 1 = uniform routing")
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def stage_widths(domain: int, max_chips: int) -> list[int]:
+    """Stage widths searched: inside a domain its divisors and powers of two (EP64 on a 72-chip
+    rack); across domains, power-of-two multiples of an inside width that fills more than half
+    a domain (2 x 64 or 2 x 72 on NVL72, 16, 32, ... on an 8-GPU HGX)."""
+    inside = sorted({w for w in _divisors(domain)} | {1 << i for i in range(domain.bit_length()) if 1 << i <= domain})
+    across = {m << j for m in inside if 2 * m > domain for j in range(1, max_chips.bit_length() + 1)}
+    return sorted(w for w in set(inside) | across if w <= max_chips)
+
+
+def candidate_plans(model: Model, system: System, *, max_chips: int, pp_choices=PP_CHOICES) -> list[Plan]:
+    """Every plan of the search space (module docstring) that is valid for ``model`` on ``system``."""
+    d = system.chips
+    heads = model.attention.n_heads
+    plans = []
+    for w in stage_widths(d, max_chips):
+        for tp in _divisors(min(w, d)):
+            if w % tp or heads % tp or (not model.is_moe and tp != w):
+                continue  # dense models: attention data-parallel inside a stage is just dp
+            eps = [e for e in _divisors(w) if model.moe.n_routed % e == 0] if model.is_moe else [1]
+            for ep in eps:
+                for pp in pp_choices:
+                    if w * pp > max_chips or pp > model.n_layers:
+                        continue
+                    plan = Plan(tp=tp, adp=w // tp, ep=ep, pp=pp)
+                    try:
+                        plan.validate(model, system)
+                    except (SpecError, InfeasibleError):
+                        continue
+                    plans.append(plan)
+    return plans
+
+
+@dataclass(frozen=True, kw_only=True)
+class Point:
+    """One evaluated (system, plan, batch)."""
+
+    system: str
+    plan: Plan
+    batch: float
+    step_s: float
+    tokens_per_s_per_chip: float
+    tokens_per_s_per_user: float
+    usd_per_mtok: float | None
+    memory_per_chip_bytes: float
+    compute_s: float
+    memory_s: float
+    comm_s: float
+    bound: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class PhaseSearch:
+    """The result of one phase's search."""
+
+    phase: str                       # "decode" or "prefill"
+    points_evaluated: int
+    points_fitting: int
+    points_meeting_slo: int
+    best: Point | None
+    frontier: tuple[Point, ...]      # per system, non-dominated in (per chip, per user) throughput
+    best_achievable_s: float         # the lowest latency any fitting point reaches
+    comm: CommParts | None = None    # the best point's per-collective breakdown
+    batch_limited_by: str = ""       # what stops the best plan's batch growing: memory, target, objective, grid
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanResult:
+    model: str
+    systems: tuple[str, ...]
+    targets: PlanTargets
+    objective: str
+    prices: dict
+    decode: PhaseSearch
+    prefill: PhaseSearch
+
+    @property
+    def usd_per_mtok_blended(self) -> float | None:
+        """$ per million tokens of a request (prompt + output), prefill and decode units together."""
+        d, p = self.decode.best, self.prefill.best
+        if d is None or p is None or d.usd_per_mtok is None or p.usd_per_mtok is None:
+            return None
+        t = self.targets
+        return (t.prompt_tokens * p.usd_per_mtok + t.output_tokens * d.usd_per_mtok) / (t.prompt_tokens
+                                                                                         + t.output_tokens)
+
+
+def pareto_front(per_chip: np.ndarray, per_user: np.ndarray) -> np.ndarray:
+    """Indices of the points no other point beats on both axes (higher is better on each), sorted
+    by per-user throughput descending. O(n log n): sort by per-user speed, keep running maxima."""
+    order = np.lexsort((-per_chip, -per_user))
+    ranked = per_chip[order]
+    before = np.concatenate([[-np.inf], np.maximum.accumulate(ranked)[:-1]])
+    return order[ranked > before]
+
+
+def _grid(given, top: float, points: int) -> np.ndarray:
+    if given:
+        grid = np.unique(np.asarray(given, dtype=float))
+        if grid.size == 0 or np.any(grid < 1):
+            raise SpecError("--batches: every batch must be >= 1")
+        return grid
+    return np.unique(np.round(np.logspace(0, math.log10(top), points)))
+
+
+def _evaluate(model, systems, plans_by_system, *, phase, targets, options, prices):
+    """Evaluate every (plan, batch) of one phase; returns flat arrays and the plan index."""
+    full = _grid(options.batches, 2 ** 17, 128) if phase == "decode" else _grid(options.prefill_batches, 1024, 48)
+    cols = {k: [] for k in ("sys", "plan", "batch", "step", "tokens", "mem", "fits", "compute", "memory", "comm",
+                            "chips", "price")}
+    plan_list = []
+    kw = dict(weight_dtype=options.weight_dtype, kv_dtype=options.kv_dtype, dispatch_dtype=options.dispatch_dtype,
+              expert_imbalance=options.expert_imbalance, mode=options.mode, profile=options.profile)
+    for si, system in enumerate(systems):
+        for plan in plans_by_system[system.name]:
+            grid = full[full >= plan.adp * plan.pp]  # at least one sequence per attention group per micro-batch
+            if grid.size == 0:
+                continue
+            if phase == "decode":
+                r = decode_step(model, system, batch=grid, context=targets.context, plan=plan, **kw)
+            else:
+                r = prefill_step(model, system, batch=grid, prompt_tokens=targets.prompt_tokens, plan=plan, **kw)
+            pi = len(plan_list)
+            plan_list.append((system, plan))
+            n = grid.size
+            cols["sys"].append(np.full(n, si))
+            cols["plan"].append(np.full(n, pi))
+            cols["batch"].append(grid)
+            cols["step"].append(np.broadcast_to(r.step_s, grid.shape))
+            cols["tokens"].append(np.broadcast_to(r.tokens, grid.shape))
+            cols["mem"].append(np.broadcast_to(r.memory_per_chip_bytes, grid.shape))
+            cols["fits"].append(np.broadcast_to(r.fits, grid.shape))
+            cols["compute"].append(np.broadcast_to(r.time.compute_s, grid.shape))
+            cols["memory"].append(np.broadcast_to(r.time.memory_s, grid.shape))
+            cols["comm"].append(np.broadcast_to(r.time.comm_s, grid.shape))
+            cols["chips"].append(np.full(n, plan.chips))
+            cols["price"].append(np.full(n, np.nan if prices.get(system.name) is None else prices[system.name]))
+    if not plan_list:
+        return None, []
+    return {k: np.concatenate(v) for k, v in cols.items()}, plan_list
+
+
+def _point(a: dict, i: int, plan_list) -> Point:
+    system, plan = plan_list[int(a["plan"][i])]
+    comp, mem, com = float(a["compute"][i]), float(a["memory"][i]), float(a["comm"][i])
+    usd = None if np.isnan(a["usd"][i]) else float(a["usd"][i])
+    return Point(system=system.name, plan=plan, batch=float(a["batch"][i]), step_s=float(a["step"][i]),
+                 tokens_per_s_per_chip=float(a["per_chip"][i]), tokens_per_s_per_user=float(a["per_user"][i]),
+                 usd_per_mtok=usd, memory_per_chip_bytes=float(a["mem"][i]), compute_s=comp, memory_s=mem,
+                 comm_s=com, bound=("compute", "memory", "comm")[int(np.argmax([comp, mem, com]))])
+
+
+def _search_phase(model, systems, plans_by_system, *, phase, targets, options, prices, objective) -> PhaseSearch:
+    a, plan_list = _evaluate(model, systems, plans_by_system, phase=phase, targets=targets, options=options,
+                             prices=prices)
+    slo = targets.tpot_s if phase == "decode" else targets.ttft_s
+    if a is None:
+        return PhaseSearch(phase=phase, points_evaluated=0, points_fitting=0, points_meeting_slo=0, best=None,
+                           frontier=(), best_achievable_s=math.inf)
+    a["per_chip"] = a["tokens"] / a["step"] / a["chips"]
+    # decode: each sequence emits one token per iteration; prefill: a request's prompt per step
+    a["per_user"] = (1.0 if phase == "decode" else targets.prompt_tokens) / a["step"]
+    a["usd"] = usd_per_mtok(a["step"] * a["chips"] / a["tokens"], price_per_chip_hour=1.0) * a["price"]
+    fits = a["fits"]
+    ok = fits & (a["step"] <= slo) if slo is not None else fits.copy()
+    frontier = []
+    for si, system in enumerate(systems):
+        idx = np.flatnonzero(fits & (a["sys"] == si))
+        if idx.size:
+            frontier.extend(_point(a, int(idx[j]), plan_list)
+                            for j in pareto_front(a["per_chip"][idx], a["per_user"][idx]))
+    best = None
+    cand = np.flatnonzero(ok)
+    if cand.size:
+        # ties (equal cost or throughput, e.g. compute-bound plans) go to the shorter step, then fewer chips
+        first = a["usd"][cand] if objective == "cost" else -a["per_chip"][cand]
+        scale = np.min(np.abs(first))
+        if scale > 0:  # free chips ($0/h) make every cost 0: all tie
+            first = np.round(first / scale, 6)  # equal within 1 ppm counts as a tie
+        key = np.lexsort((a["chips"][cand], a["step"][cand], first))
+        best_i = int(cand[key[0]])
+        best = _point(a, best_i, plan_list)
+    comm, limited = None, ""
+    if best is not None:
+        system = next(s for s in systems if s.name == best.system)
+        tokens = best.batch / best.plan.pp * (1.0 if phase == "decode" else targets.prompt_tokens)
+        prof = resolve(options.mode, options.profile, system.accelerator)
+        comm = comm_parts(model, prof.system(system), best.plan, tokens=tokens, dispatch_dtype=options.dispatch_dtype,
+                          expert_imbalance=options.expert_imbalance)
+        limited = _batch_limit(a, best_i, slo)
+    lowest = float(np.min(a["step"][fits])) if np.any(fits) else math.inf
+    return PhaseSearch(phase=phase, points_evaluated=int(a["step"].size), points_fitting=int(np.sum(fits)),
+                       points_meeting_slo=int(cand.size), best=best, frontier=tuple(frontier),
+                       best_achievable_s=lowest, comm=comm, batch_limited_by=limited)
+
+
+def _batch_limit(a: dict, i: int, slo) -> str:
+    """Why the best plan does not run the next larger batch of the grid: it would not fit
+    ("memory"), would miss the latency target ("target"), would cost more ("objective"), or the
+    grid ends ("grid")."""
+    nxt = i + 1
+    if nxt >= a["plan"].size or a["plan"][nxt] != a["plan"][i]:
+        return "grid"
+    if not a["fits"][nxt]:
+        return "memory"
+    if slo is not None and a["step"][nxt] > slo:
+        return "target"
+    return "objective"
+
+
+def plan_deployment(model: Model, systems: list[System], *, targets: PlanTargets | None = None,
+                    options: SearchOptions | None = None, prices: dict | None = None,
+                    objective: str | None = None) -> PlanResult:
+    """Search decode and prefill deployments of ``model`` over ``systems`` (module docstring).
+
+    ``prices`` maps system name -> USD per chip-hour; without prices the objective defaults to
+    throughput (tokens/s per chip) and $ figures are None (never invented). Raises
+    InfeasibleError when nothing fits, or when no point meets a target: the message names the
+    lowest latency any fitting point reaches.
+    """
+    targets = targets or PlanTargets()
+    options = options or SearchOptions()
+    prices = dict(prices or {})
+    limit = model.max_context
+    for name, value in (("--context", targets.context), ("--prompt-tokens", targets.prompt_tokens)):
+        if limit and value > limit:
+            raise SpecError(f"{name} {value:g}: longer than {model.name}'s {limit:,} token context; lower it")
+    if not systems:
+        raise SpecError("--systems: name at least one system (llmecon catalog systems)")
+    names = [s.name for s in systems]
+    if len(set(names)) != len(names):
+        raise SpecError(f"--systems: {', '.join(names)} names a system twice; list each once")
+    unknown = set(prices) - set(names)
+    if unknown:
+        raise SpecError(f"prices given for {', '.join(sorted(unknown))}, which is not among --systems")
+    if objective is None:
+        objective = "cost" if prices and all(prices.get(n) is not None for n in names) else "throughput"
+    if objective not in OBJECTIVES:
+        raise SpecError(f"--objective: must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    if objective == "cost" and any(prices.get(n) is None for n in names):
+        missing = [n for n in names if prices.get(n) is None]
+        raise SpecError(f"--objective cost needs a price for every system; missing {', '.join(missing)} "
+                        "(--price-per-chip-hour X or X1,X2 in --systems order)")
+    for n, p in prices.items():
+        if p is not None:
+            require_number(f"--price-per-chip-hour ({n})", p, minimum=0, hint="dollars per chip-hour")
+    plans = {s.name: candidate_plans(model, s, max_chips=options.max_chips, pp_choices=options.pp_choices)
+             for s in systems}
+    plans = {n: [p for p in ps if _weights_fit(model, s, p, options)] for (n, ps), s in zip(plans.items(), systems)}
+    if not any(plans.values()):
+        raise InfeasibleError(f"{model.name}'s weights do not fit any plan of up to {options.max_chips} chips on "
+                              f"{', '.join(names)}; raise --max-chips or use a smaller --weight-dtype")
+    phases = {ph: _search_phase(model, systems, plans, phase=ph, targets=targets, options=options, prices=prices,
+                                objective=objective) for ph in ("decode", "prefill")}
+    for ph, target, flag in (("decode", targets.tpot_s, "tpot"), ("prefill", targets.ttft_s, "ttft")):
+        r = phases[ph]
+        if r.best is None:
+            if r.points_fitting == 0:
+                raise InfeasibleError(f"no {ph} point fits in memory at context {targets.context:g}; lower "
+                                      "--context or raise --max-chips")
+            raise InfeasibleError(f"no plan meets {flag} <= {fmt_seconds(target)}; best achievable is "
+                                  f"{fmt_seconds(r.best_achievable_s)} (raise --{flag} or --max-chips, or add a "
+                                  "faster system)")
+    return PlanResult(model=model.name, systems=tuple(names), targets=targets, objective=objective, prices=prices,
+                      decode=phases["decode"], prefill=phases["prefill"])
+
+
+def _weights_fit(model: Model, system: System, plan: Plan, options: SearchOptions) -> bool:
+    return float(memory_per_chip(model, plan, batch=0.0, context=0.0, weight_dtype=options.weight_dtype,
+                                 kv_dtype=options.kv_dtype)) <= system.accelerator.hbm_bytes

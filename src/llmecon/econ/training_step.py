@@ -1,0 +1,486 @@
+"""One training step on a cluster: time, MFU/HFU, communication and memory per GPU (SPEC F21, F23).
+
+A cluster is ``gpus`` accelerators of a catalogue system: scale-up domains of ``system.chips``
+joined by ``system.scale_out`` (one NIC per GPU, as in DGX/HGX and NVL72). Rank order, innermost
+first: tp, cp, dp (ep is carved from dp), pp — Megatron-LM's default. A process group of stride s
+and size g stays in one domain when s·g <= chips; otherwise its ring is bottlenecked by the
+per-GPU scale-out link.
+
+Time (per step; Narayanan et al. 2021, arXiv:2104.04473, §2-3):
+  per micro-batch on the slowest stage: (forward + backward + recomputed FLOPs) / (tp·cp) /
+  (peak·efficiency) + memory-bound element-wise kernels (bytes / HBM bandwidth, see
+  :func:`layer_elementwise_bytes`) + tensor-parallel all-reduces + expert all-to-alls + pipeline hops, all
+  exposed (Megatron-LM runs them on the critical path); context-parallel ring traffic is hidden
+  behind attention compute up to its length;
+  pipeline: M micro-batches / (1 − bubble fraction of the schedule);
+  data-parallel gradient sync once per step, hidden behind the last micro-batch's backward by
+  ``dp_overlap`` (bucketed overlap; 0 = none); ZeRO-3 parameter all-gathers per micro-batch,
+  hidden behind its compute by the same fraction.
+Omitted: optimizer-step time (memory-bound, ~16 bytes/parameter read once), kernel launch and
+framework overheads (folded into ``efficiency``), congestion, stragglers, load imbalance of MoE
+routing, the learned-position embedding.
+
+Memory per GPU (Rajbhandari et al. 2020, arXiv:1910.02054 §3; Korthikanti et al. 2022,
+arXiv:2205.05198 §4): mixed-precision Adam holds 2 (bf16 weights) + 2 (bf16 grads) + 12 (fp32
+master, m, v) bytes per parameter; ZeRO stage 1/2/3 shards the optimizer / + grads / + weights
+over the data-parallel group. Activations per layer follow Korthikanti's accounting (2-byte
+tensors, 1-byte dropout masks, sequence parallelism whenever tp > 1) generalised to GQA, gated
+and MoE MLPs and sliding windows — see :func:`layer_activation_bytes`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..step.collectives import all_reduce_s, all_to_all_s, p2p_s, ring_all_reduce_s
+from ..errors import InfeasibleError, SpecError, require_number, require_whole, unknown_name
+from ..spec.hardware import Link, System
+from ..spec.model import Model
+from .training import SCHEDULES, bubble_fraction
+
+RECOMPUTE = ("none", "selective", "full", "reversible")
+ACT_BYTES = 2.0           # bf16 activations (Korthikanti et al. 2022)
+MASK_BYTES = 1.0          # dropout masks, one byte per element (ibid.)
+LOGIT_BYTES = 4.0         # fp32 logits for the cross-entropy on the last stage
+WEIGHT_BYTES = 2.0        # bf16 weights        } mixed-precision Adam:
+GRAD_BYTES = 2.0          # bf16 gradients      } 2 + 2 + 12 = 16 bytes per parameter
+OPTIMIZER_BYTES = 12.0    # fp32 master + m + v } (Rajbhandari et al. 2020, §3.1, K = 12)
+GRAD_COMM_BYTES = 2.0     # gradients reduced in bf16
+SECONDS_PER_DAY = 86400.0
+
+# Kernel efficiency (achieved / dense peak on the matmul FLOPs) fitted to Megatron-LM's measured
+# weak scaling on A100 (Narayanan et al. 2021, Table 1; shared/validation/training_megatron2021.yaml)
+# by tests/test_training_step.py::test_megatron_table_1. Moving it to other chips or frameworks is
+# an assumption; ``efficiency=1`` gives the ideal (lower-bound) step.
+MEGATRON_A100_EFFICIENCY = 0.65
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainPlan:
+    """Parallelism and memory strategy of a training job. gpus = tp·cp·dp·pp; ep divides dp."""
+
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    ep: int = 1
+    cp: int = 1
+    microbatch: int = 1          # sequences per micro-batch
+    schedule: str = "1f1b"
+    chunks: int = 1              # virtual stages per GPU (interleaved schedule)
+    zero: int = 1                # ZeRO stage 0-3 (Megatron's distributed optimizer is stage 1)
+    recompute: str = "selective"  # none, selective (attention core), full, reversible
+    flash_attention: bool = True  # False: eager attention materialises the s×s scores in HBM
+
+    def __post_init__(self) -> None:
+        for name in ("tp", "pp", "dp", "ep", "cp", "microbatch", "chunks"):
+            require_whole("--" + name.replace("microbatch", "micro-batch"), getattr(self, name))
+        require_whole("--zero", self.zero, 0)
+        if self.zero > 3:
+            raise SpecError(f"--zero: ZeRO stages are 0, 1, 2 or 3, got {self.zero}")
+        if self.schedule not in SCHEDULES:
+            raise unknown_name("pipeline schedule", self.schedule, SCHEDULES)
+        if self.recompute not in RECOMPUTE:
+            raise unknown_name("recompute mode", self.recompute, RECOMPUTE)
+        if self.chunks > 1 and self.schedule != "interleaved":
+            raise SpecError(f"--chunks {self.chunks}: virtual chunks need --schedule interleaved")
+        if self.dp % self.ep:
+            raise SpecError(f"--ep {self.ep}: expert parallelism is carved from data parallelism, so it must "
+                            f"divide --dp {self.dp}")
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.cp * self.dp * self.pp
+
+    def label(self) -> str:
+        return (f"tp{self.tp}·cp{self.cp}·dp{self.dp}·pp{self.pp}" + (f"·ep{self.ep}" if self.ep > 1 else "")
+                + f" mb{self.microbatch} {self.schedule}" + (f"(v={self.chunks})" if self.chunks > 1 else "")
+                + f" zero{self.zero} {self.recompute}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainMemory:
+    """Bytes per GPU on the fullest pipeline stage."""
+
+    weights: float
+    gradients: float
+    optimizer: float
+    activations: float
+    hbm: float
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.gradients + self.optimizer + self.activations
+
+    @property
+    def fits(self) -> bool:
+        return self.total <= self.hbm
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainStep:
+    """One optimizer step of ``global_batch_tokens`` tokens; seconds are wall time of the step."""
+
+    plan: TrainPlan
+    seq_len: int
+    global_batch_tokens: float
+    microbatches: int
+    efficiency: float
+    compute_s: float          # M micro-batches of matmul/attention FLOPs on the slowest stage
+    elementwise_s: float      # memory-bound norms, activations, dropout, eager softmax (HBM bytes / BW)
+    tp_comm_s: float
+    ep_comm_s: float
+    cp_comm_s: float          # exposed part only
+    pp_comm_s: float
+    zero3_gather_s: float     # exposed part only
+    bubble_s: float
+    dp_comm_s: float          # exposed part only
+    model_flops: float        # 6·N·D + attention (no recomputation)
+    hardware_flops: float     # model FLOPs + recomputed FLOPs
+    peak_flops_per_gpu: float
+    memory: TrainMemory
+    tiers: dict
+
+    @property
+    def gpus(self) -> int:
+        return self.plan.gpus
+
+    @property
+    def step_s(self) -> float:
+        return (self.compute_s + self.elementwise_s + self.tp_comm_s + self.ep_comm_s + self.cp_comm_s + self.pp_comm_s
+                + self.zero3_gather_s + self.bubble_s + self.dp_comm_s)
+
+    @property
+    def bubble_fraction(self) -> float:
+        return self.bubble_s / self.step_s
+
+    @property
+    def mfu(self) -> float:
+        """Model FLOPs utilisation: useful FLOPs / (step · GPUs · dense peak) (Chowdhery et al. 2022)."""
+        return self.model_flops / (self.step_s * self.gpus * self.peak_flops_per_gpu)
+
+    @property
+    def hfu(self) -> float:
+        """Hardware FLOPs utilisation: counts recomputed FLOPs too (>= MFU)."""
+        return self.hardware_flops / (self.step_s * self.gpus * self.peak_flops_per_gpu)
+
+    @property
+    def tflops_per_gpu(self) -> float:
+        """Model FLOP/s per GPU in TFLOP/s (MFU basis: recomputation does not count)."""
+        return self.model_flops / (self.step_s * self.gpus) / 1e12
+
+    @property
+    def hardware_tflops_per_gpu(self) -> float:
+        return self.hardware_flops / (self.step_s * self.gpus) / 1e12
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.global_batch_tokens / self.step_s
+
+    def train_s(self, tokens) -> float:
+        """Wall time to train on ``tokens`` at this step rate."""
+        return require_number("--tokens", tokens, minimum=0, exclusive=True) / self.tokens_per_s
+
+
+# ---- where each collective runs ----------------------------------------------------------------
+
+
+def group_link(system: System, *, stride: int, size: int, what: str) -> tuple[Link | None, str]:
+    """The tier a process group of ``size`` ranks ``stride`` apart runs on (scale-up when the
+    group fits in one domain, else the per-GPU scale-out link that bottlenecks its ring)."""
+    if size <= 1:
+        return None, "none"
+    if stride * size <= system.chips:
+        return system.scale_up, "scale-up"
+    if system.scale_out is None:
+        raise InfeasibleError(f"{what} group of {size} spans several {system.name} domains but the system has no "
+                              "scale-out link; pick a system with one (llmecon catalog systems) or shrink the group")
+    return system.scale_out, "scale-out"
+
+
+# ---- activations ---------------------------------------------------------------------------------
+
+
+def layer_activation_bytes(model: Model, *, seq: float, microbatch: float, tp: int, recompute: str,
+                           moe_layer: bool, window: int = 0) -> float:
+    """Activation bytes one transformer layer keeps for the backward pass, per micro-batch, per GPU.
+
+    Korthikanti et al. 2022 (arXiv:2205.05198) Table 2 with sequence parallelism, in general form
+    (s tokens, b sequences, h hidden, a heads): attention 2sbh (QKV input) + 2sb·(q+2k) (Q, K, V)
+    + 2sb·o (output-projection input) + sbh (dropout mask); scores 5·a·s·s'·b (softmax 2, mask 1,
+    dropout output 2; s' = min(s, window)); two norms 4sbh; MLP sbh (mask) + 2sbh (input) + g·sb·f
+    with g = 4 (fc1 and GELU outputs) or 6 (gate, up and their product, gated); MoE: router input
+    shared, k dispatched copies of 2sbh + g·sb·f_e, shared experts as a dense MLP. GPT-3 shapes give
+    sbh(34 + 5as/h) exactly. All of it divides by tp (sequence parallelism). ``recompute``: none
+    keeps the scores; selective (= FlashAttention) drops them; full keeps the layer input 2sbh;
+    reversible keeps nothing per layer (the stage boundary is counted by the caller).
+    """
+    s, b, h = float(seq), float(microbatch), float(model.d_model)
+    a = model.attention
+    if recompute == "reversible":
+        return 0.0
+    if recompute == "full":
+        return ACT_BYTES * s * b * h / tp
+    q = a.n_heads * a.head_dim
+    k = a.n_heads * a.head_dim if a.kind == "mla" else a.n_kv_heads * a.head_dim
+    v = a.n_heads * a.v_head_dim if a.kind == "mla" else a.n_kv_heads * a.v_head_dim
+    o = a.n_heads * a.v_head_dim
+    sb = s * b
+    attention = ACT_BYTES * sb * (h + q + k + v + o) + MASK_BYTES * sb * h
+    norms = 2 * ACT_BYTES * sb * h
+    g = 6.0 if model.ffn_gated else 4.0
+    mlp = MASK_BYTES * sb * h + ACT_BYTES * sb * h
+    if moe_layer:
+        m = model.moe
+        mlp += m.top_k * (ACT_BYTES * sb * h + g * sb * m.expert_ffn_dim)
+        mlp += m.n_shared * g * sb * (m.shared_ffn_dim or m.expert_ffn_dim)
+    else:
+        mlp += g * sb * model.dense_ffn_dim
+    total = attention + norms + mlp
+    if recompute == "none":
+        attended = s if window == 0 else min(s, float(window))
+        total += (2 * ACT_BYTES + MASK_BYTES) * a.n_heads * s * attended * b
+    return total / tp
+
+
+def layer_elementwise_bytes(model: Model, *, seq: float, microbatch: float, tp: int, flash_attention: bool,
+                            moe_layer: bool, window: int = 0) -> float:
+    """HBM bytes the non-matmul kernels of one layer's forward pass read and write, per GPU.
+
+    Same tensors as :func:`layer_activation_bytes`: two norms (read + write 2sbh each: 8sbh), two
+    bias-dropout-residual adds (read 4sbh, write 2sbh + 1-byte mask: 14sbh), the MLP activation
+    (GELU reads and writes 2sbf: 4sbf; gated reads 4sbf, writes 2sbf: 6sbf; MoE: k routed copies plus
+    shared experts); eager attention adds softmax and dropout over the scores (read 2 + write 2,
+    read 2 + write 2 + 1-byte mask: 9·a·s·s'·b); FlashAttention keeps them on chip (0). GPT-3:
+    38sbh + 9as²b. Divided by tp (sequence parallelism). These kernels are memory-bound, so they
+    take bytes / HBM bandwidth; backward moves about twice the forward bytes.
+    """
+    s, b, h = float(seq), float(microbatch), float(model.d_model)
+    sb = s * b
+    g = 6.0 if model.ffn_gated else 4.0
+    if moe_layer:
+        m = model.moe
+        mlp = g * sb * (m.top_k * m.expert_ffn_dim + m.n_shared * (m.shared_ffn_dim or m.expert_ffn_dim))
+    else:
+        mlp = g * sb * model.dense_ffn_dim
+    total = 2 * 2 * ACT_BYTES * sb * h + 2 * (3 * ACT_BYTES + MASK_BYTES) * sb * h + mlp
+    if not flash_attention:
+        attended = s if window == 0 else min(s, float(window))
+        total += (4 * ACT_BYTES + MASK_BYTES) * model.attention.n_heads * s * attended * b
+    return total / tp
+
+
+def _layer_mix(model: Model):
+    """(share of layers, is MoE, window) for each distinct kind of layer."""
+    n = model.n_layers
+    kinds = list(zip(model.moe_layers, model.layer_windows))
+    return [(kinds.count(k) / n, k[0], k[1]) for k in sorted(set(kinds))]
+
+
+def _stage_activation_bytes(model: Model, plan: TrainPlan, seq: float, layers: float) -> tuple[float, float]:
+    """(bytes per micro-batch kept by ``layers`` average layers, one layer's working set)."""
+    per_layer, working = 0.0, 0.0
+    for share, is_moe, window in _layer_mix(model):
+        kw = dict(seq=seq, microbatch=plan.microbatch, tp=plan.tp, moe_layer=is_moe, window=window)
+        keep = "selective" if plan.flash_attention and plan.recompute == "none" else plan.recompute
+        per_layer += share * layer_activation_bytes(model, recompute=keep, **kw)
+        working = max(working, layer_activation_bytes(model, recompute="selective", **kw))
+    kept = layers * per_layer
+    if plan.recompute == "reversible":
+        kept = 2 * ACT_BYTES * seq * plan.microbatch * model.d_model / plan.tp  # (x1, x2) at the stage output
+    if plan.recompute in ("full", "reversible"):
+        return kept, working
+    return kept, 0.0
+
+
+def in_flight_microbatches(plan: TrainPlan, microbatches: int) -> float:
+    """Micro-batches whose activations the first stage holds at once: GPipe all M; 1F1B and
+    zero-bubble (ZB-H1) min(P, M); interleaved P·(1 + (P−1)/(P·v)) (Korthikanti et al. 2022 §4.2)."""
+    p, m = plan.pp, microbatches
+    if p == 1:
+        return 1.0
+    if plan.schedule == "gpipe":
+        return float(m)
+    if plan.schedule == "interleaved":
+        return min(float(m), p * (1.0 + (p - 1.0) / (p * plan.chunks)))
+    return float(min(p, m))
+
+
+def memory_per_gpu(model: Model, system: System, plan: TrainPlan, *, seq_len: int, microbatches: int) -> TrainMemory:
+    """Weights, gradients, optimizer states and activations on the fullest stage (see module doc)."""
+    p = model.params
+    n = model.n_layers
+    stage_layers = plan.chunks * math.ceil(n / (plan.pp * plan.chunks))
+    phi = min(1.0, stage_layers / n)
+    vocab = p.embedding if (plan.pp > 1 or model.tie_embeddings) else p.embedding + p.lm_head
+    layer_dense = p.total - p.routed_experts - p.embedding - p.lm_head
+    dense_params = (phi * layer_dense + vocab) / plan.tp
+    expert_params = phi * p.routed_experts / (plan.tp * plan.ep)
+    shard_dense = plan.dp * plan.cp
+    shard_expert = plan.dp * plan.cp // plan.ep
+
+    def sharded(bytes_per_param: float, from_stage: int) -> float:
+        if plan.zero < from_stage:
+            return bytes_per_param * (dense_params + expert_params)
+        return bytes_per_param * (dense_params / shard_dense + expert_params / shard_expert)
+
+    seq = seq_len / plan.cp
+    kept, working = _stage_activation_bytes(model, plan, seq, stage_layers)
+    first = in_flight_microbatches(plan, microbatches) * kept + working
+    last = kept + working + LOGIT_BYTES * seq * plan.microbatch * model.vocab_size / plan.tp
+    activations = max(first, last) if plan.pp > 1 else last  # one stage: it is both first and last
+    return TrainMemory(weights=sharded(WEIGHT_BYTES, 3), gradients=sharded(GRAD_BYTES, 2),
+                       optimizer=sharded(OPTIMIZER_BYTES, 1), activations=activations,
+                       hbm=system.accelerator.hbm_bytes)
+
+
+# ---- the step ------------------------------------------------------------------------------------
+
+
+def _validate(model: Model, system: System, plan: TrainPlan, seq_len: int, global_batch_tokens: float) -> int:
+    a = model.attention
+    if a.n_heads % plan.tp:
+        raise SpecError(f"--tp {plan.tp}: {model.name} has {a.n_heads} attention heads; use a divisor of {a.n_heads}")
+    if a.kind != "mla" and a.n_kv_heads % plan.tp and plan.tp % a.n_kv_heads:
+        raise SpecError(f"--tp {plan.tp}: {model.name} has {a.n_kv_heads} KV heads; tp must divide it or be a "
+                        "multiple of it")
+    if plan.ep > 1 and (not model.is_moe or model.moe.n_routed % plan.ep):
+        raise SpecError(f"--ep {plan.ep}: needs a MoE model whose routed experts divide by it"
+                        + (f" ({model.moe.n_routed} experts)" if model.is_moe else f" ({model.name} is dense)"))
+    if plan.pp * plan.chunks > model.n_layers:
+        raise SpecError(f"--pp {plan.pp} × --chunks {plan.chunks}: more pipeline chunks than the {model.n_layers} "
+                        f"layers of {model.name}")
+    if seq_len % plan.cp:
+        raise SpecError(f"--seq-len {seq_len}: must divide by --cp {plan.cp}")
+    seqs = global_batch_tokens / seq_len
+    if seqs != round(seqs):
+        raise SpecError(f"--global-batch-tokens {global_batch_tokens:g}: must be a whole number of "
+                        f"{seq_len}-token sequences")
+    per_replica = plan.dp * plan.microbatch
+    if round(seqs) % per_replica:
+        raise SpecError(f"--global-batch-tokens: {round(seqs)} sequences do not split into dp {plan.dp} × "
+                        f"micro-batch {plan.microbatch}; use a multiple of {per_replica * seq_len} tokens")
+    m = round(seqs) // per_replica
+    if plan.schedule == "interleaved" and plan.pp > 1 and m % plan.pp:
+        raise SpecError(f"--schedule interleaved: {m} micro-batches must be a multiple of --pp {plan.pp} "
+                        "(Megatron-LM's requirement); change the global batch or micro-batch")
+    return m
+
+
+def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, global_batch_tokens: float,
+               efficiency: float = MEGATRON_A100_EFFICIENCY, dp_overlap: float = 1.0,
+               dtype: str = "bf16") -> TrainStep:
+    """Time, FLOPs and memory of one step (formulas and omissions in the module docstring)."""
+    require_whole("--seq-len", seq_len)
+    require_number("--global-batch-tokens", global_batch_tokens, minimum=0, exclusive=True)
+    eff = require_number("--efficiency", efficiency, minimum=0, exclusive=True, maximum=1.0,
+                         hint="a fraction of the dense peak, e.g. 0.5")
+    overlap = require_number("--dp-overlap", dp_overlap, minimum=0, maximum=1.0)
+    m_count = _validate(model, system, plan, seq_len, global_batch_tokens)
+    chip = system.accelerator
+    peak = chip.peak(dtype)
+    n, p, pp = model.n_layers, model.params, plan.pp
+    stage_layers = plan.chunks * math.ceil(n / (pp * plan.chunks))
+    phi = min(1.0, stage_layers / n)
+    s, b, h = float(seq_len), float(plan.microbatch), float(model.d_model)
+    tokens_mb = s * b
+
+    # FLOPs: forward per micro-batch on the slowest stage (the last, which also runs the head).
+    mm = model.matmul_flops_per_token()
+    head = 2.0 * p.head_matmul
+    layer_mm = mm.total - head
+    attn_fwd = float(np.sum(model.prefill_attention_flops(s, 0)))  # causal, per sequence
+    fwd_stage = tokens_mb * (phi * layer_mm + head) + b * phi * attn_fwd
+    recompute_stage = {"none": 0.0, "selective": b * phi * attn_fwd,
+                       "full": tokens_mb * phi * layer_mm + b * phi * attn_fwd}
+    recompute_stage["reversible"] = recompute_stage["full"]
+    hw_stage = 3.0 * fwd_stage + recompute_stage[plan.recompute]
+    split = plan.tp * plan.cp
+    elementwise = sum(share * layer_elementwise_bytes(model, seq=s / plan.cp, microbatch=b, tp=plan.tp,
+                                                      flash_attention=plan.flash_attention, moe_layer=is_moe,
+                                                      window=window) for share, is_moe, window in _layer_mix(model))
+    passes = 3.0 + (1.0 if plan.recompute in ("full", "reversible") else 0.0)
+    compute_mb = hw_stage / split / (peak * eff)
+    elementwise_mb = passes * stage_layers * elementwise / chip.hbm_bandwidth_bytes_per_s
+    attn_core_mb = 3.0 * b * phi * attn_fwd / split / (peak * eff)
+
+    tiers = {}
+    # Tensor parallel: 2 all-reduces (or reduce-scatter + all-gather) per layer forward, 2 backward,
+    # 2 more in a recomputed forward (Shoeybi et al. 2019; Korthikanti et al. 2022).
+    tp_link, tiers["tp"] = group_link(system, stride=1, size=plan.tp, what="tensor-parallel")
+    tp_mb = 0.0
+    comm_passes = 4 + (2 if plan.recompute in ("full", "reversible") else 0)
+    if tp_link is not None:
+        msg = ACT_BYTES * (s / plan.cp) * b * h
+        ar = float(all_reduce_s(message_bytes=msg, participants=plan.tp, link=tp_link))
+        tp_mb = stage_layers * comm_passes * ar
+    # Context parallel: ring attention passes each rank's K and V chunk around cp−1 times forward,
+    # twice that backward; overlapped with the attention core, only the excess is exposed.
+    cp_link, tiers["cp"] = group_link(system, stride=plan.tp, size=plan.cp, what="context-parallel")
+    cp_mb = 0.0
+    if cp_link is not None:
+        a = model.attention
+        kv_width = model.d_model if a.kind == "mla" else a.n_kv_heads * (a.head_dim + a.v_head_dim)
+        chunk = ACT_BYTES * (s / plan.cp) * b * kv_width / plan.tp
+        ring = 3.0 * (plan.cp - 1) * float(p2p_s(message_bytes=chunk, link=cp_link)) * stage_layers
+        cp_mb = max(0.0, ring - attn_core_mb)
+    # Expert parallel: dispatch + combine all-to-all per MoE layer, forward and backward (+ recompute).
+    ep_link, tiers["ep"] = group_link(system, stride=plan.tp * plan.cp, size=plan.ep, what="expert-parallel")
+    ep_mb = 0.0
+    if ep_link is not None:
+        msg = ACT_BYTES * tokens_mb / (plan.cp * plan.tp) * model.moe.top_k * h
+        moe_stage = phi * model.n_moe_layers
+        ep_mb = moe_stage * comm_passes * float(all_to_all_s(message_bytes=msg, participants=plan.ep, link=ep_link))
+    # Pipeline: one activation forward and one gradient backward per micro-batch per chunk boundary,
+    # scattered over tp ranks (Narayanan et al. 2021 §4.1).
+    pp_link, tiers["pp"] = group_link(system, stride=plan.tp * plan.cp * plan.dp, size=pp, what="pipeline")
+    pp_mb = 0.0
+    if pp_link is not None:
+        hop = float(p2p_s(message_bytes=ACT_BYTES * (s / plan.cp) * b * h / plan.tp, link=pp_link))
+        pp_mb = 2.0 * plan.chunks * hop
+    # Data parallel: gradients of this GPU's parameters, reduce-scatter + all-gather (= ring all-reduce
+    # volume) once per step; ZeRO-3 also all-gathers weights forward and backward per micro-batch.
+    dp_link, tiers["dp"] = group_link(system, stride=plan.tp, size=plan.dp * plan.cp, what="data-parallel")
+    layer_dense = p.total - p.routed_experts - p.embedding - p.lm_head
+    dense_params = (phi * layer_dense + p.embedding) / plan.tp
+    expert_params = phi * p.routed_experts / (plan.tp * plan.ep)
+    dp_s = zero3_mb = 0.0
+    backward_mb = 2.0 * fwd_stage / split / (peak * eff)
+    if dp_link is not None:
+        group = plan.dp * plan.cp
+        dp_s = float(ring_all_reduce_s(message_bytes=GRAD_COMM_BYTES * dense_params, participants=group, link=dp_link))
+        if group // plan.ep > 1:
+            dp_s += float(ring_all_reduce_s(message_bytes=GRAD_COMM_BYTES * expert_params,
+                                            participants=group // plan.ep, link=dp_link))
+        if plan.zero == 3:
+            gather = float(ring_all_reduce_s(message_bytes=WEIGHT_BYTES * (dense_params + expert_params),
+                                             participants=group, link=dp_link))  # 2 all-gathers = 1 ring AR
+            zero3_mb = max(0.0, gather - overlap * compute_mb)
+    dp_exposed = max(0.0, dp_s - overlap * backward_mb)
+
+    per_mb = compute_mb + elementwise_mb + tp_mb + ep_mb + cp_mb + pp_mb + zero3_mb
+    ideal = m_count * per_mb
+    frac = float(bubble_fraction(plan.schedule, stages=pp, microbatches=m_count, chunks=plan.chunks)) if pp > 1 else 0.0
+    bubble = ideal * frac / (1.0 - frac)
+
+    tokens = float(global_batch_tokens)
+    model_flops = 3.0 * (tokens * mm.total + tokens / s * attn_fwd)
+    extra = {"none": 0.0, "selective": tokens / s * attn_fwd, "full": tokens * layer_mm + tokens / s * attn_fwd}
+    extra["reversible"] = extra["full"]
+    memory = memory_per_gpu(model, system, plan, seq_len=seq_len, microbatches=m_count)
+    return TrainStep(
+        plan=plan, seq_len=seq_len, global_batch_tokens=tokens, microbatches=m_count, efficiency=eff,
+        compute_s=m_count * compute_mb, elementwise_s=m_count * elementwise_mb, tp_comm_s=m_count * tp_mb, ep_comm_s=m_count * ep_mb,
+        cp_comm_s=m_count * cp_mb, pp_comm_s=m_count * pp_mb, zero3_gather_s=m_count * zero3_mb, bubble_s=bubble,
+        dp_comm_s=dp_exposed, model_flops=model_flops, hardware_flops=model_flops + extra[plan.recompute],
+        peak_flops_per_gpu=peak, memory=memory, tiers=tiers)
+
+
+def megatron_flops_per_step(*, batch, seq_len, layers, hidden, vocab):
+    """FLOPs Megatron-LM counts per step for a GPT model with full activation recomputation:
+    96·B·s·l·h²·(1 + s/(6h) + V/(16·l·h)) (Narayanan et al. 2021, arXiv:2104.04473, eq. 3).
+    It counts non-causal attention and the recomputed forward, so it sits between MFU and HFU."""
+    b, s, ll, h, v = (float(x) for x in (batch, seq_len, layers, hidden, vocab))
+    return 96.0 * b * s * ll * h * h * (1.0 + s / (6.0 * h) + v / (16.0 * ll * h))

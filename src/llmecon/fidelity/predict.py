@@ -1,0 +1,164 @@
+"""Batch prediction: many (model, system, plan, phase, shape) cases in one process, vectorised.
+
+Cases are grouped by everything that is not a number of tokens (model, system, plan, formats,
+phase); each group is one call of ``inference.decode_step`` / ``prefill_step`` or
+``serving.steady_state`` over numpy arrays of its batches and lengths. Phases:
+
+* ``decode``: one step of ``batch`` sequences at ``context`` cached tokens;
+* ``prefill``: one prefill of ``batch`` prompts of ``prompt_tokens`` after ``context`` cached
+  tokens (empty context = 0);
+* ``serving``: the closed-loop steady state at concurrency ``batch`` (``serving.steady_state``);
+  step columns then describe its decode step at the effective batch.
+
+Input columns: ``INPUT_COLUMNS`` (unused ones may be empty; ``id`` is carried through). Output
+adds ``OUTPUT_COLUMNS``. Any bad row is an error naming its line, the column and the fix, and
+nothing is written.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from ..econ.batching import Deployment
+from ..catalog.hardware import get_system
+from ..catalog.models import get_model
+from ..spec.efficiency import EfficiencyProfile
+from ..errors import CatalogError, LlmeconError, did_you_mean
+from ..spec.plan import Plan
+
+INPUT_COLUMNS = ("model", "system", "phase", "batch", "context", "prompt_tokens", "output_tokens", "tp", "ep", "pp",
+                 "weight_dtype", "kv_dtype")
+OPTIONAL_COLUMNS = ("id",)
+OUTPUT_COLUMNS = ("step_s", "compute_s", "memory_s", "comm_s", "bound", "tokens_per_s", "tpot_s", "ttft_s",
+                  "effective_batch", "mode", "profile")
+PHASES = ("decode", "prefill", "serving")
+_NEEDS = {"decode": ("batch", "context"), "prefill": ("batch", "prompt_tokens"),
+          "serving": ("batch", "prompt_tokens", "output_tokens")}
+
+
+def read_cases(path: str | Path) -> list[dict]:
+    p = Path(path)
+    if not p.is_file():
+        raise CatalogError(f"{p}: no such cases file")
+    return parse_cases(p.read_text(encoding="utf-8"), where=str(p))
+
+
+def parse_cases(text: str, *, where: str = "cases") -> list[dict]:
+    """Rows of a cases CSV as dicts of text, with the header checked (unknown columns: did you mean)."""
+    reader = csv.DictReader(io.StringIO(text))
+    header = reader.fieldnames or []
+    allowed = INPUT_COLUMNS + OPTIONAL_COLUMNS
+    for col in header:
+        if col not in allowed:
+            raise CatalogError(f"{where}: unknown column '{col}'{did_you_mean(col, allowed)}; "
+                               f"allowed: {', '.join(allowed)}")
+    for col in ("model", "system", "phase", "batch"):
+        if col not in header:
+            raise CatalogError(f"{where}: missing column '{col}'; columns: {', '.join(INPUT_COLUMNS)}")
+    rows = [{k: (v or "").strip() for k, v in r.items() if k is not None} for r in reader]
+    if not rows:
+        raise CatalogError(f"{where}: no cases after the header")
+    return rows
+
+
+def _num(row: dict, col: str, where: str, *, default=None, whole=False):
+    raw = row.get(col, "")
+    if raw == "":
+        if default is None:
+            raise CatalogError(f"{where}: phase '{row.get('phase')}' needs column '{col}'")
+        return default
+    try:
+        v = float(raw)
+    except ValueError:
+        raise CatalogError(f"{where} {col}: expected a number, got {raw!r}") from None
+    if not np.isfinite(v) or v < 0 or (whole and (not v.is_integer() or v < 1)):
+        raise CatalogError(f"{where} {col}: expected a {'whole number >= 1' if whole else 'number >= 0'}, got {raw!r}")
+    return int(v) if whole else v
+
+
+def _group_key(row: dict, where: str) -> tuple:
+    phase = row.get("phase", "")
+    if phase not in PHASES:
+        raise CatalogError(f"{where} phase: unknown phase {phase!r}{did_you_mean(phase, PHASES)}; "
+                           f"one of {', '.join(PHASES)}")
+    for col in ("model", "system"):
+        if not row.get(col):
+            raise CatalogError(f"{where}: column '{col}' is empty")
+    return (row["model"], row["system"], phase, _num(row, "tp", where, default=1, whole=True),
+            _num(row, "ep", where, default=1, whole=True), _num(row, "pp", where, default=1, whole=True),
+            row.get("weight_dtype") or None, row.get("kv_dtype") or None)
+
+
+def predict_cases(rows: list[dict], *, mode: str = "ideal", profile: EfficiencyProfile | None = None,
+                  where: str = "cases") -> list[dict]:
+    """Predictions for parsed case rows (``parse_cases``), in input order: each row's input
+    columns plus ``OUTPUT_COLUMNS`` (floats; '' where a column does not apply)."""
+    groups: dict[tuple, list[int]] = defaultdict(list)
+    shapes = []
+    for i, row in enumerate(rows):
+        at = f"{where} line {i + 2}"
+        key = _group_key(row, at)
+        groups[key].append(i)
+        phase = key[2]
+        shapes.append({col: _num(row, col, at, default=0.0 if col == "context" and phase != "decode" else None)
+                       for col in ("batch",) + _NEEDS[phase][1:] + (() if phase == "decode" else ("context",))})
+        if shapes[-1]["batch"] <= 0:
+            raise CatalogError(f"{at} batch: must be > 0")
+    out: list[dict] = [dict(r) for r in rows]
+    for key, idx in groups.items():
+        first = f"{where} line {idx[0] + 2}"
+        try:
+            _predict_group(key, idx, shapes, out, mode=mode, profile=profile)
+        except LlmeconError as exc:
+            raise type(exc)(f"{first} ({len(idx)} case(s) of {key[0]} on {key[1]}, {key[2]}): {exc}") from exc
+    return out
+
+
+def _predict_group(key, idx, shapes, out, *, mode, profile) -> None:
+    model, system, phase, tp, ep, pp, wdt, kvdt = key
+    dep = Deployment(model=get_model(model), system=get_system(system), plan=Plan(tp=tp, ep=ep, pp=pp),
+                     weight_dtype=wdt, kv_dtype=kvdt, mode=mode, profile=profile)
+    col = {name: np.array([shapes[i][name] for i in idx]) for name in shapes[idx[0]]}
+    extra = {}
+    if phase == "decode":
+        r = dep.decode(batch=col["batch"], context=col["context"])
+    elif phase == "prefill":
+        r = dep.prefill(batch=col["batch"], prompt_tokens=col["prompt_tokens"], cached_tokens=col["context"])
+    else:
+        from ..serving.steady_state import steady_state
+
+        ss = steady_state(dep, concurrency=col["batch"], prompt_tokens=col["prompt_tokens"],
+                          output_tokens=col["output_tokens"])
+        b = np.where(ss.effective_batch >= 1, ss.effective_batch, 1.0)
+        r = dep.decode(batch=b, context=col["prompt_tokens"] + (col["output_tokens"] - 1) / 2)
+        extra = {"tpot_s": ss.tpot_s, "ttft_s": ss.ttft_s, "effective_batch": ss.effective_batch,
+                 "tokens_per_s": ss.output_tokens_per_s}
+    n = len(idx)
+    values = {"step_s": r.step_s, "compute_s": r.time.compute_s, "memory_s": r.time.memory_s,
+              "comm_s": r.time.comm_s, "bound": r.bound, "tokens_per_s": r.tokens_per_s, **extra}
+    values = {k: np.broadcast_to(np.asarray(v), (n,)) for k, v in values.items()}
+    for j, i in enumerate(idx):
+        row = out[i]
+        for name in OUTPUT_COLUMNS:
+            row[name] = ""
+        for name, v in values.items():
+            row[name] = str(v[j]) if name == "bound" else float(v[j])
+        row["mode"], row["profile"] = mode, r.profile
+
+
+def write_cases(rows: list[dict], path: str | Path | None = None) -> str:
+    """CSV text of predicted rows (input columns present in the rows, then outputs)."""
+    cols = [c for c in OPTIONAL_COLUMNS + INPUT_COLUMNS if any(c in r for r in rows)] + list(OUTPUT_COLUMNS)
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n", extrasaction="ignore")
+    w.writeheader()
+    for r in rows:
+        w.writerow({c: (f"{r[c]:.6g}" if isinstance(r.get(c), float) else r.get(c, "")) for c in cols})
+    if path is not None:
+        Path(path).write_text(buf.getvalue(), encoding="utf-8")
+    return buf.getvalue()

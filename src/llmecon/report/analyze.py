@@ -1,0 +1,197 @@
+"""Result objects -> JSON-ready dicts, terminal tables and figures. The one place units are
+formatted for people; the core stays in SI floats."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ..econ.batching import BatchCurve, BatchEconomics, Deployment
+from ..spec.hardware import Accelerator, System
+from ..step.inference import StepResult
+from ..spec.model import Model
+from ..spec.plan import place
+from ..units import fmt_bytes, fmt_params, fmt_rate, fmt_seconds
+
+
+def _num(value):
+    """JSON-safe number: numpy scalars to float, None/inf/nan to None (JSON has no infinity)."""
+    if value is None:
+        return None
+    value = float(np.asarray(value))
+    return value if math.isfinite(value) else None
+
+
+def plan_dict(dep: Deployment) -> dict:
+    return {"tp": dep.plan.tp, "ep": dep.plan.ep, "pp": dep.plan.pp, "adp": dep.plan.adp, "dp": dep.plan.dp,
+            "expert_tp": dep.plan.expert_tp, "chips": dep.plan.chips}
+
+
+def model_dict(model: Model, kv_dtype: str | None = None) -> dict:
+    """``llmecon model --json``: derived facts of a model."""
+    p = model.params
+    out = {
+        "name": model.name, "total_params": p.total, "active_params": p.active,
+        "active_params_excluding_embedding": p.active_excluding_embedding, "non_embedding_params": p.non_embedding,
+        "params_by_component": p.as_dict(), "sparsity": model.sparsity,
+        "kv_dtype": kv_dtype or model.kv_dtype, "kv_bytes_per_token": model.kv_bytes_per_token(kv_dtype),
+        "n_layers": model.n_layers, "d_model": model.d_model, "vocab_size": model.vocab_size,
+        "attention": model.attention_label, "attention_kind": model.attention.kind,
+        "n_heads": model.attention.n_heads, "n_kv_heads": model.attention.n_kv_heads,
+        "head_dim": model.attention.head_dim, "is_moe": model.is_moe,
+        "weight_dtype": model.weight_dtype, "expert_weight_dtype": model.expert_weight_dtype,
+        "weight_bytes": model.weight_bytes().total, "max_context": model.max_context,
+        "extra_layers_not_counted": model.extra_layers_not_counted,
+        "assumptions": list(model.assumptions), "unrecognized_fields": list(model.unrecognized_fields),
+        "source": model.source,
+    }
+    if model.is_moe:
+        m = model.moe
+        out["moe"] = {"routed_experts": m.n_routed, "experts_per_token": m.top_k, "shared_experts": m.n_shared,
+                      "expert_ffn_dim": m.expert_ffn_dim, "moe_layers": model.n_moe_layers,
+                      "dense_layers": model.n_dense_layers}
+    return out
+
+
+def step_dict(result: StepResult, dep: Deployment) -> dict:
+    """``llmecon step --json``: one step's time breakdown. Bytes and FLOPs summed over all chips."""
+    return {
+        "model": dep.model.name, "system": dep.system.name, "phase": result.phase, "mode": result.mode,
+        "profile": result.profile, "plan": plan_dict(dep), "batch": _num(result.batch), "context": _num(result.context),
+        "compute_s": _num(result.time.compute_s), "memory_s": _num(result.time.memory_s),
+        "comm_s": _num(result.time.comm_s), "overhead_s": _num(result.time.overhead_s), "step_s": _num(result.step_s), "upper_s": _num(result.upper_s),
+        "bound": str(result.bound), "tokens_per_s": _num(result.tokens_per_s), "tokens": _num(result.tokens),
+        "flops": _num(result.flops), "weight_bytes": _num(result.weight_bytes), "kv_bytes": _num(result.kv_bytes),
+        "memory_per_chip_bytes": _num(result.memory_per_chip_bytes), "hbm_per_chip_bytes": result.hbm_per_chip_bytes,
+        "fits": bool(np.all(result.fits)), "compute_dtype": result.compute_dtype,
+        "weight_dtype": dep.weight_dtype or dep.model.weight_dtype, "kv_dtype": dep.kv_dtype or dep.model.kv_dtype,
+    }
+
+
+def curve_rows(curve: BatchCurve) -> list[dict]:
+    step = curve.step
+    bound = np.broadcast_to(np.asarray(step.bound), curve.batch.shape)
+    return [{"batch": _num(b), "step_s": _num(t), "compute_s": _num(c), "memory_s": _num(m), "comm_s": _num(k),
+             "bound": str(bd), "tokens_per_s": _num(tp), "chip_s_per_token": _num(cs)}
+            for b, t, c, m, k, bd, tp, cs in zip(
+                curve.batch, curve.step_s, np.broadcast_to(step.time.compute_s, curve.batch.shape),
+                np.broadcast_to(step.time.memory_s, curve.batch.shape),
+                np.broadcast_to(step.time.comm_s, curve.batch.shape), bound, curve.tokens_per_s,
+                curve.chip_s_per_token)]
+
+
+def economics_dict(e: BatchEconomics, dep: Deployment, *, with_curve: bool = True) -> dict:
+    """``llmecon batch --json``. Infinite values (never compute-bound, unbounded context) are null."""
+    out = {
+        "model": dep.model.name, "system": dep.system.name, "plan": plan_dict(dep), "mode": dep.mode,
+        "fidelity": dep.fidelity, "context": e.context, "balance_batch": _num(e.balance_batch),
+        "balance_batch_at_context": _num(e.balance_batch_at_context), "crossover_context": _num(e.crossover_context),
+        "latency_floor_s": _num(e.latency_floor_s), "full_weight_read_s": _num(e.full_weight_read_s),
+        "hbm_drain_s": _num(e.hbm_drain_s), "no_batching_cost_ratio": _num(e.no_batching_cost_ratio),
+        "best_batch": _num(e.best_batch), "max_batch": e.max_batch,
+        "max_context_at_batch_1": _num(e.max_context_at_batch_1),
+        "weights_per_chip_bytes": _num(e.weights_per_chip_bytes), "kv_bytes_per_token": _num(e.kv_bytes_per_token),
+    }
+    if with_curve:
+        out["curve"] = curve_rows(e.curve)
+    return out
+
+
+def accelerator_row(a: Accelerator) -> dict:
+    return {"name": a.name, "vendor": a.vendor, "peak_flops_per_s": dict(a.peak_flops_per_s),
+            "hbm_bytes": a.hbm_bytes, "hbm_bandwidth_bytes_per_s": a.hbm_bandwidth_bytes_per_s,
+            "flops_per_byte_bf16": a.flops_per_byte("bf16") if "bf16" in a.peak_flops_per_s else None,
+            "hbm_drain_s": a.hbm_drain_s, "status": a.status, "source": a.source, "as_of": a.as_of}
+
+
+def system_row(s: System) -> dict:
+    def link(lk):
+        return None if lk is None else {"name": lk.name, "bandwidth_bytes_per_s": lk.bandwidth_bytes_per_s,
+                                        "latency_s": lk.latency_s}
+    return {"name": s.name, "accelerator": s.accelerator.name, "chips": s.chips, "hbm_bytes": s.hbm_bytes,
+            "hbm_bandwidth_bytes_per_s": s.hbm_bandwidth_bytes_per_s, "scale_up": link(s.scale_up),
+            "scale_out": link(s.scale_out), "description": s.description, "source": s.source, "as_of": s.as_of}
+
+
+# ---- human formatting -------------------------------------------------------------------------
+
+def fmt_tokens(value) -> str:
+    value = float(value)
+    if not math.isfinite(value):
+        return "unbounded"
+    return f"{value:,.0f}" if value < 1e6 else f"{value / 1e6:.3g}M"
+
+
+def headline_lines(dep: Deployment, e: BatchEconomics, batch_result: StepResult, batch: float) -> list[tuple[str, str]]:
+    """(label, value) pairs for ``analyze``."""
+    m, s = dep.model, dep.system
+    a = s.accelerator
+    p = m.params
+    return [
+        ("model", f"{m.name}: {fmt_params(p.total)} total, {fmt_params(p.active)} active, {m.attention_label}, "
+                  f"{m.n_layers} layers"),
+        ("system", f"{s.name}: {s.chips} x {a.name} ({fmt_bytes(a.hbm_bytes)}, {fmt_rate(a.hbm_bandwidth_bytes_per_s)} "
+                   f"HBM each)"),
+        ("plan", f"{dep.plan.label()} = {dep.plan.chips} chips per replica, " + (
+            f"{s.chips // dep.plan.chips} replica(s) per domain" if dep.plan.chips <= s.chips else
+            f"spanning {place(dep.plan, s).domains} scale-up domains")),
+        ("formats", f"weights {dep.weight_dtype or m.weight_dtype}"
+                    + (f" (experts {m.expert_weight_dtype})" if not dep.weight_dtype and m.expert_weight_dtype
+                       != m.weight_dtype else "")
+                    + f", KV {dep.kv_dtype or m.kv_dtype}, mode {dep.fidelity}"),
+        ("weights per chip", f"{fmt_bytes(e.weights_per_chip_bytes)} of {fmt_bytes(a.hbm_bytes)}"),
+        ("KV per token", f"{fmt_bytes(e.kv_bytes_per_token)} (all layers)"),
+        ("latency floor", f"{fmt_seconds(e.latency_floor_s)} per decode step at batch 1 "
+                          f"(all weights: {fmt_seconds(e.full_weight_read_s)}; HBM drain {fmt_seconds(e.hbm_drain_s)})"),
+        ("balance batch", f"{e.balance_batch:,.0f} at short context; "
+                          + (f"{e.balance_batch_at_context:,.0f} at {fmt_tokens(e.context)} tokens"
+                             if math.isfinite(e.balance_batch_at_context)
+                             else f"never compute-bound at {fmt_tokens(e.context)} tokens (> crossover)")),
+        ("crossover context", f"{fmt_tokens(e.crossover_context)} tokens (KV reads = compute per sequence)"),
+        ("memory limits", f"max batch {e.max_batch:,} at {fmt_tokens(e.context)} tokens; "
+                          f"max context {fmt_tokens(e.max_context_at_batch_1)} tokens at batch 1"
+                          + (f" (trained to {fmt_tokens(m.max_context)})" if m.max_context else "")),
+        (f"decode at batch {batch:g}", f"{fmt_seconds(float(batch_result.step_s))} per step "
+                                       f"({batch_result.bound}-bound), {float(batch_result.tokens_per_s):,.0f} tok/s "
+                                       f"per replica, {float(batch_result.step_s) and 1 / float(batch_result.step_s):.1f} tok/s "
+                                       "per user"),
+        ("cost of no batching", f"{e.no_batching_cost_ratio:,.0f}x the device time per token of the best batch "
+                                f"({e.best_batch:,.0f})"),
+    ]
+
+
+def batch_curve_figure(curve: BatchCurve, dep: Deployment, *, economics: BatchEconomics | None = None):
+    """Latency and cost per token against batch (log-log), bound regions marked, as a matplotlib
+    ``Figure`` (no pyplot state: safe to build in a server or a loop). Needs matplotlib."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(11, 4.2))
+    ax1, ax2 = fig.subplots(1, 2)
+    b = curve.batch
+    ax1.loglog(b, curve.step_s * 1e3, label="step (roofline, max)", color="C0", lw=2)
+    ax1.loglog(b, np.broadcast_to(curve.step.time.compute_s, b.shape) * 1e3, "--", color="C1", label="compute")
+    ax1.loglog(b, np.broadcast_to(curve.step.time.memory_s, b.shape) * 1e3, "--", color="C2", label="memory")
+    comm = np.broadcast_to(curve.step.time.comm_s, b.shape)
+    if np.any(comm > 0):
+        ax1.loglog(b, comm * 1e3, ":", color="C3", label="communication")
+    ax1.set_xlabel("batch (sequences)")
+    ax1.set_ylabel("decode step (ms)")
+    ax1.set_title(f"Latency vs batch at {fmt_tokens(curve.context)} tokens")
+    ax2.loglog(b, curve.chip_s_per_token * 1e6 / 3600, color="C4", lw=2)
+    ax2.set_xlabel("batch (sequences)")
+    ax2.set_ylabel("chip-hours per million tokens")
+    ax2.set_title("Cost per token vs batch")
+    if economics is not None and math.isfinite(economics.balance_batch):
+        for ax in (ax1, ax2):
+            ax.axvline(economics.balance_batch, color="grey", lw=0.8, ls="-.", label="balance batch B*")
+    ax1.legend(fontsize=8)
+    fig.suptitle(f"{dep.model.name} on {dep.system.name} ({dep.plan.label()}, {dep.fidelity})", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_batch_curve(curve: BatchCurve, dep: Deployment, path: str | Path, *, economics: BatchEconomics | None = None):
+    """Write :func:`batch_curve_figure` to ``path`` (PNG/SVG/PDF by its suffix). Needs matplotlib."""
+    batch_curve_figure(curve, dep, economics=economics).savefig(path, dpi=120)

@@ -1,0 +1,179 @@
+"""Context, cache and pricing results -> JSON-ready dicts and figures (the report layer for
+``context``, ``kvcache`` and ``pricing``; formatting for people stays in the CLI tables)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ..econ.batching import Deployment
+from ..econ.context import ContextEconomics, PriceCheck, TierSchedule, usd_per_mtok
+from ..spec.hardware import MemoryTier
+from ..econ.kvcache import CachePlacement
+from ..econ.pricing import CacheTierFit, FastModeInference, KvFromPrice, ServingCost
+from ..spec.prices import PriceSheet
+from .analyze import _num, plan_dict
+
+
+def _nums(values) -> list:
+    return [_num(v) for v in np.asarray(values, dtype=float).ravel()]
+
+
+def context_dict(e: ContextEconomics, dep: Deployment, *, price_per_chip_hour: float | None = None,
+                 utilization: float = 1.0) -> dict:
+    """``llmecon context --json``. Costs in chip-seconds per token; USD per Mtok when priced."""
+    c = e.curve
+    decode_cost, prefill_cost = c.decode_chip_s_per_token, c.prefill_chip_s_per_token
+    rows = []
+    bound = np.broadcast_to(np.asarray(c.decode.bound), c.context.shape)
+    step_s = np.broadcast_to(np.asarray(c.decode.step_s, dtype=float), c.context.shape)
+    for i, length in enumerate(c.context):
+        fits = bool(c.fits[i])
+        row = {"context": _num(length), "kv_per_sequence_bytes": _num(c.kv_per_sequence_bytes[i]),
+               "kv_read_per_sequence_bytes": _num(c.kv_read_per_sequence_bytes[i]),
+               "max_sequences": _num(c.max_sequences[i]), "batch": _num(c.batch[i]) if fits else None,
+               "decode_step_s": _num(step_s[i]) if fits else None, "bound": str(bound[i]) if fits else None,
+               "decode_chip_s_per_token": _num(decode_cost[i]) if fits else None,
+               "prefill_chip_s_per_token": _num(prefill_cost[i])}
+        if price_per_chip_hour is not None:
+            kw = dict(price_per_chip_hour=price_per_chip_hour, utilization=utilization)
+            row["output_usd_per_mtok"] = _num(usd_per_mtok(decode_cost[i], **kw)) if fits else None
+            row["input_usd_per_mtok"] = _num(usd_per_mtok(prefill_cost[i], **kw))
+        rows.append(row)
+    return {
+        "model": dep.model.name, "system": dep.system.name, "plan": plan_dict(dep), "mode": dep.mode,
+        "attention": dep.model.attention_label, "kv_dtype": dep.kv_dtype or dep.model.kv_dtype,
+        "kv_bytes_per_token": _num(e.kv_bytes_per_token), "kv_read_bytes_per_token": _num(e.kv_read_bytes_per_token),
+        "kv_sharing_factor": _num(e.kv_sharing_factor), "crossover_context": _num(e.crossover_context),
+        "balance_batch": _num(e.balance_batch), "max_context_at_batch_1": _num(e.max_context_at_batch_1),
+        "free_hbm_bytes": _num(e.free_hbm_bytes), "weights_per_chip_bytes": _num(e.weights_per_chip_bytes),
+        "attention_flops_per_kv_byte": _num(e.attention_flops_per_kv_byte),
+        "attention_ridge_flops_per_byte": _num(e.attention_ridge_flops_per_byte),
+        "attention_compute_bound": e.attention_compute_bound,
+        "price_per_chip_hour": price_per_chip_hour, "utilization": utilization, "curve": rows,
+    }
+
+
+def context_figure(e: ContextEconomics, dep: Deployment, *, price_per_chip_hour: float | None = None,
+                   utilization: float = 1.0):
+    """Cost per token against context (log-log; USD per Mtok when priced, else chip-hours per Mtok)
+    and the memory wall (max concurrent sequences), as a matplotlib ``Figure`` (no pyplot state).
+    Needs matplotlib."""
+    from matplotlib.figure import Figure
+
+    c = e.curve
+    if price_per_chip_hour is None:
+        scale, unit = 1e6 / 3600.0, "chip-hours per million tokens"
+    else:
+        scale, unit = float(usd_per_mtok(1.0, price_per_chip_hour=price_per_chip_hour, utilization=utilization)), \
+            "USD per million tokens"
+    fig = Figure(figsize=(11, 4.2))
+    ax1, ax2 = fig.subplots(1, 2)
+    ax1.loglog(c.context, c.decode_chip_s_per_token * scale, lw=2, color="C0", label="output (decode, max batch)")
+    ax1.loglog(c.context, c.prefill_chip_s_per_token * scale, lw=2, color="C1", label="input (prefill)")
+    if math.isfinite(e.crossover_context):
+        ax1.axvline(e.crossover_context, color="grey", ls="-.", lw=0.8, label="crossover L_x")
+    ax1.set_xlabel("context (tokens)")
+    ax1.set_ylabel(unit)
+    ax1.set_title("Cost per token vs context")
+    ax1.legend(fontsize=8)
+    ax2.loglog(c.context, np.maximum(c.max_sequences, 0.5), lw=2, color="C2")
+    ax2.set_xlabel("context (tokens)")
+    ax2.set_ylabel("sequences that fit beside the weights")
+    ax2.set_title("Memory wall")
+    fig.suptitle(f"{dep.model.name} on {dep.system.name} ({dep.plan.label()}, {dep.mode})", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_context(e: ContextEconomics, dep: Deployment, path: str | Path, *, price_per_chip_hour: float | None = None,
+                 utilization: float = 1.0):
+    """Write :func:`context_figure` to ``path`` (PNG/SVG/PDF by its suffix). Needs matplotlib."""
+    context_figure(e, dep, price_per_chip_hour=price_per_chip_hour, utilization=utilization).savefig(path, dpi=120)
+
+
+def cost_dict(c: ServingCost, dep: Deployment, sheet: PriceSheet | None = None) -> dict:
+    out = {"model": dep.model.name, "system": dep.system.name, "plan": plan_dict(dep), "mode": dep.mode,
+           "context": c.context, "batch": c.batch, "decode_step_s": c.step_s, "chips": c.chips,
+           "price_per_chip_hour": c.price_per_chip_hour, "utilization": c.utilization,
+           "input_usd_per_mtok": c.input_usd_per_mtok, "output_usd_per_mtok": c.output_usd_per_mtok}
+    if sheet is not None:
+        price_in, price_out = sheet.price_at(c.context)
+        m_in, m_out = c.margin_against(sheet)
+        out["list_price"] = {"provider": sheet.provider, "model": sheet.model, "input_usd_per_mtok": price_in,
+                             "output_usd_per_mtok": price_out, "input_margin": m_in, "output_margin": m_out,
+                             "as_of": sheet.as_of, "status": sheet.status}
+    return out
+
+
+def tier_row(t: MemoryTier) -> dict:
+    return {"name": t.name, "kind": t.kind, "capacity_bytes": t.capacity_bytes,
+            "bandwidth_bytes_per_s": t.bandwidth_bytes_per_s, "bandwidth_basis": t.bandwidth_basis,
+            "drain_s": t.drain_s, "usd_per_hour": t.usd_per_hour, "status": t.status, "source": t.source,
+            "notes": t.notes}
+
+
+def placement_dict(p: CachePlacement, dep: Deployment) -> dict:
+    return {"model": dep.model.name, "system": dep.system.name, "plan": plan_dict(dep),
+            "sequences": p.sequences, "context": p.context, "hold_s": p.hold_s, "bytes_total": p.bytes_total,
+            "bytes_per_sequence": p.bytes_per_sequence, "recompute_s": p.recompute_s,
+            "recompute_usd": p.recompute_usd, "cheapest": p.cheapest, "five_minute_tier": p.five_minute_tier,
+            "options": [{"tier": o.tier, "free_capacity_bytes": o.capacity_bytes, "drain_s": o.drain_s,
+                         "fits": o.fits, "consistent": o.consistent, "retrieve_s": o.retrieve_s,
+                         "hold_usd": o.hold_usd, "retrieve_usd": o.retrieve_usd, "total_usd": o.total_usd}
+                        for o in p.options]}
+
+
+def sheet_row(s: PriceSheet) -> dict:
+    return {"provider": s.provider, "model": s.model, "input_usd_per_mtok": s.input_usd_per_mtok,
+            "output_usd_per_mtok": s.output_usd_per_mtok,
+            "output_input_ratio": s.output_input_ratio if s.input_usd_per_mtok else None,
+            "cached_input_usd_per_mtok": s.cached_input_usd_per_mtok,
+            "cache_writes": [{"hold_s": w.hold_s, "usd_per_mtok": w.usd_per_mtok} for w in s.cache_writes],
+            "cache_storage_usd_per_mtok_hour": s.cache_storage_usd_per_mtok_hour,
+            "long_context": [{"above_tokens": t.above_tokens, "input_usd_per_mtok": t.input_usd_per_mtok,
+                              "output_usd_per_mtok": t.output_usd_per_mtok} for t in s.long_context],
+            "premiums": [{"name": p.name, "input_usd_per_mtok": p.input_usd_per_mtok,
+                          "output_usd_per_mtok": p.output_usd_per_mtok, "speedup": p.speedup, "note": p.note}
+                         for p in s.premiums],
+            "status": s.status, "source": s.source, "as_of": s.as_of, "notes": s.notes}
+
+
+def kv_inference_dict(k: KvFromPrice) -> dict:
+    return {"crossover_context": k.crossover_context, "input_uplift": k.input_uplift,
+            "output_uplift": k.output_uplift, "active_params": list(k.active_params),
+            "flops_per_byte": [{"label": lab, "value": r} for lab, r in zip(k.flops_per_byte_labels, k.flops_per_byte)],
+            "kv_bytes_per_token": [_nums(row) for row in k.kv_bytes_per_token], "low": k.low, "high": k.high,
+            "assumptions": list(k.assumptions)}
+
+
+def tier_fit_rows(fits: list[CacheTierFit]) -> list[dict]:
+    return [{"hold_s": f.hold_s, "tier": f.tier, "drain_s": f.drain_s,
+             "hold_price_usd_per_mtok_hour": f.hold_price_usd_per_mtok_hour,
+             "price_usd_per_byte_hour": f.price_usd_per_byte_hour,
+             "tier_cost_usd_per_byte_hour": f.tier_cost_usd_per_byte_hour, "consistent": f.consistent,
+             "covers_cost": f.covers_cost} for f in fits]
+
+
+def fast_mode_dict(name: str, f: FastModeInference) -> dict:
+    return {"premium": name, "price_ratio": f.price_ratio, "speedup": f.speedup, "batch_ratio": f.batch_ratio,
+            "regular_batch_over_balance": f.regular_over_balance, "fast_batch_over_balance": f.fast_over_balance,
+            "max_roofline_cost_ratio": f.max_model_cost_ratio, "additive_model_load": f.additive_load}
+
+
+def schedule_dict(s: TierSchedule) -> dict:
+    return {"margin": s.margin, "uncovered_from": s.uncovered_from,
+            "tiers": [{"up_to_tokens": u, "input_usd_per_mtok": i, "output_usd_per_mtok": o,
+                       "input_multiplier": mi, "output_multiplier": mo}
+                      for u, i, o, mi, mo in zip(s.upper_tokens, s.input_usd_per_mtok, s.output_usd_per_mtok,
+                                                 s.input_multipliers, s.output_multipliers)]}
+
+
+def price_check_dict(p: PriceCheck, sheet: PriceSheet) -> dict:
+    return {"provider": sheet.provider, "model": sheet.model, "losing": {
+        k: [{"from_tokens": a, "to_tokens": b} for a, b in v] for k, v in p.losing_contexts().items()},
+        "rows": [{"context": _num(c), "input_price": _num(ip), "input_cost": _num(ic), "output_price": _num(op),
+                  "output_cost": _num(oc)} for c, ip, ic, op, oc in
+                 zip(p.context, p.input_price, p.input_cost, p.output_price, p.output_cost)]}

@@ -1,0 +1,224 @@
+"""Deployment-planner results as JSON-ready dicts, text rows and a frontier figure (``llmecon plan``).
+
+Formatting only: every number, and what limits the best batch, comes from ``planner.PlanResult``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..econ.planner import PhaseSearch, PlanResult, Point
+from .analyze import _num
+from ..units import fmt_bytes, fmt_seconds
+
+ASSUMPTIONS = (
+    "disaggregated serving: prefill and decode run on separate units, each planned on its own "
+    "(the KV transfer between them is omitted)",
+    "TTFT = one prefill step of the whole prefill batch, without queueing",
+    "roofline, ideal mode: datasheet peaks and perfect overlap (step = max of compute, memory, "
+    "communication), a lower bound on time",
+    "chips are billed per plan (tp·adp·pp of one replica); chips a plan leaves idle in a scale-up "
+    "domain are not billed; replicas (dp) scale throughput linearly and are not searched",
+)
+
+PHASE_WORDS = {
+    "decode": {"target": "tpot", "batch": "sequences", "tokens": "output", "user": "tokens/s per user"},
+    "prefill": {"target": "ttft", "batch": "prompts per step", "tokens": "input",
+                "user": "prompt tokens/s per request"},
+}
+
+COMM_PARTS = (("TP all-reduce", "tp_all_reduce_s", "tp_bytes_per_chip", "tp"),
+              ("EP all-to-all", "ep_all_to_all_s", "ep_bytes_per_chip", "ep"),
+              ("PP hops", "pp_hops_s", "pp_hop_bytes_per_chip", "pp"))
+
+
+def point_dict(p: Point) -> dict:
+    """One evaluated (system, plan, batch): the frontier rows of ``--json``."""
+    return {"system": p.system, "plan": {**p.plan.as_dict(), "label": p.plan.label()}, "batch": p.batch,
+            "step_s": p.step_s, "tokens_per_s_per_chip": p.tokens_per_s_per_chip,
+            "tokens_per_s_per_user": p.tokens_per_s_per_user, "usd_per_mtok": _num(p.usd_per_mtok),
+            "memory_per_chip_bytes": p.memory_per_chip_bytes, "compute_s": p.compute_s, "memory_s": p.memory_s,
+            "comm_s": p.comm_s, "bound": p.bound}
+
+
+def comm_dict(c) -> dict:
+    """The best point's ``inference.CommParts`` as plain numbers (seconds and bytes per chip)."""
+    if c is None:
+        return {}
+    return {"tp_all_reduce_s": float(c.tp_all_reduce_s), "ep_all_to_all_s": float(c.ep_all_to_all_s),
+            "pp_hops_s": float(c.pp_hops_s), "tp_bytes_per_chip": float(c.tp_bytes),
+            "ep_bytes_per_chip": float(c.ep_bytes), "pp_hop_bytes_per_chip": float(c.pp_hop_bytes),
+            "tiers": dict(c.tiers)}
+
+
+def why_line(search: PhaseSearch, *, hbm_bytes: float, target_s: float | None) -> str:
+    """One sentence: which bound binds the best point's step and what limits its batch."""
+    p = search.best
+    words = PHASE_WORDS[search.phase]
+    flag = words["target"].upper()
+    step = f"the step is {p.bound}-bound ({fmt_seconds(p.step_s)}"
+    step += f" of the {fmt_seconds(target_s)} {flag})" if target_s else ")"
+    mem = f"{fmt_bytes(p.memory_per_chip_bytes)} of {fmt_bytes(hbm_bytes)} HBM per chip"
+    limit = search.batch_limited_by
+    if limit == "memory":
+        tail = f"batch {p.batch:,.0f} is limited by memory ({mem}): the next batch does not fit"
+    elif limit == "target":
+        tail = f"batch {p.batch:,.0f} is limited by the {flag}: the next batch misses it ({mem})"
+    elif limit == "objective":
+        tail = (f"batch {p.batch:,.0f} is the objective's choice: a larger one fits and meets the {flag} but "
+                "scores worse")
+    else:
+        tail = f"batch {p.batch:,.0f} is the largest of the search grid ({mem})"
+    return f"{step}; {tail}"
+
+
+def best_dict(search: PhaseSearch, *, hbm_bytes: float, target_s: float | None) -> dict | None:
+    """The best point of a phase with its communication breakdown and what limits its batch."""
+    p = search.best
+    if p is None:
+        return None
+    return {**point_dict(p), "comm": comm_dict(search.comm), "hbm_per_chip_bytes": hbm_bytes,
+            "batch_limited_by": search.batch_limited_by}
+
+
+def plan_result_dict(r: PlanResult, *, hbm_bytes: dict, model_assumptions=()) -> dict:
+    """The ``llmecon plan --json`` object (docs/json.md). ``hbm_bytes`` maps system -> HBM per chip."""
+    t = r.targets
+    phases = {"decode": (r.decode, t.tpot_s), "prefill": (r.prefill, t.ttft_s)}
+    best = {}
+    for name, (search, target) in phases.items():
+        best[name] = (None if search.best is None else
+                      best_dict(search, hbm_bytes=hbm_bytes[search.best.system], target_s=target))
+    return {
+        "model": r.model, "systems": list(r.systems), "objective": r.objective,
+        "targets": {"tpot_s": _num(t.tpot_s), "ttft_s": _num(t.ttft_s), "context": t.context,
+                    "prompt_tokens": t.prompt_tokens, "output_tokens": t.output_tokens},
+        "prices": {s: _num(r.prices.get(s)) for s in r.systems},
+        "best": best,
+        "frontier": [point_dict(p) for p in r.decode.frontier],
+        "prefill_frontier": [point_dict(p) for p in r.prefill.frontier],
+        "usd_per_mtok_blended": _num(r.usd_per_mtok_blended),
+        "points_evaluated": {n: s.points_evaluated for n, (s, _) in phases.items()},
+        "points_fitting": {n: s.points_fitting for n, (s, _) in phases.items()},
+        "points_meeting_slo": {n: s.points_meeting_slo for n, (s, _) in phases.items()},
+        "best_achievable_s": {n: _num(s.best_achievable_s) for n, (s, _) in phases.items()},
+        "assumptions": list(ASSUMPTIONS) + list(model_assumptions),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Text
+# --------------------------------------------------------------------------------------------
+
+
+def fmt_rate(value: float) -> str:
+    """Tokens/s: whole numbers with separators from 100 up, three significant digits below."""
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def fmt_usd_per_mtok(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"${value:.3g}" if value < 1000 else f"${value:,.0f}"
+
+
+def headline(r: PlanResult) -> str:
+    t = r.targets
+    targets = ", ".join(f"{name} ≤ {fmt_seconds(v)}" for name, v in (("TPOT", t.tpot_s), ("TTFT", t.ttft_s))
+                        if v is not None) or "no latency target"
+    return (f"how to serve {r.model} on {' or '.join(r.systems)} at {targets} (objective: {r.objective}; "
+            f"decode context {t.context:,.0f}, prompts {t.prompt_tokens:,.0f}, outputs {t.output_tokens:,.0f} tokens)")
+
+
+def comm_text(comm: dict) -> str:
+    """Per-collective time, bytes per chip and the network tier each lands on."""
+    tiers = comm.get("tiers", {})
+    parts = []
+    for label, time_key, bytes_key, tier_key in COMM_PARTS:
+        tier = tiers.get(tier_key, "none")
+        if tier == "none" and not comm.get(time_key):
+            continue
+        parts.append(f"{label} {fmt_seconds(comm.get(time_key, 0.0))} ({fmt_bytes(comm.get(bytes_key, 0.0))}/chip, "
+                     f"{tier.replace('_', '-')})")
+    return "; ".join(parts) or "none (one chip per stage, one stage)"
+
+
+def best_rows(search: PhaseSearch, *, hbm_bytes: float, target_s: float | None) -> list[tuple[str, str]]:
+    """(label, value) rows describing a phase's best plan, its search and why."""
+    p = search.best
+    w = PHASE_WORDS[search.phase]
+    plan = p.plan
+    return [
+        ("system", p.system),
+        ("plan", f"{plan.label()}: {plan.chips} chips per replica (tp {plan.tp} × adp {plan.adp} × pp {plan.pp}), "
+                 f"expert-TP {plan.expert_tp}, ep {plan.ep}"),
+        ("batch", f"{p.batch:,.0f} {w['batch']} per replica"),
+        ("step", f"{fmt_seconds(p.step_s)} ({p.bound}-bound: compute {fmt_seconds(p.compute_s)}, memory "
+                 f"{fmt_seconds(p.memory_s)}, comm {fmt_seconds(p.comm_s)})"),
+        ("throughput", f"{fmt_rate(p.tokens_per_s_per_chip)} tokens/s per chip, {fmt_rate(p.tokens_per_s_per_user)} "
+                       f"{w['user']}"),
+        ("cost", f"{fmt_usd_per_mtok(p.usd_per_mtok)} per M {w['tokens']} tokens" if p.usd_per_mtok is not None
+         else "- (no --price-per-chip-hour)"),
+        ("memory per chip", f"{fmt_bytes(p.memory_per_chip_bytes)} of {fmt_bytes(hbm_bytes)}"),
+        ("communication", comm_text(comm_dict(search.comm))),
+        ("search", f"{search.points_evaluated:,} (plan, batch) points, {search.points_fitting:,} fit in memory, "
+                   f"{search.points_meeting_slo:,} meet the {w['target'].upper()}"),
+        ("why", why_line(search, hbm_bytes=hbm_bytes, target_s=target_s)),
+    ]
+
+
+def frontier_rows(search: PhaseSearch, top: int, *, priced: bool) -> list[tuple[str, ...]]:
+    """``top`` frontier points (all systems) spread evenly along the frontier from the fastest per
+    user to the most per chip, so the table shows the whole trade-off; $/Mtok only when ``priced``."""
+    ranked = sorted(search.frontier, key=lambda p: -p.tokens_per_s_per_user)
+    if len(ranked) > top:
+        picks = sorted({round(i * (len(ranked) - 1) / max(top - 1, 1)) for i in range(top)})
+        ranked = [ranked[i] for i in picks]
+    points = ranked
+    return [(p.system, p.plan.label(), str(p.plan.chips), f"{p.batch:,.0f}", fmt_seconds(p.step_s),
+             fmt_rate(p.tokens_per_s_per_chip), fmt_rate(p.tokens_per_s_per_user),
+             *((fmt_usd_per_mtok(p.usd_per_mtok),) if priced else ()), p.bound) for p in points]
+
+
+# --------------------------------------------------------------------------------------------
+# Figure
+# --------------------------------------------------------------------------------------------
+
+
+def plot_frontier(r: PlanResult, path: str | Path) -> None:
+    """Decode frontier, log-log: tokens/s per user against tokens/s per chip, one line per system,
+    the TPOT target as a vertical line at 1/TPOT and the best point annotated with its plan."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    top = max((p.tokens_per_s_per_chip for p in r.decode.frontier), default=1.0)
+    for i, system in enumerate(r.systems):
+        pts = sorted((p for p in r.decode.frontier if p.system == system), key=lambda p: p.tokens_per_s_per_user)
+        if pts:
+            ax.loglog([p.tokens_per_s_per_user for p in pts], [p.tokens_per_s_per_chip for p in pts], "-o",
+                      color=f"C{i}", ms=3, lw=1.2, label=system)
+    t = r.targets
+    if t.tpot_s is not None:
+        ax.axvline(1.0 / t.tpot_s, color="k", ls="--", lw=1, label=f"TPOT {fmt_seconds(t.tpot_s)}")
+    b = r.decode.best
+    if b is not None:
+        ax.plot([b.tokens_per_s_per_user], [b.tokens_per_s_per_chip], "*", color="crimson", ms=14, zorder=5,
+                label="best")
+        ax.annotate(f"{b.system} {b.plan.label()}\nbatch {b.batch:,.0f}",
+                    (b.tokens_per_s_per_user, b.tokens_per_s_per_chip), textcoords="offset points", xytext=(12, -26),
+                    fontsize=8, arrowprops=dict(arrowstyle="-", color="crimson", lw=0.8),
+                    bbox=dict(boxstyle="round,pad=0.2", fc="white", ec="none", alpha=0.85))
+    ax.set_ylim(top=top * 3)  # headroom for the legend and the annotation
+    ax.set_xlabel("tokens/s per user (1 / TPOT)")
+    ax.set_ylabel("tokens/s per chip")
+    targets = ", ".join(f"{n} ≤ {fmt_seconds(v)}" for n, v in (("TPOT", t.tpot_s), ("TTFT", t.ttft_s))
+                        if v is not None)
+    ax.set_title(f"{r.model} decode frontier ({targets}, context {t.context:,.0f})", fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

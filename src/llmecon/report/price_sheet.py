@@ -1,0 +1,77 @@
+"""A price sheet read backwards (SPEC C10–C13), assembled into one JSON-ready dict for the
+front-ends (``llmecon prices infer`` and the web API call this one function).
+
+The analyses live in ``pricing``; this module only chooses the inputs' grid and gathers the
+results: KV bytes per token from a long-context price step over assumed active parameters and
+FLOP/byte ratios of candidate chips, the operating point implied by the output/input ratio, the
+memory tiers consistent with the cache prices, and the batch ratio behind each fast-mode premium.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from ..catalog.hardware import get_accelerator, get_system
+from ..errors import require_number
+from ..spec.hardware import MemoryTier
+from ..spec.prices import PriceSheet
+from ..econ.pricing import cache_tier_fit, five_minute_tiers, infer_fast_mode, infer_kv_from_price_step, operating_point
+from .context import fast_mode_dict, kv_inference_dict, tier_fit_rows
+
+
+def flops_per_byte_grid(chips: list[str], dtypes: list[str]) -> list[tuple[str, float]]:
+    """(label, FLOP/byte) for each chip × the dtype it would compute in (duplicates dropped)."""
+    grid, seen = [], set()
+    for chip in chips:
+        a = get_accelerator(chip)
+        for dt in dtypes:
+            run = a.compute_dtype(dt)
+            if (chip, run) in seen:
+                continue
+            seen.add((chip, run))
+            grid.append((f"{chip} {run}", a.flops_per_byte(run)))
+    return grid
+
+
+def infer_sheet(sheet: PriceSheet, *, active_params: list[float], chips: list[str], dtypes: list[str],
+                system: str, extra_tiers: list[MemoryTier] = (), kv_bytes_per_token: float | None = None,
+                price_per_chip_hour: float | None = None) -> dict:
+    """Everything a price sheet implies, with its assumptions (see module docstring).
+
+    ``kv_bytes_per_token`` for the cache analysis defaults to the geometric middle of the range
+    inferred from the price step; ``extra_tiers`` adds storage tiers (``catalog.hardware.device_tier``)
+    below the system's own memory tiers; ``price_per_chip_hour`` replaces the HBM tier's rent.
+    """
+    if price_per_chip_hour is not None:
+        require_number("--price-per-chip-hour", price_per_chip_hour, minimum=0, hint="dollars per chip-hour")
+    out: dict = {"provider": sheet.provider, "model": sheet.model, "as_of": sheet.as_of, "status": sheet.status,
+                 "source": sheet.source}
+    kv_mid = kv_bytes_per_token
+    k = None
+    if sheet.long_context:
+        k = infer_kv_from_price_step(sheet, active_params=active_params,
+                                     flops_per_byte=flops_per_byte_grid(chips, dtypes))
+        out["kv_from_price_step"] = kv_inference_dict(k)
+        if kv_mid is None:
+            kv_mid = math.sqrt(k.low * k.high)
+    op = operating_point(sheet.output_input_ratio)
+    out["operating_point"] = {"price_ratio": op.ratio,
+                              "batch_over_balance_at_short_context": op.batch_over_balance_at_short_context,
+                              "context_over_crossover_at_balance": op.context_over_crossover_at_balance,
+                              "note": "if prices were proportional to roofline cost: B*/B + L/L_x = ratio"}
+    if k is not None:
+        out["operating_point"]["context_at_balance_tokens"] = op.context_over_crossover_at_balance * k.crossover_context
+    s = get_system(system)
+    tiers = list(s.memory_tiers) + list(extra_tiers)
+    if price_per_chip_hour is not None:
+        tiers[0] = replace(tiers[0], usd_per_hour=price_per_chip_hour * s.chips)
+    if sheet.cache_writes:
+        fits = cache_tier_fit(sheet, tiers, kv_bytes_per_token=kv_mid)
+        five = [{"hold_s": h, "tier": t} for h, t in five_minute_tiers(fits).items()]
+        out["cache_tiers"] = {"system": system, "kv_bytes_per_token": kv_mid, "fits": tier_fit_rows(fits),
+                              "five_minute_tier": five}
+    out["premiums"] = [fast_mode_dict(p.name, infer_fast_mode(price_ratio=p.output_usd_per_mtok
+                                                              / sheet.output_usd_per_mtok, speedup=p.speedup))
+                       for p in sheet.premiums if p.speedup is not None]
+    return out

@@ -1,0 +1,1 @@
+"""Specs: frozen facts, validated on construction, no I/O (hardware, model, plan, efficiency profile, prices)."""

@@ -1,0 +1,218 @@
+"""Hardware specs: accelerators, links, and systems (a scale-up domain plus its scale-out network).
+
+Facts only (from the catalogue, each with its source); derived numbers are properties.
+Conventions (DESIGN.md §3): dense peaks per dtype, per-direction link bandwidths per chip,
+decimal bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from ..dtypes import DType, get_dtype
+from ..errors import SpecError
+
+
+def _positive(owner: str, name: str, value: float) -> None:
+    if not (isinstance(value, (int, float)) and value > 0):
+        raise SpecError(f"{owner}: {name} must be a positive number, got {value!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Accelerator:
+    """One chip (package): dense peak FLOP/s per dtype, HBM capacity and bandwidth."""
+
+    name: str
+    vendor: str
+    peak_flops_per_s: Mapping[str, float]
+    hbm_bytes: float
+    hbm_bandwidth_bytes_per_s: float
+    power_w: float | None = None
+    status: str = "datasheet"
+    source: str = ""
+    as_of: str = ""
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "peak_flops_per_s", MappingProxyType(dict(self.peak_flops_per_s)))
+        if not self.peak_flops_per_s:
+            raise SpecError(f"accelerator {self.name}: peak_flops_per_s needs at least one dtype")
+        for dtype, value in self.peak_flops_per_s.items():
+            _positive(f"accelerator {self.name}", f"peak_flops_per_s.{dtype}", value)
+        _positive(f"accelerator {self.name}", "hbm_bytes", self.hbm_bytes)
+        _positive(f"accelerator {self.name}", "hbm_bandwidth_bytes_per_s", self.hbm_bandwidth_bytes_per_s)
+
+    def compute_dtype(self, dtype: str | DType) -> str:
+        """The tensor-core format a matmul on ``dtype`` weights runs at on this chip.
+
+        The first of ``DType.compute`` this chip has a peak for (fp16 shares the bf16 peak).
+        """
+        d = get_dtype(dtype)
+        for candidate in d.compute:
+            key = "bf16" if candidate == "fp16" and "fp16" not in self.peak_flops_per_s else candidate
+            if key in self.peak_flops_per_s:
+                return key
+        raise SpecError(
+            f"accelerator {self.name}: no dense peak for {d.name} or any format it can run at "
+            f"({', '.join(d.compute)}); known peaks: {', '.join(self.peak_flops_per_s)}"
+        )
+
+    def peak(self, dtype: str | DType) -> float:
+        """Dense peak FLOP/s of a matmul on ``dtype`` weights (after the compute fallback)."""
+        return self.peak_flops_per_s[self.compute_dtype(dtype)]
+
+    def flops_per_byte(self, dtype: str | DType = "bf16") -> float:
+        """Roofline ridge point: peak FLOP/s over HBM bytes/s (H100 bf16: 989e12/3.35e12 = 295)."""
+        return self.peak(dtype) / self.hbm_bandwidth_bytes_per_s
+
+    @property
+    def hbm_drain_s(self) -> float:
+        """Time to read all of HBM once: capacity / bandwidth (SPEC A4; H100 23.9 ms)."""
+        return self.hbm_bytes / self.hbm_bandwidth_bytes_per_s
+
+
+@dataclass(frozen=True, kw_only=True)
+class Link:
+    """One network tier as seen by one chip: per-direction bandwidth and per-message latency.
+
+    ``in_switch_reduction`` says the switches of this tier can reduce in the network (NVLink SHARP,
+    "NVLS", on NVSwitch gen3 and later; InfiniBand SHARP), so an all-reduce can send and receive
+    each byte once (``collectives.in_switch_all_reduce_s``). False unless a source says the
+    hardware has it and it is enabled; the catalogue cites that source in ``source``.
+    """
+
+    name: str
+    bandwidth_bytes_per_s: float
+    latency_s: float
+    source: str = ""
+    in_switch_reduction: bool = False
+
+    def __post_init__(self) -> None:
+        _positive(f"link {self.name}", "bandwidth_bytes_per_s", self.bandwidth_bytes_per_s)
+        if not (isinstance(self.latency_s, (int, float)) and self.latency_s >= 0):
+            raise SpecError(f"link {self.name}: latency_s must be >= 0, got {self.latency_s!r}")
+        if not isinstance(self.in_switch_reduction, bool):
+            raise SpecError(f"link {self.name}: in_switch_reduction must be True or False, "
+                            f"got {self.in_switch_reduction!r}")
+
+    @classmethod
+    def from_bidirectional(cls, *, name: str, bidirectional_bytes_per_s: float, latency_s: float,
+                           source: str = "", in_switch_reduction: bool = False) -> "Link":
+        """Vendors quote NVLink both directions summed (H100 "900 GB/s" = 450 GB/s each way)."""
+        return cls(name=name, bandwidth_bytes_per_s=bidirectional_bytes_per_s / 2.0,
+                   latency_s=latency_s, source=source, in_switch_reduction=in_switch_reduction)
+
+    @classmethod
+    def from_bits_per_s(cls, *, name: str, bits_per_s: float, latency_s: float, source: str = "",
+                        in_switch_reduction: bool = False) -> "Link":
+        """NICs are quoted in bits per second per direction (400 Gb/s = 50 GB/s)."""
+        return cls(name=name, bandwidth_bytes_per_s=bits_per_s / 8.0, latency_s=latency_s, source=source,
+                   in_switch_reduction=in_switch_reduction)
+
+
+TIER_KINDS = ("hbm", "host_dram", "cpu_lpddr", "local_nvme", "flash", "hdd", "network_disk")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryTier:
+    """One level of the memory hierarchy a system can hold KV cache in (SPEC C12).
+
+    ``capacity_bytes`` and ``bandwidth_bytes_per_s`` are for the whole tier as the system sees it
+    (e.g. all host DIMMs of a DGX node). ``bandwidth_bytes_per_s`` is None where no source states
+    it (the analysis then says so instead of guessing); ``bandwidth_basis`` says whether the figure
+    is an interface/datasheet "peak" or a measured "sustained" one. ``usd_per_hour`` is the tier's
+    own cost when a source or the user gives one, else None (never invented).
+    """
+
+    name: str
+    kind: str
+    capacity_bytes: float
+    bandwidth_bytes_per_s: float | None
+    bandwidth_basis: str = "peak"
+    usd_per_hour: float | None = None
+    status: str = ""
+    source: str = ""
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        owner = f"memory tier {self.name}"
+        if self.kind not in TIER_KINDS:
+            raise SpecError(f"{owner}: kind must be one of {', '.join(TIER_KINDS)}, got {self.kind!r}")
+        _positive(owner, "capacity_bytes", self.capacity_bytes)
+        if self.bandwidth_bytes_per_s is not None:
+            _positive(owner, "bandwidth_bytes_per_s", self.bandwidth_bytes_per_s)
+        if self.bandwidth_basis not in ("peak", "sustained"):
+            raise SpecError(f"{owner}: bandwidth_basis must be 'peak' or 'sustained', got {self.bandwidth_basis!r}")
+        if self.usd_per_hour is not None and not (isinstance(self.usd_per_hour, (int, float))
+                                                  and self.usd_per_hour >= 0):
+            raise SpecError(f"{owner}: usd_per_hour must be >= 0, got {self.usd_per_hour!r}; "
+                            f"omit it when unknown")
+
+    @property
+    def drain_s(self) -> float | None:
+        """Capacity over bandwidth: the time to read the whole tier once, and the break-even hold
+        time of the five-minute rule (Gray & Putzolu 1987; SPEC C12). None if bandwidth unknown."""
+        if self.bandwidth_bytes_per_s is None:
+            return None
+        return self.capacity_bytes / self.bandwidth_bytes_per_s
+
+
+@dataclass(frozen=True, kw_only=True)
+class System:
+    """A scale-up domain of ``chips`` identical accelerators, and the scale-out network beyond it.
+
+    Aggregate FLOP/s, HBM bandwidth and capacity are ``chips`` x per chip (SPEC conventions).
+    ``scale_up`` may be None only for a single chip; ``scale_out`` is None where no NIC is stated.
+    """
+
+    name: str
+    accelerator: Accelerator
+    chips: int
+    scale_up: Link | None
+    scale_out: Link | None
+    description: str = ""
+    source: str = ""
+    as_of: str = ""
+    tiers: tuple[MemoryTier, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tiers", tuple(self.tiers))
+        if any(t.kind == "hbm" for t in self.tiers):
+            raise SpecError(f"system {self.name}: tiers lists the levels below HBM; HBM comes from the accelerator")
+        if not (isinstance(self.chips, int) and self.chips >= 1):
+            raise SpecError(f"system {self.name}: chips must be a whole number >= 1, got {self.chips!r}")
+        if self.chips > 1 and self.scale_up is None:
+            raise SpecError(f"system {self.name}: a domain of {self.chips} chips needs a scale_up link")
+
+    @property
+    def hbm_bytes(self) -> float:
+        return self.chips * self.accelerator.hbm_bytes
+
+    @property
+    def hbm_bandwidth_bytes_per_s(self) -> float:
+        return self.chips * self.accelerator.hbm_bandwidth_bytes_per_s
+
+    @property
+    def hbm_tier(self) -> MemoryTier:
+        """HBM of the whole domain as a tier (chips x per-chip capacity and bandwidth)."""
+        a = self.accelerator
+        return MemoryTier(name="HBM", kind="hbm", capacity_bytes=self.hbm_bytes,
+                          bandwidth_bytes_per_s=self.hbm_bandwidth_bytes_per_s,
+                          status=a.status, source=a.source)
+
+    @property
+    def memory_tiers(self) -> tuple[MemoryTier, ...]:
+        """HBM first, then the catalogued tiers below it."""
+        return (self.hbm_tier, *self.tiers)
+
+    def peak(self, dtype: str | DType) -> float:
+        return self.chips * self.accelerator.peak(dtype)
+
+    @property
+    def scale_out_ratio(self) -> float:
+        """Scale-up over scale-out per-direction bandwidth per chip (DGX H100: 450/50 = 9)."""
+        if self.scale_up is None or self.scale_out is None:
+            raise SpecError(f"system {self.name}: needs both scale_up and scale_out links for this ratio")
+        return self.scale_up.bandwidth_bytes_per_s / self.scale_out.bandwidth_bytes_per_s

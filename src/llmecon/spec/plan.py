@@ -1,0 +1,198 @@
+"""Parallelism plan for serving one model: tensor (tp), attention data (adp), expert (ep),
+pipeline (pp) and replica data (dp) degrees, and where each collective lands (SPEC D15-D19).
+
+Layout (the one DeepSeek-V3, SGLang and vLLM use for MoE serving). One pipeline stage is
+``width = tp·adp`` chips: attention runs as ``adp`` data-parallel groups of ``tp`` tensor-parallel
+chips, each group serving batch/adp sequences and holding the non-expert weights sharded ``tp``
+ways; the routed experts of the stage are spread over all ``width`` chips as ``ep`` expert groups
+of ``width/ep`` tensor-parallel chips (expert TP). ``adp`` defaults to ``ep`` (pure EP with
+attention data-parallel: each EP rank group holds the attention weights). pp splits the layers,
+the slowest stage holding ceil(L/pp) of them; dp is whole replicas, which exchange nothing at
+inference. One replica spans ``width·pp`` chips; a deployment ``chips·dp``.
+
+Placement over scale-up domains of D chips (``place``): ranks are numbered tp innermost, then
+adp, then pp, then dp. Stages of width W ≤ D pack floor(D/W) per domain (the remainder idles:
+EP64 on a 72-chip rack leaves 8 chips for other work); a stage wider than D uses m chips in each
+of W/m domains, m the largest divisor of W that fits in one (EP128 on NVL72: 2 racks x 64), and
+its tp groups must divide m (or be whole multiples of it) so that none straddles a boundary;
+otherwise the plan is rejected. A collective inside a domain runs on
+the scale-up link, one spanning domains is hierarchical (``collectives.two_tier_*``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from dataclasses import dataclass
+
+from ..errors import InfeasibleError, SpecError, require_whole
+from .hardware import System
+from .model import Model
+
+DEGREES = ("tp", "ep", "pp", "dp", "adp")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    """Degrees of parallelism; ``adp`` None means "equal to ep" (see the module docstring)."""
+
+    tp: int = 1
+    ep: int = 1
+    pp: int = 1
+    dp: int = 1
+    adp: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.adp is None:
+            object.__setattr__(self, "adp", self.ep)
+        for name in DEGREES:
+            object.__setattr__(self, name, require_whole(f"--{name}", getattr(self, name)))
+        if self.width % self.ep:
+            raise SpecError(f"--ep {self.ep}: expert groups must tile the stage's tp·adp = {self.width} chips; "
+                            f"use an ep dividing {self.width} or set --adp so that tp·adp is a multiple of ep")
+
+    @property
+    def width(self) -> int:
+        """Chips per pipeline stage: tp·adp."""
+        return self.tp * self.adp
+
+    @property
+    def expert_tp(self) -> int:
+        """Tensor-parallel ways of each routed expert: width/ep."""
+        return self.width // self.ep
+
+    @property
+    def chips(self) -> int:
+        """Chips of one replica: tp·adp·pp."""
+        return self.width * self.pp
+
+    @property
+    def total_chips(self) -> int:
+        """Chips of the whole deployment: chips·dp."""
+        return self.chips * self.dp
+
+    def label(self) -> str:
+        parts = [f"tp{self.tp}", f"ep{self.ep}", f"pp{self.pp}"]
+        if self.adp != self.ep:
+            parts.append(f"adp{self.adp}")
+        if self.dp > 1:
+            parts.append(f"dp{self.dp}")
+        return "·".join(parts)
+
+    def as_dict(self) -> dict:
+        return {"tp": self.tp, "ep": self.ep, "pp": self.pp, "dp": self.dp, "adp": self.adp,
+                "expert_tp": self.expert_tp, "chips": self.chips, "total_chips": self.total_chips}
+
+    def stage_fraction(self, model: Model) -> float:
+        """Share of the layers on the slowest pipeline stage: ceil(L/pp)/L."""
+        return math.ceil(model.n_layers / self.pp) / model.n_layers
+
+    def kv_shards(self, model: Model) -> int:
+        """Ways the KV cache of one sequence splits over tp: min(KV heads, tp); MLA's latent is
+        shared by all heads, so it is replicated on every tp rank (1)."""
+        if model.attention.kind == "mla":
+            return 1
+        return min(model.attention.n_kv_heads, self.tp)
+
+    def validate(self, model: Model, system: System) -> None:
+        """Raise SpecError for a plan the model cannot be split by or the domains cannot hold
+        without straddling, InfeasibleError when it needs a network the system does not have."""
+        a = model.attention
+        if a.n_heads % self.tp:
+            raise SpecError(f"--tp {self.tp}: {model.name} has {a.n_heads} attention heads, not divisible by "
+                            f"{self.tp}; use a divisor of {a.n_heads}")
+        if a.kind != "mla":
+            k = a.n_kv_heads
+            if (k >= self.tp and k % self.tp) or (k < self.tp and self.tp % k):
+                raise SpecError(f"--tp {self.tp}: {model.name} has {k} KV heads; tp must divide it or be a "
+                                "multiple of it")
+        if self.ep > 1:
+            if not model.is_moe:
+                raise SpecError(f"--ep {self.ep}: {model.name} is dense; expert parallelism needs a MoE model "
+                                "(use --tp)")
+            if model.moe.n_routed % self.ep:
+                raise SpecError(f"--ep {self.ep}: {model.moe.n_routed} routed experts do not divide evenly; use a "
+                                f"divisor of {model.moe.n_routed}")
+        if self.pp > model.n_layers:
+            raise SpecError(f"--pp {self.pp}: more stages than the {model.n_layers} layers of {model.name}")
+        place(self, system)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Placement:
+    """Where one replica of a plan sits on a system's scale-up domains."""
+
+    domain_chips: int
+    chips_per_domain: int   # chips of one stage in each domain it touches (m)
+    domains: int            # scale-up domains one replica touches
+    tp_tier: str            # "none", "scale_up", "two_tier" (a tp group spanning domains)
+    ep_tier: str            # "none", "scale_up", "two_tier" (the stage's all-to-all spans domains)
+    pp_hops_up: int         # pipeline boundaries inside a domain
+    pp_hops_out: int        # pipeline boundaries crossing domains (scale-out)
+
+    @property
+    def tiers(self) -> dict:
+        hops = "none" if self.pp_hops_up + self.pp_hops_out == 0 else (
+            "scale_out" if self.pp_hops_up == 0 else "scale_up" if self.pp_hops_out == 0 else "both")
+        return {"tp": self.tp_tier, "ep": self.ep_tier, "pp": hops}
+
+
+def chips_per_domain(width: int, domain: int) -> int:
+    """m: a stage of ``width`` chips uses m chips in each of width/m domains, m the largest
+    divisor of the width that fits in one domain (EP128 on 72-chip racks: 2 x 64, 8 idle each)."""
+    if width <= domain:
+        return width
+    return max(m for m in range(1, domain + 1) if width % m == 0)
+
+
+def place(plan: Plan, system: System) -> Placement:
+    """Placement of one replica (module docstring); SpecError for a tp group that would straddle
+    a domain boundary, InfeasibleError when domains must be crossed and there is no scale-out."""
+    d = system.chips
+    w = plan.width
+    m = chips_per_domain(w, d)
+    if w <= d:  # stages pack floor(d/w) per domain; the remainder of a domain idles
+        tp_tier = "scale_up" if plan.tp > 1 else "none"
+        stage_tier = "scale_up" if w > 1 else "none"
+        domains = math.ceil(plan.pp / (d // w))
+        hops_out = domains - 1
+    else:
+        stage_tier = "two_tier"
+        if plan.tp <= m and m % plan.tp == 0:
+            tp_tier = "scale_up" if plan.tp > 1 else "none"
+        elif plan.tp > m and plan.tp % m == 0:
+            tp_tier = "two_tier"
+        else:
+            raise SpecError(f"--tp {plan.tp}: a stage of tp·adp = {w} chips uses {m} chips in each of {w // m} "
+                            f"{d}-chip domains, so tensor-parallel groups of {plan.tp} would straddle a boundary; "
+                            f"use a tp dividing {m}")
+        domains = plan.pp * (w // m)
+        hops_out = plan.pp - 1
+    # tokens live on their attention group; with adp = 1 every chip of the stage already has them
+    # all after the attention all-reduce, so experts need no dispatch (the combine is that all-reduce)
+    ep_tier = stage_tier if plan.adp > 1 else "none"
+    if domains > 1 and system.scale_out is None:
+        raise InfeasibleError(f"plan {plan.label()} needs {plan.chips} chips, more than {system.name}'s "
+                              f"{d}-chip scale-up domain, and {system.name} has no scale-out link; lower "
+                              "tp/adp/ep/pp or pick a larger system (llmecon catalog systems)")
+    return Placement(domain_chips=d, chips_per_domain=m, domains=domains, tp_tier=tp_tier, ep_tier=ep_tier,
+                     pp_hops_up=plan.pp - 1 - hops_out, pp_hops_out=hops_out)
+
+
+def pipeline_stage_time_ratio(*, active_experts, layers_per_stage, bandwidth_ratio):
+    """Scale-up over scale-out time per pipeline stage across racks (SPEC D17).
+
+    Per token and MoE layer, expert parallelism inside a rack moves ~2·k·D·bytes at scale-up
+    bandwidth (dispatch + combine); handing the stage's activations to the next rack moves
+    D·bytes once at scale-out bandwidth. Their ratio is 2·k·L_stage / (BW_up/BW_out): >= 1 means
+    the scale-out hop hides behind the stage's own communication (k = 8, one layer, ratio 9:
+    16/9 -> viable; ratio 18: 16/18 -> not, take 2 layers per stage). Omits latency terms and
+    the 1/EP share of tokens whose experts are local (which would lower the scale-up side).
+    """
+    k = np.asarray(active_experts, dtype=float)
+    layers = np.asarray(layers_per_stage, dtype=float)
+    ratio = np.asarray(bandwidth_ratio, dtype=float)
+    if np.any(k <= 0) or np.any(layers <= 0) or np.any(ratio <= 0):
+        raise SpecError("active experts, layers per stage and the bandwidth ratio must all be > 0")
+    return 2.0 * k * layers / ratio

@@ -1,0 +1,128 @@
+"""Price-sheet specs: what a provider charges for a model, as dated facts (SPEC C).
+
+Dollar amounts are USD per million tokens and change often; DESIGN.md §4 treats them as dated
+inputs and their *ratios* (cache multipliers, long-context uplift, fast-mode premium) as the
+stable part. The catalogue (``catalog/prices.toml``) records where every row comes from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import SpecError, unknown_name
+
+PRICE_STATUSES = ("verified", "secondary", "recalled")
+
+
+def _price(owner: str, name: str, value, *, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+        raise SpecError(f"{owner}: {name} must be a price >= 0 in USD per million tokens, got {value!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContextTier:
+    """Prices that apply when the prompt is longer than ``above_tokens`` (Gemini: > 200K)."""
+
+    above_tokens: int
+    input_usd_per_mtok: float
+    output_usd_per_mtok: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class CacheWrite:
+    """Writing a prompt prefix to the provider's cache, kept for ``hold_s`` seconds."""
+
+    hold_s: float
+    usd_per_mtok: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class Premium:
+    """A faster or higher-priority service of the same model (Anthropic fast mode, OpenAI priority).
+
+    ``speedup`` is the provider's stated output-speed ratio over standard, None where only a
+    latency target is stated (then no batch ratio can be inferred from it).
+    """
+
+    name: str
+    input_usd_per_mtok: float
+    output_usd_per_mtok: float
+    speedup: float | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PriceSheet:
+    """One provider's list prices for one model (standard tier, short context)."""
+
+    provider: str
+    model: str
+    input_usd_per_mtok: float
+    output_usd_per_mtok: float
+    cached_input_usd_per_mtok: float | None = None
+    cache_writes: tuple[CacheWrite, ...] = ()
+    cache_storage_usd_per_mtok_hour: float | None = None
+    long_context: tuple[ContextTier, ...] = ()
+    premiums: tuple[Premium, ...] = ()
+    status: str = "verified"
+    source: str = ""
+    as_of: str = ""
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        owner = f"price sheet {self.provider}/{self.model}"
+        object.__setattr__(self, "cache_writes", tuple(self.cache_writes))
+        object.__setattr__(self, "long_context", tuple(self.long_context))
+        object.__setattr__(self, "premiums", tuple(self.premiums))
+        if self.status not in PRICE_STATUSES:
+            raise SpecError(f"{owner}: status must be one of {', '.join(PRICE_STATUSES)}, got {self.status!r}")
+        _price(owner, "input_usd_per_mtok", self.input_usd_per_mtok)
+        _price(owner, "output_usd_per_mtok", self.output_usd_per_mtok)
+        _price(owner, "cached_input_usd_per_mtok", self.cached_input_usd_per_mtok, optional=True)
+        _price(owner, "cache_storage_usd_per_mtok_hour", self.cache_storage_usd_per_mtok_hour, optional=True)
+        for i, w in enumerate(self.cache_writes):
+            _price(owner, f"cache_writes[{i}].usd_per_mtok", w.usd_per_mtok)
+            if not (isinstance(w.hold_s, (int, float)) and w.hold_s > 0):
+                raise SpecError(f"{owner}: cache_writes[{i}].hold_s must be > 0 seconds, got {w.hold_s!r}")
+        holds = [w.hold_s for w in self.cache_writes]
+        if holds != sorted(set(holds)):
+            raise SpecError(f"{owner}: cache_writes must be in increasing hold time without repeats, got {holds}; "
+                            f"reorder them")
+        for i, t in enumerate(self.long_context):
+            _price(owner, f"long_context[{i}].input_usd_per_mtok", t.input_usd_per_mtok)
+            _price(owner, f"long_context[{i}].output_usd_per_mtok", t.output_usd_per_mtok)
+            if not (isinstance(t.above_tokens, int) and t.above_tokens >= 1):
+                raise SpecError(f"{owner}: long_context[{i}].above_tokens must be a whole number >= 1, "
+                                f"got {t.above_tokens!r}")
+        bounds = [t.above_tokens for t in self.long_context]
+        if bounds != sorted(set(bounds)):
+            raise SpecError(f"{owner}: long_context tiers must have increasing above_tokens, got {bounds}; "
+                            f"reorder them")
+        for p in self.premiums:
+            _price(owner, f"premium {p.name} input_usd_per_mtok", p.input_usd_per_mtok)
+            _price(owner, f"premium {p.name} output_usd_per_mtok", p.output_usd_per_mtok)
+            if p.speedup is not None and not (isinstance(p.speedup, (int, float)) and p.speedup > 0):
+                raise SpecError(f"{owner}: premium {p.name} speedup must be > 0, got {p.speedup!r}")
+
+    @property
+    def output_input_ratio(self) -> float:
+        """Output over input price (Claude 5x, Gemini 3 Pro 6x, GPT-5 8x, DeepSeek V3.2 1.5x; SPEC C11)."""
+        if self.input_usd_per_mtok == 0:
+            raise SpecError(f"price sheet {self.provider}/{self.model}: input price is 0, no output/input ratio")
+        return self.output_usd_per_mtok / self.input_usd_per_mtok
+
+    def price_at(self, prompt_tokens: float) -> tuple[float, float]:
+        """(input, output) USD per million tokens for a request whose prompt has ``prompt_tokens``."""
+        price = (self.input_usd_per_mtok, self.output_usd_per_mtok)
+        for t in self.long_context:
+            if prompt_tokens > t.above_tokens:
+                price = (t.input_usd_per_mtok, t.output_usd_per_mtok)
+        return price
+
+    def premium(self, name: str) -> Premium:
+        for p in self.premiums:
+            if p.name == name:
+                return p
+        raise unknown_name(f"premium of {self.provider}/{self.model}", name, [p.name for p in self.premiums])

@@ -1,0 +1,2 @@
+"""One step's physics: pure, vectorised FLOPs, bytes, communication and time (roofline, collectives,
+inference, calibrated kernels)."""

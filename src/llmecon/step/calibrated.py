@@ -1,0 +1,140 @@
+"""Calibrated step time: the work ``inference`` counts, priced kernel class by kernel class with
+an efficiency profile (``efficiency``), then summed (kernels run one after another).
+
+Per stage-step on the critical chip, four kernel classes, each max(FLOPs at the achieved FLOP
+rate, bytes at the achieved bandwidth) (the roofline of that class, Williams et al. 2009, with
+``efficiency`` fractions):
+
+* non-expert GEMMs (attention projections, dense FFN, router, head): η(m) with m = tokens per
+  attention group; bytes = the non-expert weights this chip reads;
+* expert GEMMs: η(m) with m = tokens per touched expert, tokens·k·imbalance/(E·touched share);
+  bytes = the touched experts' weights;
+* attention core: FLOPs at ``attention_fraction`` of the bf16 peak; bytes = KV read + written;
+* element-wise kernels: activation traffic, per token per layer (2·norms + 6)·d·2 bytes on each
+  attention group (norm read+write, two residual adds reading 2d writing d) plus 3·F·2 bytes of
+  the gated activation (F = active FFN width) spread over the stage — at ``elementwise_fraction``.
+
+plus a floor per kernel (GEMM/attention kernels: ``kernel_floor_s``; element-wise:
+``elementwise_floor_s``) and communication on the profile's links with a per-call overhead —
+floors and call overheads scaled by ``engine_floor_scale`` (what an engine with CUDA graphs and
+its own all-reduce still pays) — and ``step_overhead_s`` once per iteration. Communication is *not* overlapped with compute (TP
+all-reduces sit between dependent GEMMs); with pp > 1 every micro-batch pays its stage-step.
+
+Summing kernel classes makes calibrated time >= the ideal roofline whenever every fraction is <= 1
+(sum of maxes >= max of sums), which tests check. Omitted: rope and softmax traffic, sampling,
+GEMM tile quantisation beyond the m ramp, fused kernels (a fused norm+GEMM would save one floor),
+CUDA-graph capture (which removes most launch cost), overlap of communication with compute.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..dtypes import get_dtype
+from ..spec.efficiency import EfficiencyProfile
+from ..spec.model import Model
+from ..spec.plan import Plan
+from .roofline import StepTime
+
+
+@dataclass(frozen=True, kw_only=True)
+class Work:
+    """What one stage-step of one micro-batch does on the critical chip (from ``inference``)."""
+
+    tokens: object              # tokens in the micro-batch (all attention groups)
+    ne_flops: object            # non-expert matmul FLOPs on this chip
+    ex_flops: object            # expert matmul FLOPs on this chip (hottest rank)
+    attn_flops: object          # attention score/value FLOPs on this chip
+    ne_bytes: object            # non-expert weight bytes read
+    ex_bytes: object            # routed-expert weight bytes read
+    kv_bytes: object            # KV bytes read + written
+    touched: object             # touched share of routed experts (0 for dense)
+    ne_peak: float
+    ex_peak: float
+    attn_peak: float
+    bandwidth: float            # datasheet HBM bytes/s of the chip
+
+
+def kernels_per_layer(model: Model) -> tuple[float, float]:
+    """(GEMM + attention kernels, element-wise kernels) per layer, averaged over layers: fused QKV
+    and O projections (MLA: q down/up, kv down, absorbed k/v up, o = 5), one attention kernel,
+    gate-up and down (MoE layers: router, grouped gate-up, grouped down, + 2 for shared experts);
+    element-wise: the norms, two residual adds, the activation and rope."""
+    attn = 5.0 if model.attention.kind == "mla" else 2.0
+    moe_share = model.n_moe_layers / model.n_layers
+    ffn_moe = 3.0 + (2.0 if model.is_moe and model.moe.n_shared else 0.0)
+    gemm = attn + 1.0 + (1 - moe_share) * 2.0 + moe_share * ffn_moe
+    return gemm, float(model.norms_per_layer + 4)
+
+
+def active_ffn_width(model: Model) -> float:
+    """Active FFN width per token averaged over layers (dense F, or k·F_e + shared)."""
+    if not model.is_moe:
+        return float(model.dense_ffn_dim)
+    moe = model.moe
+    moe_w = moe.top_k * moe.expert_ffn_dim + moe.n_shared * moe.shared_ffn_dim
+    share = model.n_moe_layers / model.n_layers
+    return share * moe_w + (1 - share) * model.dense_ffn_dim
+
+
+def stage_time(model: Model, plan: Plan, work: Work, profile: EfficiencyProfile) -> dict:
+    """Seconds of one stage-step by kernel class: {'compute', 'memory', 'kernels', 'floors'}.
+    ``kernels`` = sum of the per-class maxima + floors (the stage-step's calibrated time)."""
+    bw = profile.hbm_fraction * work.bandwidth
+    phi = plan.stage_fraction(model)
+    layers = phi * model.n_layers
+    m_ne = np.asarray(work.tokens, dtype=float) / plan.adp
+    gemm_c = work.ne_flops / (profile.matmul_efficiency(m_ne) * work.ne_peak)
+    gemm_m = work.ne_bytes / bw
+    ex_c = ex_m = 0.0 * m_ne
+    if model.is_moe:
+        touched = np.maximum(work.touched, 1e-12)
+        m_ex = np.maximum(work.tokens * model.moe.top_k / (model.moe.n_routed * touched), 1.0)
+        ex_c = work.ex_flops / (profile.matmul_efficiency(m_ex) * work.ex_peak)
+        ex_m = work.ex_bytes / bw
+    elif np.any(np.asarray(work.ex_flops) > 0):  # a dense model has no expert work
+        ex_c = work.ex_flops / (profile.matmul_efficiency(m_ne) * work.ex_peak)
+    at_c = work.attn_flops / (profile.attention_fraction * work.attn_peak)
+    at_m = work.kv_bytes / bw
+    act = get_dtype("bf16").bytes
+    elem_bytes = layers * act * (m_ne * (2 * model.norms_per_layer + 6) * model.d_model
+                                 + 3.0 * work.tokens * active_ffn_width(model) / plan.width)
+    elem = elem_bytes / (profile.elementwise_fraction * work.bandwidth)
+    n_gemm, n_elem = kernels_per_layer(model)
+    floors = profile.engine_floor_scale * layers * (n_gemm * profile.kernel_floor_s
+                                                    + n_elem * profile.elementwise_floor_s)
+    kernels = np.maximum(gemm_c, gemm_m) + np.maximum(ex_c, ex_m) + np.maximum(at_c, at_m) + elem + floors
+    return {"compute": gemm_c + ex_c + at_c, "memory": gemm_m + ex_m + at_m + elem, "floors": floors,
+            "kernels": kernels}
+
+
+def comm_overhead_s(model: Model, plan: Plan, tiers: dict, profile: EfficiencyProfile) -> float:
+    """Per-call overhead of one iteration's collectives: 2 TP all-reduces per layer, 2 all-to-alls
+    per MoE layer, one per pipeline hop, each at its tier's ``op_overhead_s``."""
+    phi = plan.stage_fraction(model)
+
+    def cost(tier: str, p2p: bool = False) -> float:
+        if tier == "none":
+            return 0.0
+        eff = profile.scale_up if tier == "scale_up" else profile.scale_out
+        return eff.p2p_s if p2p else eff.op_overhead_s
+
+    calls = plan.pp * phi * model.n_layers * 2 * cost(tiers.get("tp", "none"))
+    if model.is_moe:
+        calls += plan.pp * phi * model.n_moe_layers * 2 * cost(tiers.get("ep", "none"))
+    calls += (plan.pp - 1) * cost(tiers.get("pp", "none"), p2p=True)
+    return profile.engine_floor_scale * calls
+
+
+def calibrated_time(model: Model, plan: Plan, work: Work, profile: EfficiencyProfile, *, comm_s,
+                    comm_tiers: dict) -> StepTime:
+    """The iteration's calibrated StepTime: pp stage-steps + communication + overheads, no
+    overlap (``serial_s``); ``overhead_s`` holds the kernel floors and the step overhead."""
+    st = stage_time(model, plan, work, profile)
+    pp = plan.pp
+    comm = comm_s + comm_overhead_s(model, plan, comm_tiers, profile)
+    overhead = pp * st["floors"] + profile.step_overhead_s
+    return StepTime(compute_s=pp * st["compute"], memory_s=pp * st["memory"], comm_s=comm,
+                    overhead_s=overhead, serial_s=pp * st["kernels"] + comm + profile.step_overhead_s)

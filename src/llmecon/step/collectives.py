@@ -1,0 +1,228 @@
+"""Alpha-beta costs of collectives on one network tier and across two (Hockney 1994, "The
+communication challenge for MPP: Intel Paragon and Meiko CS-2", Parallel Computing 20(3)).
+
+Every algorithm here costs ``t = n_alpha * alpha + f * S / BW`` where S is ``message_bytes`` (per
+participant), ``BW = link.bandwidth_bytes_per_s`` (per chip per direction), ``alpha =
+link.latency_s`` (per step) and (n_alpha, f) are the algorithm's step count and bytes on the
+busiest chip's link per byte of message, ``alpha_beta_counts(kind, p)``. ``collective_fit`` regresses
+measured NCCL times on exactly these counts, so the formulas and the fits cannot drift apart.
+
+  kind            steps (alphas)     bytes per link / S   source
+  ring            2(p-1)             2(p-1)/p             Patarasuk & Yuan 2009 (JPDC 69(2)); Thakur,
+                                                          Rabenseifner & Gropp 2005 (IJHPCA 19(1))
+  tree            2*ceil(log2 p)     2                    Sanders, Speck & Traff 2009 (Parallel
+                                                          Computing 35(12)); NCCL 2.4 blog (Jeaugey 2019)
+  one_shot        1                  p-1                  TensorRT-LLM / vLLM custom all-reduce
+  in_switch       2                  1                    NVLink SHARP (NVLS; H100 whitepaper 2022,
+                                                          NCCL 2.17+); InfiniBand SHARP (Graham et al. 2016)
+  reduce_scatter  p-1                (p-1)/p              ring; S = the full (unscattered) size
+  all_gather      p-1                (p-1)/p              ring; S = the full (gathered) size
+  all_to_all      1                  (p-1)/p              all pairs at once through a switch
+  p2p             1                  1                    one send
+
+``participants`` <= 1 costs nothing. Omitted throughout: congestion and oversubscription, the
+topology-aware trees NCCL builds (chains inside a node, trees across nodes), NCCL's protocol
+switching by size (LL / LL128 / Simple change both the latency and the achieved bandwidth), SM
+contention with concurrent compute, the reduction arithmetic itself, and the torus of TPU ICI
+(treated like a switch at the per-chip injection bandwidth). alpha is whatever the fit to
+measurements gives, i.e. it lumps kernel launch and synchronisation with wire latency, so charging
+it per ring step over-counts large rings (docs/assumptions.md, "Collectives").
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import numpy as np
+
+from ..errors import SpecError, did_you_mean, require_whole
+from ..spec.hardware import Link
+
+_COUNTS: dict[str, Callable[[int], tuple[float, float]]] = {
+    "ring": lambda p: (2.0 * (p - 1), 2.0 * (p - 1) / p),
+    "tree": lambda p: (2.0 * (p - 1).bit_length(), 2.0),      # (p-1).bit_length() = ceil(log2 p)
+    "one_shot": lambda p: (1.0, p - 1),
+    "in_switch": lambda p: (2.0, 1.0),
+    "reduce_scatter": lambda p: (float(p - 1), (p - 1) / p),
+    "all_gather": lambda p: (float(p - 1), (p - 1) / p),
+    "all_to_all": lambda p: (1.0, (p - 1) / p),
+    "p2p": lambda p: (1.0, 1.0),
+}
+COLLECTIVE_KINDS = tuple(_COUNTS)
+
+
+def alpha_beta_counts(kind: str, participants: int) -> tuple[float, float]:
+    """(n_alpha, f) of ``t = n_alpha * alpha + f * S / BW`` for collective ``kind`` over
+    ``participants`` chips (table in the module docstring); (0, 0) for one participant, except
+    ``p2p``, which is one send whatever ``participants`` is."""
+    if kind not in _COUNTS:
+        raise SpecError(f"kind: unknown collective '{kind}'{did_you_mean(kind, _COUNTS)}; "
+                        f"choose one of {', '.join(_COUNTS)}")
+    p = require_whole("participants", participants)
+    if p == 1 and kind != "p2p":
+        return 0.0, 0.0
+    return _COUNTS[kind](p)
+
+
+def _cost(kind: str, message_bytes, participants: int, link: Link | None, what: str):
+    n_alpha, per_byte = alpha_beta_counts(kind, participants)
+    s = np.asarray(message_bytes, dtype=float)
+    if n_alpha == 0.0 and per_byte == 0.0:
+        return np.zeros_like(s)
+    if link is None:
+        raise SpecError(f"{what}: no link to run a {kind} over {participants} chips on; give the system "
+                        f"a scale-up (or scale-out) link")
+    return per_byte * s / link.bandwidth_bytes_per_s + n_alpha * link.latency_s
+
+
+def ring_all_reduce_s(*, message_bytes, participants: int, link: Link):
+    """Ring all-reduce of ``message_bytes`` on each of ``participants`` chips: reduce-scatter +
+    all-gather, 2(p-1) steps of S/p each -> 2(p-1)/p·S/BW + 2(p-1)·alpha. Bandwidth-optimal."""
+    return _cost("ring", message_bytes, participants, link, "ring all-reduce")
+
+
+def tree_all_reduce_s(*, message_bytes, participants: int, link: Link):
+    """NCCL's double binary tree (Sanders, Speck & Träff 2009; NCCL 2.4): two trees each reduce
+    then broadcast half of S, every chip is interior in one tree and a leaf in the other, so it
+    sends (and receives) S/2·(1 + 2 + 1) = 2S; pipelined, the depth costs 2·ceil(log2 p) alphas
+    -> 2·S/BW + 2·ceil(log2 p)·alpha. Beats the ring's 2(p-1) alphas for small S at large p."""
+    return _cost("tree", message_bytes, participants, link, "tree all-reduce")
+
+
+def one_shot_all_reduce_s(*, message_bytes, participants: int, link: Link):
+    """One-shot all-reduce through a switch: every chip sends its whole message to the p-1 others
+    at once and reduces locally -> (p-1)·S/BW + alpha. Wins for small messages (the decode
+    all-reduces); TensorRT-LLM and vLLM ship such kernels for NVSwitch domains."""
+    return _cost("one_shot", message_bytes, participants, link, "one-shot all-reduce")
+
+
+def in_switch_all_reduce_s(*, message_bytes, participants: int, link: Link):
+    """Reduction in the switch (NVLink SHARP "NVLS" on NVSwitch gen3+, InfiniBand SHARP): each chip
+    sends S once (the switch adds) and receives the sum once (multicast) -> S/BW + 2·alpha.
+    Only on a link with ``in_switch_reduction``; SpecError otherwise."""
+    if link is not None and not link.in_switch_reduction:
+        raise SpecError(f"algorithm: link '{link.name}' has in_switch_reduction = False, so 'in_switch' "
+                        "(NVLink SHARP / InfiniBand SHARP) is not available on it; use 'ring', 'tree', "
+                        "'one_shot', 'auto' or 'best', or a link with in_switch_reduction = True")
+    return _cost("in_switch", message_bytes, participants, link, "in-switch all-reduce")
+
+
+ALL_REDUCE_ALGORITHMS: dict[str, Callable] = {
+    "ring": ring_all_reduce_s, "tree": tree_all_reduce_s, "one_shot": one_shot_all_reduce_s,
+    "in_switch": in_switch_all_reduce_s,
+}
+ALL_REDUCE_CHOICES = ("auto", "best", *ALL_REDUCE_ALGORITHMS)
+
+
+def supported_all_reduce_algorithms(link: Link | None) -> tuple[str, ...]:
+    """The all-reduce algorithms ``link`` can run: all but ``in_switch`` unless it has in-switch reduction."""
+    in_switch = link is not None and link.in_switch_reduction
+    return tuple(a for a in ALL_REDUCE_ALGORITHMS if a != "in_switch" or in_switch)
+
+
+def all_reduce_s(*, message_bytes, participants: int, link: Link, algorithm: str = "auto"):
+    """All-reduce of ``message_bytes`` per chip with ``algorithm``:
+
+    - ``"auto"`` (default): the faster of ring and one-shot per message size, as llmecon has always
+      charged (the hand-computed inference cases pin it);
+    - ``"best"``: the fastest of every algorithm the link supports (ring, tree, one-shot, and
+      in-switch where ``link.in_switch_reduction``), elementwise over message sizes, i.e. what an
+      ideal NCCL tuner would pick;
+    - ``"ring"``, ``"tree"``, ``"one_shot"``, ``"in_switch"``: that algorithm alone.
+    """
+    if algorithm in ALL_REDUCE_ALGORITHMS:
+        return ALL_REDUCE_ALGORITHMS[algorithm](message_bytes=message_bytes, participants=participants, link=link)
+    if algorithm == "auto":
+        names = ("ring", "one_shot")
+    elif algorithm == "best":
+        names = supported_all_reduce_algorithms(link)
+    else:
+        raise SpecError(f"algorithm: unknown all-reduce algorithm {algorithm!r}"
+                        f"{did_you_mean(str(algorithm), ALL_REDUCE_CHOICES)}; choose one of "
+                        f"{', '.join(ALL_REDUCE_CHOICES)}")
+    return functools.reduce(np.minimum, (ALL_REDUCE_ALGORITHMS[a](message_bytes=message_bytes,
+                                                                  participants=participants, link=link)
+                                         for a in names))
+
+
+def reduce_scatter_s(*, message_bytes, participants: int, link: Link):
+    """Ring reduce-scatter of a ``message_bytes`` buffer (the FULL size on each chip; each ends with
+    the reduced 1/p of it): p-1 steps of S/p -> (p-1)/p·S/BW + (p-1)·alpha (Thakur et al. 2005)."""
+    return _cost("reduce_scatter", message_bytes, participants, link, "reduce-scatter")
+
+
+def all_gather_s(*, message_bytes, participants: int, link: Link):
+    """Ring all-gather to a ``message_bytes`` result on each chip (the FULL gathered size; each
+    contributes S/p): p-1 steps of S/p -> (p-1)/p·S/BW + (p-1)·alpha (Thakur et al. 2005)."""
+    return _cost("all_gather", message_bytes, participants, link, "all-gather")
+
+
+def all_to_all_s(*, message_bytes, participants: int, link: Link):
+    """All-to-all where each chip holds ``message_bytes`` spread evenly over all participants:
+    (p-1)/p of it leaves the chip; through a switch all pairs run concurrently -> one alpha."""
+    return _cost("all_to_all", message_bytes, participants, link, "all-to-all")
+
+
+def p2p_s(*, message_bytes, link: Link):
+    """Point-to-point send of ``message_bytes``: alpha + S/BW."""
+    return _cost("p2p", message_bytes, 2, link, "point-to-point send")
+
+
+def _domains(participants, domain_chips) -> tuple[int, int]:
+    """(p, m): participants and how many of them share one domain; p must fit in one domain or
+    fill whole domains (SpecError naming ``participants`` otherwise)."""
+    p, d = require_whole("participants", participants), require_whole("domain_chips", domain_chips)
+    if p > d and p % d:
+        raise SpecError(f"participants: {p} chips straddle scale-up domains of domain_chips={d}; "
+                        f"use at most {d} or a multiple of {d}")
+    return p, min(p, d)
+
+
+def two_tier_all_to_all_s(*, message_bytes, participants: int, domain_chips: int, scale_up: Link | None,
+                          scale_out: Link | None):
+    """All-to-all over ``participants`` chips packed into domains of ``domain_chips`` (SPEC D15: EP
+    across racks runs at scale-out bandwidth). With m = min(p, domain_chips) chips per domain each
+    chip sends (m-1)/p·S inside its domain on ``scale_up`` and (p-m)/p·S out of it on ``scale_out``,
+    concurrently (different ports) -> max((m-1)/p·S/BW_up + alpha_up, (p-m)/p·S/BW_out + alpha_out),
+    each term only where it has traffic. Equals ``all_to_all_s`` on ``scale_up`` when p <= domain.
+    Omitted: NIC sharing between chips, rail-optimised vs. spine routing, and the two-hop
+    (NVLink-forwarded) dispatch of DeepEP-style kernels."""
+    p, m = _domains(participants, domain_chips)
+    s = np.asarray(message_bytes, dtype=float)
+    inside = np.zeros_like(s)
+    if m > 1:
+        if scale_up is None:
+            raise SpecError(f"scale_up: no scale-up link for an all-to-all among {m} chips of one domain")
+        inside = (m - 1) / p * s / scale_up.bandwidth_bytes_per_s + scale_up.latency_s
+    if p == m:
+        return inside
+    if scale_out is None:
+        raise SpecError(f"scale_out: no scale-out link, but {p} participants span {p // m} domains of "
+                        f"{m}; give the system a scale_out link or keep the group inside one domain")
+    return np.maximum(inside, (p - m) / p * s / scale_out.bandwidth_bytes_per_s + scale_out.latency_s)
+
+
+def two_tier_all_reduce_s(*, message_bytes, participants: int, domain_chips: int, scale_up: Link | None,
+                          scale_out: Link | None, algorithm: str = "auto"):
+    """Hierarchical all-reduce (the standard NCCL/Horovod two-level scheme; e.g. Jia et al. 2018,
+    arXiv:1807.11205): ring reduce-scatter inside each domain of m chips, an all-reduce of the
+    S/m shard among the p/m domains on ``scale_out`` (with ``algorithm``, see ``all_reduce_s``),
+    then ring all-gather inside: 2·[(m-1)/m·S/BW_up + (m-1)·alpha_up] + all_reduce(S/m, p/m).
+    Every chip drives its own scale-out port (one NIC per GPU, rail-optimised). Equals
+    ``all_reduce_s(algorithm=...)`` on ``scale_up`` when p <= domain_chips. Omitted: pipelining of
+    the three phases (NCCL overlaps them, so the sum over-states the scheme by at most the inner
+    phases), in-switch reduction inside the domain, and a flat ring over all p (worse: its
+    domain-crossing hops carry 2(p-1)/p·S each, against the S/m shard here)."""
+    p, m = _domains(participants, domain_chips)
+    if p == m:
+        if p > 1 and scale_up is None:
+            raise SpecError(f"scale_up: no scale-up link for an all-reduce among {p} chips of one domain")
+        return all_reduce_s(message_bytes=message_bytes, participants=p, link=scale_up, algorithm=algorithm)
+    if scale_out is None:
+        raise SpecError(f"scale_out: no scale-out link, but {p} participants span {p // m} domains of "
+                        f"{m}; give the system a scale_out link or keep the group inside one domain")
+    s = np.asarray(message_bytes, dtype=float)
+    inside = _cost("reduce_scatter", s, m, scale_up, "scale_up")
+    across = all_reduce_s(message_bytes=s / m, participants=p // m, link=scale_out, algorithm=algorithm)
+    return 2.0 * inside + across

@@ -1,0 +1,294 @@
+"""One inference step (decode or prefill) of a model on a system under a plan: FLOPs, bytes,
+communication, and the roofline time — vectorised over batch and context (SPEC A1).
+
+Per-chip view of the slowest pipeline stage (see ``parallelism``). With pp stages the batch runs
+as pp micro-batches of B/pp; one iteration (every sequence advances) costs pp stage-steps plus
+(pp-1) hops, so weights are re-read once per micro-batch (SPEC D18).
+
+Counted: matmul FLOPs (2 per weight per token), attention score/value FLOPs, weight reads (MoE:
+only the experts the batch touches, expected fraction 1-(1-k/E)^tokens under uniform routing),
+KV reads and the new tokens' KV writes, TP all-reduces (2 per layer), EP dispatch+combine
+all-to-alls (attention data-parallel plans), PP hops — each on the tier ``parallelism.place``
+puts it (inside a scale-up domain, or hierarchical across domains). Omitted in ideal mode:
+activation traffic, softmax/norm/elementwise FLOPs, the input embedding lookup (B rows), kernel
+launch and framework overheads. ``mode="calibrated"`` (``profile`` or the accelerator's default
+profile) prices the same work with achieved efficiencies, element-wise traffic, kernel floors
+and overheads (``calibrated``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .calibrated import Work, calibrated_time
+from .collectives import all_reduce_s, all_to_all_s, p2p_s, two_tier_all_reduce_s, two_tier_all_to_all_s
+from ..dtypes import get_dtype
+from ..spec.efficiency import EfficiencyProfile
+from ..catalog.profiles import resolve
+from ..errors import SpecError, require_number
+from ..spec.hardware import System
+from ..spec.model import Model
+from ..spec.plan import Plan, place
+from .roofline import StepTime
+
+ACTIVATION_DTYPE = "bf16"  # activations and attention math; what all-reduces and all-to-alls carry
+
+
+def touched_expert_fraction(*, experts: int, active_experts: int, tokens):
+    """Expected fraction of E experts that at least one of ``tokens`` routes to, each token picking
+    k distinct experts uniformly: 1 - (1 - k/E)^tokens (SPEC A1; DeepSeek-V3: 3.1% at 1 token,
+    63.8% at 32, 98.3% at 128). Real routers are not uniform: this is the expected value."""
+    return 1.0 - np.power(1.0 - active_experts / experts, np.asarray(tokens, dtype=float))
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepResult:
+    """One iteration of a deployment. Byte and FLOP totals are summed over all chips."""
+
+    phase: str
+    mode: str
+    profile: str
+    plan: Plan
+    batch: object
+    context: object
+    time: StepTime
+    flops: object
+    weight_bytes: object
+    kv_bytes: object
+    tokens: object
+    memory_per_chip_bytes: object
+    hbm_per_chip_bytes: float
+    compute_dtype: str
+
+    @property
+    def step_s(self):
+        return self.time.step_s
+
+    @property
+    def upper_s(self):
+        return self.time.upper_s
+
+    @property
+    def bound(self):
+        return self.time.bound
+
+    @property
+    def tokens_per_s(self):
+        return np.divide(self.tokens, self.step_s)
+
+    @property
+    def fits(self):
+        return np.asarray(self.memory_per_chip_bytes) <= self.hbm_per_chip_bytes
+
+
+def _check(name: str, value, *, allow_zero: bool) -> np.ndarray:
+    arr = np.asarray(value, dtype=float)
+    bad = (arr < 0) if allow_zero else (arr <= 0)
+    if np.any(bad) or not np.all(np.isfinite(arr)):
+        rule = ">= 0" if allow_zero else "> 0"
+        raise SpecError(f"--{name}: must be {rule}, got {value!r}")
+    return arr
+
+
+def _check_request(model: Model, system: System, plan: Plan, *, mode, profile, expert_imbalance,
+                   dtypes) -> EfficiencyProfile:
+    """What decode and prefill both check before any arithmetic: mode and profile, plan, MoE
+    options, formats. Returns the profile the step runs with (``IDEAL`` in ideal mode)."""
+    prof = resolve(mode, profile, system.accelerator)
+    plan.validate(model, system)
+    require_number("--expert-imbalance", expert_imbalance, minimum=1,
+                   hint="the hottest expert rank's tokens over the mean; 1 = uniform routing")
+    for dt in dtypes:
+        if dt is not None:
+            get_dtype(dt)
+    return prof
+
+
+def memory_per_chip(model: Model, plan: Plan, *, batch, context, weight_dtype=None, kv_dtype=None):
+    """Bytes held per chip on the largest stage: weights + KV of every sequence at ``context``."""
+    phi = plan.stage_fraction(model)
+    w = model.weight_bytes(weight_dtype)
+    weights = phi * (w.non_expert / plan.tp + w.routed_experts / plan.width)
+    return weights + kv_per_chip(model, plan, batch=batch, context=context, kv_dtype=kv_dtype)
+
+
+def kv_per_chip(model: Model, plan: Plan, *, batch, context, kv_dtype=None):
+    """KV bytes held per chip on the largest stage by ``batch`` sequences at ``context`` (the KV
+    term of ``memory_per_chip``, computed on its own: no cancellation against the weights)."""
+    phi = plan.stage_fraction(model)
+    return phi * np.asarray(batch, dtype=float) * model.kv_bytes(context, kv_dtype) / (plan.kv_shards(model) * plan.adp)
+
+
+def weights_read_per_chip(model: Model, plan: Plan, *, weight_dtype=None, touched_fraction=1.0):
+    """Weight bytes one stage-step reads per chip: the non-expert weights (less an untied input
+    embedding, which is only looked up) and the touched share of this chip's routed experts."""
+    non_expert, experts = _weights_read_parts(model, plan, weight_dtype=weight_dtype, touched_fraction=touched_fraction)
+    return non_expert + experts
+
+
+def _weights_read_parts(model: Model, plan: Plan, *, weight_dtype, touched_fraction):
+    w = model.weight_bytes(weight_dtype)
+    phi = plan.stage_fraction(model)
+    return phi * w.non_expert_read_per_step / plan.tp, phi * touched_fraction * w.routed_experts / plan.width
+
+
+def _tiered(tier: str, system: System, one_tier, two_tier, *, message_bytes, participants: int,
+            domain_chips: int):
+    """A collective on the tier ``place`` chose: inside the scale-up domain, or hierarchical across
+    domains (with one chip per domain the hierarchical form is all scale-out)."""
+    if tier == "none":
+        return 0.0
+    if tier == "scale_up":
+        return one_tier(message_bytes=message_bytes, participants=participants, link=system.scale_up)
+    return two_tier(message_bytes=message_bytes, participants=participants, domain_chips=domain_chips,
+                    scale_up=system.scale_up, scale_out=system.scale_out)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CommParts:
+    """Communication of one iteration on the critical chip, per collective: seconds (all
+    stage-steps and hops of the iteration) and bytes each chip sends, and the tier it lands on."""
+
+    tp_all_reduce_s: object
+    ep_all_to_all_s: object
+    pp_hops_s: object
+    tp_bytes: object
+    ep_bytes: object
+    pp_hop_bytes: object
+    tiers: dict
+
+    @property
+    def total_s(self):
+        return np.add(np.add(self.tp_all_reduce_s, self.ep_all_to_all_s), self.pp_hops_s)
+
+
+def comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dtype=None,
+               expert_imbalance: float = 1.0) -> CommParts:
+    """Communication of one iteration moving ``tokens`` tokens per micro-batch (batch/pp x tokens
+    per sequence), with pp micro-batches per iteration (SPEC D15, D18, D19).
+
+    Per stage-step: 2 TP all-reduces per layer over each attention group's tokens (ring or
+    one-shot, whichever is faster; conservative for MoE layers with adp > 1, whose second one a
+    fused combine can replace); for MoE layers with attention data-parallel (adp > 1) the dispatch
+    (``dispatch_dtype``, default bf16) and combine (bf16) all-to-alls over the stage's chips, each
+    chip sending its 1/width share of the token-expert pairs to every expert-TP rank (the hottest
+    rank receives ``expert_imbalance`` x the mean). Per iteration: the pipeline hops, inside and
+    across domains. Omits overlap of communication with compute (the roofline takes the max)."""
+    where = place(plan, system)
+    act = get_dtype(ACTIVATION_DTYPE).bytes
+    d = model.d_model
+    phi = plan.stage_fraction(model)
+    tokens = np.asarray(tokens, dtype=float)
+    zero = np.zeros_like(tokens)
+    tp_msg = tokens / plan.adp * d * act
+    tp_s = zero + plan.pp * phi * model.n_layers * 2 * _tiered(
+        where.tp_tier, system, all_reduce_s, two_tier_all_reduce_s, message_bytes=tp_msg, participants=plan.tp,
+        domain_chips=where.chips_per_domain)
+    ep_s, ep_bytes = zero, zero
+    if model.is_moe and where.ep_tier != "none":
+        pairs = tokens / plan.width * model.moe.top_k * plan.expert_tp * expert_imbalance
+        messages = [pairs * d * get_dtype(dt).bytes for dt in (dispatch_dtype or ACTIVATION_DTYPE, ACTIVATION_DTYPE)]
+        layers = plan.pp * phi * model.n_moe_layers
+        ep_s = zero + layers * sum(_tiered(where.ep_tier, system, all_to_all_s, two_tier_all_to_all_s,
+                                           participants=plan.width, message_bytes=m,
+                                           domain_chips=where.chips_per_domain) for m in messages)
+        ep_bytes = layers * sum(messages)
+    hop_msg = tokens * d * act / plan.width
+    hops_s = zero
+    if where.pp_hops_up:
+        hops_s = hops_s + where.pp_hops_up * p2p_s(message_bytes=hop_msg, link=system.scale_up)
+    if where.pp_hops_out:
+        hops_s = hops_s + where.pp_hops_out * p2p_s(message_bytes=hop_msg, link=system.scale_out)
+    tp_bytes = zero + (plan.pp * phi * model.n_layers * 2 * tp_msg if plan.tp > 1 else 0.0)
+    return CommParts(tp_all_reduce_s=tp_s, ep_all_to_all_s=ep_s, pp_hops_s=hops_s, tp_bytes=tp_bytes,
+                     ep_bytes=ep_bytes, pp_hop_bytes=(plan.pp - 1) * hop_msg, tiers=where.tiers)
+
+
+def _assemble(model, system, plan, *, phase, mode, profile, batch, context, tokens_per_seq, flops_attn_per_seq,
+              kv_read_per_seq, kv_write_per_seq, weight_dtype, kv_dtype, expert_imbalance,
+              dispatch_dtype) -> StepResult:
+    """Shared arithmetic of decode and prefill for one micro-batch of batch/pp sequences. The
+    hottest expert rank (``expert_imbalance`` x the mean tokens) sets the expert compute, the
+    touched share of its experts (1-(1-k/E)^(imbalance·tokens), an approximation) and the
+    all-to-all volume it receives. Ideal mode: the roofline of the sums; calibrated mode:
+    ``calibrated.calibrated_time`` of the same work."""
+    chip = system.accelerator
+    pp = plan.pp
+    phi = plan.stage_fraction(model)
+    micro = batch / pp
+    tokens = micro * tokens_per_seq
+    mm = model.matmul_flops_per_token()
+    w_dtype = weight_dtype or model.weight_dtype
+    e_dtype = weight_dtype or model.expert_weight_dtype
+    touched = 0.0
+    if model.is_moe:
+        touched = touched_expert_fraction(experts=model.moe.n_routed, active_experts=model.moe.top_k,
+                                          tokens=expert_imbalance * tokens)
+    ne_bytes, ex_bytes = _weights_read_parts(model, plan, weight_dtype=weight_dtype, touched_fraction=touched)
+    work = Work(tokens=tokens, ne_flops=phi / plan.width * tokens * mm.non_expert,
+                ex_flops=phi / plan.width * expert_imbalance * tokens * mm.expert,
+                attn_flops=phi / plan.width * micro * flops_attn_per_seq, ne_bytes=ne_bytes, ex_bytes=ex_bytes,
+                kv_bytes=phi * micro * (kv_read_per_seq + kv_write_per_seq) / (plan.kv_shards(model) * plan.adp),
+                touched=touched, ne_peak=chip.peak(w_dtype), ex_peak=chip.peak(e_dtype),
+                attn_peak=chip.peak(ACTIVATION_DTYPE), bandwidth=chip.hbm_bandwidth_bytes_per_s)
+    comm = comm_parts(model, profile.system(system), plan, tokens=tokens, dispatch_dtype=dispatch_dtype,
+                      expert_imbalance=expert_imbalance)
+    if profile.is_ideal:
+        time = StepTime(compute_s=pp * (work.ne_flops / work.ne_peak + work.attn_flops / work.attn_peak
+                                        + work.ex_flops / work.ex_peak),
+                        memory_s=pp * (ne_bytes + ex_bytes + work.kv_bytes) / work.bandwidth, comm_s=comm.total_s)
+    else:
+        time = calibrated_time(model, plan, work, profile, comm_s=comm.total_s, comm_tiers=comm.tiers)
+    flops = batch * tokens_per_seq * mm.total + batch * flops_attn_per_seq
+    return StepResult(
+        phase=phase, mode=mode, profile=profile.name, plan=plan, batch=batch, context=context, time=time,
+        flops=flops, weight_bytes=pp * (ne_bytes + ex_bytes) * plan.chips,
+        kv_bytes=batch * (kv_read_per_seq + kv_write_per_seq), tokens=batch * tokens_per_seq,
+        memory_per_chip_bytes=memory_per_chip(model, plan, batch=batch, context=context + (
+            tokens_per_seq if phase == "prefill" else 0), weight_dtype=weight_dtype, kv_dtype=kv_dtype),
+        hbm_per_chip_bytes=chip.hbm_bytes, compute_dtype=chip.compute_dtype(w_dtype))
+
+
+def decode_step(model: Model, system: System, *, batch, context, plan: Plan | None = None,
+                weight_dtype: str | None = None, kv_dtype: str | None = None, mode: str = "ideal",
+                expert_imbalance: float = 1.0, dispatch_dtype: str | None = None,
+                profile: EfficiencyProfile | None = None) -> StepResult:
+    """One decode iteration: ``batch`` sequences each attend ``context`` cached tokens and emit one.
+
+    ``batch`` and ``context`` broadcast as numpy arrays. Attention uses MLA's absorbed form.
+    """
+    plan = plan or Plan()
+    prof = _check_request(model, system, plan, mode=mode, profile=profile, expert_imbalance=expert_imbalance,
+                          dtypes=(weight_dtype, kv_dtype, dispatch_dtype))
+    batch = _check("batch", batch, allow_zero=False)
+    context = _check("context", context, allow_zero=True)
+    return _assemble(model, system, plan, phase="decode", mode=mode, profile=prof, batch=batch, context=context,
+                     tokens_per_seq=1.0, flops_attn_per_seq=model.attention_flops_per_token(context, absorbed=True),
+                     kv_read_per_seq=model.kv_read_bytes(context, kv_dtype),
+                     kv_write_per_seq=model.kv_bytes_per_token(kv_dtype), weight_dtype=weight_dtype,
+                     kv_dtype=kv_dtype, expert_imbalance=expert_imbalance, dispatch_dtype=dispatch_dtype)
+
+
+def prefill_step(model: Model, system: System, *, batch, prompt_tokens, cached_tokens=0, plan: Plan | None = None,
+                 weight_dtype: str | None = None, kv_dtype: str | None = None, mode: str = "ideal",
+                 expert_imbalance: float = 1.0, dispatch_dtype: str | None = None,
+                 profile: EfficiencyProfile | None = None) -> StepResult:
+    """Prefill ``batch`` prompts of ``prompt_tokens`` new tokens after ``cached_tokens`` cached ones.
+
+    KV traffic: the cached prefix is read once, the new tokens' KV written once (flash-attention
+    tiling keeps re-reads on chip; omitted). Causal attention FLOPs are summed exactly.
+    """
+    plan = plan or Plan()
+    prof = _check_request(model, system, plan, mode=mode, profile=profile, expert_imbalance=expert_imbalance,
+                          dtypes=(weight_dtype, kv_dtype, dispatch_dtype))
+    batch = _check("batch", batch, allow_zero=False)
+    prompt = _check("context", prompt_tokens, allow_zero=False)
+    cached = _check("cached-tokens", cached_tokens, allow_zero=True)
+    new_kv = model.kv_bytes(cached + prompt, kv_dtype) - model.kv_bytes(cached, kv_dtype)
+    return _assemble(model, system, plan, phase="prefill", mode=mode, profile=prof, batch=batch, context=cached,
+                     tokens_per_seq=prompt, flops_attn_per_seq=model.prefill_attention_flops(prompt, cached),
+                     kv_read_per_seq=model.kv_read_bytes(cached, kv_dtype, sparse=False), kv_write_per_seq=new_kv,
+                     weight_dtype=weight_dtype, kv_dtype=kv_dtype, expert_imbalance=expert_imbalance,
+                     dispatch_dtype=dispatch_dtype)
