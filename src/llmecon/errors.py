@@ -1,17 +1,69 @@
-"""One error hierarchy for the whole package.
+"""One error hierarchy for the whole package, with errors as data.
 
-Every error a user can cause is a ``LlmeconError`` (a ``ValueError``) whose message is one line
-naming the field, the problem and a fix. Front-ends turn it into exit code 2 (CLI) or 422 (web).
+Every error a user can cause is a ``LlmeconError`` (a ``ValueError``) that carries
+
+* ``field``: the input it is about, by its library name (``"tp"``, ``"weight_dtype"``, ``"context"``),
+  or None for a whole file or request;
+* ``rule``: what must hold (``"must be a whole number >= 1"``);
+* ``value``: what was given (absent when there is nothing to show);
+* ``fix``: what to do about it.
+
+The core never spells a command-line flag or a JSON key. Front-ends choose the spelling when they
+render: ``exc.render(spell)`` names ``field`` and every ``{name}`` placeholder in the rule or the
+fix through ``spell`` (the CLI spells ``tp`` as ``--tp``, the web API keeps ``tp``); ``str(exc)``
+uses the library names. The CLI prints the rendered line and exits 2; the web answers 422 with
+``field`` as the error's location. Free-text errors (a malformed catalogue file) have no field.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable
+
+#: marks "no value given" (None is a value a user can give)
+NO_VALUE = type("NoValue", (), {"__repr__": lambda self: "NO_VALUE"})()
+_PLACEHOLDER = re.compile(r"\{([a-z][a-z0-9_]*)\}")
+
+
+def library_name(field: str) -> str:
+    """The spelling ``str(exc)`` uses: the library's own name."""
+    return field
 
 
 class LlmeconError(ValueError):
-    """Base class of every error caused by bad input."""
+    """Base class of every error caused by bad input.
+
+    ``LlmeconError(rule, field=..., value=..., fix=...)`` renders as ``"<field> <value>: <rule>; <fix>"``
+    (``value`` only when ``show_value``; the require_* validators put "got <value>" in the rule
+    instead). With no field, the rule is the whole message.
+    """
+
+    def __init__(self, rule: str, *, field: str | None = None, value=NO_VALUE, fix: str | None = None,
+                 show_value: bool = True):
+        self.rule, self.field, self.value, self.fix = rule, field, value, fix
+        self.show_value = show_value and value is not NO_VALUE
+        super().__init__(self.render())
+
+    def render(self, spell: Callable[[str], str] = library_name) -> str:
+        """One line, with the field and every ``{name}`` placeholder spelled by ``spell``."""
+        def sub(text: str) -> str:
+            return _PLACEHOLDER.sub(lambda m: spell(m.group(1)), text)
+
+        body = sub(self.rule) + (f"; {sub(self.fix)}" if self.fix else "")
+        if self.field is None:
+            return body
+        head = spell(self.field) + (f" {_show(self.value)}" if self.show_value else "")
+        return f"{head}: {body}"
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+def _show(value) -> str:
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return f"{value:g}"
+    return str(value)
 
 
 class SpecError(LlmeconError):
@@ -30,34 +82,43 @@ class InfeasibleError(LlmeconError):
     """The request is well-formed but impossible (does not fit in memory, no plan meets the SLO)."""
 
 
+def with_field(exc: LlmeconError, field: str) -> LlmeconError:
+    """``exc`` re-attributed to ``field`` when it names none (a dtype lookup that the caller knows
+    came from ``weight_dtype``): the same class, rule, value and fix."""
+    if exc.field is not None:
+        return exc
+    return type(exc)(exc.rule, field=field, fix=exc.fix)
+
+
 def did_you_mean(name: str, choices: Iterable[str]) -> str:
     """Return ``" (did you mean 'x'?)"`` for the closest choice, or ``""`` when none is close."""
     close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
-def unknown_name(kind: str, name: str, choices: Iterable[str]) -> CatalogError:
-    """The standard error for a name that is not in a registry."""
+def unknown_name(kind: str, name: str, choices: Iterable[str], *, field: str | None = None) -> CatalogError:
+    """The standard error for a name that is not in a registry (``field``: the input that named it)."""
     choices = sorted(choices)
     hint = did_you_mean(name, choices)
     listing = ", ".join(choices[:12]) + (", ..." if len(choices) > 12 else "")
-    return CatalogError(f"unknown {kind} '{name}'{hint}; known: {listing}")
+    return CatalogError(f"unknown {kind} '{name}'{hint}", field=field, fix=f"known: {listing}")
 
 
 def require_whole(name: str, value, minimum: int = 1) -> int:
     """``value`` as an int >= ``minimum`` (Python or numpy integer, not bool, not 4.0), else
-    SpecError naming ``name`` (a CLI flag or field), the rule and the value."""
+    SpecError with field ``name``, the rule and the value."""
     import numbers
 
     if not (isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= minimum):
-        raise SpecError(f"{name}: must be a whole number >= {minimum}, got {value!r}")
+        raise SpecError(f"must be a whole number >= {minimum}, got {value!r}", field=name, value=value,
+                        show_value=False)
     return int(value)
 
 
 def require_number(name: str, value, *, minimum: float | None = None, exclusive: bool = False,
                    maximum: float | None = None, hint: str = "") -> float:
-    """``value`` as a finite float within bounds, else SpecError naming ``name`` (a CLI flag or
-    field), the rule and the value. ``exclusive`` makes the minimum strict."""
+    """``value`` as a finite float within bounds, else SpecError with field ``name``, the rule and
+    the value (``hint``: the fix). ``exclusive`` makes the minimum strict."""
     import math
 
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
@@ -71,5 +132,6 @@ def require_number(name: str, value, *, minimum: float | None = None, exclusive:
             rule += f" {'>' if exclusive else '>='} {minimum:g}"
         if maximum is not None:
             rule += f" and <= {maximum:g}"
-        raise SpecError(f"{name}: must be {rule}, got {value!r}" + (f"; {hint}" if hint else ""))
+        raise SpecError(f"must be {rule}, got {value!r}", field=name, value=value, fix=hint or None,
+                        show_value=False)
     return float(value)

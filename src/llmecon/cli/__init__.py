@@ -12,6 +12,11 @@ COMMAND_MODULES = ("analyze", "context", "serving", "training", "moe", "plan", "
                    "lecture")
 
 
+def flag(field: str) -> str:
+    """How the CLI spells a library field in messages: ``weight_dtype`` -> ``--weight-dtype``."""
+    return field if field.startswith("-") else "--" + field.replace("_", "-")
+
+
 def build_app():
     """The typer app with every command registered (each command module decorates ``options.app``)."""
     import importlib
@@ -33,5 +38,5 @@ def main(argv: list[str] | None = None) -> None:
     try:
         app(args=argv, prog_name="llmecon", standalone_mode=True)
     except LlmeconError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        typer.echo(f"error: {exc.render(flag)}", err=True)
         sys.exit(2)

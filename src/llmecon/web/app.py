@@ -139,9 +139,9 @@ def create_app() -> FastAPI:
 
     @app.exception_handler(LlmeconError)
     async def _bad_input(request: Request, exc: LlmeconError):
-        fields = _fields(request)
-        return JSONResponse(status_code=422, content={"detail": _detail(_field_of(str(exc), fields),
-                                                                        _web_message(str(exc)), type(exc).__name__)})
+        message = _web_message(exc.render())
+        field = _field_of(str(exc), _fields(request)) if exc.field is None else exc.field.lstrip("-").replace("-", "_")
+        return JSONResponse(status_code=422, content={"detail": _detail(field, message, type(exc).__name__)})
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
