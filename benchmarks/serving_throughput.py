@@ -52,7 +52,8 @@ SCENARIOS = {
 
 
 def run(name: str, n: int) -> dict:
-    from llmecon.econ.batching import Deployment, smallest_plan
+    from llmecon.spec.deployment import Deployment
+    from llmecon.econ.batching import smallest_plan
     from llmecon.catalog.hardware import get_system
     from llmecon.catalog.models import get_model
     from llmecon.serving import Continuous, SimConfig, Train, lognormal, simulate, synthetic

@@ -12,7 +12,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "Accelerator": "spec.hardware", "Attention": "spec.model", "BatchCurve": "econ.batching", "BatchEconomics": "econ.batching",
-    "CatalogError": "errors", "DType": "dtypes", "Deployment": "econ.batching", "FastMode": "econ.batching",
+    "CatalogError": "errors", "DType": "dtypes", "Deployment": "spec.deployment", "FastMode": "econ.batching",
     "InfeasibleError": "errors", "Link": "spec.hardware", "LlmeconError": "errors", "MoE": "spec.model", "Model": "spec.model",
     "Plan": "spec.plan", "SpecError": "errors", "StepResult": "step.inference", "StepTime": "step.roofline",
     "System": "spec.hardware", "UnitError": "errors",

@@ -7,7 +7,9 @@ field and a fix (the CLI prints them as one line and exits 2; the web API answer
 
 from __future__ import annotations
 
-from .econ.batching import Deployment, smallest_plan
+from .econ.batching import smallest_plan
+from .spec.deployment import Deployment
+from .spec.efficiency import IDEAL
 from .catalog.hardware import get_system
 from .catalog.models import get_model
 from .dtypes import get_dtype
@@ -50,7 +52,6 @@ def deployment(model: str, system: str, *, tp: int | None = None, ep: int | None
         plan = smallest_plan(m, s, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
     if plan is None:
         plan = Plan(tp=tp or 1, ep=ep or 1, pp=pp or 1, adp=adp)
-    plan.validate(m, s)
-    mode_name, prof = fidelity(mode, profile, s)
-    return Deployment(model=m, system=s, plan=plan, weight_dtype=weight_dtype, kv_dtype=kv_dtype, mode=mode_name,
-                      profile=prof)
+    _, prof = fidelity(mode, profile, s)
+    return Deployment(model=m, system=s, plan=plan, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+                      profile=prof or IDEAL)

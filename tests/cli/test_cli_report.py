@@ -12,7 +12,8 @@ from html import escape as html_escape
 import pytest
 from cli_run import run
 
-from llmecon.econ.batching import Deployment, batch_economics
+from llmecon.spec.deployment import Deployment
+from llmecon.econ.batching import batch_economics
 from llmecon.catalog.hardware import get_system
 from llmecon.catalog.models import get_model
 from llmecon.econ.context import context_economics

@@ -39,7 +39,8 @@ def test_defaults_run_and_have_the_documented_keys(default_run):
 
 
 def test_json_matches_the_library():
-    from llmecon.econ.batching import Deployment, smallest_plan
+    from llmecon.spec.deployment import Deployment
+    from llmecon.econ.batching import smallest_plan
     from llmecon.catalog.hardware import get_system
     from llmecon.catalog.models import get_model
     from llmecon.serving import SimConfig, fixed, simulate, synthetic

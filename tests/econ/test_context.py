@@ -16,7 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmecon.econ.batching import Deployment, crossover_context, max_batch, smallest_plan
+from llmecon.spec.deployment import Deployment
+from llmecon.econ.batching import crossover_context, max_batch, smallest_plan
 from llmecon.catalog.hardware import get_system
 from llmecon.catalog.models import get_model
 from llmecon.econ.context import (block_sparse_reads, check_prices, context_economics, kv_per_sequence_bytes,

@@ -16,7 +16,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from llmecon.econ.batching import Deployment, crossover_context, max_batch, max_roofline_fast_mode
+from llmecon.spec.deployment import Deployment
+from llmecon.econ.batching import crossover_context, max_batch, max_roofline_fast_mode
 from llmecon.catalog.hardware import get_system
 from llmecon.catalog.models import get_model
 from llmecon.catalog.prices import get_price_sheet
@@ -29,6 +30,7 @@ from llmecon.spec.prices import CacheWrite, ContextTier, PriceSheet
 from llmecon.econ.pricing import (break_even_hold_s, cache_hold_price_per_hour, cache_tier_fit, decode_prefill_cost_ratio,
                              equivalent_kv_layers, five_minute_tiers, infer_fast_mode, infer_kv_from_price_step,
                              kv_bytes_from_crossover, operating_point, serving_cost)
+from llmecon.step.inference import decode_of
 
 FAST = settings(max_examples=80, deadline=None)
 
@@ -205,7 +207,7 @@ def test_serving_cost_output_hand_check(llama_tp8):
     """Output $/Mtok = decode step time x chips / batch at $2/chip-hour: batch 32 at 4,096 tokens, the
     step from the deployment's own decode (an independent call), 8 chips."""
     sc = serving_cost(llama_tp8, context=4096, price_per_chip_hour=2.0, batch=32)
-    step = float(llama_tp8.decode(batch=32, context=4096).step_s)
+    step = float(decode_of(llama_tp8, batch=32, context=4096).step_s)
     assert (sc.batch, sc.chips) == (32.0, 8)
     assert sc.output_usd_per_mtok == pytest.approx(step * 8 / 32 * 2.0 / 3600 * 1e6, rel=1e-12)
     # input tokens are prefilled compute-bound: at least 2·N_active FLOPs per token at the bf16 peak,

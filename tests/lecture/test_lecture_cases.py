@@ -21,9 +21,10 @@ import pytest
 import yaml
 
 from llmecon.econ import batching, training
-from llmecon.econ.batching import (Deployment, additive_fast_mode_load, balance_batch, balance_batch_with_kv,
-                              batch_economics, drain_time_s, fast_mode_batch_ratio, latency_floor_s,
-                              max_roofline_fast_mode, no_batching_cost_ratio, require_fit, throughput_tokens_per_s)
+from llmecon.spec.deployment import Deployment
+from llmecon.econ.batching import (additive_fast_mode_load, balance_batch, balance_batch_with_kv, batch_economics,
+    drain_time_s, fast_mode_batch_ratio, latency_floor_s, max_roofline_fast_mode, no_batching_cost_ratio, require_fit,
+    throughput_tokens_per_s)
 from llmecon.catalog.hardware import get_accelerator, get_system
 from llmecon.catalog.models import get_model
 from llmecon.catalog.prices import get_price_sheet

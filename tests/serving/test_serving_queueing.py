@@ -14,12 +14,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from llmecon.econ.batching import Deployment, smallest_plan
+from llmecon.spec.deployment import Deployment
+from llmecon.econ.batching import smallest_plan
 from llmecon.catalog.hardware import get_system
 from llmecon.catalog.models import get_model
 from llmecon.serving import (Adaptive, Continuous, FixedService, SimConfig, Train, fixed, md1_mean_wait_s,
                              mdc_mean_wait_s, mm1_mean_wait_s, mmc_mean_wait_s, simulate, synthetic,
                              train_mean_wait_s)
+from llmecon.step.inference import decode_of
 
 N = 200_000
 TOL = 0.05
@@ -117,7 +119,7 @@ def test_train_schedule_on_a_real_deployment():
     those show up as late trains and longer waits."""
     m, s = get_model("llama-3.1-8b"), get_system("h100-sxm")
     dep = Deployment(model=m, system=s, plan=smallest_plan(m, s))
-    tau = 1.5 * float(dep.decode(batch=64, context=800).step_s)
+    tau = 1.5 * float(decode_of(dep, batch=64, context=800).step_s)
     wl = synthetic(rate_per_s=40.0, prompt=fixed(64), output=fixed(32), n=20_000, seed=5)
     res = simulate(dep, wl, SimConfig(policy=Train(tau_s=tau, batch_cap=64), drain=True))
     assert res.counts()["completed"] == 20_000
@@ -133,7 +135,7 @@ def test_train_schedule_on_a_real_deployment():
 def test_long_prompts_make_trains_late():
     m, s = get_model("llama-3.1-8b"), get_system("h100-sxm")
     dep = Deployment(model=m, system=s, plan=smallest_plan(m, s))
-    tau = 1.5 * float(dep.decode(batch=64, context=800).step_s)
+    tau = 1.5 * float(decode_of(dep, batch=64, context=800).step_s)
     wl = synthetic(rate_per_s=40.0, prompt=fixed(2048), output=fixed(32), n=2_000, seed=5)
     res = simulate(dep, wl, SimConfig(policy=Train(tau_s=tau, batch_cap=64), drain=True))
     assert res.pools[0].late_trains > 0

@@ -14,7 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmecon.econ.batching import Deployment, smallest_plan
+from llmecon.spec.deployment import Deployment
+from llmecon.econ.batching import smallest_plan
 from llmecon.catalog.hardware import get_system
 from llmecon.catalog.models import get_model
 from llmecon.step.inference import decode_step, prefill_step

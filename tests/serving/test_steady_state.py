@@ -32,22 +32,24 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmecon.econ.batching import Deployment
+from llmecon.spec.deployment import Deployment
 from llmecon.catalog.hardware import get_accelerator, get_system
 from llmecon.catalog.models import get_model
 from llmecon.catalog.profiles import default_profile
+from llmecon.spec.efficiency import IDEAL
 from llmecon.errors import SpecError
 from llmecon.spec.plan import Plan
 from llmecon.serving import Continuous, SimConfig, fixed, simulate, synthetic
 from llmecon.serving.steady_state import kv_capacity, steady_state
+from llmecon.step.inference import decode_of, prefill_of
 
 FAST = settings(max_examples=30, deadline=None)
 H100_PROFILE = default_profile(get_accelerator("h100-sxm"))
 
 
 def _dep(model="llama-3.1-8b", tp=1, mode="ideal"):
-    return Deployment(model=get_model(model), system=get_system("hgx-h100"), plan=Plan(tp=tp), mode=mode,
-                      profile=H100_PROFILE if mode == "calibrated" else None)
+    return Deployment(model=get_model(model), system=get_system("hgx-h100"), plan=Plan(tp=tp),
+                      profile=H100_PROFILE if mode == "calibrated" else IDEAL)
 
 
 LLAMA8 = _dep()
@@ -80,8 +82,8 @@ def test_hand_solved_fixed_point():
     C, P, O = 16, 512, 128
     ss = steady_state(LLAMA8, concurrency=C, prompt_tokens=P, output_tokens=O)
     B = C
-    t_d = _f(LLAMA8.decode(batch=B, context=P + (O - 1) / 2).step_s)
-    t_p = _f(LLAMA8.prefill(batch=1, prompt_tokens=P).step_s)
+    t_d = _f(decode_of(LLAMA8, batch=B, context=P + (O - 1) / 2).step_s)
+    t_p = _f(prefill_of(LLAMA8, batch=1, prompt_tokens=P).step_s)
     beta = (O - 2) * t_d + (B - 1) * t_p
     tpot = (beta + math.sqrt(beta ** 2 + 4 * (O - 1) * t_d * (t_d + t_p))) / (2 * (O - 1))
     ttft = t_d + t_p
@@ -155,10 +157,10 @@ def test_tpot_and_ttft_bounds(name, cpo, calibrated):
     ss = steady_state(dep, concurrency=C, prompt_tokens=P, output_tokens=O)
     B = _f(ss.effective_batch)
     assert B == min(C, _f(kv_capacity(dep, P + O))) >= 1
-    step = _f(dep.decode(batch=B, context=P + (O - 1) / 2).step_s)
+    step = _f(decode_of(dep, batch=B, context=P + (O - 1) / 2).step_s)
     assert _f(ss.tpot_s) >= step * (1 - 1e-12)
     assert _f(ss.ttft_s) >= _f(ss.prefill_s) * (1 - 1e-12)
-    assert _f(ss.prefill_s) == pytest.approx(_f(dep.prefill(batch=1, prompt_tokens=P).step_s), rel=1e-12)
+    assert _f(ss.prefill_s) == pytest.approx(_f(prefill_of(dep, batch=1, prompt_tokens=P).step_s), rel=1e-12)
     run = _f(ss.ttft_s) - _f(ss.queue_s)
     assert _f(ss.requests_per_s) * (run + (O - 1) * _f(ss.tpot_s)) == pytest.approx(B, rel=1e-9)
 

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import pytest
 
-from llmecon.econ.batching import Deployment, balance_batch_with_kv, batch_economics, max_batch
+from llmecon.spec.deployment import Deployment
+from llmecon.econ.batching import balance_batch_with_kv, batch_economics, max_batch
 from llmecon.step.collectives import all_reduce_s, one_shot_all_reduce_s, ring_all_reduce_s
 from llmecon.spec.hardware import Accelerator, Link, System
 from llmecon.catalog.hf_config import model_from_hf_config

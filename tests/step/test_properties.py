@@ -13,13 +13,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmecon.econ.batching import Deployment, balance_batch, batch_curve
+from llmecon.spec.deployment import Deployment
+from llmecon.econ.batching import balance_batch, batch_curve
 from llmecon.catalog.hardware import get_system
 from llmecon.catalog.models import get_model
 from llmecon.step.collectives import ring_all_reduce_s
 from llmecon.spec.hardware import Link
 from llmecon.step.inference import decode_step, memory_per_chip, prefill_step, touched_expert_fraction
 from llmecon.spec.plan import Plan
+from llmecon.step.inference import decode_of
 
 FAST = settings(max_examples=50, deadline=None)
 
@@ -59,7 +61,7 @@ contexts = st.integers(min_value=0, max_value=500_000)
 @given(b1=batches, b2=batches, context=contexts)
 def test_decode_step_monotone_in_batch(deployment, b1, b2, context):
     b1, b2 = sorted((b1, b2))
-    step = _dep(*deployment).decode(batch=np.array([b1, b2], dtype=float), context=context)
+    step = decode_of(_dep(*deployment), batch=np.array([b1, b2], dtype=float), context=context)
     t = np.asarray(step.step_s)
     assert t[0] <= t[1] * (1 + 1e-12)
     assert np.all(np.asarray(step.time.lower_s) <= np.asarray(step.time.upper_s))
@@ -70,7 +72,7 @@ def test_decode_step_monotone_in_batch(deployment, b1, b2, context):
 @given(batch=batches, c1=contexts, c2=contexts)
 def test_decode_step_monotone_in_context(deployment, batch, c1, c2):
     c1, c2 = sorted((c1, c2))
-    step = _dep(*deployment).decode(batch=batch, context=np.array([c1, c2], dtype=float))
+    step = decode_of(_dep(*deployment), batch=batch, context=np.array([c1, c2], dtype=float))
     t = np.asarray(step.step_s)
     assert t[0] <= t[1] * (1 + 1e-12)
     upper = np.asarray(step.upper_s)

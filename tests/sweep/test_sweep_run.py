@@ -118,7 +118,7 @@ def test_simulation_rows(work, full):
 
 
 def test_simulation_row_matches_the_simulator(work, full):
-    from llmecon.econ.batching import Deployment
+    from llmecon.spec.deployment import Deployment
     from llmecon.serving import SLO, SimConfig, simulate
     from llmecon.serving.policies import policy_from_name
     from llmecon.serving.workload import fixed, synthetic

@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, AdpOpt, EpOpt, JsonOpt, KvDtypeOpt, Mode, ModeOpt, ModelOpt, Phase, PpOpt, ProfileOpt, SystemOpt, TpOpt, WeightDtypeOpt, _check_plot_path, _console, _deployment, _emit_json, _fail, _kv_table, app, catalog_app)
+from ..step.inference import decode_of, prefill_of
 
 
 @app.command()
@@ -34,7 +35,7 @@ def analyze(
     e = batch_economics(dep, context=context)
     show = batch if batch is not None else float(max(1, min(round(e.balance_batch), e.max_batch or 1)))
     require_fit(dep, batch=show, context=context)
-    at = dep.decode(batch=show, context=context)
+    at = decode_of(dep, batch=show, context=context)
     if report_path is not None:
         from ..report.html import write_html
         from ..report.analyze_html import analyze_report
@@ -89,9 +90,9 @@ def step(
 
     dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, adp=adp, profile=profile)
     if phase is Phase.decode:
-        result = dep.decode(batch=batch, context=context)
+        result = decode_of(dep, batch=batch, context=context)
     else:
-        result = dep.prefill(batch=batch, prompt_tokens=context)
+        result = prefill_of(dep, batch=batch, prompt_tokens=context)
     require_fit(dep, batch=batch, context=context)
     d = step_dict(result, dep)
     if as_json:

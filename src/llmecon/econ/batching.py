@@ -17,8 +17,8 @@ import numpy as np
 from ..dtypes import get_dtype
 from ..errors import InfeasibleError, SpecError
 from ..spec.hardware import System
-from ..spec.efficiency import EfficiencyProfile
-from ..step.inference import StepResult, decode_step, kv_per_chip, memory_per_chip, prefill_step, weights_read_per_chip
+from ..spec.deployment import Deployment, memory_per_chip
+from ..step.inference import StepResult, decode_of, weights_read_per_chip
 from ..spec.model import Model
 from ..spec.plan import Plan
 
@@ -105,47 +105,6 @@ def speculative_tokens_per_step(*, draft_tokens, acceptance):
 # ---------------------------------------------------------------------------------------------
 # Deployment-level analyses
 # ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, kw_only=True)
-class Deployment:
-    """A model on a system under a plan, with weight and KV formats (None = model's native)."""
-
-    model: Model
-    system: System
-    plan: Plan
-    weight_dtype: str | None = None
-    kv_dtype: str | None = None
-    mode: str = "ideal"
-    profile: EfficiencyProfile | None = None
-
-    @property
-    def fidelity(self) -> str:
-        """'ideal' or 'calibrated (<profile name>)', for reports."""
-        if self.mode == "ideal":
-            return "ideal"
-        from ..catalog.profiles import resolve
-
-        return f"calibrated ({resolve(self.mode, self.profile, self.system.accelerator).name})"
-
-    def decode(self, *, batch, context) -> StepResult:
-        return decode_step(self.model, self.system, batch=batch, context=context, plan=self.plan,
-                           weight_dtype=self.weight_dtype, kv_dtype=self.kv_dtype, mode=self.mode,
-                           profile=self.profile)
-
-    def prefill(self, *, batch, prompt_tokens, cached_tokens=0) -> StepResult:
-        return prefill_step(self.model, self.system, batch=batch, prompt_tokens=prompt_tokens,
-                            cached_tokens=cached_tokens, plan=self.plan, weight_dtype=self.weight_dtype,
-                            kv_dtype=self.kv_dtype, mode=self.mode, profile=self.profile)
-
-    @property
-    def weights_per_chip_bytes(self) -> float:
-        return float(memory_per_chip(self.model, self.plan, batch=0.0, context=0.0, weight_dtype=self.weight_dtype,
-                                     kv_dtype=self.kv_dtype))
-
-    def kv_per_sequence_per_chip_bytes(self, context):
-        """KV bytes one sequence at ``context`` adds to each chip of the largest stage."""
-        return kv_per_chip(self.model, self.plan, batch=1.0, context=context, kv_dtype=self.kv_dtype)
 
 
 def max_batch(dep: Deployment, *, context) -> int:
@@ -283,7 +242,7 @@ def batch_curve(dep: Deployment, *, context: float, batches=None) -> BatchCurve:
             require_fit(dep, batch=1.0, context=context)
         batches = default_batches(min(limit, 1 << 20))
     batches = np.asarray(batches, dtype=float)
-    return BatchCurve(context=float(context), batch=batches, step=dep.decode(batch=batches, context=context),
+    return BatchCurve(context=float(context), batch=batches, step=decode_of(dep, batch=batches, context=context),
                       chips=dep.plan.chips)
 
 
@@ -314,8 +273,8 @@ def crossover_context_of(dep: Deployment) -> float:
     as in SPEC; ``attention_intensity`` says when they, not KV reads, dominate at long context.
     inf if KV stops growing first (every layer windowed)."""
     grid = np.logspace(0, 9, 1801)
-    step = dep.decode(batch=1.0, context=grid)
-    base = dep.decode(batch=1.0, context=0.0)
+    step = decode_of(dep, batch=1.0, context=grid)
+    base = decode_of(dep, batch=1.0, context=0.0)
     kv_s = np.asarray(step.time.memory_s) - float(base.time.memory_s)
     gap = kv_s - float(base.time.compute_s)
     above = np.nonzero(gap >= 0)[0]
@@ -337,19 +296,19 @@ def full_weight_read_s(dep: Deployment) -> float:
 def balance_batch_of(dep: Deployment) -> float:
     """The deployment's balance batch B*: full weight-read time over one sequence's compute time
     at zero context (SPEC A3, measured on the step function rather than the closed form)."""
-    return full_weight_read_s(dep) / float(dep.decode(batch=1.0, context=0.0).time.compute_s)
+    return full_weight_read_s(dep) / float(decode_of(dep, batch=1.0, context=0.0).time.compute_s)
 
 
 def batch_economics(dep: Deployment, *, context: float, batches=None) -> BatchEconomics:
     """Balance batch, latency floor, drain time, no-batching ratio, memory limits, and the curve."""
     require_fit(dep, batch=1.0, context=max(context, 1.0))
     curve = batch_curve(dep, context=context, batches=batches)
-    one = dep.decode(batch=1.0, context=0.0)
+    one = decode_of(dep, batch=1.0, context=0.0)
     full_read_s = full_weight_read_s(dep)
     b_star = balance_batch_of(dep)
     l_x = crossover_context_of(dep)
     cost = curve.chip_s_per_token
-    at_one = dep.decode(batch=1.0, context=context)
+    at_one = decode_of(dep, batch=1.0, context=context)
     cost_one = float(at_one.step_s) * dep.plan.chips
     best = int(np.argmin(cost))
     return BatchEconomics(

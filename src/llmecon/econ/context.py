@@ -14,9 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .batching import Deployment, balance_batch_of, crossover_context_of, max_context, require_fit
+from ..spec.deployment import Deployment
+from .batching import balance_batch_of, crossover_context_of, max_context, require_fit
 from ..errors import InfeasibleError, SpecError, require_number
 from ..step.inference import ACTIVATION_DTYPE, StepResult, prefill_step
+from ..step.inference import decode_of
 
 SECONDS_PER_HOUR = 3600.0
 TOKENS_PER_MTOK = 1e6
@@ -191,7 +193,7 @@ def context_economics(dep: Deployment, *, contexts=None, batch: float | None = N
     if not np.any(np.isfinite(batches)):
         raise InfeasibleError(f"no context in the grid fits {'batch ' + format(batch, 'g') if batch else 'one sequence'}"
                               f"; the longest context for one sequence is {l_max:,.0f} tokens")
-    decode = dep.decode(batch=np.nan_to_num(batches, nan=1.0), context=contexts)
+    decode = decode_of(dep, batch=np.nan_to_num(batches, nan=1.0), context=contexts)
     b_star = balance_batch_of(dep)
     free = dep.system.accelerator.hbm_bytes - dep.weights_per_chip_bytes
     curve = ContextCurve(

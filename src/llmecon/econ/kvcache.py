@@ -19,7 +19,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .batching import Deployment, balance_batch_of
+from ..spec.deployment import Deployment
+from .batching import balance_batch_of
 from .context import SECONDS_PER_HOUR, prefill_chip_s_per_token
 from ..errors import SpecError, did_you_mean, require_number
 from ..spec.hardware import MemoryTier

@@ -15,13 +15,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .batching import (Deployment, additive_fast_mode_load, balance_batch_of, fast_mode_batch_ratio,
-    max_roofline_fast_mode, require_fit)
+from ..spec.deployment import Deployment
+from .batching import (additive_fast_mode_load, balance_batch_of, fast_mode_batch_ratio, max_roofline_fast_mode,
+    require_fit)
 from .context import SECONDS_PER_HOUR, decode_batches, prefill_chip_s_per_token, usd_per_mtok
 from ..errors import InfeasibleError, SpecError, require_number
 from ..spec.hardware import MemoryTier
 from .kvcache import five_minute_tier
 from ..spec.prices import PriceSheet
+from ..step.inference import decode_of
 
 
 # ---------------------------------------------------------------------------------------------
@@ -300,7 +302,7 @@ def serving_cost(dep: Deployment, *, context: float, price_per_chip_hour: float,
     b = float(decode_batches(dep, np.asarray([float(context)]), batch, None)[0])
     if not math.isfinite(b):
         raise InfeasibleError(f"batch {batch:g} does not fit at context {context:,.0f}")
-    step = dep.decode(batch=b, context=context)
+    step = decode_of(dep, batch=b, context=context)
     out_chip_s = float(step.step_s) * dep.plan.chips / b
     in_chip_s = float(prefill_chip_s_per_token(dep, [float(context)], balance_batch=balance_batch_of(dep))[0])
     kw = dict(price_per_chip_hour=price_per_chip_hour, utilization=utilization)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..econ.batching import Deployment
+from ..spec.deployment import Deployment
 from ..catalog.hardware import get_accelerator, get_system
 from ..catalog.models import get_model
 from ..spec.efficiency import IDEAL, EfficiencyProfile, LinkEfficiency
@@ -36,6 +36,7 @@ from ..step.kernels import collective_s, copy_s, elementwise_s, gemm_s
 from ..errors import LlmeconError, SpecError
 from .measurements import COLLECTIVE_KINDS, Measurement, default_split
 from ..spec.plan import Plan
+from ..step.inference import decode_of, prefill_of
 
 MIN_ROWS_PER_PARAM = 3
 STEP_KINDS_FITTED = ("decode", "prefill", "static")
@@ -97,20 +98,18 @@ def _predict_group(key, rows, profile):
         return collective_s(profile, get_system(key[1]), kind=kind, message_bytes=_arr(rows, "bytes"),
                             participants=key[2], chips_per_node=key[3]), nan
     _, model, system, tp, ep, pp, wdt, kvdt = key
-    mode = "ideal" if profile.is_ideal else "calibrated"
     dep = Deployment(model=get_model(model), system=get_system(system), plan=Plan(tp=tp, ep=ep, pp=pp),
-                     weight_dtype=wdt or None, kv_dtype=kvdt or None, mode=mode, profile=None if profile.is_ideal
-                     else profile)
+                     weight_dtype=wdt or None, kv_dtype=kvdt or None, profile=profile)
     b = _arr(rows, "batch")
     if kind == "prefill":
-        return np.asarray(dep.prefill(batch=b, prompt_tokens=_arr(rows, "prompt_tokens"),
+        return np.asarray(prefill_of(dep, batch=b, prompt_tokens=_arr(rows, "prompt_tokens"),
                                       cached_tokens=_arr(rows, "context")).step_s, dtype=float), nan
     if kind == "decode":
         steps = np.maximum(_arr(rows, "output_tokens", 1.0), 1.0)
         return _decode_sum(dep, b, _arr(rows, "context"), steps), nan
     if kind == "static":
         p, o = _arr(rows, "prompt_tokens"), _arr(rows, "output_tokens")
-        pf = np.asarray(dep.prefill(batch=b, prompt_tokens=p).step_s, dtype=float)
+        pf = np.asarray(prefill_of(dep, batch=b, prompt_tokens=p).step_s, dtype=float)
         return pf + _decode_sum(dep, b, p, np.maximum(o - 1, 0)), nan
     if kind == "serving":
         from ..serving.steady_state import steady_state
@@ -128,7 +127,7 @@ def _decode_sum(dep, batch, context, steps):
     total = np.zeros(len(batch))
     for i, (b, c, s) in enumerate(zip(batch, context, steps)):
         if s > 0:
-            total[i] = float(np.sum(dep.decode(batch=b, context=c + np.arange(int(s))).step_s))
+            total[i] = float(np.sum(decode_of(dep, batch=b, context=c + np.arange(int(s))).step_s))
     return total
 
 

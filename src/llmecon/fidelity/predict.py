@@ -24,12 +24,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ..econ.batching import Deployment
+from ..catalog.profiles import resolve as resolve_profile
+from ..spec.deployment import Deployment
 from ..catalog.hardware import get_system
 from ..catalog.models import get_model
 from ..spec.efficiency import EfficiencyProfile
 from ..errors import CatalogError, LlmeconError, did_you_mean
 from ..spec.plan import Plan
+from ..step.inference import decode_of, prefill_of
 
 INPUT_COLUMNS = ("model", "system", "phase", "batch", "context", "prompt_tokens", "output_tokens", "tp", "ep", "pp",
                  "weight_dtype", "kv_dtype")
@@ -121,21 +123,22 @@ def predict_cases(rows: list[dict], *, mode: str = "ideal", profile: EfficiencyP
 
 def _predict_group(key, idx, shapes, out, *, mode, profile) -> None:
     model, system, phase, tp, ep, pp, wdt, kvdt = key
-    dep = Deployment(model=get_model(model), system=get_system(system), plan=Plan(tp=tp, ep=ep, pp=pp),
-                     weight_dtype=wdt, kv_dtype=kvdt, mode=mode, profile=profile)
+    sys_ = get_system(system)
+    dep = Deployment(model=get_model(model), system=sys_, plan=Plan(tp=tp, ep=ep, pp=pp), weight_dtype=wdt,
+                     kv_dtype=kvdt, profile=resolve_profile(mode, profile, sys_.accelerator))
     col = {name: np.array([shapes[i][name] for i in idx]) for name in shapes[idx[0]]}
     extra = {}
     if phase == "decode":
-        r = dep.decode(batch=col["batch"], context=col["context"])
+        r = decode_of(dep, batch=col["batch"], context=col["context"])
     elif phase == "prefill":
-        r = dep.prefill(batch=col["batch"], prompt_tokens=col["prompt_tokens"], cached_tokens=col["context"])
+        r = prefill_of(dep, batch=col["batch"], prompt_tokens=col["prompt_tokens"], cached_tokens=col["context"])
     else:
         from ..serving.steady_state import steady_state
 
         ss = steady_state(dep, concurrency=col["batch"], prompt_tokens=col["prompt_tokens"],
                           output_tokens=col["output_tokens"])
         b = np.where(ss.effective_batch >= 1, ss.effective_batch, 1.0)
-        r = dep.decode(batch=b, context=col["prompt_tokens"] + (col["output_tokens"] - 1) / 2)
+        r = decode_of(dep, batch=b, context=col["prompt_tokens"] + (col["output_tokens"] - 1) / 2)
         extra = {"tpot_s": ss.tpot_s, "ttft_s": ss.ttft_s, "effective_batch": ss.effective_batch,
                  "tokens_per_s": ss.output_tokens_per_s}
     n = len(idx)

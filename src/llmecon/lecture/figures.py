@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..econ.batching import Deployment, batch_economics, smallest_plan
+from ..spec.deployment import Deployment
+from ..econ.batching import batch_economics, smallest_plan
 from ..catalog.hardware import get_system
 from ..catalog.models import get_model
 from ..econ.context import context_economics

@@ -3,7 +3,8 @@ mode, memory fit — each lecture number recomputed through llmecon and compared
 
 from __future__ import annotations
 
-from ..econ.batching import (Deployment, balance_batch, balance_batch_with_kv, drain_time_s, fast_mode_batch_ratio,
+from ..spec.deployment import Deployment
+from ..econ.batching import (balance_batch, balance_batch_with_kv, drain_time_s, fast_mode_batch_ratio,
     latency_floor_s, max_roofline_fast_mode, no_batching_cost_ratio, throughput_tokens_per_s)
 from ..catalog.hardware import get_accelerator, get_system
 from ..catalog.models import get_model
@@ -14,6 +15,7 @@ from ..spec.plan import Plan
 from ..step.roofline import step_time
 from . import inputs as I
 from .claims import Claim, Tolerance, check
+from ..step.inference import decode_of, prefill_of
 
 MS, GB, TB = 1e3, 1e-9, 1e-12  # seconds -> ms, bytes -> GB / TB (decimal, for display)
 ABOUT = Tolerance(kind="rel", value=0.05, why="the lecture said '≈'")
@@ -45,7 +47,7 @@ def _a1() -> list[Claim]:
                          tol=Tolerance(kind="abs", value=0.05, why="SPEC gives 0.1%"), fmt=".3g",
                          source="SPEC A1; catalogue deepseek-v3 (E = 256, k = 8)"))
     dense = Deployment(model=get_model("llama-3.1-70b"), system=get_system("hgx-h100"), plan=Plan(tp=8))
-    pf = dense.prefill(batch=1, prompt_tokens=4096)
+    pf = prefill_of(dense, batch=1, prompt_tokens=4096)
     out.append(check("A1.prefill-compute-bound", statement="Prefill (4,096 tokens in one pass) is compute-bound: "
                      "Llama-3.1-70B on HGX H100, tp 8", lecture="compute", computed=str(pf.bound), unit="bound",
                      tol=Tolerance(kind="exact"), source="SPEC A1; catalogue llama-3.1-70b, hgx-h100"))
@@ -56,8 +58,8 @@ def _a2() -> list[Claim]:
     out = []
     small = Deployment(model=get_model("llama-3.1-8b"), system=get_system("h100-sxm"), plan=Plan())
     b_star = balance_batch(flops_per_byte=small.system.accelerator.flops_per_byte("bf16"), bytes_per_param=2)
-    flat = float(small.decode(batch=float(b_star) / 2, context=0.0).step_s) / float(
-        small.decode(batch=1.0, context=0.0).step_s)
+    flat = float(decode_of(small, batch=float(b_star) / 2, context=0.0).step_s) / float(
+        decode_of(small, batch=1.0, context=0.0).step_s)
     out.append(check("A2.latency-flat-below-balance", statement="Latency is flat below the balance batch (weights "
                      "are read every step): step at B*/2 over step at B = 1, Llama-3.1-8B on one H100",
                      lecture=1.0, computed=flat, unit="ratio", tol=Tolerance(kind="rel", value=0.01), fmt=".4f",

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 
-from ..econ.batching import Deployment, crossover_context, smallest_plan
+from ..spec.deployment import Deployment
+from ..econ.batching import crossover_context, smallest_plan
 from ..catalog.hardware import get_accelerator, get_storage_device, get_system
 from ..catalog.models import get_model
 from ..catalog.prices import get_price_sheet

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..econ import training as T
-from ..econ.batching import Deployment
+from ..spec.deployment import Deployment
 from ..catalog.hardware import get_system
 from ..catalog.models import get_model
 from ..dtypes import get_dtype

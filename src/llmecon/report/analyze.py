@@ -8,7 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..econ.batching import BatchCurve, BatchEconomics, Deployment
+from ..econ.batching import BatchCurve, BatchEconomics
+from ..spec.deployment import Deployment
 from ..spec.hardware import Accelerator, System
 from ..step.inference import StepResult
 from ..spec.model import Model

@@ -11,7 +11,8 @@ import math
 import numpy as np
 
 from .. import __version__
-from ..econ.batching import BatchCurve, BatchEconomics, Deployment
+from ..econ.batching import BatchCurve, BatchEconomics
+from ..spec.deployment import Deployment
 from .html import Badge, Document
 from ..step.inference import StepResult
 from .analyze import batch_curve_figure, headline_lines, step_dict

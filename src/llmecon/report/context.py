@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..econ.batching import Deployment
+from ..spec.deployment import Deployment
 from ..econ.context import ContextEconomics, PriceCheck, TierSchedule, usd_per_mtok
 from ..spec.hardware import MemoryTier
 from ..econ.kvcache import CachePlacement

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..econ.batching import BatchCurve, Deployment
+from ..econ.batching import BatchCurve
+from ..spec.deployment import Deployment
 from ..step.inference import StepResult
 from .analyze import _num
 

@@ -37,6 +37,7 @@ from .policies import Continuous, Disaggregated, SimConfig
 from .status import DONE, FUTURE, REJECTED, RUNNING, WAITING
 from .steptime import StepModel
 from .workload import Workload
+from ..step.inference import decode_of
 
 HOST_TIER_KINDS = ("host_dram", "cpu_lpddr")
 
@@ -218,7 +219,7 @@ class Engine(PolicyIterations):
                 raise SpecError("--policy train with a service-time override needs tau_s (or decode_step_s > 0)")
             return model.decode_step
         L = float(np.mean(self.wl.prompt_tokens + self.wl.output_tokens / 2.0)) if self.n else 1.0
-        return float(model.dep.decode(batch=float(cap), context=L).step_s)
+        return float(decode_of(model.dep, batch=float(cap), context=L).step_s)
 
     def _transfer_times(self, model: StepModel) -> list[float]:
         dep = model.dep

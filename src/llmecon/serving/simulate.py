@@ -8,7 +8,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..econ.batching import Deployment
+from ..spec.deployment import Deployment
 from ..errors import SpecError
 from .engine import Engine
 from .metrics import SECONDS_PER_HOUR, PoolStats, SimResult, check_accounting, expand_itl

@@ -39,9 +39,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..econ.batching import Deployment
+from ..spec.deployment import Deployment
 from ..catalog.profiles import resolve
 from ..errors import SpecError
+from ..step.inference import decode_of, prefill_of
 
 ITERATIONS = 40  # fixed-point steps on x (tests check the converged point is a fixed point)
 
@@ -89,12 +90,12 @@ def steady_state(dep: Deployment, *, concurrency, prompt_tokens, output_tokens) 
     b = np.minimum(c, cap)
     ok = b >= 1
     b_safe = np.where(ok, b, 1.0)
-    t_dec = np.asarray(dep.decode(batch=b_safe, context=p + (o - 1) / 2).step_s, dtype=float)
+    t_dec = np.asarray(decode_of(dep, batch=b_safe, context=p + (o - 1) / 2).step_s, dtype=float)
     t_it = t_dec + prof.iteration_overhead_s
 
     def latencies(x):
         """(TTFT in the engine, TPOT) when x prompts arrive per iteration (steps 3 and 5)."""
-        p_x = np.asarray(dep.prefill(batch=np.maximum(x, 1.0), prompt_tokens=p).step_s, dtype=float)
+        p_x = np.asarray(prefill_of(dep, batch=np.maximum(x, 1.0), prompt_tokens=p).step_s, dtype=float)
         return t_it + prof.ttft_prefill_factor * p_x, t_it + prof.prefill_stall_factor * np.minimum(x, 1.0) * p_x
 
     x = np.zeros_like(t_it)
@@ -102,7 +103,7 @@ def steady_state(dep: Deployment, *, concurrency, prompt_tokens, output_tokens) 
         ttft_run, tpot = latencies(x)
         x = b_safe / ((o - 1) + ttft_run / tpot)
     ttft_run, tpot = latencies(x)
-    t_pf = np.asarray(dep.prefill(batch=1.0, prompt_tokens=p).step_s, dtype=float)
+    t_pf = np.asarray(prefill_of(dep, batch=1.0, prompt_tokens=p).step_s, dtype=float)
     rate = b_safe / (ttft_run + (o - 1) * tpot)
     queue = np.maximum(c - b_safe, 0.0) / rate
     nan = np.where(ok, 1.0, np.nan)

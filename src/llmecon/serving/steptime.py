@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..econ.batching import Deployment
+from ..spec.deployment import Deployment
 from ..errors import LlmeconError, SpecError
 from ..step.inference import decode_step, prefill_step
 

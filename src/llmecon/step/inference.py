@@ -30,6 +30,7 @@ from ..catalog.profiles import resolve
 from ..errors import SpecError, require_number
 from ..spec.hardware import System
 from ..spec.model import Model
+from ..spec.deployment import Deployment, kv_per_chip, memory_per_chip
 from ..spec.plan import Plan, place
 from .roofline import StepTime
 
@@ -104,21 +105,6 @@ def _check_request(model: Model, system: System, plan: Plan, *, mode, profile, e
         if dt is not None:
             get_dtype(dt)
     return prof
-
-
-def memory_per_chip(model: Model, plan: Plan, *, batch, context, weight_dtype=None, kv_dtype=None):
-    """Bytes held per chip on the largest stage: weights + KV of every sequence at ``context``."""
-    phi = plan.stage_fraction(model)
-    w = model.weight_bytes(weight_dtype)
-    weights = phi * (w.non_expert / plan.tp + w.routed_experts / plan.width)
-    return weights + kv_per_chip(model, plan, batch=batch, context=context, kv_dtype=kv_dtype)
-
-
-def kv_per_chip(model: Model, plan: Plan, *, batch, context, kv_dtype=None):
-    """KV bytes held per chip on the largest stage by ``batch`` sequences at ``context`` (the KV
-    term of ``memory_per_chip``, computed on its own: no cancellation against the weights)."""
-    phi = plan.stage_fraction(model)
-    return phi * np.asarray(batch, dtype=float) * model.kv_bytes(context, kv_dtype) / (plan.kv_shards(model) * plan.adp)
 
 
 def weights_read_per_chip(model: Model, plan: Plan, *, weight_dtype=None, touched_fraction=1.0):
@@ -262,6 +248,12 @@ def decode_step(model: Model, system: System, *, batch, context, plan: Plan | No
     plan = plan or Plan()
     prof = _check_request(model, system, plan, mode=mode, profile=profile, expert_imbalance=expert_imbalance,
                           dtypes=(weight_dtype, kv_dtype, dispatch_dtype))
+    return _decode(model, system, plan, prof, mode=mode, batch=batch, context=context, weight_dtype=weight_dtype,
+                   kv_dtype=kv_dtype, expert_imbalance=expert_imbalance, dispatch_dtype=dispatch_dtype)
+
+
+def _decode(model, system, plan, prof, *, mode, batch, context, weight_dtype, kv_dtype, expert_imbalance,
+            dispatch_dtype) -> StepResult:
     batch = _check("batch", batch, allow_zero=False)
     context = _check("context", context, allow_zero=True)
     return _assemble(model, system, plan, phase="decode", mode=mode, profile=prof, batch=batch, context=context,
@@ -283,6 +275,13 @@ def prefill_step(model: Model, system: System, *, batch, prompt_tokens, cached_t
     plan = plan or Plan()
     prof = _check_request(model, system, plan, mode=mode, profile=profile, expert_imbalance=expert_imbalance,
                           dtypes=(weight_dtype, kv_dtype, dispatch_dtype))
+    return _prefill(model, system, plan, prof, mode=mode, batch=batch, prompt_tokens=prompt_tokens,
+                    cached_tokens=cached_tokens, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+                    expert_imbalance=expert_imbalance, dispatch_dtype=dispatch_dtype)
+
+
+def _prefill(model, system, plan, prof, *, mode, batch, prompt_tokens, cached_tokens, weight_dtype, kv_dtype,
+             expert_imbalance, dispatch_dtype) -> StepResult:
     batch = _check("batch", batch, allow_zero=False)
     prompt = _check("context", prompt_tokens, allow_zero=False)
     cached = _check("cached-tokens", cached_tokens, allow_zero=True)
@@ -292,3 +291,17 @@ def prefill_step(model: Model, system: System, *, batch, prompt_tokens, cached_t
                      kv_read_per_seq=model.kv_read_bytes(cached, kv_dtype, sparse=False), kv_write_per_seq=new_kv,
                      weight_dtype=weight_dtype, kv_dtype=kv_dtype, expert_imbalance=expert_imbalance,
                      dispatch_dtype=dispatch_dtype)
+
+
+def decode_of(dep: Deployment, *, batch, context) -> StepResult:
+    """One decode step of a Deployment (``decode_step`` with its plan, formats and profile; the
+    Deployment was validated once, at construction, so nothing is checked again but the sizes)."""
+    return _decode(dep.model, dep.system, dep.plan, dep.profile, mode=dep.mode, batch=batch, context=context,
+                   weight_dtype=dep.weight_dtype, kv_dtype=dep.kv_dtype, expert_imbalance=1.0, dispatch_dtype=None)
+
+
+def prefill_of(dep: Deployment, *, batch, prompt_tokens, cached_tokens=0) -> StepResult:
+    """One prefill step of a Deployment (``prefill_step`` with its plan, formats and profile)."""
+    return _prefill(dep.model, dep.system, dep.plan, dep.profile, mode=dep.mode, batch=batch,
+                    prompt_tokens=prompt_tokens, cached_tokens=cached_tokens, weight_dtype=dep.weight_dtype,
+                    kv_dtype=dep.kv_dtype, expert_imbalance=1.0, dispatch_dtype=None)

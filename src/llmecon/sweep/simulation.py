@@ -23,7 +23,7 @@ METRICS = {
 
 def run_scenario(sc: Scenario) -> dict:
     """One row (column -> Python value or None) for scenario ``sc``."""
-    from ..econ.batching import Deployment
+    from ..spec.deployment import Deployment
     from ..serving import SLO, SimConfig, simulate
     from ..serving.policies import policy_from_name
     from ..serving.workload import parse_lengths, synthetic

@@ -23,6 +23,7 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from .. import __version__
 from ..errors import LlmeconError, did_you_mean
 from . import schemas as S
+from ..step.inference import decode_of, prefill_of
 
 log = logging.getLogger("llmecon.web")
 STATIC = resources.files("llmecon.web") / "static"
@@ -219,7 +220,7 @@ def create_app() -> FastAPI:
         e = batch_economics(dep, context=body.context)
         show = body.batch if body.batch is not None else float(max(1, min(round(e.balance_batch), e.max_batch or 1)))
         require_fit(dep, batch=show, context=body.context)
-        at = dep.decode(batch=show, context=body.context)
+        at = decode_of(dep, batch=show, context=body.context)
         out = economics_dict(e, dep, with_curve=True)
         out["curve"] = _with_usd(out["curve"], body.price_per_chip_hour)
         out["decode_at_batch"] = step_dict(at, dep)
@@ -237,9 +238,9 @@ def create_app() -> FastAPI:
 
         dep = _dep(body)
         if body.phase == "decode":
-            result = dep.decode(batch=body.batch, context=body.context)
+            result = decode_of(dep, batch=body.batch, context=body.context)
         else:
-            result = dep.prefill(batch=body.batch, prompt_tokens=body.context)
+            result = prefill_of(dep, batch=body.batch, prompt_tokens=body.context)
         require_fit(dep, batch=body.batch, context=body.context)
         return _clean(step_dict(result, dep))
 
