@@ -75,3 +75,19 @@ def test_dense_model_is_rejected():
 def test_bad_input(ds, kwargs, match):
     with pytest.raises(SpecError, match=match):
         moe_summary(ds, get_system("hgx-h100"), **kwargs)
+
+
+def test_calibrated_ep_sweep_names_its_profile_and_is_no_faster_than_ideal():
+    """``moe --mode calibrated``: each EP row priced with the accelerator's profile; a calibrated
+    step is never shorter than the ideal roofline (fractions <= 1)."""
+    from llmecon.catalog.hardware import get_accelerator
+    from llmecon.catalog.profiles import default_profile
+
+    m, s = get_model("deepseek-v3"), get_system("hgx-h200")
+    prof = default_profile(get_accelerator("h200"))
+    cal = moe_summary(m, s, batch_per_chip=16, max_ep=16, profile=prof)
+    ideal = moe_summary(m, s, batch_per_chip=16, max_ep=16)
+    assert cal.fidelity == f"calibrated ({prof.name})" and ideal.fidelity == "ideal"
+    assert [r.ep for r in cal.ep_rows] == [r.ep for r in ideal.ep_rows]
+    assert all(c.step_s >= i.step_s for c, i in zip(cal.ep_rows, ideal.ep_rows))
+    assert any(c.step_s > 1.1 * i.step_s for c, i in zip(cal.ep_rows, ideal.ep_rows))

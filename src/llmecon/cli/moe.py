@@ -9,8 +9,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, JsonOpt, KvDtypeOpt, ModelOpt, SystemOpt, WeightDtypeOpt,
-    _check_plot_path, _console, _emit_json, _fail, _kv_table, app)
+from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, JsonOpt, KvDtypeOpt, Mode, ModelOpt, ModeOpt, ProfileOpt,
+                      SystemOpt, WeightDtypeOpt, _check_plot_path, _console, _emit_json, _fail, _fidelity, _kv_table,
+                      app)
 
 
 def _check_dtype(option: str, name: str | None) -> None:
@@ -67,13 +68,14 @@ def moe_cmd(
                                                              "docs/routed_scaling.md); default: the lecture's "
                                                              "one-parameter power fit.")] = None,
     plot: Annotated[Optional[str], typer.Option("--plot", help="Write the EP figure (PNG/SVG/PDF).")] = None,
-    as_json: JsonOpt = False,
+    mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """MoE on racks: sparsity, where expert parallelism across scale-up domains stops paying, whether a
     pipeline across domains is viable, pipeline stages for inference, and what the expert count buys."""
     from ..catalog.hardware import get_system
     from ..catalog.models import get_model
     from ..econ.moe import moe_summary
+    from ..spec.efficiency import IDEAL
     from ..report.moe import moe_dict, plot_moe
     from ..econ.routed_scaling import effective_ratio
 
@@ -88,7 +90,7 @@ def moe_cmd(
     m, s = _resolve("--model", get_model, model), _resolve("--system", get_system, system)
     summary = moe_summary(m, s, batch_per_chip=batch_per_chip, context=context, weight_dtype=weight_dtype,
                           kv_dtype=kv_dtype, dispatch_dtype=dispatch_dtype, expert_imbalance=expert_imbalance,
-                          max_ep=max_ep, law=the_law)
+                          max_ep=max_ep, law=the_law, profile=_fidelity(mode, profile, s)[1] or IDEAL)
     hundred = float(effective_ratio(m.params.active, 100, the_law))
     if plot:
         plot_moe(summary, s.chips, plot)
@@ -109,7 +111,7 @@ def _print_sparsity(console, r) -> None:
     from ..units import fmt_params
 
     touched = ", ".join(f"{b:,}: {v:.1%}" for b, v in r.touched.items())
-    console.print(_kv_table(f"llmecon moe: {r.model} on {r.system}", [
+    console.print(_kv_table(f"llmecon moe: {r.model} on {r.system} ({r.fidelity})", [
         ("experts", f"{r.experts} routed, {r.active_experts} active per token, {r.shared_experts} shared"),
         ("parameters", f"{fmt_params(r.total_params)} total, {fmt_params(r.active_params)} active; "
                        f"S = total/active = {r.sparsity:.2f}"),

@@ -22,6 +22,7 @@ from .batching import balance_batch
 from ..dtypes import get_dtype
 from ..errors import InfeasibleError, SpecError, require_number
 from ..spec.hardware import System
+from ..spec.efficiency import IDEAL, EfficiencyProfile
 from ..step.inference import ACTIVATION_DTYPE, comm_parts, decode_step, memory_per_chip, touched_expert_fraction
 from ..spec.model import Model
 from ..spec.plan import Plan, pipeline_stage_time_ratio, place
@@ -63,6 +64,7 @@ class PpRow:
 class MoeSummary:
     model: str
     system: str
+    fidelity: str               # "ideal" or "calibrated (<profile>)": how the EP sweep's steps were priced
     experts: int
     active_experts: int
     shared_experts: int
@@ -96,10 +98,13 @@ def _ep_sizes(model: Model, limit: int) -> list[int]:
 
 
 def ep_sweep(model: Model, system: System, *, batch_per_chip: float, context: float, max_ep: int = 1024,
-             weight_dtype=None, kv_dtype=None, dispatch_dtype=None, expert_imbalance: float = 1.0) -> list[EpRow]:
+             weight_dtype=None, kv_dtype=None, dispatch_dtype=None, expert_imbalance: float = 1.0,
+             profile: EfficiencyProfile = IDEAL) -> list[EpRow]:
     """Decode cost per token against the expert-parallel group size at a fixed batch per chip:
     bigger groups hold fewer experts per chip (less weight read, more room for KV) but move the
-    all-to-all onto the scale-out network once the group outgrows a domain (SPEC D15)."""
+    all-to-all onto the scale-out network once the group outgrows a domain (SPEC D15). Steps are
+    priced with ``profile`` (IDEAL: the roofline; a fitted profile: calibrated mode)."""
+    links = profile.system(system)  # the links the step's communication runs on
     rows = []
     for ep in _ep_sizes(model, max_ep):
         plan = Plan(tp=1, ep=ep)
@@ -110,8 +115,8 @@ def ep_sweep(model: Model, system: System, *, batch_per_chip: float, context: fl
         batch = batch_per_chip * plan.chips
         kw = dict(weight_dtype=weight_dtype, kv_dtype=kv_dtype)
         r = decode_step(model, system, batch=batch, context=context, plan=plan, dispatch_dtype=dispatch_dtype,
-                        expert_imbalance=expert_imbalance, **kw)
-        c = comm_parts(model, system, plan, tokens=batch, dispatch_dtype=dispatch_dtype,
+                        expert_imbalance=expert_imbalance, profile=profile, **kw)
+        c = comm_parts(model, links, plan, tokens=batch, dispatch_dtype=dispatch_dtype,
                        expert_imbalance=expert_imbalance)
         rows.append(EpRow(ep=ep, chips=plan.chips, domains=place(plan, system).domains,
                           tier=c.tiers["ep"], batch=batch, fits=bool(r.fits),
@@ -150,9 +155,11 @@ def _ep_verdict(rows: list[EpRow], domain: int, hbm_bytes: float) -> tuple[int |
 
 def moe_summary(model: Model, system: System, *, batch_per_chip: float | None = None, context: float = 4096.0,
                 weight_dtype=None, kv_dtype=None, dispatch_dtype: str | None = "fp8",
-                expert_imbalance: float = 1.0, max_ep: int = 1024, law=None) -> MoeSummary:
+                expert_imbalance: float = 1.0, max_ep: int = 1024, law=None,
+                profile: EfficiencyProfile = IDEAL) -> MoeSummary:
     """Summarise a MoE model's deployment on ``system`` (module docstring). ``law`` is a
-    ``routed_scaling`` RoutedLaw or PowerFit (default: the labelled lecture power fit)."""
+    ``routed_scaling`` RoutedLaw or PowerFit (default: the labelled lecture power fit); ``profile``
+    prices the EP sweep's steps (IDEAL by default)."""
     from .routed_scaling import default_routed_law
 
     if not model.is_moe:
@@ -172,7 +179,7 @@ def moe_summary(model: Model, system: System, *, batch_per_chip: float | None = 
     require_number("--batch-per-chip", batch_per_chip, minimum=0, exclusive=True)
     rows = ep_sweep(model, system, batch_per_chip=batch_per_chip, context=context, max_ep=max_ep,
                     weight_dtype=weight_dtype, kv_dtype=kv_dtype, dispatch_dtype=dispatch_dtype,
-                    expert_imbalance=expert_imbalance)
+                    expert_imbalance=expert_imbalance, profile=profile)
     ep_best, note = _ep_verdict(rows, system.chips, system.accelerator.hbm_bytes)
     ratio = None
     min_layers = None
@@ -188,7 +195,7 @@ def moe_summary(model: Model, system: System, *, batch_per_chip: float | None = 
                        weight_dtype=weight_dtype, kv_dtype=kv_dtype)
     eff = float(effective_ratio(p.active, moe.n_routed, law))
     return MoeSummary(
-        model=model.name, system=system.name, experts=moe.n_routed, active_experts=moe.top_k,
+        model=model.name, system=system.name, fidelity=profile.fidelity, experts=moe.n_routed, active_experts=moe.top_k,
         shared_experts=moe.n_shared, total_params=p.total, active_params=p.active, sparsity=sparsity,
         expert_weight_fraction=model.weight_bytes(weight_dtype).routed_experts / model.weight_bytes(weight_dtype).total,
         touched={b: float(touched_expert_fraction(experts=moe.n_routed, active_experts=moe.top_k, tokens=b))

@@ -111,5 +111,7 @@ def print_sweep(console, work, run, summary) -> None:
                                                            else "highest goodput") + ")",
               ("model", "system", "plan", "policy", "workload", "seed", "batch cap", "goodput req/s", "TTFT p99",
                "TPOT p99", "$/Mtok"), simulation_rows(summary), 5)
-    console.print("[dim]ideal roofline (a lower bound on time); every point is a row of the Parquet file, "
+    fidelity = ("ideal roofline (a lower bound on time)" if work.spec.mode == "ideal" else
+                "calibrated (" + ", ".join(sorted({g.profile.name for g in work.groups})) + ")")
+    console.print(f"[dim]{fidelity}; every point is a row of the Parquet file, "
                   "including those that do not fit (fits = false)[/dim]")

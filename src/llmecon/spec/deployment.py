@@ -77,12 +77,12 @@ class Deployment:
     @property
     def mode(self) -> str:
         """'ideal' (the IDEAL profile) or 'calibrated' (any other profile)."""
-        return "ideal" if self.profile.is_ideal else "calibrated"
+        return self.profile.mode
 
     @property
     def fidelity(self) -> str:
         """'ideal' or 'calibrated (<profile name>)': what every report says it used."""
-        return "ideal" if self.profile.is_ideal else f"calibrated ({self.profile.name})"
+        return self.profile.fidelity
 
     @property
     def weight_format(self) -> str:

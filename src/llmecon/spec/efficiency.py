@@ -115,6 +115,16 @@ class EfficiencyProfile:
     def is_ideal(self) -> bool:
         return self == IDEAL
 
+    @property
+    def mode(self) -> str:
+        """'ideal' for the identity profile, else 'calibrated'."""
+        return "ideal" if self.is_ideal else "calibrated"
+
+    @property
+    def fidelity(self) -> str:
+        """'ideal' or 'calibrated (<name>)': what a report says it priced with."""
+        return "ideal" if self.is_ideal else f"calibrated ({self.name})"
+
     def matmul_efficiency(self, m):
         """Achieved share of the dense peak of a GEMM with ``m`` rows: fraction · m/(m + m_half)."""
         m = np.asarray(m, dtype=float)

@@ -316,12 +316,16 @@ class Model:
         ``weight_dtype`` overrides both the dense and the expert format; None keeps the native
         ones (gpt-oss: MXFP4 experts, bf16 elsewhere). Shared experts use the expert format.
         """
+        key = ("weight_bytes", weight_dtype)
+        if key in self._cache:  # every step of a sweep asks again: computed once per format
+            return self._cache[key]
         p = self.params
         dense_b = get_dtype(weight_dtype or self.weight_dtype).bytes
         expert_b = get_dtype(weight_dtype or self.expert_weight_dtype).bytes
         non_expert = (p.total - p.routed_experts - p.shared_experts) * dense_b + p.shared_experts * expert_b
-        return WeightBytes(non_expert=non_expert, routed_experts=p.routed_experts * expert_b,
-                           input_embedding=0.0 if self.tie_embeddings else p.embedding * dense_b)
+        out = self._cache[key] = WeightBytes(non_expert=non_expert, routed_experts=p.routed_experts * expert_b,
+                                             input_embedding=0.0 if self.tie_embeddings else p.embedding * dense_b)
+        return out
 
     def kv_bytes_per_token(self, kv_dtype: str | DType | None = None) -> float:
         """KV-cache bytes per token summed over all layers, at short context (every layer holds it).
@@ -333,10 +337,14 @@ class Model:
         return float(self.kv_bytes(1, kv_dtype))
 
     def _kv_layer_bytes(self, kv_dtype: str | DType | None) -> tuple[float, float]:
-        kv_b = get_dtype(kv_dtype or self.kv_dtype).bytes
-        main = self.attention.kv_elements_per_token() * kv_b
-        index = self.attention.index_head_dim * get_dtype(self.index_dtype).bytes if self.attention.is_sparse else 0.0
-        return main, index
+        key = ("kv_layer_bytes", kv_dtype)
+        if key not in self._cache:  # computed once per format
+            kv_b = get_dtype(kv_dtype or self.kv_dtype).bytes
+            main = self.attention.kv_elements_per_token() * kv_b
+            index = (self.attention.index_head_dim * get_dtype(self.index_dtype).bytes if self.attention.is_sparse
+                     else 0.0)
+            self._cache[key] = (main, index)
+        return self._cache[key]
 
     def kv_bytes(self, context, kv_dtype: str | DType | None = None):
         """KV bytes held for one sequence of ``context`` tokens (broadcasts over numpy arrays)."""

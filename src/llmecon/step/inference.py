@@ -8,12 +8,14 @@ as pp micro-batches of B/pp; one iteration (every sequence advances) costs pp st
 Counted: matmul FLOPs (2 per weight per token), attention score/value FLOPs, weight reads (MoE:
 only the experts the batch touches, expected fraction 1-(1-k/E)^tokens under uniform routing),
 KV reads and the new tokens' KV writes, TP all-reduces (2 per layer), EP dispatch+combine
-all-to-alls (attention data-parallel plans), PP hops — each on the tier ``parallelism.place``
+all-to-alls (attention data-parallel plans), PP hops — each on the tier ``spec.plan.place``
 puts it (inside a scale-up domain, or hierarchical across domains). Omitted in ideal mode:
 activation traffic, softmax/norm/elementwise FLOPs, the input embedding lookup (B rows), kernel
-launch and framework overheads. ``mode="calibrated"`` (``profile`` or the accelerator's default
-profile) prices the same work with achieved efficiencies, element-wise traffic, kernel floors
-and overheads (``calibrated``).
+launch and framework overheads. A non-ideal ``profile`` (or ``mode="calibrated"`` with the
+accelerator's default profile) prices the same work with achieved efficiencies, element-wise
+traffic, kernel floors and overheads (``calibrated``); ``mode`` defaults to the profile's own.
+``decode_of``/``prefill_of`` price a ``Deployment``, which carries its profile and was validated
+once, at construction.
 """
 
 from __future__ import annotations
@@ -238,7 +240,7 @@ def _assemble(model, system, plan, *, phase, mode, profile, batch, context, toke
 
 
 def decode_step(model: Model, system: System, *, batch, context, plan: Plan | None = None,
-                weight_dtype: str | None = None, kv_dtype: str | None = None, mode: str = "ideal",
+                weight_dtype: str | None = None, kv_dtype: str | None = None, mode: str | None = None,
                 expert_imbalance: float = 1.0, dispatch_dtype: str | None = None,
                 profile: EfficiencyProfile | None = None) -> StepResult:
     """One decode iteration: ``batch`` sequences each attend ``context`` cached tokens and emit one.
@@ -246,6 +248,7 @@ def decode_step(model: Model, system: System, *, batch, context, plan: Plan | No
     ``batch`` and ``context`` broadcast as numpy arrays. Attention uses MLA's absorbed form.
     """
     plan = plan or Plan()
+    mode = mode or (profile.mode if profile is not None else "ideal")
     prof = _check_request(model, system, plan, mode=mode, profile=profile, expert_imbalance=expert_imbalance,
                           dtypes=(weight_dtype, kv_dtype, dispatch_dtype))
     return _decode(model, system, plan, prof, mode=mode, batch=batch, context=context, weight_dtype=weight_dtype,
@@ -264,7 +267,7 @@ def _decode(model, system, plan, prof, *, mode, batch, context, weight_dtype, kv
 
 
 def prefill_step(model: Model, system: System, *, batch, prompt_tokens, cached_tokens=0, plan: Plan | None = None,
-                 weight_dtype: str | None = None, kv_dtype: str | None = None, mode: str = "ideal",
+                 weight_dtype: str | None = None, kv_dtype: str | None = None, mode: str | None = None,
                  expert_imbalance: float = 1.0, dispatch_dtype: str | None = None,
                  profile: EfficiencyProfile | None = None) -> StepResult:
     """Prefill ``batch`` prompts of ``prompt_tokens`` new tokens after ``cached_tokens`` cached ones.
@@ -273,6 +276,7 @@ def prefill_step(model: Model, system: System, *, batch, prompt_tokens, cached_t
     tiling keeps re-reads on chip; omitted). Causal attention FLOPs are summed exactly.
     """
     plan = plan or Plan()
+    mode = mode or (profile.mode if profile is not None else "ideal")
     prof = _check_request(model, system, plan, mode=mode, profile=profile, expert_imbalance=expert_imbalance,
                           dtypes=(weight_dtype, kv_dtype, dispatch_dtype))
     return _prefill(model, system, plan, prof, mode=mode, batch=batch, prompt_tokens=prompt_tokens,

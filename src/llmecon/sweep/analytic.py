@@ -51,7 +51,7 @@ def evaluate_block(local: np.ndarray, group: Group) -> np.ndarray:
     b0, c0 = int(bi.min()), int(ci.min())
     batches = np.asarray(group.batches, dtype=float)[b0:int(bi.max()) + 1, None]
     contexts = np.asarray(group.contexts, dtype=float)[None, c0:int(ci.max()) + 1]
-    kw = dict(plan=group.plan, weight_dtype=group.weight_dtype, kv_dtype=group.kv_dtype)
+    kw = dict(plan=group.plan, weight_dtype=group.weight_dtype, kv_dtype=group.kv_dtype, profile=group.profile)
     if group.phase == "decode":
         r = decode_step(group.model, group.system, batch=batches, context=contexts, **kw)
     else:

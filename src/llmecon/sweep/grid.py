@@ -24,6 +24,7 @@ import math
 from dataclasses import dataclass
 
 from ..errors import InfeasibleError, LlmeconError, SpecError
+from ..spec.efficiency import IDEAL, EfficiencyProfile
 from ..spec.hardware import System
 from ..spec.model import Model
 from ..spec.plan import Plan
@@ -47,6 +48,7 @@ class Group:
     contexts: tuple[float, ...]
     prices: tuple[float, ...]       # NaN = unpriced
     first_point: int
+    profile: EfficiencyProfile = IDEAL  # what the group's steps are priced with
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -148,6 +150,20 @@ def _label(model: Model, system: System, plan: Plan | None, *rest) -> str:
                                                                                            if r is not None]])
 
 
+def _profiles(spec: SweepSpec, systems) -> dict[str, EfficiencyProfile | str]:
+    """Each system's profile under the spec's mode, or why it has none (a reason to skip it)."""
+    from ..catalog.profiles import load_profile, resolve
+
+    given = load_profile(spec.profile) if spec.profile else None
+    out: dict[str, EfficiencyProfile | str] = {}
+    for system in systems:
+        try:
+            out[system.name] = resolve(spec.mode, given, system.accelerator)
+        except LlmeconError as exc:
+            out[system.name] = str(exc)
+    return out
+
+
 def _analytic_groups(spec: SweepSpec, models, systems, skipped: list) -> list[Group]:
     from ..step.inference import decode_step, prefill_step
 
@@ -156,6 +172,7 @@ def _analytic_groups(spec: SweepSpec, models, systems, skipped: list) -> list[Gr
     groups: list[Group] = []
     over: dict[str, int] = {}  # points past a model's context limit, per model
     first = 0
+    profiles = _profiles(spec, systems)
     for model in models:
         limit = model.max_context
         contexts = tuple(c for c in a.contexts if not limit or c <= limit)
@@ -165,7 +182,8 @@ def _analytic_groups(spec: SweepSpec, models, systems, skipped: list) -> list[Gr
                     for plan in _plans_for(a.plans, model, system, wdt, kvdt):
                         for phase in a.phases:
                             full = len(a.batches) * len(a.contexts) * len(prices)
-                            why = _check_plan(plan, model, system)
+                            prof = profiles[system.name]
+                            why = prof if isinstance(prof, str) else _check_plan(plan, model, system)
                             if why is None and not contexts:
                                 why = f"every context exceeds {model.name}'s {limit:,} token limit"
                             if why is None:
@@ -173,7 +191,7 @@ def _analytic_groups(spec: SweepSpec, models, systems, skipped: list) -> list[Gr
                                 ctx = {"context" if phase == "decode" else "prompt_tokens": contexts[0]}
                                 try:  # a one-point probe: dtype peaks and the rest of inference's checks
                                     step(model, system, batch=a.batches[0], plan=plan, weight_dtype=wdt,
-                                         kv_dtype=kvdt, **ctx)
+                                         kv_dtype=kvdt, profile=prof, **ctx)
                                 except LlmeconError as exc:
                                     why = str(exc)
                             if why is not None:
@@ -182,7 +200,7 @@ def _analytic_groups(spec: SweepSpec, models, systems, skipped: list) -> list[Gr
                                 continue
                             g = Group(index=len(groups), model=model, system=system, plan=plan, phase=phase,
                                       weight_dtype=wdt, kv_dtype=kvdt, batches=a.batches, contexts=contexts,
-                                      prices=prices, first_point=first)
+                                      prices=prices, first_point=first, profile=prof)
                             over[model.name] = over.get(model.name, 0) + full - g.n_points
                             groups.append(g)
                             first += g.n_points
@@ -202,6 +220,8 @@ def _scenarios(spec: SweepSpec, models, systems, first: int, skipped: list) -> l
             for plan in _plans_for(s.plans, model, system, None, None):
                 n = len(s.policies) * len(s.workloads) * len(s.seeds) * len(s.batch_caps) * len(prices)
                 why = _check_plan(plan, model, system)
+                if why is None and spec.mode != "ideal":
+                    why = "the serving simulator prices steps with the ideal roofline only (mode = \"ideal\")"
                 if why is not None:
                     skipped.append(Skipped(what=_label(model, system, plan, "simulation"), reason=why, points=n))
                     continue

@@ -14,7 +14,9 @@ starts; model, system and plan checks that need the catalogue happen in ``grid.e
 
 A numeric axis is a list or a range table ``{start, stop, num, scale = "log" | "linear"}``;
 ranges include both ends and are rounded to whole numbers (batches and token counts are whole),
-repeats after rounding dropped. Omitted: per-point dispatch dtypes and expert imbalance (the
+repeats after rounding dropped. Top-level ``mode = "calibrated"`` prices every analytic point
+with its system's shipped efficiency profile (``profile = "file.toml"``: that profile, for every
+system; systems without one are skipped, with the reason). Omitted: per-point dispatch dtypes and expert imbalance (the
 planner's defaults: bf16 dispatch, uniform routing), traces as workloads.
 """
 
@@ -43,7 +45,8 @@ SIMULATION_OUTPUTS = ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "e
 SUMMARY_OUTPUTS = ("fits", "tokens_per_s", "tokens_per_s_per_chip", "tokens_per_s_per_user", "usd_per_mtok",
                    "step_s", "goodput_requests_per_s")
 OUTPUTS = ANALYTIC_OUTPUTS + SIMULATION_OUTPUTS
-TOP_KEYS = ("name", "chunk_points", "outputs", "analytic", "simulation")
+TOP_KEYS = ("name", "chunk_points", "outputs", "mode", "profile", "analytic", "simulation")
+MODES = ("ideal", "calibrated")
 ANALYTIC_KEYS = ("models", "systems", "plans", "max_chips", "phases", "batches", "contexts", "prices",
                  "weight_dtypes", "kv_dtypes")
 SIMULATION_KEYS = ("models", "systems", "plans", "max_chips", "policies", "workloads", "seeds", "batch_caps",
@@ -110,6 +113,8 @@ class SweepSpec:
     analytic: AnalyticAxes | None
     simulation: SimulationAxes | None
     source: str = ""
+    mode: str = "ideal"             # "calibrated": each system's shipped profile, or ``profile``
+    profile: str | None = None      # an efficiency profile TOML (implies calibrated)
 
     def canonical(self) -> dict:
         """A plain, JSON-ready form (the spec hash and ``--json`` use it)."""
@@ -118,6 +123,8 @@ class SweepSpec:
             return {"mode": p.mode, "plans": listed, "max_chips": p.max_chips}
 
         out: dict = {"name": self.name, "chunk_points": self.chunk_points, "outputs": list(self.outputs)}
+        if self.mode != "ideal":  # only when given: ideal specs keep the hash they had
+            out["mode"], out["profile"] = self.mode, self.profile
         if self.analytic is not None:
             a = self.analytic
             out["analytic"] = {"models": list(a.models), "systems": list(a.systems), "plans": plans(a.plans),
@@ -157,8 +164,16 @@ def parse_spec(text: str, *, where: str = "sweep spec") -> SweepSpec:
     outputs = _outputs(raw.get("outputs"), where)
     analytic = _analytic(raw["analytic"], f"{where} [analytic]") if "analytic" in raw else None
     simulation = _simulation(raw["simulation"], f"{where} [simulation]") if "simulation" in raw else None
+    mode = raw.get("mode", "ideal")
+    if mode not in MODES:
+        raise SpecError(f"{where} mode: must be one of {', '.join(MODES)}, got {mode!r}{did_you_mean(str(mode), MODES)}")
+    profile = raw.get("profile")
+    if profile is not None:
+        if not isinstance(profile, str):
+            raise SpecError(f"{where} profile: expected a path to a profile TOML, got {profile!r}")
+        mode = "calibrated"
     return SweepSpec(name=name, chunk_points=chunk, outputs=outputs, analytic=analytic, simulation=simulation,
-                     source=where)
+                     source=where, mode=mode, profile=profile)
 
 
 def _outputs(value, where: str) -> tuple[str, ...]:

@@ -1,0 +1,59 @@
+"""Sweeps in calibrated mode: every analytic point priced with its system's profile; systems
+without one are skipped with the reason; ideal specs keep their hash."""
+
+from __future__ import annotations
+
+import pytest
+
+from llmecon.catalog.hardware import get_accelerator, get_system
+from llmecon.catalog.models import get_model
+from llmecon.catalog.profiles import default_profile
+from llmecon.errors import SpecError
+from llmecon.spec.plan import Plan
+from llmecon.step.inference import decode_step
+from llmecon.sweep.grid import expand
+from llmecon.sweep.spec import parse_spec
+
+SPEC = """
+name = "cal"
+{mode}
+[analytic]
+models = ["llama-3.1-70b"]
+systems = ["hgx-h100", "gb200-nvl72"]
+plans = [{{tp = 4}}]
+phases = ["decode"]
+batches = [1, 64]
+contexts = [4096]
+"""
+
+
+def test_calibrated_groups_carry_the_systems_profile_and_skip_systems_without_one():
+    work = expand(parse_spec(SPEC.format(mode='mode = "calibrated"')))
+    assert [g.system.name for g in work.groups] == ["hgx-h100"]
+    assert work.groups[0].profile == default_profile(get_accelerator("h100-sxm"))
+    assert any("gb200" in s.reason and "no efficiency profile" in s.reason for s in work.skipped)
+
+
+def test_calibrated_points_equal_the_calibrated_step():
+    from llmecon.sweep.analytic import evaluate_block
+
+    work = expand(parse_spec(SPEC.format(mode='mode = "calibrated"')))
+    g = work.groups[0]
+    rows = evaluate_block([0, 1], g)
+    want = decode_step(get_model("llama-3.1-70b"), get_system("hgx-h100"), batch=[1.0, 64.0], context=4096,
+                       plan=Plan(tp=4), profile=g.profile).step_s
+    assert list(rows["step_s"]) == pytest.approx(list(want), rel=1e-12)
+    ideal = expand(parse_spec(SPEC.format(mode="")))
+    assert all(rows["step_s"] >= evaluate_block([0, 1], ideal.groups[0])["step_s"])
+
+
+def test_ideal_spec_hash_is_unchanged_by_the_mode_key():
+    plain = expand(parse_spec(SPEC.format(mode="")))
+    explicit = expand(parse_spec(SPEC.format(mode='mode = "ideal"')))
+    assert plain.spec_hash == explicit.spec_hash
+    assert expand(parse_spec(SPEC.format(mode='mode = "calibrated"'))).spec_hash != plain.spec_hash
+
+
+def test_unknown_mode_is_refused_with_did_you_mean():
+    with pytest.raises(SpecError, match="did you mean 'calibrated'"):
+        parse_spec(SPEC.format(mode='mode = "calibrate"'))
