@@ -55,3 +55,13 @@ def deployment(model: str, system: str, *, tp: int | None = None, ep: int | None
     _, prof = fidelity(mode, profile, s)
     return Deployment(model=m, system=s, plan=plan, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                       profile=prof or IDEAL)
+
+
+def profiles_for(mode: str, profile: str | EfficiencyProfile | None, systems) -> dict[str, EfficiencyProfile]:
+    """Each system's efficiency profile for a search over ``systems`` (planner): IDEAL in ideal
+    mode; calibrated: ``profile`` for every system, or each accelerator's shipped profile (an error
+    names the system without one)."""
+    _, given = fidelity(mode, profile)
+    if given is None and mode == "ideal":
+        return {s.name: IDEAL for s in systems}
+    return {s.name: resolve_profile("calibrated", given, s.accelerator) for s in systems}

@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from .options import (DEFAULT_MODEL, JsonOpt, KvDtypeOpt, Mode, ModelOpt, ModeOpt, ProfileOpt, WeightDtypeOpt,
-    _check_plot_path, _console, _emit_json, _fidelity, _kv_table, app)
+    _check_plot_path, _console, _emit_json, _kv_table, app)
 
 PLAN_SYSTEMS = "gb200-nvl72,hgx-h100"
 PIPE_WIDTH = 120  # text width when stdout is not a terminal and COLUMNS is unset
@@ -109,14 +109,13 @@ def plan_cmd(
     prices = _prices(price_per_chip_hour, names)
     targets = PlanTargets(tpot_s=_duration(tpot, "--tpot"), ttft_s=_duration(ttft, "--ttft"), context=context,
                       prompt_tokens=prompt_tokens, output_tokens=output_tokens)
-    from ..catalog.profiles import default_profile
+    from ..resolve import profiles_for
 
-    mode_name, prof = _fidelity(mode, profile)  # each system's accelerator picks its default profile
-    options = SearchOptions(max_chips=max_chips, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-                            dispatch_dtype=dispatch_dtype, expert_imbalance=expert_imbalance,
-                            mode=mode_name, profile=prof)
     m = get_model(model)
     found = [get_system(n) for n in names]
+    options = SearchOptions(max_chips=max_chips, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+                            dispatch_dtype=dispatch_dtype, expert_imbalance=expert_imbalance,
+                            profiles=profiles_for(mode.value, profile, found))
     for dt in (weight_dtype, kv_dtype, dispatch_dtype):
         if dt is not None:
             get_dtype(dt)
@@ -132,21 +131,13 @@ def plan_cmd(
     hbm = {s.name: s.accelerator.hbm_bytes for s in found}
     if plot:
         plot_frontier(r, plot)
-    fidelity = "ideal" if options.mode == "ideal" else "calibrated (" + ", ".join(sorted(
-        {(prof or default_profile(s.accelerator)).name for s in found})) + ")"
     if as_json:
-        out = plan_result_dict(r, hbm_bytes=hbm, model_assumptions=m.assumptions)
-        out["mode"], out["fidelity"] = options.mode, fidelity
-        if options.mode != "ideal":
-            out["assumptions"] = [a if not a.startswith("roofline, ideal mode") else
-                                  f"{fidelity}: achieved efficiencies, kernel floors and overheads, no overlap of "
-                                  "kernel classes or communication (docs/calibration.md)" for a in out["assumptions"]]
-        _emit_json(out)
+        _emit_json(plan_result_dict(r, hbm_bytes=hbm, model_assumptions=m.assumptions))
         return
     from rich import box
     from rich.table import Table
 
-    console.print(f"[bold]llmecon plan[/bold] ({fidelity}): {headline(r)}")
+    console.print(f"[bold]llmecon plan[/bold] ({r.fidelity}): {headline(r)}")
     for search, target in ((r.decode, targets.tpot_s), (r.prefill, targets.ttft_s)):
         console.print()
         console.print(_kv_table(f"{search.phase}: best plan", best_rows(search, hbm_bytes=hbm[search.best.system],

@@ -20,14 +20,15 @@ between the units, idle chips when W does not fill a domain (chips are billed pe
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..errors import InfeasibleError, SpecError, require_number, require_whole
 from ..spec.hardware import System
-from ..catalog.profiles import resolve
 from ..step.inference import CommParts, comm_parts, decode_step, memory_per_chip, prefill_step
+from ..spec.efficiency import IDEAL, EfficiencyProfile
 from ..spec.model import Model
 from ..spec.plan import Plan
 from .context import usd_per_mtok
@@ -68,8 +69,16 @@ class SearchOptions:
     batches: tuple = ()              # decode batch grid per replica; () = 1..2^17, 128 points
     prefill_batches: tuple = ()      # prefill batch grid; () = 1..1024, 48 points
     pp_choices: tuple = PP_CHOICES
-    mode: str = "ideal"              # or "calibrated": each system's accelerator profile, or ``profile``
-    profile: object = None           # an efficiency.EfficiencyProfile for every system
+    # each system's efficiency profile by name (``resolve.profiles_for``); a system not named: IDEAL
+    profiles: Mapping[str, EfficiencyProfile] = field(default_factory=dict)
+
+    def profile_for(self, system: System) -> EfficiencyProfile:
+        return self.profiles.get(system.name, IDEAL)
+
+    def fidelity(self, systems) -> str:
+        """'ideal', or 'calibrated (<profile names>)' over ``systems``."""
+        names = sorted({self.profile_for(s).name for s in systems if not self.profile_for(s).is_ideal})
+        return "calibrated (" + ", ".join(names) + ")" if names else "ideal"
 
     def __post_init__(self) -> None:
         require_whole("--max-chips", self.max_chips)
@@ -155,6 +164,7 @@ class PlanResult:
     prices: dict
     decode: PhaseSearch
     prefill: PhaseSearch
+    fidelity: str = "ideal"          # "ideal" or "calibrated (<profiles>)": what the steps were priced with
 
     @property
     def usd_per_mtok_blended(self) -> float | None:
@@ -191,9 +201,9 @@ def _evaluate(model, systems, plans_by_system, *, phase, targets, options, price
     cols = {k: [] for k in ("sys", "plan", "batch", "step", "tokens", "mem", "fits", "compute", "memory", "comm",
                             "chips", "price")}
     plan_list = []
-    kw = dict(weight_dtype=options.weight_dtype, kv_dtype=options.kv_dtype, dispatch_dtype=options.dispatch_dtype,
-              expert_imbalance=options.expert_imbalance, mode=options.mode, profile=options.profile)
     for si, system in enumerate(systems):
+        kw = dict(weight_dtype=options.weight_dtype, kv_dtype=options.kv_dtype, dispatch_dtype=options.dispatch_dtype,
+                  expert_imbalance=options.expert_imbalance, profile=options.profile_for(system))
         for plan in plans_by_system[system.name]:
             grid = full[full >= plan.adp * plan.pp]  # at least one sequence per attention group per micro-batch
             if grid.size == 0:
@@ -266,8 +276,7 @@ def _search_phase(model, systems, plans_by_system, *, phase, targets, options, p
     if best is not None:
         system = next(s for s in systems if s.name == best.system)
         tokens = best.batch / best.plan.pp * (1.0 if phase == "decode" else targets.prompt_tokens)
-        prof = resolve(options.mode, options.profile, system.accelerator)
-        comm = comm_parts(model, prof.system(system), best.plan, tokens=tokens, dispatch_dtype=options.dispatch_dtype,
+        comm = comm_parts(model, options.profile_for(system).system(system), best.plan, tokens=tokens, dispatch_dtype=options.dispatch_dtype,
                           expert_imbalance=options.expert_imbalance)
         limited = _batch_limit(a, best_i, slo)
     lowest = float(np.min(a["step"][fits])) if np.any(fits) else math.inf
@@ -344,7 +353,7 @@ def plan_deployment(model: Model, systems: list[System], *, targets: PlanTargets
                                   f"{fmt_seconds(r.best_achievable_s)} (raise --{flag} or --max-chips, or add a "
                                   "faster system)")
     return PlanResult(model=model.name, systems=tuple(names), targets=targets, objective=objective, prices=prices,
-                      decode=phases["decode"], prefill=phases["prefill"])
+                      decode=phases["decode"], prefill=phases["prefill"], fidelity=options.fidelity(systems))
 
 
 def _weights_fit(model: Model, system: System, plan: Plan, options: SearchOptions) -> bool:

@@ -102,8 +102,18 @@ def plan_result_dict(r: PlanResult, *, hbm_bytes: dict, model_assumptions=()) ->
         "points_fitting": {n: s.points_fitting for n, (s, _) in phases.items()},
         "points_meeting_slo": {n: s.points_meeting_slo for n, (s, _) in phases.items()},
         "best_achievable_s": {n: _num(s.best_achievable_s) for n, (s, _) in phases.items()},
-        "assumptions": list(ASSUMPTIONS) + list(model_assumptions),
+        "mode": "ideal" if r.fidelity == "ideal" else "calibrated", "fidelity": r.fidelity,
+        "assumptions": assumptions(r) + list(model_assumptions),
     }
+
+
+def assumptions(r: PlanResult) -> list[str]:
+    """The planner's assumptions, the fidelity one stated for the mode the plan was priced in."""
+    if r.fidelity == "ideal":
+        return list(ASSUMPTIONS)
+    return [a if not a.startswith("roofline, ideal mode") else
+            f"{r.fidelity}: achieved efficiencies, kernel floors and overheads, no overlap of kernel classes or "
+            "communication (docs/calibration.md)" for a in ASSUMPTIONS]
 
 
 # --------------------------------------------------------------------------------------------

@@ -260,23 +260,21 @@ def create_app() -> FastAPI:
         from ..dtypes import get_dtype
         from ..econ.planner import PlanTargets, SearchOptions, plan_deployment
         from ..report.plan import plan_result_dict
-        from ..resolve import fidelity
+        from ..resolve import profiles_for
 
         m = get_model(body.model)
         found = [get_system(n) for n in body.systems]
         for dt in (body.weight_dtype, body.kv_dtype):
             if dt is not None:
                 get_dtype(dt)
-        mode, prof = fidelity(body.mode)
         targets = PlanTargets(tpot_s=body.tpot_s, ttft_s=body.ttft_s, context=body.context,
                               prompt_tokens=body.prompt_tokens, output_tokens=body.output_tokens)
         options = SearchOptions(max_chips=body.max_chips, weight_dtype=body.weight_dtype, kv_dtype=body.kv_dtype,
-                                mode=mode, profile=prof)
+                                profiles=profiles_for(body.mode, None, found))
         prices = {s.name: body.price_per_chip_hour for s in found} if body.price_per_chip_hour is not None else {}
         r = plan_deployment(m, found, targets=targets, options=options, prices=prices, objective=body.objective)
         out = plan_result_dict(r, hbm_bytes={s.name: s.accelerator.hbm_bytes for s in found},
                                model_assumptions=m.assumptions)
-        out["mode"] = mode
         return _clean(out)
 
     @app.post("/api/simulate", summary="llmecon simulate: batched serving under Poisson traffic")
