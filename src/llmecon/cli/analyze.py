@@ -8,7 +8,6 @@ from typing import Annotated, Optional
 import typer
 
 from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, AdpOpt, EpOpt, JsonOpt, KvDtypeOpt, Mode, ModeOpt, ModelOpt, Phase, PpOpt, ProfileOpt, SystemOpt, TpOpt, WeightDtypeOpt, _check_plot_path, _console, _deployment, _emit_json, _fail, _kv_table, app, catalog_app)
-from ..step.inference import decode_of, prefill_of
 
 
 @app.command()
@@ -26,32 +25,24 @@ def analyze(
 
     Without --tp/--ep/--pp the plan is the smallest that holds the weights in half of HBM.
     """
-    from ..econ.batching import batch_economics, require_fit
+    from ..econ.batching import analyze as analyze_deployment
+    from ..report.analyze import analysis_dict, analysis_title, headline_lines
     from ..report.html import check_html_path
-    from ..report.analyze import economics_dict, headline_lines, step_dict
 
     report_path = check_html_path(report, "--report") if report is not None else None
     dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, adp=adp, profile=profile)
-    e = batch_economics(dep, context=context)
-    show = batch if batch is not None else float(max(1, min(round(e.balance_batch), e.max_batch or 1)))
-    require_fit(dep, batch=show, context=context)
-    at = decode_of(dep, batch=show, context=context)
+    a = analyze_deployment(dep, context=context, batch=batch)
+    e = a.economics
     if report_path is not None:
-        from ..report.html import write_html
         from ..report.analyze_html import analyze_report
+        from ..report.html import write_html
 
-        write_html(report_path, analyze_report(dep, e, at, show))
+        write_html(report_path, analyze_report(dep, e, a.step, a.batch))
     if as_json:
-        out = economics_dict(e, dep, with_curve=False)
-        out["decode_at_batch"] = step_dict(at, dep)
-        out["model_facts"] = {"total_params": dep.model.params.total, "active_params": dep.model.params.active,
-                              "attention": dep.model.attention_label, "is_moe": dep.model.is_moe}
-        _emit_json(out)
+        _emit_json(analysis_dict(a))
         return
     console = _console()
-    console.print(_kv_table("llmecon analyze (" + ("ideal roofline: a lower bound on time" if dep.mode == "ideal" else
-                                      f"{dep.fidelity}: achieved efficiencies and overheads") + ")",
-                            headline_lines(dep, e, at, show)))
+    console.print(_kv_table(analysis_title(a), headline_lines(dep, e, a.step, a.batch)))
     _print_bounds(console, e)
     for note in dep.model.assumptions:
         console.print(f"[dim]assumption: {note}[/dim]")
@@ -85,6 +76,7 @@ def step(
 ) -> None:
     """Time of one decode or prefill step, and which of compute, memory or communication binds."""
     from ..econ.batching import require_fit
+    from ..step.inference import decode_of, prefill_of
     from ..report.analyze import step_dict
     from ..units import fmt_bytes, fmt_seconds
 

@@ -348,3 +348,29 @@ def fast_mode(curve: BatchCurve, *, regular_batch: float, speedup: float) -> Fas
     price = (target / fast_b) / (t_reg / regular_batch)
     return FastMode(regular_batch=regular_batch, fast_batch=fast_b, speedup=speedup, price_ratio=price,
                     batch_ratio=regular_batch / fast_b)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Analysis:
+    """``llmecon analyze``: a deployment's batch economics at one context and its decode step at
+    the batch shown."""
+
+    deployment: Deployment
+    economics: BatchEconomics
+    batch: float                 # the batch shown: given, or ``shown_batch``
+    step: StepResult             # the decode step at that batch and context
+
+
+def shown_batch(e: BatchEconomics) -> float:
+    """The batch an analysis shows when none is asked for: the balance batch (where compute
+    catches up with weight reads), capped by what fits in memory, at least 1."""
+    return float(max(1, min(round(e.balance_batch), e.max_batch or 1)))
+
+
+def analyze(dep: Deployment, *, context: float, batch: float | None = None) -> Analysis:
+    """The main job's numbers (``llmecon analyze`` and the web page): economics, the batch shown
+    (``shown_batch`` unless given), checked to fit, and its decode step."""
+    e = batch_economics(dep, context=context)
+    show = batch if batch is not None else shown_batch(e)
+    require_fit(dep, batch=show, context=context)
+    return Analysis(deployment=dep, economics=e, batch=show, step=decode_of(dep, batch=show, context=context))

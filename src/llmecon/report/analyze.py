@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..econ.batching import BatchCurve, BatchEconomics
+from ..econ.batching import Analysis, BatchCurve, BatchEconomics
 from ..spec.deployment import Deployment
 from ..spec.hardware import Accelerator, System
 from ..step.inference import StepResult
@@ -196,3 +196,42 @@ def batch_curve_figure(curve: BatchCurve, dep: Deployment, *, economics: BatchEc
 def plot_batch_curve(curve: BatchCurve, dep: Deployment, path: str | Path, *, economics: BatchEconomics | None = None):
     """Write :func:`batch_curve_figure` to ``path`` (PNG/SVG/PDF by its suffix). Needs matplotlib."""
     batch_curve_figure(curve, dep, economics=economics).savefig(path, dpi=120)
+
+
+def analysis_dict(a: Analysis, *, page: bool = False, price_per_chip_hour: float | None = None) -> dict:
+    """The ``llmecon analyze --json`` object; ``page`` adds what the web page plots: the batch curve
+    (with $/Mtok when priced), the headline rows, the roofline and the model's assumptions."""
+    dep, e = a.deployment, a.economics
+    out = economics_dict(e, dep, with_curve=page)
+    if page:
+        out["curve"] = _with_usd(out["curve"], price_per_chip_hour)
+    out["decode_at_batch"] = step_dict(a.step, dep)
+    if page:
+        from .roofline import roofline_dict
+
+        out["headline"] = [{"label": k, "value": v} for k, v in headline_lines(dep, e, a.step, a.batch)]
+        out["roofline"] = roofline_dict(e.curve, dep, at=a.step)
+    out["model_facts"] = {"total_params": dep.model.params.total, "active_params": dep.model.params.active,
+                          "attention": dep.model.attention_label, "is_moe": dep.model.is_moe}
+    if page:
+        out["assumptions"] = list(dep.model.assumptions)
+    return out
+
+
+def analysis_title(a: Analysis) -> str:
+    """The title of the analyze table: which fidelity priced it."""
+    dep = a.deployment
+    what = ("ideal roofline: a lower bound on time" if dep.mode == "ideal" else
+            f"{dep.fidelity}: achieved efficiencies and overheads")
+    return f"llmecon analyze ({what})"
+
+
+def _with_usd(rows: list[dict], price_per_chip_hour: float | None) -> list[dict]:
+    """Batch-curve rows with $/Mtok when a chip-hour price is given (``context.usd_per_mtok``)."""
+    if price_per_chip_hour is None:
+        return rows
+    from ..econ.context import usd_per_mtok
+
+    cost = usd_per_mtok(np.array([r["chip_s_per_token"] for r in rows], dtype=float),
+                        price_per_chip_hour=price_per_chip_hour)
+    return [{**r, "usd_per_mtok": float(c)} for r, c in zip(rows, cost)]

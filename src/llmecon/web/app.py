@@ -95,17 +95,6 @@ def _dep(body: S.DeploymentIn):
                       weight_dtype=body.weight_dtype, kv_dtype=body.kv_dtype, mode=body.mode, auto=True)
 
 
-def _with_usd(rows: list[dict], price_per_chip_hour: float | None) -> list[dict]:
-    """Add $/Mtok to batch-curve rows when a chip-hour price is given (``context.usd_per_mtok``)."""
-    if price_per_chip_hour is None:
-        return rows
-    from ..econ.context import usd_per_mtok
-
-    cost = usd_per_mtok(np.array([r["chip_s_per_token"] for r in rows], dtype=float),
-                        price_per_chip_hour=price_per_chip_hour)
-    return [{**r, "usd_per_mtok": float(c)} for r, c in zip(rows, cost)]
-
-
 @lru_cache(maxsize=1)
 def _claims() -> tuple:
     """The lecture's claims (deterministic: computed once per process, ~1.5 s)."""
@@ -212,24 +201,11 @@ def create_app() -> FastAPI:
 
     @app.post("/api/analyze", summary="llmecon analyze: headline numbers, batch curve, roofline")
     def analyze(body: S.AnalyzeIn) -> dict:
-        from ..econ.batching import batch_economics, require_fit
-        from ..report.analyze import economics_dict, headline_lines, step_dict
-        from ..report.roofline import roofline_dict
+        from ..econ.batching import analyze as analyze_deployment
+        from ..report.analyze import analysis_dict
 
-        dep = _dep(body)
-        e = batch_economics(dep, context=body.context)
-        show = body.batch if body.batch is not None else float(max(1, min(round(e.balance_batch), e.max_batch or 1)))
-        require_fit(dep, batch=show, context=body.context)
-        at = decode_of(dep, batch=show, context=body.context)
-        out = economics_dict(e, dep, with_curve=True)
-        out["curve"] = _with_usd(out["curve"], body.price_per_chip_hour)
-        out["decode_at_batch"] = step_dict(at, dep)
-        out["headline"] = [{"label": k, "value": v} for k, v in headline_lines(dep, e, at, show)]
-        out["roofline"] = roofline_dict(e.curve, dep, at=at)
-        out["model_facts"] = {"total_params": dep.model.params.total, "active_params": dep.model.params.active,
-                              "attention": dep.model.attention_label, "is_moe": dep.model.is_moe}
-        out["assumptions"] = list(dep.model.assumptions)
-        return _clean(out)
+        a = analyze_deployment(_dep(body), context=body.context, batch=body.batch)
+        return _clean(analysis_dict(a, page=True, price_per_chip_hour=body.price_per_chip_hour))
 
     @app.post("/api/step", summary="llmecon step: one decode or prefill step")
     def step(body: S.StepIn) -> dict:
