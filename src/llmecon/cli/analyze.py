@@ -7,7 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, AdpOpt, EpOpt, JsonOpt, KvDtypeOpt, Mode, ModeOpt, ModelOpt, Phase, PpOpt, ProfileOpt, SystemOpt, TpOpt, WeightDtypeOpt, _check_plot_path, _console, _deployment, _emit_json, _fail, _kv_table, app, catalog_app)
+from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, AdpOpt, EpOpt, JsonOpt, KvDtypeOpt, Mode, ModeOpt, ModelOpt,
+                      Phase, PpOpt, ProfileOpt, SystemOpt, TpOpt, WeightDtypeOpt, _check_plot_path, _console,
+                      _deployment, _emit_json, _kv_table, app, catalog_app)
 
 
 @app.command()
@@ -17,7 +19,8 @@ def analyze(
     batch: Annotated[Optional[float], typer.Option("--batch", "-b", help="Batch to show (default: min(balance "
                                                                          "batch, memory limit)).")] = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, adp: AdpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
+    pp: PpOpt = None, adp: AdpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None,
+    as_json: JsonOpt = False,
     report: Annotated[Optional[str], typer.Option("--report", help="Also write a self-contained HTML report "
                                                                    "(headline numbers, figures, assumptions).")] = None,
 ) -> None:
@@ -27,12 +30,12 @@ def analyze(
     """
     from ..econ.batching import batch_economics, require_fit
     from ..report.html import check_html_path
-    from ..report.analyze import economics_dict, headline_lines, step_dict
+    from ..report.analyze import analyze_dict, headline_lines, shown_batch
 
     report_path = check_html_path(report, "--report") if report is not None else None
     dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, adp=adp, profile=profile)
     e = batch_economics(dep, context=context)
-    show = batch if batch is not None else float(max(1, min(round(e.balance_batch), e.max_batch or 1)))
+    show = shown_batch(e, batch)
     require_fit(dep, batch=show, context=context)
     at = dep.decode(batch=show, context=context)
     if report_path is not None:
@@ -41,11 +44,7 @@ def analyze(
 
         write_html(report_path, analyze_report(dep, e, at, show))
     if as_json:
-        out = economics_dict(e, dep, with_curve=False)
-        out["decode_at_batch"] = step_dict(at, dep)
-        out["model_facts"] = {"total_params": dep.model.params.total, "active_params": dep.model.params.active,
-                              "attention": dep.model.attention_label, "is_moe": dep.model.is_moe}
-        _emit_json(out)
+        _emit_json(analyze_dict(e, dep, at))
         return
     console = _console()
     console.print(_kv_table("llmecon analyze (" + ("ideal roofline: a lower bound on time" if dep.mode == "ideal" else
@@ -60,14 +59,9 @@ def analyze(
 
 def _print_bounds(console, e) -> None:
     """Which bound binds where along the batch axis."""
-    import numpy as np
+    from ..report.analyze import bound_spans
 
-    bound = np.broadcast_to(np.asarray(e.curve.step.bound), e.curve.batch.shape)
-    spans, start = [], 0
-    for i in range(1, len(bound) + 1):
-        if i == len(bound) or bound[i] != bound[start]:
-            spans.append(f"{bound[start]}-bound for batch {e.curve.batch[start]:,.0f}-{e.curve.batch[i - 1]:,.0f}")
-            start = i
+    spans = [f"{bound}-bound for batch {lo:,.0f}-{hi:,.0f}" for bound, lo, hi in bound_spans(e.curve)]
     console.print("[bold cyan]bound by batch[/bold cyan]  " + "; ".join(spans))
 
 
@@ -80,7 +74,8 @@ def step(
     context: Annotated[float, typer.Option("--context", "-L", help="decode: cached tokens attended; prefill: "
                                                                    "prompt tokens.")] = 4096,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, adp: AdpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
+    pp: PpOpt = None, adp: AdpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Time of one decode or prefill step, and which of compute, memory or communication binds."""
     from ..econ.batching import require_fit
@@ -121,7 +116,8 @@ def batch_cmd(
     plot: Annotated[Optional[str], typer.Option("--plot", help="Write latency/cost-vs-batch figure (PNG/SVG/PDF).")]
     = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, adp: AdpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
+    pp: PpOpt = None, adp: AdpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Latency and cost per token against batch; balance batch, latency floor, drain time, and the
     cost of not batching."""

@@ -35,6 +35,13 @@ def requests_columns(res: SimResult) -> dict[str, np.ndarray]:
     }
 
 
+def simulation_dict(dep, workload, res: SimResult) -> dict:
+    """``llmecon simulate --json`` and ``/api/simulate`` (docs/serving.md): what ran (model, system,
+    plan, mode, workload), then ``res.summary()``."""
+    return {"model": dep.model.name, "system": dep.system.name, "plan": dep.plan.as_dict(), "mode": dep.mode,
+            "workload": workload.source, **res.summary()}
+
+
 def check_requests_path(path: str) -> str:
     """Validate the output path before a run (nothing is written half-way): returns 'csv'/'parquet'."""
     p = Path(path)
