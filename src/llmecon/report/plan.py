@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..econ.planner import PhaseSearch, PlanResult, Point
 from ..units import fmt_bytes, fmt_seconds, json_num
+from .figure import pyplot, save_figure
 
 ASSUMPTIONS = (
     "disaggregated serving: prefill and decode run on separate units, each planned on its own "
@@ -187,12 +188,7 @@ def frontier_rows(search: PhaseSearch, top: int, *, priced: bool) -> list[tuple[
 def plot_frontier(r: PlanResult, path: str | Path) -> None:
     """Decode frontier, log-log: tokens/s per user against tokens/s per chip, one line per system,
     the TPOT target as a vertical line at 1/TPOT and the best point annotated with its plan."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    fig, ax = pyplot().subplots(figsize=(7.5, 4.8))
     top = max((p.tokens_per_s_per_chip for p in r.decode.frontier), default=1.0)
     for i, system in enumerate(r.systems):
         pts = sorted((p for p in r.decode.frontier if p.system == system), key=lambda p: p.tokens_per_s_per_user)
@@ -218,6 +214,4 @@ def plot_frontier(r: PlanResult, path: str | Path) -> None:
     ax.set_title(f"{r.model} decode frontier ({targets}, context {t.context:,.0f})", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
