@@ -1,4 +1,4 @@
-"""SI constants, quantity parsing at the edges, and human formatting.
+"""SI constants, quantity parsing at the edges, human formatting, and numbers made JSON-safe.
 
 Inside llmecon every quantity is a float in SI base units with the unit in its name
 (``hbm_bandwidth_bytes_per_s``). Rates use decimal prefixes (1 TB/s = 1e12 B/s); binary prefixes
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 import re
+
+import numpy as np
 
 from .errors import UnitError
 
@@ -118,3 +120,35 @@ def fmt_seconds(value: float, digits: int = 3) -> str:
         if mag >= factor:
             return f"{value / factor:.{digits}g} {unit}"
     return f"{value / NANO:.{digits}g} ns"
+
+
+# ---- JSON at the edges (every --json object and web response) ---------------------------------
+
+
+def json_num(value) -> float | None:
+    """One number as JSON has it: a Python float (from an int, a numpy scalar or a 0-d array), and
+    None for None, inf and NaN (JSON has no infinity; docs/json.md: infinite values are null)."""
+    if value is None:
+        return None
+    value = float(np.asarray(value))
+    return value if math.isfinite(value) else None
+
+
+def to_json(obj):
+    """A JSON-safe copy of ``obj``: dicts (keys as str), lists, tuples and numpy arrays recursively;
+    numpy bools, ints and floats as Python ones; non-finite floats as None. Python ints stay ints
+    (use :func:`json_num` where a number must be a float); strings, None and bools pass through."""
+    if isinstance(obj, dict):
+        return {str(k): to_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_json(v) for v in obj]
+    if isinstance(obj, (np.ndarray, np.generic)):
+        return to_json(obj.tolist())
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    return obj
+
+
+def json_fields(obj, *names: str) -> dict:
+    """``{name: json_num(obj.name)}`` for each name, in order: the numeric fields of a result object."""
+    return {name: json_num(getattr(obj, name)) for name in names}

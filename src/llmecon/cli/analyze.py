@@ -7,7 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, AdpOpt, EpOpt, JsonOpt, KvDtypeOpt, Mode, ModeOpt, ModelOpt, Phase, PpOpt, ProfileOpt, SystemOpt, TpOpt, WeightDtypeOpt, _check_plot_path, _console, _deployment, _emit_json, _fail, _kv_table, app, catalog_app)
+from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, AdpOpt, EpOpt, JsonOpt, KvDtypeOpt, Mode, ModeOpt, ModelOpt,
+                      Phase, PpOpt, ProfileOpt, SystemOpt, TpOpt, WeightDtypeOpt, _check_plot_path, _console,
+                      _deployment, _emit_json, _kv_table, app, catalog_app)
 
 
 @app.command()
@@ -17,7 +19,8 @@ def analyze(
     batch: Annotated[Optional[float], typer.Option("--batch", "-b", help="Batch to show (default: min(balance "
                                                                          "batch, memory limit)).")] = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, adp: AdpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
+    pp: PpOpt = None, adp: AdpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None,
+    as_json: JsonOpt = False,
     report: Annotated[Optional[str], typer.Option("--report", help="Also write a self-contained HTML report "
                                                                    "(headline numbers, figures, assumptions).")] = None,
 ) -> None:
@@ -52,14 +55,9 @@ def analyze(
 
 def _print_bounds(console, e) -> None:
     """Which bound binds where along the batch axis."""
-    import numpy as np
+    from ..report.analyze import bound_spans
 
-    bound = np.broadcast_to(np.asarray(e.curve.step.bound), e.curve.batch.shape)
-    spans, start = [], 0
-    for i in range(1, len(bound) + 1):
-        if i == len(bound) or bound[i] != bound[start]:
-            spans.append(f"{bound[start]}-bound for batch {e.curve.batch[start]:,.0f}-{e.curve.batch[i - 1]:,.0f}")
-            start = i
+    spans = [f"{bound}-bound for batch {lo:,.0f}-{hi:,.0f}" for bound, lo, hi in bound_spans(e.curve)]
     console.print("[bold cyan]bound by batch[/bold cyan]  " + "; ".join(spans))
 
 
@@ -72,7 +70,8 @@ def step(
     context: Annotated[float, typer.Option("--context", "-L", help="decode: cached tokens attended; prefill: "
                                                                    "prompt tokens.")] = 4096,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, adp: AdpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
+    pp: PpOpt = None, adp: AdpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Time of one decode or prefill step, and which of compute, memory or communication binds."""
     from ..econ.batching import require_fit
@@ -114,7 +113,8 @@ def batch_cmd(
     plot: Annotated[Optional[str], typer.Option("--plot", help="Write latency/cost-vs-batch figure (PNG/SVG/PDF).")]
     = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, adp: AdpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
+    pp: PpOpt = None, adp: AdpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Latency and cost per token against batch; balance batch, latency floor, drain time, and the
     cost of not batching."""

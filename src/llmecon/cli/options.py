@@ -54,7 +54,11 @@ def _fail(message: str) -> None:
 
 
 def _emit_json(obj: dict) -> None:
-    typer.echo(json.dumps(obj, indent=2, allow_nan=False))
+    """Print one JSON object, made JSON-safe as the web's (``units.to_json``: numpy to Python,
+    inf/NaN to null); ``allow_nan=False`` guards the rule."""
+    from ..units import to_json
+
+    typer.echo(json.dumps(to_json(obj), indent=2, allow_nan=False))
 
 
 def _deployment(model: str, system: str, tp, ep, pp, weight_dtype, kv_dtype, mode: Mode, *, auto: bool = False,

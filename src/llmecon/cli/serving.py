@@ -129,7 +129,7 @@ def simulate_cmd(
     from ..errors import require_number
     from ..serving import SLO, PrefixCache, SimConfig
     from ..serving.policies import policy_from_name
-    from ..report.serving import check_requests_path, plot_simulation, write_requests
+    from ..report.serving import check_requests_path, plot_simulation, simulation_dict, write_requests
     from ..serving.workload import load_trace, parse_lengths, synthetic
 
     # validate everything before running (nothing is written half-way)
@@ -161,10 +161,7 @@ def simulate_cmd(
                        classes=_mix(class_mix))
     dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, profile=profile)
     res = _run(dep, wl, cfg)
-    d = res.summary()
-    d = {"model": dep.model.name, "system": dep.system.name, "plan": {"tp": dep.plan.tp, "ep": dep.plan.ep,
-                                                                      "pp": dep.plan.pp, "chips": dep.plan.chips},
-         "mode": dep.mode, "workload": wl.source, **d}
+    d = simulation_dict(dep, wl, res)
     if requests_out:
         write_requests(res, requests_out)
     if plot:
@@ -195,7 +192,7 @@ def _print(d: dict, plot, requests_out) -> None:
         return "-" if x is None else fmt_seconds(x)
 
     p = d["plan"]
-    rows = [("deployment", f"{d['model']} on {d['system']}, tp{p['tp']}·ep{p['ep']}·pp{p['pp']}, {d['mode']} "
+    rows = [("deployment", f"{d['model']} on {d['system']}, {p['label']}, {d['mode']} "
                            "roofline (a lower bound on time)"),
             ("workload", f"{d['workload']}, {d['arrived']:,} arrived in {d['run_s']:,.1f} s"),
             ("requests", f"{d['completed']:,} completed, {d['rejected']:,} rejected, {d['in_flight']:,} in flight"),
@@ -208,7 +205,8 @@ def _print(d: dict, plot, requests_out) -> None:
                         + ("" if d["slo_ttft_s"] or d["slo_tpot_s"] else " (no SLO given: all completed count)")),
             ("utilisation", f"{d['utilization']:.1%} of replica time in iterations"),
             ("preemptions", f"{d['preemptions']:,}"),
-            ("$/Mtok (output)", f"${d['usd_per_mtok']:,.4f}" if d["usd_per_mtok"] is not None else d["usd_per_mtok_reason"]),
+            ("$/Mtok (output)", f"${d['usd_per_mtok']:,.4f}" if d["usd_per_mtok"] is not None
+             else d["usd_per_mtok_reason"]),
             ("Little's law", f"L = {d['littles_law']['L']:.4g}, lambda*W = {d['littles_law']['lambda_W']:.4g}")]
     console = _console()
     console.print(_kv_table(f"llmecon simulate ({d['policy']})", rows))

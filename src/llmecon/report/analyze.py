@@ -14,20 +14,7 @@ from ..spec.hardware import Accelerator, System
 from ..step.inference import StepResult
 from ..spec.model import Model
 from ..spec.plan import place
-from ..units import fmt_bytes, fmt_params, fmt_rate, fmt_seconds
-
-
-def _num(value):
-    """JSON-safe number: numpy scalars to float, None/inf/nan to None (JSON has no infinity)."""
-    if value is None:
-        return None
-    value = float(np.asarray(value))
-    return value if math.isfinite(value) else None
-
-
-def plan_dict(dep: Deployment) -> dict:
-    return {"tp": dep.plan.tp, "ep": dep.plan.ep, "pp": dep.plan.pp, "adp": dep.plan.adp, "dp": dep.plan.dp,
-            "expert_tp": dep.plan.expert_tp, "chips": dep.plan.chips}
+from ..units import fmt_bytes, fmt_params, fmt_rate, fmt_seconds, json_fields, json_num
 
 
 def model_dict(model: Model, kv_dtype: str | None = None) -> dict:
@@ -60,13 +47,12 @@ def step_dict(result: StepResult, dep: Deployment) -> dict:
     """``llmecon step --json``: one step's time breakdown. Bytes and FLOPs summed over all chips."""
     return {
         "model": dep.model.name, "system": dep.system.name, "phase": result.phase, "mode": result.mode,
-        "profile": result.profile, "plan": plan_dict(dep), "batch": _num(result.batch), "context": _num(result.context),
-        "compute_s": _num(result.time.compute_s), "memory_s": _num(result.time.memory_s),
-        "comm_s": _num(result.time.comm_s), "overhead_s": _num(result.time.overhead_s), "step_s": _num(result.step_s), "upper_s": _num(result.upper_s),
-        "bound": str(result.bound), "tokens_per_s": _num(result.tokens_per_s), "tokens": _num(result.tokens),
-        "flops": _num(result.flops), "weight_bytes": _num(result.weight_bytes), "kv_bytes": _num(result.kv_bytes),
-        "memory_per_chip_bytes": _num(result.memory_per_chip_bytes), "hbm_per_chip_bytes": result.hbm_per_chip_bytes,
-        "fits": bool(np.all(result.fits)), "compute_dtype": result.compute_dtype,
+        "profile": result.profile, "plan": dep.plan.as_dict(), **json_fields(result, "batch", "context"),
+        **json_fields(result.time, "compute_s", "memory_s", "comm_s", "overhead_s"),
+        **json_fields(result, "step_s", "upper_s"), "bound": str(result.bound),
+        **json_fields(result, "tokens_per_s", "tokens", "flops", "weight_bytes", "kv_bytes", "memory_per_chip_bytes"),
+        "hbm_per_chip_bytes": result.hbm_per_chip_bytes, "fits": bool(np.all(result.fits)),
+        "compute_dtype": result.compute_dtype,
         "weight_dtype": dep.weight_dtype or dep.model.weight_dtype, "kv_dtype": dep.kv_dtype or dep.model.kv_dtype,
     }
 
@@ -74,8 +60,8 @@ def step_dict(result: StepResult, dep: Deployment) -> dict:
 def curve_rows(curve: BatchCurve) -> list[dict]:
     step = curve.step
     bound = np.broadcast_to(np.asarray(step.bound), curve.batch.shape)
-    return [{"batch": _num(b), "step_s": _num(t), "compute_s": _num(c), "memory_s": _num(m), "comm_s": _num(k),
-             "bound": str(bd), "tokens_per_s": _num(tp), "chip_s_per_token": _num(cs)}
+    return [{"batch": json_num(b), "step_s": json_num(t), "compute_s": json_num(c), "memory_s": json_num(m),
+             "comm_s": json_num(k), "bound": str(bd), "tokens_per_s": json_num(tp), "chip_s_per_token": json_num(cs)}
             for b, t, c, m, k, bd, tp, cs in zip(
                 curve.batch, curve.step_s, np.broadcast_to(step.time.compute_s, curve.batch.shape),
                 np.broadcast_to(step.time.memory_s, curve.batch.shape),
@@ -86,18 +72,27 @@ def curve_rows(curve: BatchCurve) -> list[dict]:
 def economics_dict(e: BatchEconomics, dep: Deployment, *, with_curve: bool = True) -> dict:
     """``llmecon batch --json``. Infinite values (never compute-bound, unbounded context) are null."""
     out = {
-        "model": dep.model.name, "system": dep.system.name, "plan": plan_dict(dep), "mode": dep.mode,
-        "fidelity": dep.fidelity, "context": e.context, "balance_batch": _num(e.balance_batch),
-        "balance_batch_at_context": _num(e.balance_batch_at_context), "crossover_context": _num(e.crossover_context),
-        "latency_floor_s": _num(e.latency_floor_s), "full_weight_read_s": _num(e.full_weight_read_s),
-        "hbm_drain_s": _num(e.hbm_drain_s), "no_batching_cost_ratio": _num(e.no_batching_cost_ratio),
-        "best_batch": _num(e.best_batch), "max_batch": e.max_batch,
-        "max_context_at_batch_1": _num(e.max_context_at_batch_1),
-        "weights_per_chip_bytes": _num(e.weights_per_chip_bytes), "kv_bytes_per_token": _num(e.kv_bytes_per_token),
+        "model": dep.model.name, "system": dep.system.name, "plan": dep.plan.as_dict(), "mode": dep.mode,
+        "fidelity": dep.fidelity, "context": e.context,
+        **json_fields(e, "balance_batch", "balance_batch_at_context", "crossover_context", "latency_floor_s",
+                      "full_weight_read_s", "hbm_drain_s", "no_batching_cost_ratio", "best_batch"),
+        "max_batch": e.max_batch,
+        **json_fields(e, "max_context_at_batch_1", "weights_per_chip_bytes", "kv_bytes_per_token"),
     }
     if with_curve:
         out["curve"] = curve_rows(e.curve)
     return out
+
+
+def bound_spans(curve: BatchCurve) -> list[tuple[str, float, float]]:
+    """(bound, first batch, last batch) for each run of batches on ``curve`` with the same bound."""
+    bound = np.broadcast_to(np.asarray(curve.step.bound), curve.batch.shape)
+    spans, start = [], 0
+    for i in range(1, len(bound) + 1):
+        if i == len(bound) or bound[i] != bound[start]:
+            spans.append((str(bound[start]), float(curve.batch[start]), float(curve.batch[i - 1])))
+            start = i
+    return spans
 
 
 def accelerator_row(a: Accelerator) -> dict:
@@ -130,6 +125,7 @@ def headline_lines(dep: Deployment, e: BatchEconomics, batch_result: StepResult,
     m, s = dep.model, dep.system
     a = s.accelerator
     p = m.params
+    step_s = float(batch_result.step_s)
     return [
         ("model", f"{m.name}: {fmt_params(p.total)} total, {fmt_params(p.active)} active, {m.attention_label}, "
                   f"{m.n_layers} layers"),
@@ -145,7 +141,8 @@ def headline_lines(dep: Deployment, e: BatchEconomics, batch_result: StepResult,
         ("weights per chip", f"{fmt_bytes(e.weights_per_chip_bytes)} of {fmt_bytes(a.hbm_bytes)}"),
         ("KV per token", f"{fmt_bytes(e.kv_bytes_per_token)} (all layers)"),
         ("latency floor", f"{fmt_seconds(e.latency_floor_s)} per decode step at batch 1 "
-                          f"(all weights: {fmt_seconds(e.full_weight_read_s)}; HBM drain {fmt_seconds(e.hbm_drain_s)})"),
+                          f"(all weights: {fmt_seconds(e.full_weight_read_s)}; "
+                          f"HBM drain {fmt_seconds(e.hbm_drain_s)})"),
         ("balance batch", f"{e.balance_batch:,.0f} at short context; "
                           + (f"{e.balance_batch_at_context:,.0f} at {fmt_tokens(e.context)} tokens"
                              if math.isfinite(e.balance_batch_at_context)
@@ -154,10 +151,9 @@ def headline_lines(dep: Deployment, e: BatchEconomics, batch_result: StepResult,
         ("memory limits", f"max batch {e.max_batch:,} at {fmt_tokens(e.context)} tokens; "
                           f"max context {fmt_tokens(e.max_context_at_batch_1)} tokens at batch 1"
                           + (f" (trained to {fmt_tokens(m.max_context)})" if m.max_context else "")),
-        (f"decode at batch {batch:g}", f"{fmt_seconds(float(batch_result.step_s))} per step "
+        (f"decode at batch {batch:g}", f"{fmt_seconds(step_s)} per step "
                                        f"({batch_result.bound}-bound), {float(batch_result.tokens_per_s):,.0f} tok/s "
-                                       f"per replica, {float(batch_result.step_s) and 1 / float(batch_result.step_s):.1f} tok/s "
-                                       "per user"),
+                                       f"per replica, {step_s and 1 / step_s:.1f} tok/s per user"),
         ("cost of no batching", f"{e.no_batching_cost_ratio:,.0f}x the device time per token of the best batch "
                                 f"({e.best_batch:,.0f})"),
     ]

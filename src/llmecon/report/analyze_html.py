@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from .. import __version__
-from ..econ.batching import BatchCurve, BatchEconomics
+from ..econ.batching import BatchEconomics
 from ..spec.deployment import Deployment
 from .html import Badge, Document
 from ..step.inference import StepResult
-from .analyze import batch_curve_figure, headline_lines, step_dict
+from .analyze import batch_curve_figure, bound_spans, headline_lines, step_dict
 from ..units import fmt_bytes, fmt_seconds
 
 BOUND_BADGE = {"compute": "ok", "memory": "info", "comm": "warn", "overhead": "warn"}
@@ -24,17 +22,6 @@ IDEAL_NOTE = ("ideal mode: datasheet dense peaks and perfect overlap of compute,
               "roofline); a lower bound on time, an upper bound on throughput")
 CALIBRATED_NOTE = ("calibrated mode: achieved-fraction efficiencies and fixed overheads from an efficiency profile "
                    "(docs/calibration.md gives its measured error)")
-
-
-def bound_spans(curve: BatchCurve) -> list[tuple[str, float, float]]:
-    """(bound, first batch, last batch) for each run of batches on ``curve`` with the same bound."""
-    bound = np.broadcast_to(np.asarray(curve.step.bound), curve.batch.shape)
-    spans, start = [], 0
-    for i in range(1, len(bound) + 1):
-        if i == len(bound) or bound[i] != bound[start]:
-            spans.append((str(bound[start]), float(curve.batch[start]), float(curve.batch[i - 1])))
-            start = i
-    return spans
 
 
 def _step_rows(d: dict, calibrated: bool) -> list[tuple[str, str]]:

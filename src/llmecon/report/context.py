@@ -14,11 +14,7 @@ from ..spec.hardware import MemoryTier
 from ..econ.kvcache import CachePlacement
 from ..econ.pricing import CacheTierFit, FastModeInference, KvFromPrice, ServingCost
 from ..spec.prices import PriceSheet
-from .analyze import _num, plan_dict
-
-
-def _nums(values) -> list:
-    return [_num(v) for v in np.asarray(values, dtype=float).ravel()]
+from ..units import json_fields, json_num, to_json
 
 
 def context_dict(e: ContextEconomics, dep: Deployment, *, price_per_chip_hour: float | None = None,
@@ -31,26 +27,23 @@ def context_dict(e: ContextEconomics, dep: Deployment, *, price_per_chip_hour: f
     step_s = np.broadcast_to(np.asarray(c.decode.step_s, dtype=float), c.context.shape)
     for i, length in enumerate(c.context):
         fits = bool(c.fits[i])
-        row = {"context": _num(length), "kv_per_sequence_bytes": _num(c.kv_per_sequence_bytes[i]),
-               "kv_read_per_sequence_bytes": _num(c.kv_read_per_sequence_bytes[i]),
-               "max_sequences": _num(c.max_sequences[i]), "batch": _num(c.batch[i]) if fits else None,
-               "decode_step_s": _num(step_s[i]) if fits else None, "bound": str(bound[i]) if fits else None,
-               "decode_chip_s_per_token": _num(decode_cost[i]) if fits else None,
-               "prefill_chip_s_per_token": _num(prefill_cost[i])}
+        row = {"context": json_num(length), "kv_per_sequence_bytes": json_num(c.kv_per_sequence_bytes[i]),
+               "kv_read_per_sequence_bytes": json_num(c.kv_read_per_sequence_bytes[i]),
+               "max_sequences": json_num(c.max_sequences[i]), "batch": json_num(c.batch[i]) if fits else None,
+               "decode_step_s": json_num(step_s[i]) if fits else None, "bound": str(bound[i]) if fits else None,
+               "decode_chip_s_per_token": json_num(decode_cost[i]) if fits else None,
+               "prefill_chip_s_per_token": json_num(prefill_cost[i])}
         if price_per_chip_hour is not None:
             kw = dict(price_per_chip_hour=price_per_chip_hour, utilization=utilization)
-            row["output_usd_per_mtok"] = _num(usd_per_mtok(decode_cost[i], **kw)) if fits else None
-            row["input_usd_per_mtok"] = _num(usd_per_mtok(prefill_cost[i], **kw))
+            row["output_usd_per_mtok"] = json_num(usd_per_mtok(decode_cost[i], **kw)) if fits else None
+            row["input_usd_per_mtok"] = json_num(usd_per_mtok(prefill_cost[i], **kw))
         rows.append(row)
     return {
-        "model": dep.model.name, "system": dep.system.name, "plan": plan_dict(dep), "mode": dep.mode,
+        "model": dep.model.name, "system": dep.system.name, "plan": dep.plan.as_dict(), "mode": dep.mode,
         "attention": dep.model.attention_label, "kv_dtype": dep.kv_dtype or dep.model.kv_dtype,
-        "kv_bytes_per_token": _num(e.kv_bytes_per_token), "kv_read_bytes_per_token": _num(e.kv_read_bytes_per_token),
-        "kv_sharing_factor": _num(e.kv_sharing_factor), "crossover_context": _num(e.crossover_context),
-        "balance_batch": _num(e.balance_batch), "max_context_at_batch_1": _num(e.max_context_at_batch_1),
-        "free_hbm_bytes": _num(e.free_hbm_bytes), "weights_per_chip_bytes": _num(e.weights_per_chip_bytes),
-        "attention_flops_per_kv_byte": _num(e.attention_flops_per_kv_byte),
-        "attention_ridge_flops_per_byte": _num(e.attention_ridge_flops_per_byte),
+        **json_fields(e, "kv_bytes_per_token", "kv_read_bytes_per_token", "kv_sharing_factor", "crossover_context",
+                      "balance_batch", "max_context_at_batch_1", "free_hbm_bytes", "weights_per_chip_bytes",
+                      "attention_flops_per_kv_byte", "attention_ridge_flops_per_byte"),
         "attention_compute_bound": e.attention_compute_bound,
         "price_per_chip_hour": price_per_chip_hour, "utilization": utilization, "curve": rows,
     }
@@ -95,7 +88,7 @@ def plot_context(e: ContextEconomics, dep: Deployment, path: str | Path, *, pric
 
 
 def cost_dict(c: ServingCost, dep: Deployment, sheet: PriceSheet | None = None) -> dict:
-    out = {"model": dep.model.name, "system": dep.system.name, "plan": plan_dict(dep), "mode": dep.mode,
+    out = {"model": dep.model.name, "system": dep.system.name, "plan": dep.plan.as_dict(), "mode": dep.mode,
            "context": c.context, "batch": c.batch, "decode_step_s": c.step_s, "chips": c.chips,
            "price_per_chip_hour": c.price_per_chip_hour, "utilization": c.utilization,
            "input_usd_per_mtok": c.input_usd_per_mtok, "output_usd_per_mtok": c.output_usd_per_mtok}
@@ -116,7 +109,7 @@ def tier_row(t: MemoryTier) -> dict:
 
 
 def placement_dict(p: CachePlacement, dep: Deployment) -> dict:
-    return {"model": dep.model.name, "system": dep.system.name, "plan": plan_dict(dep),
+    return {"model": dep.model.name, "system": dep.system.name, "plan": dep.plan.as_dict(),
             "sequences": p.sequences, "context": p.context, "hold_s": p.hold_s, "bytes_total": p.bytes_total,
             "bytes_per_sequence": p.bytes_per_sequence, "recompute_s": p.recompute_s,
             "recompute_usd": p.recompute_usd, "cheapest": p.cheapest, "five_minute_tier": p.five_minute_tier,
@@ -145,8 +138,8 @@ def kv_inference_dict(k: KvFromPrice) -> dict:
     return {"crossover_context": k.crossover_context, "input_uplift": k.input_uplift,
             "output_uplift": k.output_uplift, "active_params": list(k.active_params),
             "flops_per_byte": [{"label": lab, "value": r} for lab, r in zip(k.flops_per_byte_labels, k.flops_per_byte)],
-            "kv_bytes_per_token": [_nums(row) for row in k.kv_bytes_per_token], "low": k.low, "high": k.high,
-            "assumptions": list(k.assumptions)}
+            "kv_bytes_per_token": to_json(np.asarray(k.kv_bytes_per_token, dtype=float)), "low": k.low,
+            "high": k.high, "assumptions": list(k.assumptions)}
 
 
 def tier_fit_rows(fits: list[CacheTierFit]) -> list[dict]:
@@ -174,6 +167,6 @@ def schedule_dict(s: TierSchedule) -> dict:
 def price_check_dict(p: PriceCheck, sheet: PriceSheet) -> dict:
     return {"provider": sheet.provider, "model": sheet.model, "losing": {
         k: [{"from_tokens": a, "to_tokens": b} for a, b in v] for k, v in p.losing_contexts().items()},
-        "rows": [{"context": _num(c), "input_price": _num(ip), "input_cost": _num(ic), "output_price": _num(op),
-                  "output_cost": _num(oc)} for c, ip, ic, op, oc in
+        "rows": [{"context": json_num(c), "input_price": json_num(ip), "input_cost": json_num(ic),
+                  "output_price": json_num(op), "output_cost": json_num(oc)} for c, ip, ic, op, oc in
                  zip(p.context, p.input_price, p.input_cost, p.output_price, p.output_cost)]}

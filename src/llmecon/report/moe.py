@@ -9,7 +9,7 @@ from dataclasses import asdict, fields
 from pathlib import Path
 
 from ..econ.moe import MoeSummary
-from .training import _pyplot, _savefig
+from .figure import pyplot, save_figure
 
 TIER_LABELS = {"none": "one chip", "scale_up": "in domain", "two_tier": "across domains"}
 TIER_COLOURS = {"none": "0.5", "scale_up": "C0", "two_tier": "C3"}
@@ -45,7 +45,7 @@ def plot_moe(s: MoeSummary, domain_chips: int, path: str | Path) -> None:
     """(a) chip-seconds per token against the EP size, by all-to-all tier, filled where the batch
     fits in HBM; (b) the all-to-all time per decode step against the EP size, in domain vs two-tier.
     Both mark the scale-up domain size."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
     rows = list(s.ep_rows)
     if rows:
@@ -83,4 +83,4 @@ def plot_moe(s: MoeSummary, domain_chips: int, path: str | Path) -> None:
     ax2.set_title(f"(b) dispatch ({s.dispatch_dtype}) + combine, all MoE layers")
     ax2.legend(fontsize=7)
     fig.suptitle(f"{s.model} on {s.system}, context {s.context:,.0f}", fontsize=10)
-    _savefig(fig, path)
+    save_figure(fig, path)

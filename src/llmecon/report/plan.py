@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..econ.planner import PhaseSearch, PlanResult, Point
-from .analyze import _num
-from ..units import fmt_bytes, fmt_seconds
+from ..units import fmt_bytes, fmt_seconds, json_num
+from .figure import pyplot, save_figure
 
 ASSUMPTIONS = (
     "disaggregated serving: prefill and decode run on separate units, each planned on its own "
@@ -34,9 +34,9 @@ COMM_PARTS = (("TP all-reduce", "tp_all_reduce_s", "tp_bytes_per_chip", "tp"),
 
 def point_dict(p: Point) -> dict:
     """One evaluated (system, plan, batch): the frontier rows of ``--json``."""
-    return {"system": p.system, "plan": {**p.plan.as_dict(), "label": p.plan.label()}, "batch": p.batch,
+    return {"system": p.system, "plan": p.plan.as_dict(), "batch": p.batch,
             "step_s": p.step_s, "tokens_per_s_per_chip": p.tokens_per_s_per_chip,
-            "tokens_per_s_per_user": p.tokens_per_s_per_user, "usd_per_mtok": _num(p.usd_per_mtok),
+            "tokens_per_s_per_user": p.tokens_per_s_per_user, "usd_per_mtok": json_num(p.usd_per_mtok),
             "memory_per_chip_bytes": p.memory_per_chip_bytes, "compute_s": p.compute_s, "memory_s": p.memory_s,
             "comm_s": p.comm_s, "bound": p.bound}
 
@@ -91,17 +91,17 @@ def plan_result_dict(r: PlanResult, *, hbm_bytes: dict, model_assumptions=()) ->
                       best_dict(search, hbm_bytes=hbm_bytes[search.best.system], target_s=target))
     return {
         "model": r.model, "systems": list(r.systems), "objective": r.objective,
-        "targets": {"tpot_s": _num(t.tpot_s), "ttft_s": _num(t.ttft_s), "context": t.context,
+        "targets": {"tpot_s": json_num(t.tpot_s), "ttft_s": json_num(t.ttft_s), "context": t.context,
                     "prompt_tokens": t.prompt_tokens, "output_tokens": t.output_tokens},
-        "prices": {s: _num(r.prices.get(s)) for s in r.systems},
+        "prices": {s: json_num(r.prices.get(s)) for s in r.systems},
         "best": best,
         "frontier": [point_dict(p) for p in r.decode.frontier],
         "prefill_frontier": [point_dict(p) for p in r.prefill.frontier],
-        "usd_per_mtok_blended": _num(r.usd_per_mtok_blended),
+        "usd_per_mtok_blended": json_num(r.usd_per_mtok_blended),
         "points_evaluated": {n: s.points_evaluated for n, (s, _) in phases.items()},
         "points_fitting": {n: s.points_fitting for n, (s, _) in phases.items()},
         "points_meeting_slo": {n: s.points_meeting_slo for n, (s, _) in phases.items()},
-        "best_achievable_s": {n: _num(s.best_achievable_s) for n, (s, _) in phases.items()},
+        "best_achievable_s": {n: json_num(s.best_achievable_s) for n, (s, _) in phases.items()},
         "mode": "ideal" if r.fidelity == "ideal" else "calibrated", "fidelity": r.fidelity,
         "assumptions": assumptions(r) + list(model_assumptions),
     }
@@ -198,12 +198,7 @@ def frontier_rows(search: PhaseSearch, top: int, *, priced: bool) -> list[tuple[
 def plot_frontier(r: PlanResult, path: str | Path) -> None:
     """Decode frontier, log-log: tokens/s per user against tokens/s per chip, one line per system,
     the TPOT target as a vertical line at 1/TPOT and the best point annotated with its plan."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    fig, ax = pyplot().subplots(figsize=(7.5, 4.8))
     top = max((p.tokens_per_s_per_chip for p in r.decode.frontier), default=1.0)
     for i, system in enumerate(r.systems):
         pts = sorted((p for p in r.decode.frontier if p.system == system), key=lambda p: p.tokens_per_s_per_user)
@@ -229,6 +224,4 @@ def plot_frontier(r: PlanResult, path: str | Path) -> None:
     ax.set_title(f"{r.model} decode frontier ({targets}, context {t.context:,.0f})", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)

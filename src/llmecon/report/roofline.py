@@ -15,7 +15,7 @@ import numpy as np
 from ..econ.batching import BatchCurve
 from ..spec.deployment import Deployment
 from ..step.inference import StepResult
-from .analyze import _num
+from ..units import json_num
 
 
 def _points(step: StepResult, batch: np.ndarray, chips: int) -> list[dict]:
@@ -24,8 +24,8 @@ def _points(step: StepResult, batch: np.ndarray, chips: int) -> list[dict]:
     moved = np.broadcast_to(np.asarray(step.weight_bytes, dtype=float) + np.asarray(step.kv_bytes, dtype=float), shape)
     step_s = np.broadcast_to(np.asarray(step.step_s, dtype=float), shape)
     bound = np.broadcast_to(np.asarray(step.bound), shape)
-    return [{"batch": _num(b), "intensity_flops_per_byte": _num(f / m), "achieved_flops_per_s": _num(f / t / chips),
-             "bound": str(bd)}
+    return [{"batch": json_num(b), "intensity_flops_per_byte": json_num(f / m),
+             "achieved_flops_per_s": json_num(f / t / chips), "bound": str(bd)}
             for b, f, m, t, bd in zip(batch, flops, moved, step_s, bound) if m > 0 and t > 0]
 
 

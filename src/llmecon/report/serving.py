@@ -10,6 +10,7 @@ import numpy as np
 
 from ..errors import SpecError
 from ..serving.metrics import STATUS_NAMES, SimResult
+from .figure import pyplot, save_figure
 
 REQUEST_COLUMNS = ("request_id", "arrival_s", "class", "prompt_tokens", "output_tokens", "status", "reject_reason",
                    "admit_s", "first_token_s", "done_s", "ttft_s", "tpot_s", "e2e_s", "generated_tokens",
@@ -33,6 +34,13 @@ def requests_columns(res: SimResult) -> dict[str, np.ndarray]:
         "e2e_s": np.where(done, res.done_s - res.arrival_s, np.nan), "generated_tokens": res.generated_tokens,
         "preemptions": res.preemptions, "cached_tokens": res.cached_tokens,
     }
+
+
+def simulation_dict(dep, workload, res: SimResult) -> dict:
+    """``llmecon simulate --json`` and ``/api/simulate`` (docs/serving.md): what ran (model, system,
+    plan, mode, workload), then ``res.summary()``."""
+    return {"model": dep.model.name, "system": dep.system.name, "plan": dep.plan.as_dict(), "mode": dep.mode,
+            "workload": workload.source, **res.summary()}
 
 
 def check_requests_path(path: str) -> str:
@@ -70,12 +78,7 @@ def write_requests(res: SimResult, path: str) -> None:
 
 def plot_simulation(res: SimResult, path: str, *, title: str = "") -> None:
     """Latency CDFs (TTFT, TPOT, E2E) and the waiting queue over time."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (ax1, ax2) = pyplot().subplots(1, 2, figsize=(11, 4.2))
     for name, x in (("TTFT", res.ttft_s), ("TPOT", res.tpot_s), ("E2E", res.e2e_s)):
         if x.size:
             xs = np.sort(x)
@@ -98,6 +101,4 @@ def plot_simulation(res: SimResult, path: str, *, title: str = "") -> None:
     ax2.legend()
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)

@@ -10,6 +10,7 @@ import numpy as np
 from ..spec.model import Model
 from ..econ.training import LifetimeCost, ScalingLaw
 from ..econ.training_step import SECONDS_PER_DAY, TrainStep
+from .figure import pyplot, save_figure
 
 TIME_PARTS = (("compute", "compute_s"), ("element-wise", "elementwise_s"), ("TP comm", "tp_comm_s"),
               ("EP comm", "ep_comm_s"), ("CP comm", "cp_comm_s"), ("PP comm", "pp_comm_s"),
@@ -80,26 +81,9 @@ def overtrain_dict(*, params: float, inference_tokens: float, pretrain_tokens: f
     }
 
 
-def _savefig(fig, path: str | Path) -> None:
-    import matplotlib.pyplot as plt
-
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def plot_train(st: TrainStep, model: Model, system_name: str, path: str | Path) -> None:
     """Where a step's time goes, and what fills a GPU's memory against its HBM."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.6))
     left = 0.0
     for i, (label, key) in enumerate(TIME_PARTS):
@@ -122,12 +106,12 @@ def plot_train(st: TrainStep, model: Model, system_name: str, path: str | Path) 
     ax2.set_title("Memory per GPU (fullest stage)")
     ax2.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3)
     fig.suptitle(f"{model.name}, {st.gpus} GPUs of {system_name}, {st.plan.label()}", fontsize=10)
-    _savefig(fig, path)
+    save_figure(fig, path)
 
 
 def plot_overtrain(curve: LifetimeCost, thirds: LifetimeCost, optimum: LifetimeCost, path: str | Path) -> None:
     """Lifetime compute against model size at a fixed loss: pretraining falls, RL and inference rise."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.2))
     n = np.asarray(curve.params)
     ok = np.isfinite(np.asarray(curve.total_flops))
@@ -143,4 +127,4 @@ def plot_overtrain(curve: LifetimeCost, thirds: LifetimeCost, optimum: LifetimeC
     ax.set_ylabel("training-FLOP equivalents")
     ax.set_title(f"Lifetime compute at loss {float(optimum.loss):.3f} (Chinchilla law)")
     ax.legend(fontsize=8)
-    _savefig(fig, path)
+    save_figure(fig, path)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..units import json_num
 from .steptime import InternalError
 
 STATUS_NAMES = ("waiting", "running", "completed", "rejected", "not_arrived")
@@ -167,19 +168,19 @@ class SimResult:
             "slo_ttft_s": self.slo_ttft_s, "slo_tpot_s": self.slo_tpot_s,
             "output_tokens": out_tok, "preemptions": int(self.preemptions.sum()),
             "prefix_hits": int((self.cached_tokens > 0).sum()),
-            "utilization": _num(sum(p.busy_s for p in self.pools) / sum(p.replicas for p in self.pools) / T)
+            "utilization": json_num(sum(p.busy_s for p in self.pools) / sum(p.replicas for p in self.pools) / T)
             if T > 0 else None,
-            "mean_waiting": _num(float(np.average(self.timeline_waiting))) if self.timeline_waiting.size else 0.0,
+            "mean_waiting": json_num(float(np.average(self.timeline_waiting))) if self.timeline_waiting.size else 0.0,
             "max_waiting": int(self.timeline_waiting.max()) if self.timeline_waiting.size else 0,
             "price_per_chip_hour": self.price_per_chip_hour,
             "usd": usd,
-            "usd_per_mtok": _num(usd / out_tok * 1e6) if usd is not None and out_tok else None,
+            "usd_per_mtok": json_num(usd / out_tok * 1e6) if usd is not None and out_tok else None,
             "usd_per_mtok_reason": None if usd is not None else
             "no price: give --price-per-chip-hour (the catalogue has no rental prices)",
-            "littles_law": {k: _num(v) for k, v in ll.items()},
+            "littles_law": {k: json_num(v) for k, v in ll.items()},
             "pools": [{"name": p.name, "kind": p.kind, "replicas": p.replicas, "chips_per_replica": p.chips_per_replica,
                        "batch_cap": p.batch_cap, "tau_s": p.tau_s, "late_trains": p.late_trains, "iterations": p.iterations, "busy_s": p.busy_s,
-                       "utilization": _num(p.utilization(T)), "usd": p.usd} for p in self.pools],
+                       "utilization": json_num(p.utilization(T)), "usd": p.usd} for p in self.pools],
             "classes": self._classes(),
             "engine_events": self.events,
         }
@@ -205,16 +206,12 @@ class SimResult:
             c = done & (self.output_tokens > 1)
             tpot = (self.done_s[c] - self.first_token_s[c]) / (self.output_tokens[c] - 1)
             price = self.class_price.get(name)
-            cost = _num(usd / tok * 1e6) if usd is not None and tok else None
+            cost = json_num(usd / tok * 1e6) if usd is not None and tok else None
             rows.append({"name": name, "arrived": int((sel & (self.status != 4)).sum()), "completed": int(done.sum()),
                          "output_tokens": tok, **_pcts("ttft", ttft), **_pcts("tpot", tpot),
                          "usd_per_mtok": cost, "price_usd_per_mtok": price,
-                         "margin": None if price is None or cost is None or price == 0 else _num(1 - cost / price)})
+                         "margin": None if price is None or cost is None or price == 0 else json_num(1 - cost / price)})
         return rows
-
-
-def _num(x):
-    return None if x is None or not math.isfinite(x) else float(x)
 
 
 def _reasons(reasons: np.ndarray) -> dict[str, int]:

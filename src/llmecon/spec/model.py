@@ -9,6 +9,8 @@ router biases are counted where the architecture has them. Multi-token-predictio
 (``num_nextn_predict_layers``) are not part of the main model and are not counted.
 
 Reading a Hugging Face ``config.json`` into this spec is ``hf_config.model_from_hf_config``.
+Symbols used in docstrings here and elsewhere (N_total, N_active, S, E, k, kv, W, B, L, ...), their
+units and code names: docs/notation.md.
 """
 
 from __future__ import annotations

@@ -81,8 +81,11 @@ class Plan:
         return "·".join(parts)
 
     def as_dict(self) -> dict:
+        """The plan as every ``--json`` object and web response shows it (docs/json.md): the degrees,
+        the derived ``expert_tp``, ``chips`` (one replica), ``total_chips`` (chips·dp) and the label."""
         return {"tp": self.tp, "ep": self.ep, "pp": self.pp, "dp": self.dp, "adp": self.adp,
-                "expert_tp": self.expert_tp, "chips": self.chips, "total_chips": self.total_chips}
+                "expert_tp": self.expert_tp, "chips": self.chips, "total_chips": self.total_chips,
+                "label": self.label()}
 
     def stage_fraction(self, model: Model) -> float:
         """Share of the layers on the slowest pipeline stage: ceil(L/pp)/L."""

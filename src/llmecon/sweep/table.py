@@ -8,7 +8,6 @@ text columns only (the float columns are nearly all distinct): ~26 bytes per ana
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from ..errors import LlmeconError
@@ -16,6 +15,8 @@ from ..step.roofline import BOUNDS
 from .grid import Group, Scenario
 from .spec import OUTPUTS
 
+#: the plan's columns of a row, taken from ``Plan.as_dict()`` (``plan`` itself is its label)
+PLAN_COLUMNS = ("tp", "ep", "pp", "adp", "chips")
 
 
 def _pa():
@@ -39,6 +40,14 @@ def schema(outputs: tuple[str, ...]):
     return pa.schema(ident + outs + [("note", s)])
 
 
+def identity(model, system, plan, weight_dtype: str | None = None, kv_dtype: str | None = None) -> dict:
+    """What a row evaluated (docs/sweep.md): model, system, the plan's label and degrees, formats."""
+    shown = plan.as_dict()
+    return {"model": model.name, "system": system.name, "plan": shown["label"],
+            **{k: shown[k] for k in PLAN_COLUMNS}, "weight_dtype": weight_dtype or model.weight_dtype,
+            "kv_dtype": kv_dtype or model.kv_dtype}
+
+
 def _per_group(values: list, lengths: np.ndarray, type_):
     """A column repeating ``values[k]`` ``lengths[k]`` times (one value per group segment)."""
     pa, _ = _pa()
@@ -58,12 +67,9 @@ def analytic_table(groups: tuple[Group, ...], first_points: np.ndarray, rows: np
     segs = segments(rows["point_id"], first_points)
     groups = [groups[gi] for gi, _, _ in segs]
     lengths = np.asarray([e - b for _, b, e in segs], dtype=np.int64)
-    ident = {"kind": lambda g: "analytic", "model": lambda g: g.model.name, "system": lambda g: g.system.name,
-             "plan": lambda g: g.plan.label(), "tp": lambda g: g.plan.tp, "ep": lambda g: g.plan.ep,
-             "pp": lambda g: g.plan.pp, "adp": lambda g: g.plan.adp, "chips": lambda g: g.plan.chips,
-             "weight_dtype": lambda g: g.weight_dtype or g.model.weight_dtype,
-             "kv_dtype": lambda g: g.kv_dtype or g.model.kv_dtype, "phase": lambda g: g.phase}
-    cols = {k: _per_group([f(g) for g in groups], lengths, sch.field(k).type) for k, f in ident.items()}
+    idents = [{"kind": "analytic", **identity(g.model, g.system, g.plan, g.weight_dtype, g.kv_dtype),
+               "phase": g.phase} for g in groups]
+    cols = {k: _per_group([d[k] for d in idents], lengths, sch.field(k).type) for k in (idents[0] if idents else ())}
     for name in rows.dtype.names:
         if name not in sch.names:
             continue
@@ -80,10 +86,7 @@ def analytic_table(groups: tuple[Group, ...], first_points: np.ndarray, rows: np
 def simulation_table(sc: Scenario, row: dict, sch):
     """Arrow table of one simulated scenario (``simulation.run_scenario``'s row)."""
     pa, _ = _pa()
-    p = sc.plan
-    consts = {"kind": "simulation", "model": sc.model.name, "system": sc.system.name, "plan": p.label(), "tp": p.tp,
-              "ep": p.ep, "pp": p.pp, "adp": p.adp, "chips": p.chips, "weight_dtype": sc.model.weight_dtype,
-              "kv_dtype": sc.model.kv_dtype}
+    consts = {"kind": "simulation", **identity(sc.model, sc.system, sc.plan)}
     cols = {k: pa.array([v], sch.field(k).type) for k, v in consts.items()}
     for k, v in row.items():
         if k in sch.names:

@@ -9,7 +9,6 @@ traces). plotly.js is served from the installed ``plotly`` package, so the page 
 from __future__ import annotations
 
 import logging
-import math
 import re
 from functools import lru_cache
 from importlib import resources
@@ -22,6 +21,7 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 
 from .. import __version__
 from ..errors import LlmeconError, did_you_mean
+from ..units import to_json
 from . import schemas as S
 from ..step.inference import decode_of, prefill_of
 
@@ -34,23 +34,6 @@ def plotly_js_path() -> Path:
     import plotly
 
     return Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-
-
-def _clean(obj):
-    """JSON-safe: numpy scalars to Python, non-finite floats to null (JSON has no inf/NaN)."""
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _clean(obj.tolist())
-    if isinstance(obj, (np.bool_, bool)):
-        return bool(obj)
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (float, np.floating)):
-        return float(obj) if math.isfinite(obj) else None
-    return obj
 
 
 def _field_of(message: str, fields) -> str | None:
@@ -108,7 +91,7 @@ def _lecture_claims() -> dict:
     """``llmecon lecture --json``."""
     from ..report.lecture import claims_dict
 
-    return _clean(claims_dict(list(_claims())))
+    return to_json(claims_dict(list(_claims())))
 
 
 @lru_cache(maxsize=1)
@@ -205,7 +188,7 @@ def create_app() -> FastAPI:
         from ..report.analyze import analysis_dict
 
         a = analyze_deployment(_dep(body), context=body.context, batch=body.batch)
-        return _clean(analysis_dict(a, page=True, price_per_chip_hour=body.price_per_chip_hour))
+        return to_json(analysis_dict(a, page=True, price_per_chip_hour=body.price_per_chip_hour))
 
     @app.post("/api/step", summary="llmecon step: one decode or prefill step")
     def step(body: S.StepIn) -> dict:
@@ -218,7 +201,7 @@ def create_app() -> FastAPI:
         else:
             result = prefill_of(dep, batch=body.batch, prompt_tokens=body.context)
         require_fit(dep, batch=body.batch, context=body.context)
-        return _clean(step_dict(result, dep))
+        return to_json(step_dict(result, dep))
 
     @app.post("/api/context", summary="llmecon context: KV economics against context length")
     def context(body: S.ContextIn) -> dict:
@@ -227,7 +210,7 @@ def create_app() -> FastAPI:
 
         dep = _dep(body)
         e = context_economics(dep, batch=body.batch, batch_cap=body.max_batch)
-        return _clean(context_dict(e, dep, price_per_chip_hour=body.price_per_chip_hour, utilization=body.utilization))
+        return to_json(context_dict(e, dep, price_per_chip_hour=body.price_per_chip_hour, utilization=body.utilization))
 
     @app.post("/api/plan", summary="llmecon plan: the best plans under TPOT/TTFT targets and the frontier")
     def plan(body: S.PlanIn) -> dict:
@@ -251,10 +234,11 @@ def create_app() -> FastAPI:
         r = plan_deployment(m, found, targets=targets, options=options, prices=prices, objective=body.objective)
         out = plan_result_dict(r, hbm_bytes={s.name: s.accelerator.hbm_bytes for s in found},
                                model_assumptions=m.assumptions)
-        return _clean(out)
+        return to_json(out)
 
     @app.post("/api/simulate", summary="llmecon simulate: batched serving under Poisson traffic")
     def simulate(body: S.SimulateIn) -> dict:
+        from ..report.serving import simulation_dict
         from ..serving import SimConfig, simulate as run
         from ..serving.policies import policy_from_name
         from ..serving.workload import parse_lengths, synthetic
@@ -265,10 +249,7 @@ def create_app() -> FastAPI:
                        output=parse_lengths(str(body.output_tokens), field="output_tokens"), seed=body.seed,
                        n=body.requests, duration_s=None)
         dep = _dep(body)
-        d = run(dep, wl, cfg).summary()
-        return _clean({"model": dep.model.name, "system": dep.system.name, "plan": {
-            "tp": dep.plan.tp, "ep": dep.plan.ep, "pp": dep.plan.pp, "chips": dep.plan.chips}, "mode": dep.mode,
-            "workload": wl.source, **d})
+        return to_json(simulation_dict(dep, wl, run(dep, wl, cfg)))
 
     @app.post("/api/prices/infer", summary="llmecon prices infer: a price sheet read backwards")
     def prices_infer(body: S.PricesIn) -> dict:
@@ -276,7 +257,7 @@ def create_app() -> FastAPI:
         from ..report.price_sheet import infer_sheet
 
         sheet = get_price_sheet(body.provider, body.model)
-        return _clean(infer_sheet(sheet, active_params=body.active_params, chips=body.chips, dtypes=body.dtypes,
+        return to_json(infer_sheet(sheet, active_params=body.active_params, chips=body.chips, dtypes=body.dtypes,
                                   system=body.system, kv_bytes_per_token=body.kv_bytes_per_token,
                                   price_per_chip_hour=body.price_per_chip_hour))
 

@@ -321,7 +321,7 @@ function drawHeadline(a) {
   $("key-floor").textContent = ms(a.latency_floor_s);
   $("key-maxbatch").textContent = int(a.max_batch);
   const p = a.plan;
-  $("key-plan").textContent = `tp${p.tp}·ep${p.ep}·pp${p.pp}`;
+  $("key-plan").textContent = p.label;
   $("key-plan-chips").textContent = `${p.chips} chips`;
 }
 
