@@ -36,7 +36,7 @@ import numpy as np
 
 from ..spec.deployment import Deployment
 from ..errors import LlmeconError, SpecError
-from ..step.inference import decode_step, prefill_step
+from ..step.inference import decode_of, prefill_of
 
 VERIFY_REL = 1e-9  # tolerance of the piecewise-linear decode fit against inference (checked at build)
 
@@ -108,27 +108,27 @@ class StepModel:
         thetas = _kinks(dep)
         self.thetas = thetas
 
-        def dec(L):
-            return self._decode(batch=1.0, context=L)
-
-        self.dec_compute = _fit(lambda L: dec(L).time.compute_s, thetas)
-        self.dec_kv = _fit(lambda L: self._kv_time(dec(L)), thetas)
+        self._fit_decode(thetas)
         self.held = _fit(lambda L: dep.kv_per_sequence_per_chip_bytes(L), thetas)
         self._verify()
         self._tables(max_tokens)
         self._prefill_n = 0
         self._pc = self._pkw = self._pkr = np.zeros(1)
 
+    def _fit_decode(self, thetas) -> None:
+        """The per-sequence decode functions: compute and KV time of one sequence at context L."""
+        def dec(L):
+            return self._decode(batch=1.0, context=L)
+
+        self.dec_compute = _fit(lambda L: dec(L).time.compute_s, thetas)
+        self.dec_kv = _fit(lambda L: self._kv_time(dec(L)), thetas)
+
     # ---- inference calls -----------------------------------------------------------------------
     def _decode(self, *, batch, context):
-        d = self.dep
-        return decode_step(d.model, d.system, batch=batch, context=context, plan=d.plan,
-                           weight_dtype=d.weight_dtype, kv_dtype=d.kv_dtype, mode=d.mode)
+        return decode_of(self.dep, batch=batch, context=context)
 
     def _prefill(self, *, prompt_tokens, cached_tokens):
-        d = self.dep
-        return prefill_step(d.model, d.system, batch=1.0, prompt_tokens=prompt_tokens, cached_tokens=cached_tokens,
-                            plan=d.plan, weight_dtype=d.weight_dtype, kv_dtype=d.kv_dtype, mode=d.mode)
+        return prefill_of(self.dep, batch=1.0, prompt_tokens=prompt_tokens, cached_tokens=cached_tokens)
 
     def _kv_time(self, r):
         """Memory time minus the weight-read time: the KV traffic's share of the memory term."""
@@ -158,6 +158,10 @@ class StepModel:
         self._w = [0.0] + np.broadcast_to(np.asarray(r.weight_bytes, dtype=float) * self._wscale, N.shape).tolist()
         self._x = [0.0] + np.broadcast_to(np.asarray(r.time.comm_s, dtype=float), N.shape).tolist()
         self._extra: dict[int, tuple[float, float]] = {}
+
+    def base_s(self, n: int) -> float:
+        """Time an iteration of ``n`` tokens adds to its compute side (0 on the roofline)."""
+        return 0.0
 
     def weights_s(self, n: int) -> float:
         """Weight-read time of an iteration of ``n`` tokens (MoE: experts the n tokens touch)."""
@@ -218,7 +222,7 @@ class StepModel:
         """Roofline of one iteration from its summed per-sequence parts and its token count."""
         if tokens <= 0:
             return 0.0
-        return max(compute_s, self.weights_s(tokens) + kv_s, self.comm_s(tokens))
+        return max(self.base_s(tokens) + compute_s, self.weights_s(tokens) + kv_s, self.comm_s(tokens))
 
 
 class FixedService(StepModel):

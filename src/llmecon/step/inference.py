@@ -194,6 +194,16 @@ def comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dty
                      ep_bytes=ep_bytes, pp_hop_bytes=(plan.pp - 1) * hop_msg, tiers=where.tiers)
 
 
+def attention_work_per_chip(model: Model, plan: Plan, *, flops_attn_per_seq, kv_read_per_seq, kv_write_per_seq):
+    """(attention FLOPs, KV bytes read + written) that one sequence puts on the critical chip of the
+    largest stage: its layers' share ``phi`` of the sequence's attention, split over the stage's
+    tp·adp chips (FLOPs; heads and attention groups) and over the KV shards and attention groups
+    (bytes). Additive over sequences: a step's attention work is the sum over its sequences."""
+    phi = plan.stage_fraction(model)
+    return (phi / plan.width * flops_attn_per_seq,
+            phi * (kv_read_per_seq + kv_write_per_seq) / (plan.kv_shards(model) * plan.adp))
+
+
 def _assemble(model, system, plan, *, phase, mode, profile, batch, context, tokens_per_seq, flops_attn_per_seq,
               kv_read_per_seq, kv_write_per_seq, weight_dtype, kv_dtype, expert_imbalance,
               dispatch_dtype) -> StepResult:
@@ -215,10 +225,11 @@ def _assemble(model, system, plan, *, phase, mode, profile, batch, context, toke
         touched = touched_expert_fraction(experts=model.moe.n_routed, active_experts=model.moe.top_k,
                                           tokens=expert_imbalance * tokens)
     ne_bytes, ex_bytes = _weights_read_parts(model, plan, weight_dtype=weight_dtype, touched_fraction=touched)
+    attn_flops, kv_bytes = attention_work_per_chip(model, plan, flops_attn_per_seq=flops_attn_per_seq,
+                                                   kv_read_per_seq=kv_read_per_seq, kv_write_per_seq=kv_write_per_seq)
     work = Work(tokens=tokens, ne_flops=phi / plan.width * tokens * mm.non_expert,
                 ex_flops=phi / plan.width * expert_imbalance * tokens * mm.expert,
-                attn_flops=phi / plan.width * micro * flops_attn_per_seq, ne_bytes=ne_bytes, ex_bytes=ex_bytes,
-                kv_bytes=phi * micro * (kv_read_per_seq + kv_write_per_seq) / (plan.kv_shards(model) * plan.adp),
+                attn_flops=micro * attn_flops, ne_bytes=ne_bytes, ex_bytes=ex_bytes, kv_bytes=micro * kv_bytes,
                 touched=touched, ne_peak=chip.peak(w_dtype), ex_peak=chip.peak(e_dtype),
                 attn_peak=chip.peak(ACTIVATION_DTYPE), bandwidth=chip.hbm_bandwidth_bytes_per_s)
     comm = comm_parts(model, profile.system(system), plan, tokens=tokens, dispatch_dtype=dispatch_dtype,

@@ -1,0 +1,125 @@
+"""Step times of a mixed batch in calibrated mode: the serving simulator on a fitted profile.
+
+A calibrated step (``step.calibrated``) is a sum of kernel classes, each the max of its FLOPs at
+the achieved FLOP rate and its bytes at the achieved bandwidth, plus floors, communication and
+overheads. Of those terms only the attention class depends on the sequences' contexts; every other
+term (non-expert and expert GEMMs with their efficiency ramp in the token count, element-wise
+traffic, kernel floors, collectives and their call overheads, the step overhead) is a function of
+the iteration's token count N alone. So a step of sequences at contexts L_i is, exactly,
+
+    step = X(N) + max(sum_i c(L_i), sum_i k(L_i))
+
+with c(L) a sequence's attention FLOPs on the critical chip at ``attention_fraction`` of the bf16
+peak and k(L) its KV bytes read + written at ``hbm_fraction`` of the HBM bandwidth
+(``inference.attention_work_per_chip``). X(N) is read off inference itself: the calibrated decode
+step of N sequences at context 0 less its attention class. The engine's three lines become
+(X + sum c, X + sum k, X): ``base_s = weights_s = comm_s = X``. A prefill chunk enters the same
+way (its attention FLOPs a difference of causal sums, its KV the cached prefix read once and the
+new tokens' KV written), and X(N) is the same for N prompt tokens as for N decoding sequences
+(the GEMMs, element-wise kernels, touched experts and collectives see N tokens either way).
+
+Every decomposition is checked at construction against ``decode_of``/``prefill_of`` on uniform
+batches (relative error <= ``VERIFY_REL``, else ``InternalError``). Added beyond a single step:
+the profile's serving-loop ``iteration_overhead_s`` once per iteration (as ``steady_state`` adds
+it). Not used: ``prefill_stall_factor`` and ``ttft_prefill_factor``, the steady-state model's
+fitted stand-ins for the prefill scheduling that the simulator plays out request by request.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..step.inference import ACTIVATION_DTYPE, attention_work_per_chip
+from .steptime import VERIFY_REL, InternalError, StepModel, _fit
+
+
+class CalibratedStepModel(StepModel):
+    """``StepModel`` for a Deployment with a fitted profile (module docstring)."""
+
+    def _rates(self) -> tuple[float, float]:
+        prof, chip = self.dep.profile, self.dep.system.accelerator
+        return prof.attention_fraction * chip.peak(ACTIVATION_DTYPE), prof.hbm_fraction * chip.hbm_bandwidth_bytes_per_s
+
+    def _attention_s(self, *, flops, kv_read, kv_write) -> tuple[np.ndarray, np.ndarray]:
+        """(attention compute time, KV time) of one sequence's work on the critical chip."""
+        d = self.dep
+        f, b = attention_work_per_chip(d.model, d.plan, flops_attn_per_seq=flops, kv_read_per_seq=kv_read,
+                                       kv_write_per_seq=kv_write)
+        rate_c, rate_k = self._rates()
+        return np.asarray(f, dtype=float) / rate_c, np.asarray(b, dtype=float) / rate_k
+
+    def _decode_parts(self, L):
+        m, kv = self.dep.model, self.dep.kv_dtype
+        return self._attention_s(flops=m.attention_flops_per_token(L, absorbed=True), kv_read=m.kv_read_bytes(L, kv),
+                                 kv_write=m.kv_bytes_per_token(kv))
+
+    def _fit_decode(self, thetas) -> None:
+        self.dec_compute = _fit(lambda L: self._decode_parts(L)[0], thetas)
+        self.dec_kv = _fit(lambda L: self._decode_parts(L)[1], thetas)
+
+    def _base(self, n):
+        """X(n) without the loop overhead: the calibrated decode step of n sequences at context 0
+        less its attention class."""
+        n = np.asarray(n, dtype=float)
+        c0, k0 = (float(v) for v in self._decode_parts(0.0))
+        step = np.asarray(self._decode(batch=n, context=0.0).step_s, dtype=float)
+        return step - np.maximum(n * c0, n * k0)
+
+    def _verify(self) -> None:
+        hi = max((*self.thetas, 4096.0)) * 4.0
+        rng = np.random.default_rng(0)
+        L = np.concatenate([np.arange(0.0, 16.0), rng.uniform(0, hi, 64), np.asarray(self.thetas) + 0.5])
+        for b in (1.0, 7.0, 64.0):
+            truth = np.asarray(self._decode(batch=b, context=L).step_s, dtype=float)
+            parts = float(self._base(b)) + np.maximum(b * self.dec_compute(L), b * self.dec_kv(L))
+            err = float(np.max(np.abs(parts - truth) / truth))
+            if err > VERIFY_REL:
+                raise InternalError(f"calibrated decode of {self.dep.model.name} does not split into X(N) + "
+                                    f"max(sum c, sum k) at batch {b:g}: relative error {err:.2e}")
+
+    # ---- per-iteration terms ---------------------------------------------------------------------
+    def _tables(self, n: int) -> None:
+        over = self.dep.profile.iteration_overhead_s
+        x = self._base(np.arange(1, n + 1, dtype=float)) + over
+        self._w = [0.0] + np.asarray(x, dtype=float).tolist()
+        self._x = self._w
+        self._extra: dict[int, tuple[float, float]] = {}
+
+    def _big(self, n: int) -> tuple[float, float]:
+        got = self._extra.get(n)
+        if got is None:
+            x = float(self._base(float(n))) + self.dep.profile.iteration_overhead_s
+            got = self._extra[n] = (x, x)
+        return got
+
+    def base_s(self, n: int) -> float:
+        return self.weights_s(n)
+
+    # ---- prefill -----------------------------------------------------------------------------
+    def prepare_prefill(self, max_tokens: int) -> None:
+        """Tables over x = 0..max_tokens: Fc(x) attention compute of the first x tokens, Kw(x) the
+        time to write their KV, Kr(c) the time to read c cached tokens once (see the ideal
+        ``StepModel.prepare_prefill``); verified against ``prefill_of`` on three chunks."""
+        if max_tokens + 1 <= self._prefill_n:
+            return
+        m, kv = self.dep.model, self.dep.kv_dtype
+        x = np.arange(0.0, max_tokens + 1.0)
+        fc, _ = self._attention_s(flops=m.prefill_attention_flops(np.maximum(x, 1.0), 0.0), kv_read=0.0,
+                                  kv_write=0.0)
+        _, kw = self._attention_s(flops=0.0, kv_read=0.0, kv_write=m.kv_bytes(x, kv))
+        _, kr = self._attention_s(flops=0.0, kv_read=m.kv_read_bytes(x, kv, sparse=False), kv_write=0.0)
+        fc, kw, kr = fc.copy(), kw - float(kw[0]), kr.copy()
+        fc[0] = kr[0] = 0.0
+        self._pc, self._pkw, self._pkr = fc, kw, kr
+        self._lpc, self._lpkw, self._lpkr = fc.tolist(), kw.tolist(), kr.tolist()
+        self._prefill_n = max_tokens + 1
+        over = self.dep.profile.iteration_overhead_s
+        for start, stop in {(0, max_tokens), (max_tokens // 2, max_tokens), (0, max(1, max_tokens // 3))}:
+            if stop <= start:
+                continue
+            c, k = self.prefill_part(0, start, stop, max_tokens)
+            got = self.step_s(compute_s=c, kv_s=k, tokens=stop - start) - over
+            truth = float(self._prefill(prompt_tokens=float(stop - start), cached_tokens=float(start)).step_s)
+            if abs(got - truth) > VERIFY_REL * truth:
+                raise InternalError(f"calibrated prefill of {self.dep.model.name} positions [{start}, {stop}) does "
+                                    f"not split into X(N) + max(sum c, sum k): {got!r} against {truth!r}")
