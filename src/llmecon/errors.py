@@ -87,7 +87,7 @@ def with_field(exc: LlmeconError, field: str) -> LlmeconError:
     came from ``weight_dtype``): the same class, rule, value and fix."""
     if exc.field is not None:
         return exc
-    return type(exc)(exc.rule, field=field, fix=exc.fix)
+    return type(exc)(exc.rule, field=field, value=exc.value, fix=exc.fix, show_value=exc.show_value)
 
 
 def did_you_mean(name: str, choices: Iterable[str]) -> str:
@@ -104,21 +104,34 @@ def unknown_name(kind: str, name: str, choices: Iterable[str], *, field: str | N
     return CatalogError(f"unknown {kind} '{name}'{hint}", field=field, fix=f"known: {listing}")
 
 
-def require_whole(name: str, value, minimum: int = 1) -> int:
+def _broken(name: str, rule: str, value, hint: str, owner: str | None) -> SpecError:
+    """The error of a require_* check: about input ``name``, or, with ``owner`` (a catalogue entry or
+    file such as ``"accelerator h100"``), about that entry, which has no field: "<owner>: <name> <rule>"."""
+    if owner is None:
+        return SpecError(rule, field=name, value=value, fix=hint or None, show_value=False)
+    return SpecError(f"{owner}: {name} {rule}", value=value, fix=hint or None, show_value=False)
+
+
+def require_whole(name: str, value, minimum: int = 1, *, owner: str | None = None) -> int:
     """``value`` as an int >= ``minimum`` (Python or numpy integer, not bool, not 4.0), else
-    SpecError with field ``name``, the rule and the value."""
+    SpecError with field ``name``, the rule and the value (``owner``: see ``_broken``)."""
     import numbers
 
     if not (isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= minimum):
-        raise SpecError(f"must be a whole number >= {minimum}, got {value!r}", field=name, value=value,
-                        show_value=False)
+        raise _broken(name, f"must be a whole number >= {minimum}, got {value!r}", value, "", owner)
     return int(value)
 
 
+def _bounds(minimum: float | None, exclusive: bool, maximum: float | None) -> str:
+    """" >= 1 and <= 2" (empty without bounds)."""
+    text = "" if minimum is None else f" {'>' if exclusive else '>='} {minimum:g}"
+    return text + ("" if maximum is None else f"{' and' if text else ''} <= {maximum:g}")
+
+
 def require_number(name: str, value, *, minimum: float | None = None, exclusive: bool = False,
-                   maximum: float | None = None, hint: str = "") -> float:
+                   maximum: float | None = None, hint: str = "", owner: str | None = None) -> float:
     """``value`` as a finite float within bounds, else SpecError with field ``name``, the rule and
-    the value (``hint``: the fix). ``exclusive`` makes the minimum strict."""
+    the value (``hint``: the fix; ``owner``: see ``_broken``). ``exclusive`` makes the minimum strict."""
     import math
 
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
@@ -127,11 +140,38 @@ def require_number(name: str, value, *, minimum: float | None = None, exclusive:
     if ok and maximum is not None:
         ok = value <= maximum
     if not ok:
-        rule = "a finite number"
-        if minimum is not None:
-            rule += f" {'>' if exclusive else '>='} {minimum:g}"
-        if maximum is not None:
-            rule += f" and <= {maximum:g}"
-        raise SpecError(f"must be {rule}, got {value!r}", field=name, value=value, fix=hint or None,
-                        show_value=False)
+        rule = f"must be a finite number{_bounds(minimum, exclusive, maximum)}, got {value!r}"
+        raise _broken(name, rule, value, hint, owner)
     return float(value)
+
+
+def require_array(name: str, value, *, minimum: float | None = None, exclusive: bool = False,
+                  maximum: float | None = None, hint: str = "", owner: str | None = None):
+    """``value`` (a number or an array of them, for the swept inputs) as a float numpy array whose
+    every element is finite and within bounds, else SpecError as ``require_number``."""
+    import numpy as np
+
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        arr = None
+    ok = arr is not None and bool(np.all(np.isfinite(arr)))
+    if ok and minimum is not None:
+        ok = bool(np.all(arr > minimum if exclusive else arr >= minimum))
+    if ok and maximum is not None:
+        ok = bool(np.all(arr <= maximum))
+    if not ok:
+        bounds = _bounds(minimum, exclusive, maximum)
+        raise _broken(name, f"must be finite{' and' if bounds else ''}{bounds}, got {value!r}", value, hint, owner)
+    return arr
+
+
+def require_choice(name: str, value, choices: Iterable, *, owner: str | None = None):
+    """``value`` if it is one of ``choices``, else SpecError with field ``name``, the choices and the
+    closest one (``owner``: see ``_broken``)."""
+    choices = tuple(choices)
+    if value not in choices:
+        hint = did_you_mean(value, choices) if isinstance(value, str) else ""
+        rule = f"must be one of {', '.join(map(str, choices))}, got {value!r}{hint}"
+        raise _broken(name, rule, value, "", owner)
+    return value

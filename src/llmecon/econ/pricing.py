@@ -156,7 +156,7 @@ def infer_kv_from_price_step(sheet: PriceSheet, *, active_params: Sequence[float
     if not active_params or not flops_per_byte:
         raise SpecError("need at least one active-parameter count and one FLOP/byte ratio")
     for n in active_params:
-        require_number("--active-params", n, minimum=0, exclusive=True, hint="e.g. 100e9")
+        require_number("active_params", n, minimum=0, exclusive=True, hint="e.g. 100e9")
     tier = sheet.long_context[0]
     labels = tuple(str(label) for label, _ in flops_per_byte)
     ratios = tuple(float(r) for _, r in flops_per_byte)
@@ -214,7 +214,7 @@ def cache_tier_fit(sheet: PriceSheet, tiers: Sequence[MemoryTier], *,
     if not sheet.cache_writes:
         raise SpecError(f"price sheet {sheet.provider}/{sheet.model} has no cache-write prices to read")
     if kv_bytes_per_token is not None:
-        require_number("--kv-bytes-per-token", kv_bytes_per_token, minimum=0, exclusive=True)
+        require_number("kv_bytes_per_token", kv_bytes_per_token, minimum=0, exclusive=True)
     fits = []
     for w in sheet.cache_writes:
         per_hour = cache_hold_price_per_hour(base_input=sheet.input_usd_per_mtok, write=w.usd_per_mtok,
@@ -294,7 +294,7 @@ def serving_cost(dep: Deployment, *, context: float, price_per_chip_hour: float,
     """Output tokens decoded at ``context`` with ``batch`` sequences (default: the largest that
     fits); input tokens prefilled as prompts of ``context`` tokens, batched to the balance batch.
     The chips are paid whether busy or not: cost is divided by ``utilization``."""
-    require_number("--context", context, minimum=1, hint="tokens")
+    require_number("context", context, minimum=1, hint="tokens")
     usd_per_mtok(0.0, price_per_chip_hour=price_per_chip_hour, utilization=utilization)  # validates both
     require_fit(dep, batch=1.0 if batch is None else batch, context=context)
     b = float(decode_batches(dep, np.asarray([float(context)]), batch, None)[0])
