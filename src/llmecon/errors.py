@@ -106,10 +106,11 @@ def unknown_name(kind: str, name: str, choices: Iterable[str], *, field: str | N
 
 def _broken(name: str, rule: str, value, hint: str, owner: str | None) -> SpecError:
     """The error of a require_* check: about input ``name``, or, with ``owner`` (a catalogue entry or
-    file such as ``"accelerator h100"``), about that entry, which has no field: "<owner>: <name> <rule>"."""
+    file such as ``"accelerator h100"``), about a key of that entry, which is no input of a front-end
+    and has no field: "<owner> <name>: <rule>"."""
     if owner is None:
         return SpecError(rule, field=name, value=value, fix=hint or None, show_value=False)
-    return SpecError(f"{owner}: {name} {rule}", value=value, fix=hint or None, show_value=False)
+    return SpecError(f"{owner} {name}: {rule}", value=value, fix=hint or None, show_value=False)
 
 
 def require_whole(name: str, value, minimum: int = 1, *, owner: str | None = None) -> int:
