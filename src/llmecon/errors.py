@@ -107,10 +107,10 @@ def unknown_name(kind: str, name: str, choices: Iterable[str], *, field: str | N
 def _broken(name: str, rule: str, value, hint: str, owner: str | None) -> SpecError:
     """The error of a require_* check: about input ``name``, or, with ``owner`` (a catalogue entry or
     file such as ``"accelerator h100"``), about a key of that entry, which is no input of a front-end
-    and has no field: "<owner> <name>: <rule>"."""
+    and has no field: "<owner>: <name> <rule>"."""
     if owner is None:
         return SpecError(rule, field=name, value=value, fix=hint or None, show_value=False)
-    return SpecError(f"{owner} {name}: {rule}", value=value, fix=hint or None, show_value=False)
+    return SpecError(f"{owner}: {name} {rule}", value=value, fix=hint or None, show_value=False)
 
 
 def require_whole(name: str, value, minimum: int = 1, *, owner: str | None = None) -> int:
@@ -123,10 +123,13 @@ def require_whole(name: str, value, minimum: int = 1, *, owner: str | None = Non
     return int(value)
 
 
-def _bounds(minimum: float | None, exclusive: bool, maximum: float | None) -> str:
-    """" >= 1 and <= 2" (empty without bounds)."""
-    text = "" if minimum is None else f" {'>' if exclusive else '>='} {minimum:g}"
-    return text + ("" if maximum is None else f"{' and' if text else ''} <= {maximum:g}")
+def _bound(minimum: float | None, exclusive: bool, maximum: float | None) -> str:
+    """"in (0, 1]" with both bounds, else "> 0", ">= 1", "<= 2" or ""."""
+    if minimum is not None and maximum is not None:
+        return f"in {'(' if exclusive else '['}{minimum:g}, {maximum:g}]"
+    if minimum is not None:
+        return f"{'>' if exclusive else '>='} {minimum:g}"
+    return "" if maximum is None else f"<= {maximum:g}"
 
 
 def require_number(name: str, value, *, minimum: float | None = None, exclusive: bool = False,
@@ -141,8 +144,9 @@ def require_number(name: str, value, *, minimum: float | None = None, exclusive:
     if ok and maximum is not None:
         ok = value <= maximum
     if not ok:
-        rule = f"must be a finite number{_bounds(minimum, exclusive, maximum)}, got {value!r}"
-        raise _broken(name, rule, value, hint, owner)
+        bound = _bound(minimum, exclusive, maximum)
+        rule = f"must be {bound}" if bound.startswith("in ") else f"must be a finite number {bound}".rstrip()
+        raise _broken(name, f"{rule}, got {value!r}", value, hint, owner)
     return float(value)
 
 
@@ -162,8 +166,8 @@ def require_array(name: str, value, *, minimum: float | None = None, exclusive: 
     if ok and maximum is not None:
         ok = bool(np.all(arr <= maximum))
     if not ok:
-        bounds = _bounds(minimum, exclusive, maximum)
-        raise _broken(name, f"must be finite{' and' if bounds else ''}{bounds}, got {value!r}", value, hint, owner)
+        bound = _bound(minimum, exclusive, maximum)
+        raise _broken(name, f"must be finite{' and ' + bound if bound else ''}, got {value!r}", value, hint, owner)
     return arr
 
 
