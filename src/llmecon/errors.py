@@ -90,6 +90,12 @@ def with_field(exc: LlmeconError, field: str) -> LlmeconError:
     return type(exc)(exc.rule, field=field, value=exc.value, fix=exc.fix, show_value=exc.show_value)
 
 
+def template(exc: LlmeconError) -> str:
+    """``exc`` as text whose field and inputs stay ``{name}`` placeholders: for the rule of an error that
+    quotes it ("nothing to run: ... ({tp} 3: ...)"), so that front-ends still spell them."""
+    return exc.render(lambda name: "{" + name + "}")
+
+
 def did_you_mean(name: str, choices: Iterable[str]) -> str:
     """Return ``" (did you mean 'x'?)"`` for the closest choice, or ``""`` when none is close."""
     close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)

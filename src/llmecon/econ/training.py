@@ -17,7 +17,12 @@ CHINCHILLA_TOKENS_PER_PARAM = 20.0  # Hoffmann et al. 2022 (arXiv:2203.15556): ~
 
 
 def _positive(name: str, value, *, allow_zero: bool = False) -> np.ndarray:
-    return require_array(name, value, minimum=0, exclusive=not allow_zero)
+    """``value`` as an array of finite numbers > 0 (>= 0 with ``allow_zero``). The closed forms take plain
+    numbers, not a front-end's inputs: the error names the parameter in its text and has no field."""
+    try:
+        return require_array(name, value, minimum=0, exclusive=not allow_zero)
+    except SpecError as exc:
+        raise SpecError(str(exc)) from None
 
 
 def training_flops(*, params, tokens, attention_flops_per_token=0.0):

@@ -21,9 +21,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from ..errors import InfeasibleError, LlmeconError, SpecError
+from ..errors import InfeasibleError, LlmeconError, SpecError, template
 from ..spec.hardware import System
 from ..spec.model import Model
 from ..spec.plan import Plan
@@ -94,6 +94,11 @@ class Skipped:
     what: str
     reason: str
     points: int
+    error: LlmeconError | None = field(default=None, repr=False, compare=False)  # the reason as an error
+
+    @classmethod
+    def of(cls, what: str, error: LlmeconError, points: int) -> "Skipped":
+        return cls(what=what, reason=str(error), points=points, error=error)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -132,14 +137,14 @@ def _plans_for(axis: PlanAxis, model: Model, system: System, wdt, kvdt) -> list[
     return list(axis.plans)
 
 
-def _check_plan(plan: Plan | None, model: Model, system: System) -> str | None:
+def _check_plan(plan: Plan | None, model: Model, system: System) -> LlmeconError | None:
     """Why ``plan`` cannot run ``model`` on ``system`` (None if it can)."""
     if plan is None:
-        return "no plan holds the weights on this system (smallest_plan found none)"
+        return InfeasibleError("no plan holds the weights on this system (smallest_plan found none)")
     try:
         plan.validate(model, system)
     except (SpecError, InfeasibleError) as exc:
-        return str(exc)
+        return exc
     return None
 
 
@@ -167,7 +172,7 @@ def _analytic_groups(spec: SweepSpec, models, systems, skipped: list) -> list[Gr
                             full = len(a.batches) * len(a.contexts) * len(prices)
                             why = _check_plan(plan, model, system)
                             if why is None and not contexts:
-                                why = f"every context exceeds {model.name}'s {limit:,} token limit"
+                                why = SpecError(f"every context exceeds {model.name}'s {limit:,} token limit")
                             if why is None:
                                 step = decode_step if phase == "decode" else prefill_step
                                 ctx = {"context" if phase == "decode" else "prompt_tokens": contexts[0]}
@@ -175,10 +180,9 @@ def _analytic_groups(spec: SweepSpec, models, systems, skipped: list) -> list[Gr
                                     step(model, system, batch=a.batches[0], plan=plan, weight_dtype=wdt,
                                          kv_dtype=kvdt, **ctx)
                                 except LlmeconError as exc:
-                                    why = str(exc)
+                                    why = exc
                             if why is not None:
-                                skipped.append(Skipped(what=_label(model, system, plan, phase, wdt, kvdt),
-                                                       reason=why, points=full))
+                                skipped.append(Skipped.of(_label(model, system, plan, phase, wdt, kvdt), why, full))
                                 continue
                             g = Group(index=len(groups), model=model, system=system, plan=plan, phase=phase,
                                       weight_dtype=wdt, kv_dtype=kvdt, batches=a.batches, contexts=contexts,
@@ -203,7 +207,7 @@ def _scenarios(spec: SweepSpec, models, systems, first: int, skipped: list) -> l
                 n = len(s.policies) * len(s.workloads) * len(s.seeds) * len(s.batch_caps) * len(prices)
                 why = _check_plan(plan, model, system)
                 if why is not None:
-                    skipped.append(Skipped(what=_label(model, system, plan, "simulation"), reason=why, points=n))
+                    skipped.append(Skipped.of(_label(model, system, plan, "simulation"), why, n))
                     continue
                 for policy in s.policies:
                     for wl in s.workloads:
@@ -248,7 +252,7 @@ def expand(spec: SweepSpec) -> Work:
         scenarios = _scenarios(spec, [models[n] for n in spec.simulation.models],
                                [systems[n] for n in spec.simulation.systems], first, skipped)
     if not groups and not scenarios:
-        reasons = "; ".join(f"{s.what}: {s.reason}" for s in skipped[:3])
+        reasons = "; ".join(f"{s.what}: {template(s.error) if s.error else s.reason}" for s in skipped[:3])
         raise SpecError(f"{spec.source}: nothing to run, every combination was skipped ({reasons})")
     chunks: list[Chunk] = []
     for start in range(0, first, spec.chunk_points):
