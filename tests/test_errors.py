@@ -13,7 +13,7 @@ from llmecon.catalog.hardware import get_system
 from llmecon.catalog.models import get_model
 from llmecon.cli import flag
 from llmecon.errors import (CatalogError, SpecError, require_array, require_choice, require_number, require_whole,
-                            template, unknown_name, with_field)
+                            template, unknown_name, with_field, without_field)
 from llmecon.spec.plan import Plan
 
 PKG = Path(__file__).resolve().parents[1] / "src" / "llmecon"
@@ -94,6 +94,14 @@ def test_an_owner_names_a_catalogue_entry_and_no_field():
     assert info.value.field is None and info.value.value == -1.0
     assert str(info.value) == "accelerator toy: hbm_bytes must be a finite number > 0, got -1.0"
     assert info.value.render(flag) == str(info.value)  # no flag is made up for a catalogue key
+
+
+def test_without_field_keeps_the_text_for_a_number_no_front_end_takes():
+    with pytest.raises(SpecError) as info:
+        require_number("premium price ratio", 1.0, minimum=1, exclusive=True)
+    exc = without_field(info.value)
+    assert exc.field is None
+    assert exc.render(flag) == str(exc) == "premium price ratio: must be a finite number > 1, got 1.0"
 
 
 def test_with_field_and_template():

@@ -13,6 +13,10 @@ render: ``exc.render(spell)`` names ``field`` and every ``{name}`` placeholder i
 fix through ``spell`` (the CLI spells ``tp`` as ``--tp``, the web API keeps ``tp``); ``str(exc)``
 uses the library names. The CLI prints the rendered line and exits 2; the web answers 422 with
 ``field`` as the error's location. Free-text errors (a malformed catalogue file) have no field.
+
+One set of validators for the whole package: ``require_whole``, ``require_number``, ``require_array``
+(swept numpy inputs) and ``require_choice`` fill field, rule and value; with ``owner`` they check a key
+of a catalogue entry or file instead, which has no field ("accelerator h100: hbm_bytes must be ...").
 """
 
 from __future__ import annotations
@@ -94,6 +98,12 @@ def template(exc: LlmeconError) -> str:
     """``exc`` as text whose field and inputs stay ``{name}`` placeholders: for the rule of an error that
     quotes it ("nothing to run: ... ({tp} 3: ...)"), so that front-ends still spell them."""
     return exc.render(lambda name: "{" + name + "}")
+
+
+def without_field(exc: LlmeconError) -> LlmeconError:
+    """``exc`` with its field folded into the text ("ratio: must be ..."), for a check on a number that is
+    no input of a front-end (a closed form's parameter, a figure read from a price sheet)."""
+    return type(exc)(str(exc), value=exc.value, show_value=False)
 
 
 def did_you_mean(name: str, choices: Iterable[str]) -> str:

@@ -18,7 +18,7 @@ import numpy as np
 from .batching import (Deployment, additive_fast_mode_load, balance_batch_of, fast_mode_batch_ratio,
     max_roofline_fast_mode, require_fit)
 from .context import SECONDS_PER_HOUR, decode_batches, prefill_chip_s_per_token, usd_per_mtok
-from ..errors import InfeasibleError, SpecError, require_number
+from ..errors import InfeasibleError, SpecError, require_number, without_field
 from ..spec.hardware import MemoryTier
 from .kvcache import five_minute_tier
 from ..spec.prices import PriceSheet
@@ -81,12 +81,19 @@ class OperatingPoint:
         return np.where(lx >= 0, lx, np.nan)
 
 
+def _sheet_number(name: str, value, **bounds) -> float:
+    """``require_number`` for a figure read from a price sheet: no front-end input, so no field."""
+    try:
+        return require_number(name, value, **bounds)
+    except SpecError as exc:
+        raise without_field(exc) from None
+
+
 def operating_point(price_ratio: float) -> OperatingPoint:
     """Invert ``decode_prefill_cost_ratio`` (SPEC C11). A ratio of 1 is consistent with any B >= B*
     at short context; below 1 the roofline has no explanation (output never costs less than
     input) and that is an error. Providers price with margins and demand too: not a law."""
-    if not (isinstance(price_ratio, (int, float)) and math.isfinite(price_ratio) and price_ratio > 0):
-        raise SpecError(f"price ratio: must be a number > 0 (output price / input price), got {price_ratio!r}")
+    _sheet_number("price ratio", price_ratio, minimum=0, exclusive=True, hint="output price / input price")
     if price_ratio < 1:
         raise SpecError(f"price ratio {price_ratio:g} < 1: on the roofline an output token never costs less "
                         f"than an input token, so no operating point explains it; check the prices")
@@ -99,10 +106,8 @@ def cache_hold_price_per_hour(*, base_input: float, write: float, hold_s: float)
     6.25 vs 5.00 -> 15 $/Mtok-hour; 1-hour write 10.00 -> 5 $/Mtok-hour: the short tier costs 3x
     more per byte-hour."""
     for name, v in (("base input", base_input), ("cache write", write)):
-        if not (isinstance(v, (int, float)) and v >= 0):
-            raise SpecError(f"{name} price: must be >= 0 USD per million tokens, got {v!r}")
-    if not (isinstance(hold_s, (int, float)) and hold_s > 0):
-        raise SpecError(f"hold time: must be > 0 seconds, got {hold_s!r}")
+        _sheet_number(f"{name} price", v, minimum=0, hint="USD per million tokens")
+    _sheet_number("hold time", hold_s, minimum=0, exclusive=True, hint="seconds")
     if write < base_input:
         raise SpecError(f"cache write price {write:g} is below the base input price {base_input:g}: "
                         f"no holding surcharge to read; check the sheet")
@@ -253,9 +258,9 @@ def infer_fast_mode(*, price_ratio: float, speedup: float) -> FastModeInference:
     price ratio x speed-up (6x for 2.5x: 15x). Under the pure max-roofline t = t_w·max(1, B/B*),
     the regular batch sits at speedup·B* and the fast one at B*/price_ratio; under t = w + a·B,
     a·B_regular = x·w with the load x returned."""
-    require_number("premium price ratio", price_ratio, minimum=1, exclusive=True,
-                   hint="a fast tier priced at or below standard implies no smaller batch")
-    require_number("premium speed-up", speedup, minimum=1, exclusive=True, hint="output speed over standard")
+    _sheet_number("premium price ratio", price_ratio, minimum=1, exclusive=True,
+                  hint="a fast tier priced at or below standard implies no smaller batch")
+    _sheet_number("premium speed-up", speedup, minimum=1, exclusive=True, hint="output speed over standard")
     ratio = float(fast_mode_batch_ratio(price_ratio=price_ratio, speed_ratio=speedup))
     regular, fast = float(speedup), 1.0 / float(price_ratio)
     _, cost_ratio = max_roofline_fast_mode(regular_batch_over_balance=regular, fast_batch_over_balance=fast)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import SpecError, require_array, unknown_name
+from ..errors import SpecError, require_array, unknown_name, without_field
 
 CHINCHILLA_TOKENS_PER_PARAM = 20.0  # Hoffmann et al. 2022 (arXiv:2203.15556): ~20 tokens per parameter
 
@@ -22,7 +22,7 @@ def _positive(name: str, value, *, allow_zero: bool = False) -> np.ndarray:
     try:
         return require_array(name, value, minimum=0, exclusive=not allow_zero)
     except SpecError as exc:
-        raise SpecError(str(exc)) from None
+        raise without_field(exc) from None
 
 
 def training_flops(*, params, tokens, attention_flops_per_token=0.0):
