@@ -216,8 +216,10 @@ def load_systems(text: str, accelerators: Mapping[str, Accelerator],
             raise CatalogError(f"{at} accelerator: unknown accelerator '{chip}'{hint}; "
                                f"known: {', '.join(sorted(accelerators))}")
         chips = entry["chips"]
-        if not isinstance(chips, int) or isinstance(chips, bool) or chips < 1:
-            raise CatalogError(f"{at} chips: expected a whole number >= 1, got {chips!r}")
+        try:
+            require_whole("chips", chips)
+        except LlmeconError:
+            raise CatalogError(f"{at} chips: expected a whole number >= 1, got {chips!r}") from None
         try:
             result[name] = System(
                 name=name,
