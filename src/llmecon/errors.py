@@ -13,6 +13,10 @@ render: ``exc.render(spell)`` names ``field`` and every ``{name}`` placeholder i
 fix through ``spell`` (the CLI spells ``tp`` as ``--tp``, the web API keeps ``tp``); ``str(exc)``
 uses the library names. The CLI prints the rendered line and exits 2; the web answers 422 with
 ``field`` as the error's location. Free-text errors (a malformed catalogue file) have no field.
+
+One set of validators for the whole package: ``require_whole``, ``require_number``, ``require_array``
+(swept numpy inputs) and ``require_choice`` fill field, rule and value; with ``owner`` they check a key
+of a catalogue entry or file instead, which has no field ("accelerator h100: hbm_bytes must be ...").
 """
 
 from __future__ import annotations
@@ -87,7 +91,19 @@ def with_field(exc: LlmeconError, field: str) -> LlmeconError:
     came from ``weight_dtype``): the same class, rule, value and fix."""
     if exc.field is not None:
         return exc
-    return type(exc)(exc.rule, field=field, fix=exc.fix)
+    return type(exc)(exc.rule, field=field, value=exc.value, fix=exc.fix, show_value=exc.show_value)
+
+
+def template(exc: LlmeconError) -> str:
+    """``exc`` as text whose field and inputs stay ``{name}`` placeholders: for the rule of an error that
+    quotes it ("nothing to run: ... ({tp} 3: ...)"), so that front-ends still spell them."""
+    return exc.render(lambda name: "{" + name + "}")
+
+
+def without_field(exc: LlmeconError) -> LlmeconError:
+    """``exc`` with its field folded into the text ("ratio: must be ..."), for a check on a number that is
+    no input of a front-end (a closed form's parameter, a figure read from a price sheet)."""
+    return type(exc)(str(exc), value=exc.value, show_value=False)
 
 
 def did_you_mean(name: str, choices: Iterable[str]) -> str:
@@ -104,21 +120,38 @@ def unknown_name(kind: str, name: str, choices: Iterable[str], *, field: str | N
     return CatalogError(f"unknown {kind} '{name}'{hint}", field=field, fix=f"known: {listing}")
 
 
-def require_whole(name: str, value, minimum: int = 1) -> int:
+def _broken(name: str, rule: str, value, hint: str, owner: str | None) -> SpecError:
+    """The error of a require_* check: about input ``name``, or, with ``owner`` (a catalogue entry or
+    file such as ``"accelerator h100"``), about a key of that entry, which is no input of a front-end
+    and has no field: "<owner>: <name> <rule>"."""
+    if owner is None:
+        return SpecError(rule, field=name, value=value, fix=hint or None, show_value=False)
+    return SpecError(f"{owner}: {name} {rule}", value=value, fix=hint or None, show_value=False)
+
+
+def require_whole(name: str, value, minimum: int = 1, *, owner: str | None = None) -> int:
     """``value`` as an int >= ``minimum`` (Python or numpy integer, not bool, not 4.0), else
-    SpecError with field ``name``, the rule and the value."""
+    SpecError with field ``name``, the rule and the value (``owner``: see ``_broken``)."""
     import numbers
 
     if not (isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= minimum):
-        raise SpecError(f"must be a whole number >= {minimum}, got {value!r}", field=name, value=value,
-                        show_value=False)
+        raise _broken(name, f"must be a whole number >= {minimum}, got {value!r}", value, "", owner)
     return int(value)
 
 
+def _bound(minimum: float | None, exclusive: bool, maximum: float | None) -> str:
+    """"in (0, 1]" with both bounds, else "> 0", ">= 1", "<= 2" or ""."""
+    if minimum is not None and maximum is not None:
+        return f"in {'(' if exclusive else '['}{minimum:g}, {maximum:g}]"
+    if minimum is not None:
+        return f"{'>' if exclusive else '>='} {minimum:g}"
+    return "" if maximum is None else f"<= {maximum:g}"
+
+
 def require_number(name: str, value, *, minimum: float | None = None, exclusive: bool = False,
-                   maximum: float | None = None, hint: str = "") -> float:
+                   maximum: float | None = None, hint: str = "", owner: str | None = None) -> float:
     """``value`` as a finite float within bounds, else SpecError with field ``name``, the rule and
-    the value (``hint``: the fix). ``exclusive`` makes the minimum strict."""
+    the value (``hint``: the fix; ``owner``: see ``_broken``). ``exclusive`` makes the minimum strict."""
     import math
 
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
@@ -127,11 +160,39 @@ def require_number(name: str, value, *, minimum: float | None = None, exclusive:
     if ok and maximum is not None:
         ok = value <= maximum
     if not ok:
-        rule = "a finite number"
-        if minimum is not None:
-            rule += f" {'>' if exclusive else '>='} {minimum:g}"
-        if maximum is not None:
-            rule += f" and <= {maximum:g}"
-        raise SpecError(f"must be {rule}, got {value!r}", field=name, value=value, fix=hint or None,
-                        show_value=False)
+        bound = _bound(minimum, exclusive, maximum)
+        rule = f"must be {bound}" if bound.startswith("in ") else f"must be a finite number {bound}".rstrip()
+        raise _broken(name, f"{rule}, got {value!r}", value, hint, owner)
     return float(value)
+
+
+def require_array(name: str, value, *, minimum: float | None = None, exclusive: bool = False,
+                  maximum: float | None = None, hint: str = "", owner: str | None = None):
+    """``value`` (a number or an array of them, for the swept inputs) as a float numpy array whose
+    every element is finite and within bounds, else SpecError as ``require_number``."""
+    import numpy as np
+
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        arr = None
+    ok = arr is not None and bool(np.all(np.isfinite(arr)))
+    if ok and minimum is not None:
+        ok = bool(np.all(arr > minimum if exclusive else arr >= minimum))
+    if ok and maximum is not None:
+        ok = bool(np.all(arr <= maximum))
+    if not ok:
+        bound = _bound(minimum, exclusive, maximum)
+        raise _broken(name, f"must be finite{' and ' + bound if bound else ''}, got {value!r}", value, hint, owner)
+    return arr
+
+
+def require_choice(name: str, value, choices: Iterable, *, owner: str | None = None):
+    """``value`` if it is one of ``choices``, else SpecError with field ``name``, the choices and the
+    closest one (``owner``: see ``_broken``)."""
+    choices = tuple(choices)
+    if value not in choices:
+        hint = did_you_mean(value, choices) if isinstance(value, str) else ""
+        rule = f"must be one of {', '.join(map(str, choices))}, got {value!r}{hint}"
+        raise _broken(name, rule, value, "", owner)
+    return value

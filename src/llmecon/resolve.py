@@ -15,7 +15,7 @@ from .catalog.models import get_model
 from .dtypes import get_dtype
 from .spec.efficiency import MODES, EfficiencyProfile
 from .catalog.profiles import load_profile, resolve as resolve_profile
-from .errors import CatalogError, SpecError
+from .errors import CatalogError, require_choice, with_field
 from .spec.hardware import System
 from .spec.plan import Plan
 
@@ -25,8 +25,7 @@ def fidelity(mode: str, profile: str | EfficiencyProfile | None = None,
     implies calibrated; calibrated without one uses ``system``'s shipped profile (an error names the
     fix when none exists), or, with no system (searches over many systems or rows), None: each is
     resolved where it is used."""
-    if mode not in MODES:
-        raise SpecError(f"--mode: must be one of {', '.join(MODES)}, got {mode!r}")
+    require_choice("mode", mode, MODES)
     if profile is not None:
         return "calibrated", load_profile(profile) if isinstance(profile, str) else profile
     if mode == "calibrated":
@@ -41,12 +40,12 @@ def deployment(model: str, system: str, *, tp: int | None = None, ep: int | None
     """Resolve names into a validated Deployment; with ``auto`` and no degree given, the smallest plan
     that holds the weights in half of HBM (``batching.smallest_plan``)."""
     m, s = get_model(model), get_system(system)
-    for flag, dt in (("--weight-dtype", weight_dtype), ("--kv-dtype", kv_dtype)):
+    for field, dt in (("weight_dtype", weight_dtype), ("kv_dtype", kv_dtype)):
         if dt is not None:
             try:
                 get_dtype(dt)
             except CatalogError as exc:
-                raise CatalogError(f"{flag}: {exc}") from None
+                raise with_field(exc, field) from None
     plan = None
     if auto and tp is None and ep is None and pp is None and adp is None:
         plan = smallest_plan(m, s, weight_dtype=weight_dtype, kv_dtype=kv_dtype)

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from .errors import SpecError, require_number
+from .errors import SpecError, require_number, require_whole
 
 try:
     import torch
@@ -243,12 +243,6 @@ class ReversibleSequence(nn.Module):
 
 # ----------------------------------------------------------------------------- transformer
 
-def _require_int(name: str, value, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise SpecError(f"{name}: must be an integer >= {minimum}, got {value!r}")
-    return value
-
-
 def _require_dropout(value) -> float:
     p = require_number("dropout", value, minimum=0.0, maximum=1.0, hint="use 0 <= dropout < 1")
     if p >= 1.0:
@@ -300,8 +294,8 @@ class ReversibleTransformerBlock(ReversibleBlock):
 
     def __init__(self, d_model: int, n_heads: int, *, mlp_ratio: float = 4.0, dropout: float = 0.0,
                  bias: bool = True, device=None, dtype=None) -> None:
-        _require_int("d_model", d_model, 1)
-        _require_int("n_heads", n_heads, 1)
+        require_whole("d_model", d_model, 1)
+        require_whole("n_heads", n_heads, 1)
         if d_model % n_heads:
             raise SpecError(f"n_heads: d_model={d_model} must be divisible by n_heads={n_heads}; "
                             "choose n_heads dividing d_model")
@@ -319,7 +313,7 @@ def reversible_transformer(depth: int, d_model: int, n_heads: int, *, mlp_ratio:
     """``depth`` reversible transformer blocks on a ``(batch, seq, 2*d_model)`` stream. Start from
     embeddings ``h`` with ``torch.cat([h, h], -1)`` (as Reformer, Kitaev et al. 2020) and read out
     e.g. the mean of the halves; embeddings and head are outside and store activations as usual."""
-    _require_int("depth", depth, 1)
+    require_whole("depth", depth, 1)
     return ReversibleSequence([ReversibleTransformerBlock(d_model, n_heads, mlp_ratio=mlp_ratio, dropout=dropout,
                                                           bias=bias, device=device, dtype=dtype)
                                for _ in range(depth)], preserve_rng_state=preserve_rng_state)
@@ -421,8 +415,8 @@ def measure_overhead(seq: ReversibleSequence, x: torch.Tensor, *, repeats: int =
     """Time ``seq(x)`` and ``seq.forward_standard(x)`` forward+backward (dL/dy = 1), alternating the
     two to share drift; medians of ``repeats`` after ``warmup`` untimed runs each. Wall time on
     whatever threads torch uses: pin them (``torch.set_num_threads``) for comparable numbers."""
-    _require_int("repeats", repeats, 1)
-    _require_int("warmup", warmup, 0)
+    require_whole("repeats", repeats, 1)
+    require_whole("warmup", warmup, 0)
     times: dict[str, list[float]] = {"standard": [], "reversible": []}
     fns = {"standard": seq.forward_standard, "reversible": seq}
     for i in range(warmup + repeats):

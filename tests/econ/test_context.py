@@ -85,10 +85,10 @@ def test_usd_per_mtok_hand_case():
 
 
 @pytest.mark.parametrize("kwargs,field", [
-    (dict(price_per_chip_hour=-1.0), "--price-per-chip-hour"),
-    (dict(price_per_chip_hour=2.0, utilization=0.0), "--utilization"),
-    (dict(price_per_chip_hour=2.0, utilization=1.5), "--utilization"),
-    (dict(price_per_chip_hour=2.0, utilization=-0.2), "--utilization"),
+    (dict(price_per_chip_hour=-1.0), "^price_per_chip_hour"),
+    (dict(price_per_chip_hour=2.0, utilization=0.0), "^utilization"),
+    (dict(price_per_chip_hour=2.0, utilization=1.5), "^utilization"),
+    (dict(price_per_chip_hour=2.0, utilization=-0.2), "^utilization"),
 ])
 def test_usd_per_mtok_bad_inputs(kwargs, field):
     with pytest.raises(SpecError, match=field):
@@ -189,9 +189,9 @@ def test_attention_compute_bound_flag():
 
 def test_context_economics_bad_inputs(llama_econ):
     dep, _ = llama_econ
-    with pytest.raises(SpecError, match="--contexts"):
+    with pytest.raises(SpecError, match="^contexts"):
         context_economics(dep, contexts=[0, 1024])
-    with pytest.raises(SpecError, match="--batch"):
+    with pytest.raises(SpecError, match="^batch"):
         context_economics(dep, contexts=[1024], batch=0)
     with pytest.raises(InfeasibleError, match="no context in the grid fits"):
         context_economics(dep, contexts=[1e8], batch=1)
@@ -310,11 +310,11 @@ def test_tiers_for_steps_hand_case():
 
 @pytest.mark.parametrize("call,error,field", [
     (lambda: tiers_for_boundaries([1e3, 2e3, 3e3], [1, 2, 3], [1, 2, 3], boundaries=[2e3, 1e3], margin=0),
-     SpecError, "--boundary"),
+     SpecError, "^boundary"),
     (lambda: tiers_for_boundaries([1e3, 2e3, 3e3], [1, 2, 3], [1, 2, 3], boundaries=[2e3, 2e3], margin=0),
-     SpecError, "--boundary"),
+     SpecError, "^boundary"),
     (lambda: tiers_for_boundaries([1e3, 2e3, 3e3], [1, 2, 3], [1, 2, 3], boundaries=[1.2e3, 1.5e3], margin=0),
-     SpecError, "--boundary: no grid context"),
+     SpecError, "^boundary: no grid context"),
     (lambda: tiers_for_boundaries([1e3, 2e3, 3e3], [1, -2, 3], [1, 2, 3], boundaries=[2e3], margin=0),
      SpecError, "costs"),
     (lambda: tiers_for_boundaries([1e3, 2e3, 3e3], [1, 2], [1, 2, 3], boundaries=[2e3], margin=0),
@@ -322,7 +322,7 @@ def test_tiers_for_steps_hand_case():
     (lambda: tiers_for_boundaries([2e3, 1e3, 3e3], [1, 2, 3], [1, 2, 3], boundaries=[2e3], margin=0),
      SpecError, "contexts"),
     (lambda: tiers_for_boundaries([1e3, 2e3, 3e3], [1, 2, 3], [1, 2, 3], boundaries=[2e3], margin=-1.0),
-     SpecError, "--margin"),
+     SpecError, "^margin"),
     (lambda: tiers_for_boundaries([1e3, 2e3], [math.nan] * 2, [math.nan] * 2, boundaries=[], margin=0),
      InfeasibleError, "nothing fits"),
     (lambda: tiers_for_steps([1e3, 2e3], [1, 2], [1, 2], base_input=0.9, base_output=5.0),
@@ -330,13 +330,13 @@ def test_tiers_for_steps_hand_case():
     (lambda: tiers_for_steps([1e3, 2e3], [1, 2], [1, 2], base_input=5.0, base_output=1.1, margin=0.2),
      InfeasibleError, "base price"),
     (lambda: tiers_for_steps([1e3, 2e3], [1, 2], [1, 2], base_input=0.0, base_output=5.0),
-     SpecError, "--base-input"),
+     SpecError, "^base_input"),
     (lambda: tiers_for_steps([1e3, 2e3], [1, 2], [1, 2], base_input=5.0, base_output=5.0, input_step=0.5),
-     SpecError, "--input-step"),
+     SpecError, "^input_step"),
     (lambda: tiers_for_steps([1e3, 2e3], [1, 2], [1, 2], base_input=5.0, base_output=5.0, input_step=1.0,
-                             output_step=1.0), SpecError, "--input-step/--output-step"),
+                             output_step=1.0), SpecError, "^input_step/output_step"),
     (lambda: tiers_for_steps([1e3, 2e3], [1, 2], [1, 2], base_input=5.0, base_output=5.0, margin=-2),
-     SpecError, "--margin"),
+     SpecError, "^margin"),
 ])
 def test_tier_schedule_bad_inputs(call, error, field):
     with pytest.raises(error, match=field):
@@ -456,13 +456,13 @@ def test_priced_tiers_bad_inputs(llama_tp4):
     dep, _ = llama_tp4
     with pytest.raises(SpecError, match="no tier named 'host DDR4'.*did you mean 'host DDR5'"):
         priced_tiers(dep, price_per_chip_hour=2.0, tier_prices={"host DDR4": 1.0})
-    with pytest.raises(SpecError, match="--tier-price host DDR5"):
+    with pytest.raises(SpecError, match="^tier_price host DDR5"):
         priced_tiers(dep, price_per_chip_hour=2.0, tier_prices={"host DDR5": -1.0})
 
 
 @pytest.mark.parametrize("kwargs,field", [
-    (dict(sequences=0), "--sequences"), (dict(context=0.5), "--context"), (dict(hold_s=-1.0), "--hold"),
-    (dict(price_per_chip_hour=-2.0), "--price-per-chip-hour"), (dict(hold_s=math.inf), "--hold"),
+    (dict(sequences=0), "^sequences"), (dict(context=0.5), "^context"), (dict(hold_s=-1.0), "^hold"),
+    (dict(price_per_chip_hour=-2.0), "^price_per_chip_hour"), (dict(hold_s=math.inf), "^hold"),
 ])
 def test_cache_placement_bad_inputs(llama_tp4, kwargs, field):
     dep, tiers = llama_tp4

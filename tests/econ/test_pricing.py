@@ -283,7 +283,7 @@ def test_side_channel_bad_inputs():
     with pytest.raises(SpecError, match="no cache-write prices"):
         cache_tier_fit(gemini, get_system("hgx-h100").memory_tiers)
     opus = get_price_sheet("anthropic", "claude-opus-4.6")
-    with pytest.raises(SpecError, match="--kv-bytes-per-token"):
+    with pytest.raises(SpecError, match="^kv_bytes_per_token"):
         cache_tier_fit(opus, get_system("hgx-h100").memory_tiers, kv_bytes_per_token=0)
     with pytest.raises(SpecError, match="must all be > 0"):
         kv_bytes_from_crossover(active_params=1e11, crossover_context=0, flops_per_byte=600)
@@ -296,10 +296,10 @@ def test_side_channel_bad_inputs():
 
 
 @pytest.mark.parametrize("kwargs,error,match", [
-    (dict(price_per_chip_hour=-1.0), SpecError, "--price-per-chip-hour"),
-    (dict(price_per_chip_hour=2.0, utilization=2.0), SpecError, "--utilization"),
-    (dict(price_per_chip_hour=2.0, context=0), SpecError, "--context"),
-    (dict(price_per_chip_hour=2.0, batch=0), SpecError, "--batch"),
+    (dict(price_per_chip_hour=-1.0), SpecError, "^price_per_chip_hour"),
+    (dict(price_per_chip_hour=2.0, utilization=2.0), SpecError, "^utilization"),
+    (dict(price_per_chip_hour=2.0, context=0), SpecError, "^context"),
+    (dict(price_per_chip_hour=2.0, batch=0), SpecError, "^batch"),
     (dict(price_per_chip_hour=2.0, context=1e6, batch=64), InfeasibleError, "does not fit|needs"),
 ])
 def test_serving_cost_bad_inputs(llama_tp8, kwargs, error, match):

@@ -247,9 +247,9 @@ def test_mfu_never_exceeds_efficiency(eff, tp, pp):
 
 
 @pytest.mark.parametrize("kwargs,match", [
-    (dict(tp=0), "--tp"), (dict(zero=4), "--zero"), (dict(microbatch=0), "--micro-batch"),
+    (dict(tp=0), "^tp"), (dict(zero=4), "^zero"), (dict(microbatch=0), "^micro_batch"),
     (dict(schedule="1f1bb"), "did you mean '1f1b'"), (dict(recompute="ful"), "did you mean 'full'"),
-    (dict(chunks=2), "--chunks"), (dict(dp=6, ep=4), "--ep 4"),
+    (dict(chunks=2), "^chunks"), (dict(dp=6, ep=4), "^ep 4"),
 ])
 def test_bad_plans(kwargs, match):
     with pytest.raises((SpecError, CatalogError), match=match):
@@ -257,15 +257,15 @@ def test_bad_plans(kwargs, match):
 
 
 @pytest.mark.parametrize("plan,kw,match", [
-    (TrainPlan(tp=3), {}, "--tp 3"),
+    (TrainPlan(tp=3), {}, "^tp 3"),
     (TrainPlan(dp=3), {}, "do not split"),
     (TrainPlan(), dict(global_batch_tokens=1000.0), "whole number"),
-    (TrainPlan(cp=3), {}, "--cp 3"),
-    (TrainPlan(ep=2, dp=2), {}, "--ep 2"),
-    (TrainPlan(pp=4, schedule="interleaved", chunks=2, dp=1), dict(global_batch_tokens=6 * 4096), "multiple of --pp"),
-    (TrainPlan(), dict(efficiency=1.5), "--efficiency"),
-    (TrainPlan(), dict(dp_overlap=-0.1), "--dp-overlap"),
-    (TrainPlan(pp=200), {}, "--pp 200"),
+    (TrainPlan(cp=3), {}, "cp 3"),
+    (TrainPlan(ep=2, dp=2), {}, "^ep 2"),
+    (TrainPlan(pp=4, schedule="interleaved", chunks=2, dp=1), dict(global_batch_tokens=6 * 4096), "multiple of pp"),
+    (TrainPlan(), dict(efficiency=1.5), "^efficiency"),
+    (TrainPlan(), dict(dp_overlap=-0.1), "^dp_overlap"),
+    (TrainPlan(pp=200), {}, "^pp 200"),
 ])
 def test_bad_steps(plan, kw, match):
     args = dict(seq_len=4096, global_batch_tokens=16 * 4096) | kw

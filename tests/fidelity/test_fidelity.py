@@ -61,7 +61,7 @@ def test_shipped_profiles_say_how_they_were_derived():
         assert 0 < prof.matmul_fraction <= 1 and 0 < prof.hbm_fraction <= 1
     with pytest.raises(SpecError, match="no efficiency profile for accelerator 'gb200'"):
         default_profile(get_accelerator("gb200"))
-    with pytest.raises(SpecError, match="needs --mode calibrated"):
+    with pytest.raises(SpecError, match="needs mode calibrated"):
         resolve("ideal", TOY, H100)
 
 

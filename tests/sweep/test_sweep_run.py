@@ -103,7 +103,7 @@ def test_points_that_do_not_fit_are_rows(full):
 
 def test_skipped_combinations_are_reported(work):
     # tp4·ep4 on the dense llama is invalid: its groups are skipped with the reason
-    assert any("--ep 4" in s.reason and "llama-3.1-8b" in s.what for s in work.skipped)
+    assert any("ep 4" in s.reason and "llama-3.1-8b" in s.what for s in work.skipped)
     assert work.points == sum(g.n_points for g in work.groups) + len(work.scenarios)
 
 
@@ -190,7 +190,7 @@ def test_a_different_spec_is_refused_unless_forced(work, tmp_path):
 
 def test_bad_modes_are_refused_before_work(work, tmp_path):
     out = tmp_path / "r.parquet"
-    with pytest.raises(SpecError, match="--workers needs --scheduler local"):
+    with pytest.raises(SpecError, match="workers needs scheduler local"):
         run_sweep(work, out, workers=2)
     with pytest.raises(SpecError, match="scheduler address"):
         run_sweep(work, out, scheduler="localhost")

@@ -58,7 +58,7 @@ def test_minimal_spec_defaults():
     ("[analytic]\nmodels=['a']\nsystems=['s']\nbatches=[1]\ncontexts=[1]\nplans=['tp4·xp2']\n",
      ["cannot read plan"]),
     ("[analytic]\nmodels=['a']\nsystems=['s']\nbatches=[1]\ncontexts=[1]\nplans=[{tp=2, ep=4, adp=1}]\n",
-     ["--ep 4"]),
+     ["ep 4"]),
     ("[analytic]\nmodels=['a']\nsystems=['s']\nbatches=[1]\ncontexts=[1]\nplans=[{tp=2}]\nmax_chips=8\n",
      ["max_chips", "only applies"]),
     ("[analytic]\nmodels=['a']\nsystems=['s']\nbatches=[1]\ncontexts=[1]\nweight_dtypes=['fp7']\n", ["fp7"]),
@@ -121,7 +121,7 @@ def test_invalid_plans_are_skipped_with_reason_not_dropped_silently():
     w = expand(spec(**{"plans = [{tp = 1}, {tp = 2}]": 'plans = [{tp = 1}, "tp3", {tp = 2, ep = 2}]'}))
     assert len(w.groups) == 1
     reasons = " | ".join(s.reason for s in w.skipped)
-    assert "--tp 3" in reasons and "--ep 2" in reasons
+    assert "tp 3" in reasons and "ep 2" in reasons
     assert sum(s.points for s in w.skipped) == 2 * 6
 
 

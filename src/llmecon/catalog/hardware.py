@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from importlib import resources
 
 from .. import units
-from ..errors import CatalogError, LlmeconError, SpecError, did_you_mean, unknown_name
+from ..errors import CatalogError, LlmeconError, did_you_mean, require_whole, unknown_name
 from ..spec.hardware import TIER_KINDS, Accelerator, Link, MemoryTier, System
 from ._strict import check_keys, iso_date, read_toml as _read_toml, text as _text
 
@@ -216,8 +216,10 @@ def load_systems(text: str, accelerators: Mapping[str, Accelerator],
             raise CatalogError(f"{at} accelerator: unknown accelerator '{chip}'{hint}; "
                                f"known: {', '.join(sorted(accelerators))}")
         chips = entry["chips"]
-        if not isinstance(chips, int) or isinstance(chips, bool) or chips < 1:
-            raise CatalogError(f"{at} chips: expected a whole number >= 1, got {chips!r}")
+        try:
+            require_whole("chips", chips)
+        except LlmeconError:
+            raise CatalogError(f"{at} chips: expected a whole number >= 1, got {chips!r}") from None
         try:
             result[name] = System(
                 name=name,
@@ -309,8 +311,7 @@ def device_tier(name: str, count: int) -> MemoryTier:
     an upper bound (host PCIe lanes, controllers and filesystems are not modelled). Drain time is
     therefore one drive's.
     """
-    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-        raise SpecError(f"device_tier count: expected a whole number of drives >= 1, got {count!r}")
+    require_whole("count", count, owner="device_tier")
     drive = get_storage_device(name)
     if count == 1:
         notes = f"One {drive.name}. {drive.notes}".strip()

@@ -100,8 +100,8 @@ def load_config_file(path: str | Path, *, name: str | None = None) -> Model:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise CatalogError(f"--model {path}: cannot read the file ({exc.strerror}); give a config.json path "
-                           "or a catalogue name (llmecon catalog models)") from None
+        raise CatalogError(f"cannot read the file ({exc.strerror})", field="model", value=path,
+                           fix="give a config.json path or a catalogue name (llmecon catalog models)") from None
     try:
         config = json.loads(text)
     except json.JSONDecodeError as exc:

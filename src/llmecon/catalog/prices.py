@@ -45,14 +45,13 @@ source gives one; undated snapshots say so ("undated (page era: ...)") rather th
 from __future__ import annotations
 
 import functools
-import math
 import re
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 
 from .. import units
-from ..errors import CatalogError, LlmeconError, did_you_mean, unknown_name
+from ..errors import CatalogError, LlmeconError, SpecError, did_you_mean, require_number, require_whole, unknown_name
 from ..spec.prices import PRICE_STATUSES, CacheWrite, ContextTier, Premium, PriceSheet
 from ._strict import check_keys, iso_date, read_toml as _read_toml, text as _text
 
@@ -71,10 +70,11 @@ _PROVIDER_ID = re.compile(r"[a-z0-9][a-z0-9._-]*")
 
 def _price(entry: Mapping, key: str, where: str) -> float:
     value = entry[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+    try:
+        return require_number(key, value, minimum=0)
+    except SpecError:
         raise CatalogError(f"{where} {key}: expected a price in USD per million tokens, a plain number >= 0 "
-                           f"(e.g. {key} = 2.50), got {value!r}")
-    return float(value)
+                           f"(e.g. {key} = 2.50), got {value!r}") from None
 
 
 def _optional_price(entry: Mapping, key: str, where: str) -> float | None:
@@ -130,9 +130,11 @@ def _tier(entry: object, where: str) -> tuple[ContextTier, str]:
     """One long-context tier, and the text it adds to the sheet's notes (its status and note)."""
     check_keys(entry, **_TIER_KEYS, where=where)
     bound = entry["above_tokens"]
-    if not isinstance(bound, int) or isinstance(bound, bool) or bound < 1:
+    try:
+        require_whole("above_tokens", bound)
+    except SpecError:
         raise CatalogError(f"{where} above_tokens: expected a whole number of tokens >= 1 (e.g. 200000), "
-                           f"got {bound!r}")
+                           f"got {bound!r}") from None
     tier = ContextTier(above_tokens=bound, input_usd_per_mtok=_price(entry, "input", where),
                        output_usd_per_mtok=_price(entry, "output", where))
     remarks = []
@@ -146,10 +148,11 @@ def _tier(entry: object, where: str) -> tuple[ContextTier, str]:
 def _premium(entry: object, where: str) -> Premium:
     check_keys(entry, **_PREMIUM_KEYS, where=where)
     speedup = entry.get("speedup")
-    if speedup is not None and (isinstance(speedup, bool) or not isinstance(speedup, (int, float))
-                                or not math.isfinite(speedup) or speedup <= 0):
+    try:
+        speedup = None if speedup is None else require_number("speedup", speedup, minimum=0, exclusive=True)
+    except SpecError:
         raise CatalogError(f"{where} speedup: expected the provider's output-speed ratio, a number > 0 "
-                           f"(omit it where only a latency target is stated), got {speedup!r}")
+                           f"(omit it where only a latency target is stated), got {speedup!r}") from None
     note = [_text(entry, "note", where)] if "note" in entry else []
     if "status" in entry:
         note.append(f"status {_status(entry, where)}")

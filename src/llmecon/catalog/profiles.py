@@ -7,7 +7,7 @@ import functools
 from importlib import resources
 from pathlib import Path
 
-from ..errors import CatalogError, SpecError
+from ..errors import CatalogError, SpecError, require_choice, require_number
 from ..spec.efficiency import _FRACTIONS, _TIMES, IDEAL, MODES, TIERS, EfficiencyProfile, LinkEfficiency
 from ..spec.hardware import Accelerator
 from ._strict import check_keys, read_toml
@@ -46,16 +46,18 @@ def parse_profile(text: str, where: str = "profile") -> EfficiencyProfile:
 
 
 def _number(value, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise CatalogError(f"{where}: expected a number, got {value!r}")
-    return float(value)
+    """A finite number (``errors.require_number``), else a CatalogError naming the file and key."""
+    try:
+        return require_number(where, value)
+    except SpecError:
+        raise CatalogError(f"{where}: expected a finite number, got {value!r}") from None
 
 
 def load_profile(path: str | Path) -> EfficiencyProfile:
-    """Read a profile TOML file (``--profile FILE.toml``)."""
+    """Read a profile TOML file (the ``profile`` input)."""
     p = Path(path)
     if not p.is_file():
-        raise CatalogError(f"--profile: no such file {p}; write one with `llmecon calibrate`")
+        raise CatalogError(f"no such file {p}", field="profile", fix="write one with `llmecon calibrate`")
     return parse_profile(p.read_text(encoding="utf-8"), where=str(p))
 
 
@@ -73,9 +75,9 @@ def default_profile(accelerator: Accelerator) -> EfficiencyProfile:
         if accelerator.name in prof.accelerators:
             return prof
     known = sorted({a for p in default_profiles() for a in p.accelerators})
-    raise SpecError(f"--mode calibrated: no efficiency profile for accelerator '{accelerator.name}' (profiles "
-                    f"exist for {', '.join(known) or 'none'}); pass --profile FILE.toml (llmecon calibrate "
-                    f"writes one from measurements) or use --mode ideal")
+    raise SpecError(f"no efficiency profile for accelerator '{accelerator.name}' (profiles exist for "
+                    f"{', '.join(known) or 'none'})", field="mode", value="calibrated",
+                    fix="pass {profile} FILE.toml (llmecon calibrate writes one from measurements) or use {mode} ideal")
 
 
 def resolve(mode: str, profile: EfficiencyProfile | None, accelerator: Accelerator) -> EfficiencyProfile:
@@ -83,8 +85,7 @@ def resolve(mode: str, profile: EfficiencyProfile | None, accelerator: Accelerat
     ``profile`` or the accelerator's default for ``mode='calibrated'``."""
     if mode == "ideal":
         if profile is not None and not profile.is_ideal:
-            raise SpecError("--profile: a profile needs --mode calibrated (ideal mode uses datasheet peaks)")
+            raise SpecError("a profile needs {mode} calibrated (ideal mode uses datasheet peaks)", field="profile")
         return IDEAL
-    if mode not in MODES:
-        raise SpecError(f"--mode: must be one of {', '.join(MODES)}, got {mode!r}")
+    require_choice("mode", mode, MODES)
     return profile if profile is not None else default_profile(accelerator)

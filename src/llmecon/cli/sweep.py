@@ -71,8 +71,11 @@ def sweep_cmd(
                          f"groups, {d['simulations']:,} simulations) in {d['chunks']:,} chunks; "
                          f"{d['skipped_points']:,} points skipped in {len(d['skipped']):,} combination(s)",
                          soft_wrap=True, highlight=False)
+        from . import flag
+
         for s in work.skipped:
-            _console().print(f"  skipped {s.what} ({s.points:,} points): {s.reason}", soft_wrap=True,
+            why = s.error.render(flag) if s.error else s.reason
+            _console().print(f"  skipped {s.what} ({s.points:,} points): {why}", soft_wrap=True,
                              highlight=False, markup=False)
         return
     bar = None if as_json else _Bar()

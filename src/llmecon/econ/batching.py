@@ -114,7 +114,8 @@ def max_batch(dep: Deployment, *, context) -> int:
         return 0
     per_seq = float(dep.kv_per_sequence_per_chip_bytes(context))
     if per_seq <= 0:
-        raise SpecError("--context: must be > 0 to bound the batch by memory")
+        raise SpecError("must be > 0 to bound the batch by memory", field="context", value=context,
+                        show_value=False)
     return int(math.floor(free / per_seq))
 
 
@@ -151,25 +152,28 @@ def require_fit(dep: Deployment, *, batch, context) -> None:
 
     weights = dep.weights_per_chip_bytes
     if weights > have:
-        fix = suggest_fix(dep)
         raise InfeasibleError(f"{dep.model.name} does not fit: {fmt_bytes(weights)} of weights per chip under "
-                              f"{dep.plan.label()} but each {dep.system.accelerator.name} has {fmt_bytes(have)}; {fix}")
-    raise InfeasibleError(f"batch {float(np.max(batch)):g} at context {float(np.max(context)):g} needs "
-                          f"{fmt_bytes(need)} per chip (weights {fmt_bytes(weights)} + KV) but "
-                          f"{dep.system.accelerator.name} has {fmt_bytes(have)}; lower --batch (max "
-                          f"{max_batch(dep, context=float(np.max(context)))}) or --context, or use --kv-dtype fp8")
+                              f"{dep.plan.label()} but each {dep.system.accelerator.name} has {fmt_bytes(have)}",
+                              fix=suggest_fix(dep))
+    longest = float(np.max(context))
+    raise InfeasibleError(f"at context {longest:g} needs {fmt_bytes(need)} per chip (weights {fmt_bytes(weights)} "
+                          f"+ KV) but {dep.system.accelerator.name} has {fmt_bytes(have)}", field="batch",
+                          value=float(np.max(batch)),
+                          fix=f"lower {{batch}} (max {max_batch(dep, context=longest)}) or {{context}}, or use "
+                              "{kv_dtype} fp8")
 
 
 def suggest_fix(dep: Deployment) -> str:
-    """A concrete way out: a plan on this system, a smaller weight format, or a larger system."""
+    """A concrete way out: a plan on this system, a smaller weight format, or a larger system (a fix
+    text whose inputs are ``{name}`` placeholders: "try {weight_dtype} fp8 {tp} 2")."""
     current = get_dtype(dep.weight_dtype or dep.model.weight_dtype).bits
     for dtype in (dep.weight_dtype, "fp8", "fp4"):
         if dtype is not None and get_dtype(dtype).bits >= current:
             continue
         plan = smallest_plan(dep.model, dep.system, weight_dtype=dtype, kv_dtype=dep.kv_dtype)
         if plan is not None:
-            flags = [f"--{k} {getattr(plan, k)}" for k in ("tp", "ep", "pp") if getattr(plan, k) > 1]
-            flags = ([f"--weight-dtype {dtype}"] if dtype else []) + flags
+            flags = [f"{{{k}}} {getattr(plan, k)}" for k in ("tp", "ep", "pp") if getattr(plan, k) > 1]
+            flags = ([f"{{weight_dtype}} {dtype}"] if dtype else []) + flags
             return f"try {' '.join(flags)} (the smallest change that fits)"
     return "it does not fit this system under any plan: pick a larger one (llmecon catalog systems)"
 

@@ -70,8 +70,8 @@ def max_sequences(*, capacity_bytes, weight_bytes, kv_bytes_per_token, context):
 def usd_per_mtok(chip_s_per_token, *, price_per_chip_hour: float, utilization: float = 1.0):
     """Dollars per million tokens from device time per token, a rental price and the fraction of
     paid time the chips do useful work (1.0 = always busy at the modelled batch)."""
-    require_number("--price-per-chip-hour", price_per_chip_hour, minimum=0, hint="dollars per chip-hour")
-    require_number("--utilization", utilization, minimum=0, exclusive=True, maximum=1, hint="e.g. 0.6 for 60% busy")
+    require_number("price_per_chip_hour", price_per_chip_hour, minimum=0, hint="dollars per chip-hour")
+    require_number("utilization", utilization, minimum=0, exclusive=True, maximum=1, hint="e.g. 0.6 for 60% busy")
     return np.asarray(chip_s_per_token, dtype=float) * price_per_chip_hour / SECONDS_PER_HOUR \
         * TOKENS_PER_MTOK / utilization
 
@@ -152,11 +152,11 @@ def sequences_that_fit(dep: Deployment, contexts) -> np.ndarray:
 def decode_batches(dep: Deployment, contexts: np.ndarray, batch, batch_cap) -> np.ndarray:
     fit = sequences_that_fit(dep, contexts)
     if batch is not None:
-        require_number("--batch", batch, minimum=1, hint="sequences")
+        require_number("batch", batch, minimum=1, hint="sequences")
         chosen = np.full(contexts.shape, float(batch))
         return np.where(fit >= chosen, chosen, np.nan)
     if batch_cap is not None:
-        require_number("--max-batch", batch_cap, minimum=1, hint="sequences")
+        require_number("max_batch", batch_cap, minimum=1, hint="sequences")  # the front-ends' name for batch_cap
         fit = np.minimum(fit, float(batch_cap))
     return np.where(fit >= 1, np.minimum(fit, float(1 << 20)), np.nan)
 
@@ -188,7 +188,7 @@ def context_economics(dep: Deployment, *, contexts=None, batch: float | None = N
         contexts = default_contexts(min(l_max, 16 * 2.0**20))
     contexts = np.asarray(contexts, dtype=float)
     if contexts.ndim != 1 or contexts.size == 0 or not np.all(np.isfinite(contexts)) or np.any(contexts < 1):
-        raise SpecError("--contexts: need one or more finite context lengths >= 1 token")
+        raise SpecError("need one or more finite context lengths >= 1 token", field="contexts")
     batches = decode_batches(dep, contexts, batch, batch_cap)
     if not np.any(np.isfinite(batches)):
         raise InfeasibleError(f"no context in the grid fits {'batch ' + format(batch, 'g') if batch else 'one sequence'}"
@@ -252,7 +252,7 @@ def _check_costs(contexts, input_cost, output_cost, margin):
         raise SpecError("costs: need one input and one output cost per context")
     if np.any(input_cost < 0) or np.any(output_cost < 0):
         raise SpecError("costs: must be >= 0 dollars per million tokens")
-    require_number("--margin", margin, minimum=-1, exclusive=True, hint="0.2 = price 20% above cost")
+    require_number("margin", margin, minimum=-1, exclusive=True, hint="0.2 = price 20% above cost")
     return contexts, input_cost, output_cost
 
 
@@ -266,9 +266,10 @@ def tiers_for_boundaries(contexts, input_cost, output_cost, *, boundaries, margi
     grid, for fixed tier boundaries (e.g. Gemini's 200K). Cost is assumed non-decreasing in
     context only through the grid: each tier is priced at its grid maximum."""
     contexts, input_cost, output_cost = _check_costs(contexts, input_cost, output_cost, margin)
-    bounds = [require_number("--boundary", b, minimum=0, exclusive=True, hint="tokens") for b in boundaries]
+    # field "boundary": the front-ends' name for one of ``boundaries``
+    bounds = [require_number("boundary", b, minimum=0, exclusive=True, hint="tokens") for b in boundaries]
     if bounds != sorted(set(bounds)):
-        raise SpecError(f"--boundary: tier boundaries must be increasing token counts > 0, got {bounds}")
+        raise SpecError(f"tier boundaries must be increasing token counts > 0, got {bounds}", field="boundary")
     stop = _first_unpriced(input_cost, output_cost)
     last = float(contexts[stop - 1]) if stop else 0.0
     if stop == 0:
@@ -278,8 +279,8 @@ def tiers_for_boundaries(contexts, input_cost, output_cost, *, boundaries, margi
     for upper in uppers:
         sel = (contexts > lower) & (contexts <= upper)
         if not np.any(sel):
-            raise SpecError(f"--boundary: no grid context falls in the tier ({lower:g}, {upper:g}]; "
-                            f"use a finer context grid or fewer boundaries")
+            raise SpecError(f"no grid context falls in the tier ({lower:g}, {upper:g}]", field="boundary",
+                            fix="use a finer context grid or fewer boundaries")
         ins.append(float(np.max(input_cost[sel])) * (1 + margin))
         outs.append(float(np.max(output_cost[sel])) * (1 + margin))
         lower = upper
@@ -294,12 +295,12 @@ def tiers_for_steps(contexts, input_cost, output_cost, *, base_input: float, bas
     1.5x output uplift): each tier ends at the last grid context where both prices still cover
     (1 + margin) x cost. Raises if the base price does not cover the shortest context."""
     contexts, input_cost, output_cost = _check_costs(contexts, input_cost, output_cost, margin)
-    for name, v in (("--base-input", base_input), ("--base-output", base_output)):
+    for name, v in (("base_input", base_input), ("base_output", base_output)):
         require_number(name, v, minimum=0, exclusive=True, hint="dollars per million tokens")
-    for name, v in (("--input-step", input_step), ("--output-step", output_step)):
+    for name, v in (("input_step", input_step), ("output_step", output_step)):
         require_number(name, v, minimum=1, hint="a tier's price multiplier over the previous tier")
     if input_step == 1 and output_step == 1:
-        raise SpecError("--input-step/--output-step: at least one must exceed 1 or no tier can cover more")
+        raise SpecError("{input_step}/{output_step}: at least one must exceed 1 or no tier can cover more")
     stop = _first_unpriced(input_cost, output_cost)
     need_in, need_out = input_cost[:stop] * (1 + margin), output_cost[:stop] * (1 + margin)
     if stop == 0 or need_in[0] > base_input or need_out[0] > base_output:

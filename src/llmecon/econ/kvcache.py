@@ -90,18 +90,22 @@ def priced_tiers(dep: Deployment, *, price_per_chip_hour: float | None,
     """The system's tiers plus ``extra`` ones, with HBM priced at the deployment's chips x price
     per chip-hour and others at ``tier_prices[name]`` (USD per hour for the whole tier) when given."""
     if price_per_chip_hour is not None:
-        require_number("--price-per-chip-hour", price_per_chip_hour, minimum=0, hint="dollars per chip-hour")
+        require_number("price_per_chip_hour", price_per_chip_hour, minimum=0, hint="dollars per chip-hour")
     tiers = list(dep.system.memory_tiers) + list(extra)
     names = [t.name for t in tiers]
     repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise SpecError(f"--device: tier '{repeated[0]}' given twice; give each device once (NAME:COUNT sets the count)")
+    if repeated:  # field "device": the front-ends' name for the ``extra`` tiers (one per device)
+        raise SpecError(f"tier '{repeated[0]}' given twice", field="device",
+                        fix="give each device once (NAME:COUNT sets the count)")
     prices = dict(tier_prices or {})
-    for name, usd in prices.items():
+    for name, usd in prices.items():  # field "tier_price": the front-ends' name for ``tier_prices``
         if name not in names:
-            raise SpecError(f"--tier-price: no tier named '{name}'{did_you_mean(name, names)}; tiers: "
-                            f"{', '.join(names)}")
-        require_number(f"--tier-price {name}", usd, minimum=0, hint="USD per hour for the whole tier")
+            raise SpecError(f"no tier named '{name}'{did_you_mean(name, names)}", field="tier_price",
+                            fix=f"tiers: {', '.join(names)}")
+        try:
+            require_number("tier_price", usd, minimum=0, hint="USD per hour for the whole tier")
+        except SpecError as exc:
+            raise SpecError(exc.rule, field="tier_price", value=name, fix=exc.fix) from None
     out = []
     for t in tiers:
         if t.kind == "hbm":
@@ -121,9 +125,10 @@ def cache_placement(dep: Deployment, tiers: Sequence[MemoryTier], *, sequences: 
     """Compare holding ``sequences`` caches of ``context`` tokens for ``hold_s`` seconds in each
     tier (then reading each back once) with recomputing them by prefill. HBM's free capacity is
     what the weights leave; other tiers are assumed empty."""
-    for name, v, low in (("--sequences", sequences, 1), ("--context", context, 1), ("--hold", hold_s, 0)):
+    # field "hold": the front-ends' name for ``hold_s``
+    for name, v, low in (("sequences", sequences, 1), ("context", context, 1), ("hold", hold_s, 0)):
         require_number(name, v, minimum=low)
-    require_number("--price-per-chip-hour", price_per_chip_hour, minimum=0, hint="dollars per chip-hour")
+    require_number("price_per_chip_hour", price_per_chip_hour, minimum=0, hint="dollars per chip-hour")
     per_seq = float(dep.model.kv_bytes(context, dep.kv_dtype))
     total = per_seq * sequences
     options = []
@@ -143,7 +148,7 @@ def cache_placement(dep: Deployment, tiers: Sequence[MemoryTier], *, sequences: 
     chip_s_per_token = float(prefill_chip_s_per_token(dep, np.asarray([float(context)]),
                                                       balance_batch=balance_batch_of(dep))[0])
     if not math.isfinite(chip_s_per_token):
-        raise SpecError(f"--context: one prompt of {context:,.0f} tokens does not fit this deployment")
+        raise SpecError(f"one prompt of {context:,.0f} tokens does not fit this deployment", field="context")
     recompute_chip_s = chip_s_per_token * context * sequences
     return CachePlacement(sequences=float(sequences), context=float(context), hold_s=float(hold_s),
                           bytes_total=total, bytes_per_sequence=per_seq, options=tuple(options),

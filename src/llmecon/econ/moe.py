@@ -130,7 +130,8 @@ def _ep_verdict(rows: list[EpRow], domain: int, hbm_bytes: float) -> tuple[int |
     fitting = [r for r in rows if r.fits]
     if not fitting:
         if rows and min(r.weights_per_chip_bytes for r in rows) > hbm_bytes:
-            return None, "the weights alone overflow HBM at every EP size tried; raise --max-ep or use fp8/fp4 weights"
+            return None, ("the weights alone overflow HBM at every EP size tried; raise max_ep (the largest EP "
+                          "size tried) or use fp8/fp4 weights")
         return None, "no EP size fits this batch per chip and context in HBM; lower the batch or context"
     best = min(fitting, key=lambda r: (r.chip_s_per_token, r.ep))
     inside = [r for r in fitting if r.tier != "two_tier"]
@@ -163,8 +164,8 @@ def moe_summary(model: Model, system: System, *, batch_per_chip: float | None = 
     from .routed_scaling import default_routed_law
 
     if not model.is_moe:
-        raise SpecError(f"--model: {model.name} is dense; llmecon moe needs a mixture-of-experts model")
-    require_number("--context", context, minimum=0, hint="tokens of KV per sequence")
+        raise SpecError(f"{model.name} is dense", field="model", fix="llmecon moe needs a mixture-of-experts model")
+    require_number("context", context, minimum=0, hint="tokens of KV per sequence")
     law = law or default_routed_law()
     moe = model.moe
     p = model.params
@@ -176,7 +177,7 @@ def moe_summary(model: Model, system: System, *, batch_per_chip: float | None = 
         # the balance batch of an 8-chip EP group per chip (B*/ep), capped so KV takes <= half of HBM
         kv_room = 0.5 * system.accelerator.hbm_bytes / max(float(model.kv_bytes(context, kv_dtype)), 1.0)
         batch_per_chip = float(max(1, math.floor(min(b_star / 8.0, kv_room))))
-    require_number("--batch-per-chip", batch_per_chip, minimum=0, exclusive=True)
+    require_number("batch_per_chip", batch_per_chip, minimum=0, exclusive=True)
     rows = ep_sweep(model, system, batch_per_chip=batch_per_chip, context=context, max_ep=max_ep,
                     weight_dtype=weight_dtype, kv_dtype=kv_dtype, dispatch_dtype=dispatch_dtype,
                     expert_imbalance=expert_imbalance, profile=profile)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import InfeasibleError, SpecError, require_number, require_whole
+from ..errors import InfeasibleError, SpecError, require_choice, require_number, require_whole
 from ..spec.hardware import System
 from ..step.inference import CommParts, comm_parts, decode_step, memory_per_chip, prefill_step
 from ..spec.efficiency import IDEAL, EfficiencyProfile
@@ -49,12 +49,12 @@ class PlanTargets:
     output_tokens: float = 512.0
 
     def __post_init__(self) -> None:
-        for name in ("tpot_s", "ttft_s"):
+        for name in ("tpot_s", "ttft_s"):  # fields "tpot", "ttft": the CLI's spelling (--tpot takes a duration)
             if getattr(self, name) is not None:
-                require_number(f"--{name[:-2]}", getattr(self, name), minimum=0, exclusive=True, hint="seconds")
-        require_number("--context", self.context, minimum=0, hint="mean KV tokens per sequence")
+                require_number(name[:-2], getattr(self, name), minimum=0, exclusive=True, hint="seconds")
+        require_number("context", self.context, minimum=0, hint="mean KV tokens per sequence")
         for name in ("prompt_tokens", "output_tokens"):
-            require_number(f"--{name.replace('_', '-')}", getattr(self, name), minimum=1)
+            require_number(name, getattr(self, name), minimum=1)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,8 +81,8 @@ class SearchOptions:
         return "calibrated (" + ", ".join(names) + ")" if names else "ideal"
 
     def __post_init__(self) -> None:
-        require_whole("--max-chips", self.max_chips)
-        require_number("--expert-imbalance", self.expert_imbalance, minimum=1,
+        require_whole("max_chips", self.max_chips)
+        require_number("expert_imbalance", self.expert_imbalance, minimum=1,
                        hint="the hottest expert rank's tokens over the mean; 1 = uniform routing")
 
 
@@ -186,18 +186,19 @@ def pareto_front(per_chip: np.ndarray, per_user: np.ndarray) -> np.ndarray:
     return order[ranked > before]
 
 
-def _grid(given, top: float, points: int) -> np.ndarray:
+def _grid(given, top: float, points: int, name: str) -> np.ndarray:
     if given:
         grid = np.unique(np.asarray(given, dtype=float))
         if grid.size == 0 or np.any(grid < 1):
-            raise SpecError("--batches: every batch must be >= 1")
+            raise SpecError("every batch must be >= 1", field=name)
         return grid
     return np.unique(np.round(np.logspace(0, math.log10(top), points)))
 
 
 def _evaluate(model, systems, plans_by_system, *, phase, targets, options, prices):
     """Evaluate every (plan, batch) of one phase; returns flat arrays and the plan index."""
-    full = _grid(options.batches, 2 ** 17, 128) if phase == "decode" else _grid(options.prefill_batches, 1024, 48)
+    full = (_grid(options.batches, 2 ** 17, 128, "batches") if phase == "decode"
+            else _grid(options.prefill_batches, 1024, 48, "prefill_batches"))
     cols = {k: [] for k in ("sys", "plan", "batch", "step", "tokens", "mem", "fits", "compute", "memory", "comm",
                             "chips", "price")}
     plan_list = []
@@ -313,45 +314,49 @@ def plan_deployment(model: Model, systems: list[System], *, targets: PlanTargets
     options = options or SearchOptions()
     prices = dict(prices or {})
     limit = model.max_context
-    for name, value in (("--context", targets.context), ("--prompt-tokens", targets.prompt_tokens)):
+    for name, value in (("context", targets.context), ("prompt_tokens", targets.prompt_tokens)):
         if limit and value > limit:
-            raise SpecError(f"{name} {value:g}: longer than {model.name}'s {limit:,} token context; lower it")
+            raise SpecError(f"longer than {model.name}'s {limit:,} token context", field=name, value=value,
+                            fix="lower it")
     if not systems:
-        raise SpecError("--systems: name at least one system (llmecon catalog systems)")
+        raise SpecError("name at least one system (llmecon catalog systems)", field="systems")
     names = [s.name for s in systems]
     if len(set(names)) != len(names):
-        raise SpecError(f"--systems: {', '.join(names)} names a system twice; list each once")
+        raise SpecError(f"{', '.join(names)} names a system twice", field="systems", fix="list each once")
     unknown = set(prices) - set(names)
     if unknown:
-        raise SpecError(f"prices given for {', '.join(sorted(unknown))}, which is not among --systems")
+        raise SpecError(f"prices given for {', '.join(sorted(unknown))}, which is not among {{systems}}")
     if objective is None:
         objective = "cost" if prices and all(prices.get(n) is not None for n in names) else "throughput"
-    if objective not in OBJECTIVES:
-        raise SpecError(f"--objective: must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    require_choice("objective", objective, OBJECTIVES)
     if objective == "cost" and any(prices.get(n) is None for n in names):
         missing = [n for n in names if prices.get(n) is None]
-        raise SpecError(f"--objective cost needs a price for every system; missing {', '.join(missing)} "
-                        "(--price-per-chip-hour X or X1,X2 in --systems order)")
+        raise SpecError(f"needs a price for every system; missing {', '.join(missing)} "
+                        "({price_per_chip_hour} X or X1,X2 in {systems} order)", field="objective", value="cost")
     for n, p in prices.items():
         if p is not None:
-            require_number(f"--price-per-chip-hour ({n})", p, minimum=0, hint="dollars per chip-hour")
+            try:
+                require_number("price_per_chip_hour", p, minimum=0, hint="dollars per chip-hour")
+            except SpecError as exc:
+                raise SpecError(f"{exc.rule} for {n}", field=exc.field, value=p, fix=exc.fix,
+                                show_value=False) from None
     plans = {s.name: candidate_plans(model, s, max_chips=options.max_chips, pp_choices=options.pp_choices)
              for s in systems}
     plans = {n: [p for p in ps if _weights_fit(model, s, p, options)] for (n, ps), s in zip(plans.items(), systems)}
     if not any(plans.values()):
         raise InfeasibleError(f"{model.name}'s weights do not fit any plan of up to {options.max_chips} chips on "
-                              f"{', '.join(names)}; raise --max-chips or use a smaller --weight-dtype")
+                              f"{', '.join(names)}", fix="raise {max_chips} or use a smaller {weight_dtype}")
     phases = {ph: _search_phase(model, systems, plans, phase=ph, targets=targets, options=options, prices=prices,
                                 objective=objective) for ph in ("decode", "prefill")}
-    for ph, target, flag in (("decode", targets.tpot_s, "tpot"), ("prefill", targets.ttft_s, "ttft")):
+    for ph, target, name in (("decode", targets.tpot_s, "tpot"), ("prefill", targets.ttft_s, "ttft")):
         r = phases[ph]
         if r.best is None:
             if r.points_fitting == 0:
-                raise InfeasibleError(f"no {ph} point fits in memory at context {targets.context:g}; lower "
-                                      "--context or raise --max-chips")
-            raise InfeasibleError(f"no plan meets {flag} <= {fmt_seconds(target)}; best achievable is "
-                                  f"{fmt_seconds(r.best_achievable_s)} (raise --{flag} or --max-chips, or add a "
-                                  "faster system)")
+                raise InfeasibleError(f"no {ph} point fits in memory at context {targets.context:g}",
+                                      fix="lower {context} or raise {max_chips}")
+            raise InfeasibleError(f"no plan meets {name} <= {fmt_seconds(target)}; best achievable is "
+                                  f"{fmt_seconds(r.best_achievable_s)}",
+                                  fix=f"raise {{{name}}} or {{max_chips}}, or add a faster system")
     return PlanResult(model=model.name, systems=tuple(names), targets=targets, objective=objective, prices=prices,
                       decode=phases["decode"], prefill=phases["prefill"], fidelity=options.fidelity(systems))
 

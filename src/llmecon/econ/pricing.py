@@ -19,7 +19,7 @@ from ..spec.deployment import Deployment
 from .batching import (additive_fast_mode_load, balance_batch_of, fast_mode_batch_ratio, max_roofline_fast_mode,
     require_fit)
 from .context import SECONDS_PER_HOUR, decode_batches, prefill_chip_s_per_token, usd_per_mtok
-from ..errors import InfeasibleError, SpecError, require_number
+from ..errors import InfeasibleError, SpecError, require_number, without_field
 from ..spec.hardware import MemoryTier
 from .kvcache import five_minute_tier
 from ..spec.prices import PriceSheet
@@ -83,12 +83,19 @@ class OperatingPoint:
         return np.where(lx >= 0, lx, np.nan)
 
 
+def _sheet_number(name: str, value, **bounds) -> float:
+    """``require_number`` for a figure read from a price sheet: no front-end input, so no field."""
+    try:
+        return require_number(name, value, **bounds)
+    except SpecError as exc:
+        raise without_field(exc) from None
+
+
 def operating_point(price_ratio: float) -> OperatingPoint:
     """Invert ``decode_prefill_cost_ratio`` (SPEC C11). A ratio of 1 is consistent with any B >= B*
     at short context; below 1 the roofline has no explanation (output never costs less than
     input) and that is an error. Providers price with margins and demand too: not a law."""
-    if not (isinstance(price_ratio, (int, float)) and math.isfinite(price_ratio) and price_ratio > 0):
-        raise SpecError(f"price ratio: must be a number > 0 (output price / input price), got {price_ratio!r}")
+    _sheet_number("price ratio", price_ratio, minimum=0, exclusive=True, hint="output price / input price")
     if price_ratio < 1:
         raise SpecError(f"price ratio {price_ratio:g} < 1: on the roofline an output token never costs less "
                         f"than an input token, so no operating point explains it; check the prices")
@@ -101,10 +108,8 @@ def cache_hold_price_per_hour(*, base_input: float, write: float, hold_s: float)
     6.25 vs 5.00 -> 15 $/Mtok-hour; 1-hour write 10.00 -> 5 $/Mtok-hour: the short tier costs 3x
     more per byte-hour."""
     for name, v in (("base input", base_input), ("cache write", write)):
-        if not (isinstance(v, (int, float)) and v >= 0):
-            raise SpecError(f"{name} price: must be >= 0 USD per million tokens, got {v!r}")
-    if not (isinstance(hold_s, (int, float)) and hold_s > 0):
-        raise SpecError(f"hold time: must be > 0 seconds, got {hold_s!r}")
+        _sheet_number(f"{name} price", v, minimum=0, hint="USD per million tokens")
+    _sheet_number("hold time", hold_s, minimum=0, exclusive=True, hint="seconds")
     if write < base_input:
         raise SpecError(f"cache write price {write:g} is below the base input price {base_input:g}: "
                         f"no holding surcharge to read; check the sheet")
@@ -158,7 +163,7 @@ def infer_kv_from_price_step(sheet: PriceSheet, *, active_params: Sequence[float
     if not active_params or not flops_per_byte:
         raise SpecError("need at least one active-parameter count and one FLOP/byte ratio")
     for n in active_params:
-        require_number("--active-params", n, minimum=0, exclusive=True, hint="e.g. 100e9")
+        require_number("active_params", n, minimum=0, exclusive=True, hint="e.g. 100e9")
     tier = sheet.long_context[0]
     labels = tuple(str(label) for label, _ in flops_per_byte)
     ratios = tuple(float(r) for _, r in flops_per_byte)
@@ -216,7 +221,7 @@ def cache_tier_fit(sheet: PriceSheet, tiers: Sequence[MemoryTier], *,
     if not sheet.cache_writes:
         raise SpecError(f"price sheet {sheet.provider}/{sheet.model} has no cache-write prices to read")
     if kv_bytes_per_token is not None:
-        require_number("--kv-bytes-per-token", kv_bytes_per_token, minimum=0, exclusive=True)
+        require_number("kv_bytes_per_token", kv_bytes_per_token, minimum=0, exclusive=True)
     fits = []
     for w in sheet.cache_writes:
         per_hour = cache_hold_price_per_hour(base_input=sheet.input_usd_per_mtok, write=w.usd_per_mtok,
@@ -255,9 +260,9 @@ def infer_fast_mode(*, price_ratio: float, speedup: float) -> FastModeInference:
     price ratio x speed-up (6x for 2.5x: 15x). Under the pure max-roofline t = t_w·max(1, B/B*),
     the regular batch sits at speedup·B* and the fast one at B*/price_ratio; under t = w + a·B,
     a·B_regular = x·w with the load x returned."""
-    require_number("premium price ratio", price_ratio, minimum=1, exclusive=True,
-                   hint="a fast tier priced at or below standard implies no smaller batch")
-    require_number("premium speed-up", speedup, minimum=1, exclusive=True, hint="output speed over standard")
+    _sheet_number("premium price ratio", price_ratio, minimum=1, exclusive=True,
+                  hint="a fast tier priced at or below standard implies no smaller batch")
+    _sheet_number("premium speed-up", speedup, minimum=1, exclusive=True, hint="output speed over standard")
     ratio = float(fast_mode_batch_ratio(price_ratio=price_ratio, speed_ratio=speedup))
     regular, fast = float(speedup), 1.0 / float(price_ratio)
     _, cost_ratio = max_roofline_fast_mode(regular_batch_over_balance=regular, fast_batch_over_balance=fast)
@@ -296,7 +301,7 @@ def serving_cost(dep: Deployment, *, context: float, price_per_chip_hour: float,
     """Output tokens decoded at ``context`` with ``batch`` sequences (default: the largest that
     fits); input tokens prefilled as prompts of ``context`` tokens, batched to the balance batch.
     The chips are paid whether busy or not: cost is divided by ``utilization``."""
-    require_number("--context", context, minimum=1, hint="tokens")
+    require_number("context", context, minimum=1, hint="tokens")
     usd_per_mtok(0.0, price_per_chip_hour=price_per_chip_hour, utilization=utilization)  # validates both
     require_fit(dep, batch=1.0 if batch is None else batch, context=context)
     b = float(decode_batches(dep, np.asarray([float(context)]), batch, None)[0])

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from ..catalog._strict import check_keys, read_toml, text as _text
-from ..errors import CatalogError, InfeasibleError, SpecError, did_you_mean, require_number
+from ..errors import CatalogError, InfeasibleError, SpecError, did_you_mean, require_array, require_number
 
 LOG_BASES = {"e": np.log, "10": np.log10, "2": np.log2}
 DEFAULT_LAW_FILE = "routed_law_power_fit.toml"
@@ -116,22 +116,13 @@ class ExpertValue:
     label: str
 
 
-def _array(name: str, value, *, minimum: float, exclusive: bool, hint: str) -> np.ndarray:
-    try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        arr = None
-    if arr is None or np.any(~np.isfinite(arr) | ((arr <= minimum) if exclusive else (arr < minimum))):
-        raise SpecError(f"{name}: must be finite and {'>' if exclusive else '>='} {minimum:g}, got {value!r}; {hint}")
-    return arr
-
-
 def _params(value, name: str = "params") -> np.ndarray:
-    return _array(name, value, minimum=0.0, exclusive=True, hint="a parameter count (raw, not in the law's unit)")
+    return require_array(name, value, minimum=0.0, exclusive=True,
+                         hint="a parameter count (raw, not in the law's unit)")
 
 
 def _experts(value) -> np.ndarray:
-    return _array("experts", value, minimum=1.0, exclusive=False,
+    return require_array("experts", value, minimum=1.0, exclusive=False,
                   hint="E counts experts per routed layer (64 in the lecture's reading), not parameters")
 
 
@@ -188,7 +179,7 @@ def effective_params(params, experts, law):
 
 def power_fit_from_point(*, experts, dense_equivalent_params, active_params):
     """γ = ln(N̄/N)/ln E from one reading "E experts at N active ≈ N̄ dense" (64, 370M, 1.3B: 0.3022)."""
-    e = _array("experts", experts, minimum=1.0, exclusive=True, hint="one point needs E > 1 (ln 1 = 0)")
+    e = require_array("experts", experts, minimum=1.0, exclusive=True, hint="one point needs E > 1 (ln 1 = 0)")
     return np.log(_params(dense_equivalent_params, "dense_equivalent_params")
                   / _params(active_params, "active_params")) / np.log(e)
 
@@ -198,7 +189,7 @@ def experts_for_ratio(ratio, law, *, active_params=None):
     for a RoutedLaw (which needs ``active_params``) the inverse of Ê, or InfeasibleError where the
     ratio is out of reach: at or above the ceiling E_max^k, or below E_start^k (it would need E < 1)."""
     law = _law(law)
-    r = _array("ratio", ratio, minimum=1.0, exclusive=False, hint="N̄/N of at least one expert")
+    r = require_array("ratio", ratio, minimum=1.0, exclusive=False, hint="N̄/N of at least one expert")
     if isinstance(law, PowerFit):
         return r ** (1.0 / law.gamma)
     if active_params is None:

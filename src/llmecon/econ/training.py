@@ -11,18 +11,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import SpecError, unknown_name
+from ..errors import SpecError, require_array, unknown_name, without_field
 
 CHINCHILLA_TOKENS_PER_PARAM = 20.0  # Hoffmann et al. 2022 (arXiv:2203.15556): ~20 tokens per parameter
 
 
 def _positive(name: str, value, *, allow_zero: bool = False) -> np.ndarray:
-    arr = np.asarray(value, dtype=float)
-    bad = ~np.isfinite(arr) | ((arr < 0) if allow_zero else (arr <= 0))
-    if np.any(bad):
-        rule = ">= 0" if allow_zero else "> 0"
-        raise SpecError(f"{name}: must be finite and {rule}, got {value!r}")
-    return arr
+    """``value`` as an array of finite numbers > 0 (>= 0 with ``allow_zero``). The closed forms take plain
+    numbers, not a front-end's inputs: the error names the parameter in its text and has no field."""
+    try:
+        return require_array(name, value, minimum=0, exclusive=not allow_zero)
+    except SpecError as exc:
+        raise without_field(exc) from None
 
 
 def training_flops(*, params, tokens, attention_flops_per_token=0.0):
@@ -151,7 +151,7 @@ def bubble_fraction(schedule: str, *, stages, microbatches, chunks=1):
     zero-bubble (taken as 0: Qi et al. 2023 schedules fill the bubble with split backward passes)."""
     if schedule in ("gpipe", "1f1b"):
         if chunks != 1:
-            raise SpecError(f"--schedule {schedule}: virtual chunks need --schedule interleaved")
+            raise SpecError("virtual chunks need {schedule} interleaved", field="schedule", value=schedule)
         return gpipe_bubble_fraction(stages=stages, microbatches=microbatches)
     if schedule == "interleaved":
         r = interleaved_bubble_over_ideal(stages=stages, microbatches=microbatches, chunks=chunks)

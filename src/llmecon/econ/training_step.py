@@ -76,19 +76,21 @@ class TrainPlan:
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "ep", "cp", "microbatch", "chunks"):
-            require_whole("--" + name.replace("microbatch", "micro-batch"), getattr(self, name))
-        require_whole("--zero", self.zero, 0)
+            # field "micro_batch": the front-ends' spelling of ``microbatch``
+            require_whole(name.replace("microbatch", "micro_batch"), getattr(self, name))
+        require_whole("zero", self.zero, 0)
         if self.zero > 3:
-            raise SpecError(f"--zero: ZeRO stages are 0, 1, 2 or 3, got {self.zero}")
+            raise SpecError(f"ZeRO stages are 0, 1, 2 or 3, got {self.zero}", field="zero", value=self.zero,
+                            show_value=False)
         if self.schedule not in SCHEDULES:
             raise unknown_name("pipeline schedule", self.schedule, SCHEDULES)
         if self.recompute not in RECOMPUTE:
             raise unknown_name("recompute mode", self.recompute, RECOMPUTE)
         if self.chunks > 1 and self.schedule != "interleaved":
-            raise SpecError(f"--chunks {self.chunks}: virtual chunks need --schedule interleaved")
+            raise SpecError("virtual chunks need {schedule} interleaved", field="chunks", value=self.chunks)
         if self.dp % self.ep:
-            raise SpecError(f"--ep {self.ep}: expert parallelism is carved from data parallelism, so it must "
-                            f"divide --dp {self.dp}")
+            raise SpecError(f"expert parallelism is carved from data parallelism, so it must divide {{dp}} {self.dp}",
+                            field="ep", value=self.ep)
 
     @property
     def gpus(self) -> int:
@@ -181,7 +183,7 @@ class TrainStep:
 
     def train_s(self, tokens) -> float:
         """Wall time to train on ``tokens`` at this step rate."""
-        return require_number("--tokens", tokens, minimum=0, exclusive=True) / self.tokens_per_s
+        return require_number("tokens", tokens, minimum=0, exclusive=True) / self.tokens_per_s
 
 
 # ---- where each collective runs ----------------------------------------------------------------
@@ -342,30 +344,32 @@ def memory_per_gpu(model: Model, system: System, plan: TrainPlan, *, seq_len: in
 def _validate(model: Model, system: System, plan: TrainPlan, seq_len: int, global_batch_tokens: float) -> int:
     a = model.attention
     if a.n_heads % plan.tp:
-        raise SpecError(f"--tp {plan.tp}: {model.name} has {a.n_heads} attention heads; use a divisor of {a.n_heads}")
+        raise SpecError(f"{model.name} has {a.n_heads} attention heads", field="tp", value=plan.tp,
+                        fix=f"use a divisor of {a.n_heads}")
     if a.kind != "mla" and a.n_kv_heads % plan.tp and plan.tp % a.n_kv_heads:
-        raise SpecError(f"--tp {plan.tp}: {model.name} has {a.n_kv_heads} KV heads; tp must divide it or be a "
-                        "multiple of it")
+        raise SpecError(f"{model.name} has {a.n_kv_heads} KV heads", field="tp", value=plan.tp,
+                        fix="tp must divide it or be a multiple of it")
     if plan.ep > 1 and (not model.is_moe or model.moe.n_routed % plan.ep):
-        raise SpecError(f"--ep {plan.ep}: needs a MoE model whose routed experts divide by it"
-                        + (f" ({model.moe.n_routed} experts)" if model.is_moe else f" ({model.name} is dense)"))
+        raise SpecError("needs a MoE model whose routed experts divide by it"
+                        + (f" ({model.moe.n_routed} experts)" if model.is_moe else f" ({model.name} is dense)"),
+                        field="ep", value=plan.ep)
     if plan.pp * plan.chunks > model.n_layers:
-        raise SpecError(f"--pp {plan.pp} × --chunks {plan.chunks}: more pipeline chunks than the {model.n_layers} "
-                        f"layers of {model.name}")
+        raise SpecError(f"more pipeline chunks ({plan.pp} × {{chunks}} {plan.chunks}) than the {model.n_layers} "
+                        f"layers of {model.name}", field="pp", value=plan.pp)
     if seq_len % plan.cp:
-        raise SpecError(f"--seq-len {seq_len}: must divide by --cp {plan.cp}")
+        raise SpecError(f"must divide by {{cp}} {plan.cp}", field="seq_len", value=seq_len)
     seqs = global_batch_tokens / seq_len
     if seqs != round(seqs):
-        raise SpecError(f"--global-batch-tokens {global_batch_tokens:g}: must be a whole number of "
-                        f"{seq_len}-token sequences")
+        raise SpecError(f"must be a whole number of {seq_len}-token sequences", field="global_batch_tokens",
+                        value=global_batch_tokens)
     per_replica = plan.dp * plan.microbatch
     if round(seqs) % per_replica:
-        raise SpecError(f"--global-batch-tokens: {round(seqs)} sequences do not split into dp {plan.dp} × "
-                        f"micro-batch {plan.microbatch}; use a multiple of {per_replica * seq_len} tokens")
+        raise SpecError(f"{round(seqs)} sequences do not split into dp {plan.dp} × micro-batch {plan.microbatch}",
+                        field="global_batch_tokens", fix=f"use a multiple of {per_replica * seq_len} tokens")
     m = round(seqs) // per_replica
     if plan.schedule == "interleaved" and plan.pp > 1 and m % plan.pp:
-        raise SpecError(f"--schedule interleaved: {m} micro-batches must be a multiple of --pp {plan.pp} "
-                        "(Megatron-LM's requirement); change the global batch or micro-batch")
+        raise SpecError(f"{m} micro-batches must be a multiple of {{pp}} {plan.pp} (Megatron-LM's requirement)",
+                        field="schedule", value="interleaved", fix="change the global batch or micro-batch")
     return m
 
 
@@ -373,11 +377,11 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
                efficiency: float = MEGATRON_A100_EFFICIENCY, dp_overlap: float = 1.0,
                dtype: str = "bf16") -> TrainStep:
     """Time, FLOPs and memory of one step (formulas and omissions in the module docstring)."""
-    require_whole("--seq-len", seq_len)
-    require_number("--global-batch-tokens", global_batch_tokens, minimum=0, exclusive=True)
-    eff = require_number("--efficiency", efficiency, minimum=0, exclusive=True, maximum=1.0,
+    require_whole("seq_len", seq_len)
+    require_number("global_batch_tokens", global_batch_tokens, minimum=0, exclusive=True)
+    eff = require_number("efficiency", efficiency, minimum=0, exclusive=True, maximum=1.0,
                          hint="a fraction of the dense peak, e.g. 0.5")
-    overlap = require_number("--dp-overlap", dp_overlap, minimum=0, maximum=1.0)
+    overlap = require_number("dp_overlap", dp_overlap, minimum=0, maximum=1.0)
     m_count = _validate(model, system, plan, seq_len, global_batch_tokens)
     chip = system.accelerator
     peak = chip.peak(dtype)

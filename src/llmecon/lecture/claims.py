@@ -14,7 +14,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from ..errors import SpecError
+from ..errors import SpecError, require_choice, require_number
 
 VERDICTS = ("matches", "corrected")
 SECTIONS = {"A": "Roofline, batching, latency, cost", "B": "KV cache and context length",
@@ -55,10 +55,8 @@ class Tolerance:
     why: str = ""
 
     def __post_init__(self) -> None:
-        if self.kind not in _KINDS:
-            raise SpecError(f"tolerance kind must be one of {_KINDS}, got {self.kind!r}")
-        if not (isinstance(self.value, (int, float)) and math.isfinite(self.value) and self.value >= 0):
-            raise SpecError(f"tolerance value must be a finite number >= 0, got {self.value!r}")
+        require_choice("kind", self.kind, _KINDS, owner="tolerance")
+        require_number("value", self.value, minimum=0, owner="tolerance")
         if self.kind == "factor" and self.value < 1:
             raise SpecError(f"a factor tolerance must be >= 1, got {self.value!r}")
 
@@ -117,7 +115,7 @@ class Claim:
         return int(_ID.match(self.id).group(2))
 
     def as_dict(self) -> dict:
-        """The JSON form (``llmecon lecture --json``): exactly the eight documented keys."""
+        """The JSON form (what ``llmecon lecture`` prints as JSON): exactly the eight documented keys."""
         return {"id": self.id, "section": self.section, "statement": self.statement,
                 "lecture_value": self.lecture_value, "computed_value": self.computed_value, "unit": self.unit,
                 "verdict": self.verdict, "reason": self.reason}

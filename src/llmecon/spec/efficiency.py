@@ -29,12 +29,11 @@ say in ``derivation`` exactly how they were fitted and on which rows (``llmecon 
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import SpecError
+from ..errors import require_number
 from .hardware import Link, System
 
 TIERS = ("scale_up", "scale_out")
@@ -92,24 +91,20 @@ class EfficiencyProfile:
     fit: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
+        owner = f"profile {self.name}"
         for name in _FRACTIONS:
-            v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and 0 < v <= 1):
-                raise SpecError(f"profile {self.name}: {name} must be in (0, 1], got {v!r}")
+            require_number(name, getattr(self, name), minimum=0, exclusive=True, maximum=1, owner=owner)
         for name in _TIMES + ("matmul_m_half",):
-            v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
-                raise SpecError(f"profile {self.name}: {name} must be >= 0, got {v!r}")
+            require_number(name, getattr(self, name), minimum=0, owner=owner)
         for name in ("prefill_stall_factor", "ttft_prefill_factor"):
-            v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 1):
-                raise SpecError(f"profile {self.name}: {name} must be >= 1, got {v!r}")
+            require_number(name, getattr(self, name), minimum=1, owner=owner)
         for tier in TIERS:
             e = getattr(self, tier)
-            if not (0 < e.bandwidth_fraction <= 1) or e.op_overhead_s < 0 or (e.step_latency_s or 0) < 0 \
-                    or (e.p2p_overhead_s or 0) < 0:
-                raise SpecError(f"profile {self.name}: collectives.{tier} needs 0 < bandwidth_fraction <= 1 and "
-                                f"non-negative latencies, got {e!r}")
+            require_number(f"{tier}.bandwidth_fraction", e.bandwidth_fraction, minimum=0, exclusive=True, maximum=1,
+                           owner=owner)
+            for key in ("op_overhead_s", "step_latency_s", "p2p_overhead_s"):
+                if getattr(e, key) is not None:
+                    require_number(f"{tier}.{key}", getattr(e, key), minimum=0, owner=owner)
 
     @property
     def is_ideal(self) -> bool:

@@ -12,12 +12,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from ..dtypes import DType, get_dtype
-from ..errors import SpecError
-
-
-def _positive(owner: str, name: str, value: float) -> None:
-    if not (isinstance(value, (int, float)) and value > 0):
-        raise SpecError(f"{owner}: {name} must be a positive number, got {value!r}")
+from ..errors import SpecError, require_choice, require_number, require_whole
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,10 +34,12 @@ class Accelerator:
         object.__setattr__(self, "peak_flops_per_s", MappingProxyType(dict(self.peak_flops_per_s)))
         if not self.peak_flops_per_s:
             raise SpecError(f"accelerator {self.name}: peak_flops_per_s needs at least one dtype")
+        owner = f"accelerator {self.name}"
         for dtype, value in self.peak_flops_per_s.items():
-            _positive(f"accelerator {self.name}", f"peak_flops_per_s.{dtype}", value)
-        _positive(f"accelerator {self.name}", "hbm_bytes", self.hbm_bytes)
-        _positive(f"accelerator {self.name}", "hbm_bandwidth_bytes_per_s", self.hbm_bandwidth_bytes_per_s)
+            require_number(f"peak_flops_per_s.{dtype}", value, minimum=0, exclusive=True, owner=owner)
+        require_number("hbm_bytes", self.hbm_bytes, minimum=0, exclusive=True, owner=owner)
+        require_number("hbm_bandwidth_bytes_per_s", self.hbm_bandwidth_bytes_per_s, minimum=0, exclusive=True,
+                       owner=owner)
 
     def compute_dtype(self, dtype: str | DType) -> str:
         """The tensor-core format a matmul on ``dtype`` weights runs at on this chip.
@@ -90,12 +87,11 @@ class Link:
     in_switch_reduction: bool = False
 
     def __post_init__(self) -> None:
-        _positive(f"link {self.name}", "bandwidth_bytes_per_s", self.bandwidth_bytes_per_s)
-        if not (isinstance(self.latency_s, (int, float)) and self.latency_s >= 0):
-            raise SpecError(f"link {self.name}: latency_s must be >= 0, got {self.latency_s!r}")
+        owner = f"link {self.name}"
+        require_number("bandwidth_bytes_per_s", self.bandwidth_bytes_per_s, minimum=0, exclusive=True, owner=owner)
+        require_number("latency_s", self.latency_s, minimum=0, owner=owner)
         if not isinstance(self.in_switch_reduction, bool):
-            raise SpecError(f"link {self.name}: in_switch_reduction must be True or False, "
-                            f"got {self.in_switch_reduction!r}")
+            raise SpecError(f"{owner}: in_switch_reduction must be True or False, got {self.in_switch_reduction!r}")
 
     @classmethod
     def from_bidirectional(cls, *, name: str, bidirectional_bytes_per_s: float, latency_s: float,
@@ -138,17 +134,14 @@ class MemoryTier:
 
     def __post_init__(self) -> None:
         owner = f"memory tier {self.name}"
-        if self.kind not in TIER_KINDS:
-            raise SpecError(f"{owner}: kind must be one of {', '.join(TIER_KINDS)}, got {self.kind!r}")
-        _positive(owner, "capacity_bytes", self.capacity_bytes)
+        require_choice("kind", self.kind, TIER_KINDS, owner=owner)
+        require_number("capacity_bytes", self.capacity_bytes, minimum=0, exclusive=True, owner=owner)
         if self.bandwidth_bytes_per_s is not None:
-            _positive(owner, "bandwidth_bytes_per_s", self.bandwidth_bytes_per_s)
-        if self.bandwidth_basis not in ("peak", "sustained"):
-            raise SpecError(f"{owner}: bandwidth_basis must be 'peak' or 'sustained', got {self.bandwidth_basis!r}")
-        if self.usd_per_hour is not None and not (isinstance(self.usd_per_hour, (int, float))
-                                                  and self.usd_per_hour >= 0):
-            raise SpecError(f"{owner}: usd_per_hour must be >= 0, got {self.usd_per_hour!r}; "
-                            f"omit it when unknown")
+            require_number("bandwidth_bytes_per_s", self.bandwidth_bytes_per_s, minimum=0, exclusive=True,
+                           owner=owner)
+        require_choice("bandwidth_basis", self.bandwidth_basis, ("peak", "sustained"), owner=owner)
+        if self.usd_per_hour is not None:
+            require_number("usd_per_hour", self.usd_per_hour, minimum=0, hint="omit it when unknown", owner=owner)
 
     @property
     def drain_s(self) -> float | None:
@@ -181,8 +174,7 @@ class System:
         object.__setattr__(self, "tiers", tuple(self.tiers))
         if any(t.kind == "hbm" for t in self.tiers):
             raise SpecError(f"system {self.name}: tiers lists the levels below HBM; HBM comes from the accelerator")
-        if not (isinstance(self.chips, int) and self.chips >= 1):
-            raise SpecError(f"system {self.name}: chips must be a whole number >= 1, got {self.chips!r}")
+        require_whole("chips", self.chips, owner=f"system {self.name}")
         if self.chips > 1 and self.scale_up is None:
             raise SpecError(f"system {self.name}: a domain of {self.chips} chips needs a scale_up link")
 

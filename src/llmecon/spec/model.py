@@ -20,14 +20,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..dtypes import DType, get_dtype
-from ..errors import SpecError
+from ..errors import SpecError, require_choice, require_whole
 
 ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla")
-
-
-def _require(owner: str, condition: bool, message: str) -> None:
-    if not condition:
-        raise SpecError(f"{owner}: {message}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,18 +47,16 @@ class Attention:
 
     def __post_init__(self) -> None:
         owner = "attention"
-        _require(owner, self.kind in ATTENTION_KINDS, f"kind must be one of {ATTENTION_KINDS}, got {self.kind!r}")
+        require_choice("kind", self.kind, ATTENTION_KINDS, owner=owner)
         for name in ("n_heads", "n_kv_heads", "head_dim", "v_head_dim"):
-            value = getattr(self, name)
-            _require(owner, isinstance(value, int) and value >= 1, f"{name} must be a whole number >= 1, got {value!r}")
+            require_whole(name, getattr(self, name), owner=owner)
         if self.kind == "mla":
-            _require(owner, self.kv_lora_rank >= 1, "MLA needs kv_lora_rank >= 1")
-        else:
-            _require(owner, self.n_heads % self.n_kv_heads == 0,
-                     f"num_attention_heads ({self.n_heads}) must be a multiple of num_key_value_heads "
-                     f"({self.n_kv_heads}); fix the config")
-        _require(owner, (self.index_topk > 0) == (self.index_head_dim > 0),
-                 "sparse attention needs both index_topk and index_head_dim")
+            require_whole("kv_lora_rank", self.kv_lora_rank, owner=f"{owner} (MLA)")
+        elif self.n_heads % self.n_kv_heads:
+            raise SpecError(f"{owner}: num_attention_heads ({self.n_heads}) must be a multiple of "
+                            f"num_key_value_heads ({self.n_kv_heads}); fix the config")
+        if (self.index_topk > 0) != (self.index_head_dim > 0):
+            raise SpecError(f"{owner}: sparse attention needs both index_topk and index_head_dim")
 
     @property
     def is_sparse(self) -> bool:
@@ -133,11 +126,12 @@ class MoE:
 
     def __post_init__(self) -> None:
         owner = "moe"
-        _require(owner, self.n_routed >= 1, f"routed experts must be >= 1, got {self.n_routed}")
-        _require(owner, 1 <= self.top_k <= self.n_routed,
-                 f"experts per token ({self.top_k}) must be between 1 and the expert count ({self.n_routed})")
-        _require(owner, self.expert_ffn_dim >= 1, f"expert ffn width must be >= 1, got {self.expert_ffn_dim}")
-        _require(owner, self.n_shared >= 0, f"shared experts must be >= 0, got {self.n_shared}")
+        require_whole("n_routed", self.n_routed, owner=owner)
+        if not 1 <= self.top_k <= self.n_routed:
+            raise SpecError(f"{owner}: experts per token ({self.top_k}) must be between 1 and the expert count "
+                            f"({self.n_routed})")
+        require_whole("expert_ffn_dim", self.expert_ffn_dim, owner=owner)
+        require_whole("n_shared", self.n_shared, 0, owner=owner)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -175,9 +169,8 @@ class Model:
     def __post_init__(self) -> None:
         owner = f"model {self.name}"
         for name in ("d_model", "n_layers", "vocab_size"):
-            value = getattr(self, name)
-            _require(owner, isinstance(value, int) and value >= 1, f"{name} must be a whole number >= 1, got {value!r}")
-        _require(owner, self.norm in ("rms", "layer"), f"norm must be 'rms' or 'layer', got {self.norm!r}")
+            require_whole(name, getattr(self, name), owner=owner)
+        require_choice("norm", self.norm, ("rms", "layer"), owner=owner)
         if not self.moe_layers:
             object.__setattr__(self, "moe_layers", (self.moe is not None,) * self.n_layers)
         if not self.layer_windows:
@@ -186,16 +179,18 @@ class Model:
             object.__setattr__(self, "kv_holding", (True,) * self.n_layers)
         if not self.expert_weight_dtype:
             object.__setattr__(self, "expert_weight_dtype", self.weight_dtype)
-        _require(owner, len(self.moe_layers) == self.n_layers,
-                 f"moe_layers has {len(self.moe_layers)} entries for {self.n_layers} layers")
-        _require(owner, len(self.layer_windows) == self.n_layers,
-                 f"layer_windows has {len(self.layer_windows)} entries for {self.n_layers} layers")
-        _require(owner, all(w >= 0 for w in self.layer_windows), "layer windows must be >= 0")
-        _require(owner, len(self.kv_holding) == self.n_layers and any(self.kv_holding),
-                 f"kv_holding needs one flag per layer ({self.n_layers}) and at least one layer holding KV")
-        _require(owner, self.moe is not None or not any(self.moe_layers), "MoE layers marked but no MoE spec")
-        _require(owner, self.n_dense_layers == 0 or self.dense_ffn_dim >= 1,
-                 f"{self.n_dense_layers} dense layers need an FFN width >= 1")
+        for name in ("moe_layers", "layer_windows"):
+            if len(getattr(self, name)) != self.n_layers:
+                raise SpecError(f"{owner}: {name} has {len(getattr(self, name))} entries for {self.n_layers} layers")
+        if any(w < 0 for w in self.layer_windows):
+            raise SpecError(f"{owner}: layer windows must be >= 0")
+        if len(self.kv_holding) != self.n_layers or not any(self.kv_holding):
+            raise SpecError(f"{owner}: kv_holding needs one flag per layer ({self.n_layers}) and at least one layer "
+                            "holding KV")
+        if self.moe is None and any(self.moe_layers):
+            raise SpecError(f"{owner}: MoE layers marked but no MoE spec")
+        if self.n_dense_layers and self.dense_ffn_dim < 1:
+            raise SpecError(f"{owner}: {self.n_dense_layers} dense layers need an FFN width >= 1")
         for name in ("weight_dtype", "expert_weight_dtype", "kv_dtype", "index_dtype"):
             get_dtype(getattr(self, name))
 

@@ -47,10 +47,11 @@ class Plan:
         if self.adp is None:
             object.__setattr__(self, "adp", self.ep)
         for name in DEGREES:
-            object.__setattr__(self, name, require_whole(f"--{name}", getattr(self, name)))
+            object.__setattr__(self, name, require_whole(name, getattr(self, name)))
         if self.width % self.ep:
-            raise SpecError(f"--ep {self.ep}: expert groups must tile the stage's tp·adp = {self.width} chips; "
-                            f"use an ep dividing {self.width} or set --adp so that tp·adp is a multiple of ep")
+            raise SpecError(f"expert groups must tile the stage's tp·adp = {self.width} chips", field="ep",
+                            value=self.ep,
+                            fix=f"use an ep dividing {self.width} or set {{adp}} so that tp·adp is a multiple of ep")
 
     @property
     def width(self) -> int:
@@ -103,22 +104,23 @@ class Plan:
         without straddling, InfeasibleError when it needs a network the system does not have."""
         a = model.attention
         if a.n_heads % self.tp:
-            raise SpecError(f"--tp {self.tp}: {model.name} has {a.n_heads} attention heads, not divisible by "
-                            f"{self.tp}; use a divisor of {a.n_heads}")
+            raise SpecError(f"{model.name} has {a.n_heads} attention heads, not divisible by {self.tp}",
+                            field="tp", value=self.tp, fix=f"use a divisor of {a.n_heads}")
         if a.kind != "mla":
             k = a.n_kv_heads
             if (k >= self.tp and k % self.tp) or (k < self.tp and self.tp % k):
-                raise SpecError(f"--tp {self.tp}: {model.name} has {k} KV heads; tp must divide it or be a "
-                                "multiple of it")
+                raise SpecError(f"{model.name} has {k} KV heads", field="tp", value=self.tp,
+                                fix="tp must divide it or be a multiple of it")
         if self.ep > 1:
             if not model.is_moe:
-                raise SpecError(f"--ep {self.ep}: {model.name} is dense; expert parallelism needs a MoE model "
-                                "(use --tp)")
+                raise SpecError(f"{model.name} is dense", field="ep", value=self.ep,
+                                fix="expert parallelism needs a MoE model (use {tp})")
             if model.moe.n_routed % self.ep:
-                raise SpecError(f"--ep {self.ep}: {model.moe.n_routed} routed experts do not divide evenly; use a "
-                                f"divisor of {model.moe.n_routed}")
+                raise SpecError(f"{model.moe.n_routed} routed experts do not divide evenly", field="ep",
+                                value=self.ep, fix=f"use a divisor of {model.moe.n_routed}")
         if self.pp > model.n_layers:
-            raise SpecError(f"--pp {self.pp}: more stages than the {model.n_layers} layers of {model.name}")
+            raise SpecError(f"more stages than the {model.n_layers} layers of {model.name}", field="pp",
+                            value=self.pp)
         place(self, system)
 
 
@@ -167,9 +169,9 @@ def place(plan: Plan, system: System) -> Placement:
         elif plan.tp > m and plan.tp % m == 0:
             tp_tier = "two_tier"
         else:
-            raise SpecError(f"--tp {plan.tp}: a stage of tp·adp = {w} chips uses {m} chips in each of {w // m} "
-                            f"{d}-chip domains, so tensor-parallel groups of {plan.tp} would straddle a boundary; "
-                            f"use a tp dividing {m}")
+            raise SpecError(f"a stage of tp·adp = {w} chips uses {m} chips in each of {w // m} {d}-chip domains, "
+                            f"so tensor-parallel groups of {plan.tp} would straddle a boundary", field="tp",
+                            value=plan.tp, fix=f"use a tp dividing {m}")
         domains = plan.pp * (w // m)
         hops_out = plan.pp - 1
     # tokens live on their attention group; with adp = 1 every chip of the stage already has them

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import SpecError, unknown_name
+from ..errors import SpecError, require_choice, require_number, require_whole, unknown_name
 
 PRICE_STATUSES = ("verified", "secondary", "recalled")
 
 
 def _price(owner: str, name: str, value, *, optional: bool = False) -> None:
-    if value is None and optional:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise SpecError(f"{owner}: {name} must be a price >= 0 in USD per million tokens, got {value!r}")
+    """A price in USD per million tokens (None allowed when ``optional``)."""
+    if value is not None or not optional:
+        require_number(name, value, minimum=0, hint="give USD per million tokens", owner=owner)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,16 +75,15 @@ class PriceSheet:
         object.__setattr__(self, "cache_writes", tuple(self.cache_writes))
         object.__setattr__(self, "long_context", tuple(self.long_context))
         object.__setattr__(self, "premiums", tuple(self.premiums))
-        if self.status not in PRICE_STATUSES:
-            raise SpecError(f"{owner}: status must be one of {', '.join(PRICE_STATUSES)}, got {self.status!r}")
+        require_choice("status", self.status, PRICE_STATUSES, owner=owner)
         _price(owner, "input_usd_per_mtok", self.input_usd_per_mtok)
         _price(owner, "output_usd_per_mtok", self.output_usd_per_mtok)
         _price(owner, "cached_input_usd_per_mtok", self.cached_input_usd_per_mtok, optional=True)
         _price(owner, "cache_storage_usd_per_mtok_hour", self.cache_storage_usd_per_mtok_hour, optional=True)
         for i, w in enumerate(self.cache_writes):
             _price(owner, f"cache_writes[{i}].usd_per_mtok", w.usd_per_mtok)
-            if not (isinstance(w.hold_s, (int, float)) and w.hold_s > 0):
-                raise SpecError(f"{owner}: cache_writes[{i}].hold_s must be > 0 seconds, got {w.hold_s!r}")
+            require_number(f"cache_writes[{i}].hold_s", w.hold_s, minimum=0, exclusive=True, hint="seconds",
+                           owner=owner)
         holds = [w.hold_s for w in self.cache_writes]
         if holds != sorted(set(holds)):
             raise SpecError(f"{owner}: cache_writes must be in increasing hold time without repeats, got {holds}; "
@@ -93,9 +91,7 @@ class PriceSheet:
         for i, t in enumerate(self.long_context):
             _price(owner, f"long_context[{i}].input_usd_per_mtok", t.input_usd_per_mtok)
             _price(owner, f"long_context[{i}].output_usd_per_mtok", t.output_usd_per_mtok)
-            if not (isinstance(t.above_tokens, int) and t.above_tokens >= 1):
-                raise SpecError(f"{owner}: long_context[{i}].above_tokens must be a whole number >= 1, "
-                                f"got {t.above_tokens!r}")
+            require_whole(f"long_context[{i}].above_tokens", t.above_tokens, owner=owner)
         bounds = [t.above_tokens for t in self.long_context]
         if bounds != sorted(set(bounds)):
             raise SpecError(f"{owner}: long_context tiers must have increasing above_tokens, got {bounds}; "
@@ -103,8 +99,8 @@ class PriceSheet:
         for p in self.premiums:
             _price(owner, f"premium {p.name} input_usd_per_mtok", p.input_usd_per_mtok)
             _price(owner, f"premium {p.name} output_usd_per_mtok", p.output_usd_per_mtok)
-            if p.speedup is not None and not (isinstance(p.speedup, (int, float)) and p.speedup > 0):
-                raise SpecError(f"{owner}: premium {p.name} speedup must be > 0, got {p.speedup!r}")
+            if p.speedup is not None:
+                require_number(f"premium {p.name} speedup", p.speedup, minimum=0, exclusive=True, owner=owner)
 
     @property
     def output_input_ratio(self) -> float:

@@ -29,7 +29,7 @@ from .collectives import all_reduce_s, all_to_all_s, p2p_s, two_tier_all_reduce_
 from ..dtypes import get_dtype
 from ..spec.efficiency import EfficiencyProfile
 from ..catalog.profiles import resolve
-from ..errors import SpecError, require_number
+from ..errors import SpecError, require_array, require_number
 from ..spec.hardware import System
 from ..spec.model import Model
 from ..spec.deployment import Deployment, kv_per_chip, memory_per_chip
@@ -86,22 +86,13 @@ class StepResult:
         return np.asarray(self.memory_per_chip_bytes) <= self.hbm_per_chip_bytes
 
 
-def _check(name: str, value, *, allow_zero: bool) -> np.ndarray:
-    arr = np.asarray(value, dtype=float)
-    bad = (arr < 0) if allow_zero else (arr <= 0)
-    if np.any(bad) or not np.all(np.isfinite(arr)):
-        rule = ">= 0" if allow_zero else "> 0"
-        raise SpecError(f"--{name}: must be {rule}, got {value!r}")
-    return arr
-
-
 def _check_request(model: Model, system: System, plan: Plan, *, mode, profile, expert_imbalance,
                    dtypes) -> EfficiencyProfile:
     """What decode and prefill both check before any arithmetic: mode and profile, plan, MoE
     options, formats. Returns the profile the step runs with (``IDEAL`` in ideal mode)."""
     prof = resolve(mode, profile, system.accelerator)
     plan.validate(model, system)
-    require_number("--expert-imbalance", expert_imbalance, minimum=1,
+    require_number("expert_imbalance", expert_imbalance, minimum=1,
                    hint="the hottest expert rank's tokens over the mean; 1 = uniform routing")
     for dt in dtypes:
         if dt is not None:
@@ -268,8 +259,8 @@ def decode_step(model: Model, system: System, *, batch, context, plan: Plan | No
 
 def _decode(model, system, plan, prof, *, mode, batch, context, weight_dtype, kv_dtype, expert_imbalance,
             dispatch_dtype) -> StepResult:
-    batch = _check("batch", batch, allow_zero=False)
-    context = _check("context", context, allow_zero=True)
+    batch = require_array("batch", batch, minimum=0, exclusive=True)
+    context = require_array("context", context, minimum=0)
     return _assemble(model, system, plan, phase="decode", mode=mode, profile=prof, batch=batch, context=context,
                      tokens_per_seq=1.0, flops_attn_per_seq=model.attention_flops_per_token(context, absorbed=True),
                      kv_read_per_seq=model.kv_read_bytes(context, kv_dtype),
@@ -297,9 +288,9 @@ def prefill_step(model: Model, system: System, *, batch, prompt_tokens, cached_t
 
 def _prefill(model, system, plan, prof, *, mode, batch, prompt_tokens, cached_tokens, weight_dtype, kv_dtype,
              expert_imbalance, dispatch_dtype) -> StepResult:
-    batch = _check("batch", batch, allow_zero=False)
-    prompt = _check("context", prompt_tokens, allow_zero=False)
-    cached = _check("cached-tokens", cached_tokens, allow_zero=True)
+    batch = require_array("batch", batch, minimum=0, exclusive=True)
+    prompt = require_array("context", prompt_tokens, minimum=0, exclusive=True)
+    cached = require_array("cached_tokens", cached_tokens, minimum=0)
     new_kv = model.kv_bytes(cached + prompt, kv_dtype) - model.kv_bytes(cached, kv_dtype)
     return _assemble(model, system, plan, phase="prefill", mode=mode, profile=prof, batch=batch, context=cached,
                      tokens_per_seq=prompt, flops_attn_per_seq=model.prefill_attention_flops(prompt, cached),

@@ -21,9 +21,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from ..errors import InfeasibleError, LlmeconError, SpecError
+from ..errors import InfeasibleError, LlmeconError, SpecError, template
 from ..spec.efficiency import IDEAL, EfficiencyProfile
 from ..spec.hardware import System
 from ..spec.model import Model
@@ -96,6 +96,11 @@ class Skipped:
     what: str
     reason: str
     points: int
+    error: LlmeconError | None = field(default=None, repr=False, compare=False)  # the reason as an error
+
+    @classmethod
+    def of(cls, what: str, error: LlmeconError, points: int) -> "Skipped":
+        return cls(what=what, reason=str(error), points=points, error=error)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -134,14 +139,14 @@ def _plans_for(axis: PlanAxis, model: Model, system: System, wdt, kvdt) -> list[
     return list(axis.plans)
 
 
-def _check_plan(plan: Plan | None, model: Model, system: System) -> str | None:
+def _check_plan(plan: Plan | None, model: Model, system: System) -> LlmeconError | None:
     """Why ``plan`` cannot run ``model`` on ``system`` (None if it can)."""
     if plan is None:
-        return "no plan holds the weights on this system (smallest_plan found none)"
+        return InfeasibleError("no plan holds the weights on this system (smallest_plan found none)")
     try:
         plan.validate(model, system)
     except (SpecError, InfeasibleError) as exc:
-        return str(exc)
+        return exc
     return None
 
 
@@ -150,17 +155,17 @@ def _label(model: Model, system: System, plan: Plan | None, *rest) -> str:
                                                                                            if r is not None]])
 
 
-def _profiles(spec: SweepSpec, systems) -> dict[str, EfficiencyProfile | str]:
+def _profiles(spec: SweepSpec, systems) -> dict[str, EfficiencyProfile | LlmeconError]:
     """Each system's profile under the spec's mode, or why it has none (a reason to skip it)."""
     from ..catalog.profiles import load_profile, resolve
 
     given = load_profile(spec.profile) if spec.profile else None
-    out: dict[str, EfficiencyProfile | str] = {}
+    out: dict[str, EfficiencyProfile | LlmeconError] = {}
     for system in systems:
         try:
             out[system.name] = resolve(spec.mode, given, system.accelerator)
         except LlmeconError as exc:
-            out[system.name] = str(exc)
+            out[system.name] = exc
     return out
 
 
@@ -183,9 +188,9 @@ def _analytic_groups(spec: SweepSpec, models, systems, skipped: list) -> list[Gr
                         for phase in a.phases:
                             full = len(a.batches) * len(a.contexts) * len(prices)
                             prof = profiles[system.name]
-                            why = prof if isinstance(prof, str) else _check_plan(plan, model, system)
+                            why = prof if isinstance(prof, LlmeconError) else _check_plan(plan, model, system)
                             if why is None and not contexts:
-                                why = f"every context exceeds {model.name}'s {limit:,} token limit"
+                                why = SpecError(f"every context exceeds {model.name}'s {limit:,} token limit")
                             if why is None:
                                 step = decode_step if phase == "decode" else prefill_step
                                 ctx = {"context" if phase == "decode" else "prompt_tokens": contexts[0]}
@@ -193,10 +198,9 @@ def _analytic_groups(spec: SweepSpec, models, systems, skipped: list) -> list[Gr
                                     step(model, system, batch=a.batches[0], plan=plan, weight_dtype=wdt,
                                          kv_dtype=kvdt, profile=prof, **ctx)
                                 except LlmeconError as exc:
-                                    why = str(exc)
+                                    why = exc
                             if why is not None:
-                                skipped.append(Skipped(what=_label(model, system, plan, phase, wdt, kvdt),
-                                                       reason=why, points=full))
+                                skipped.append(Skipped.of(_label(model, system, plan, phase, wdt, kvdt), why, full))
                                 continue
                             g = Group(index=len(groups), model=model, system=system, plan=plan, phase=phase,
                                       weight_dtype=wdt, kv_dtype=kvdt, batches=a.batches, contexts=contexts,
@@ -221,9 +225,9 @@ def _scenarios(spec: SweepSpec, models, systems, first: int, skipped: list) -> l
                 n = len(s.policies) * len(s.workloads) * len(s.seeds) * len(s.batch_caps) * len(prices)
                 why = _check_plan(plan, model, system)
                 if why is None and spec.mode != "ideal":
-                    why = "the serving simulator prices steps with the ideal roofline only (mode = \"ideal\")"
+                    why = SpecError("the serving simulator prices steps with the ideal roofline only (mode = \"ideal\")")
                 if why is not None:
-                    skipped.append(Skipped(what=_label(model, system, plan, "simulation"), reason=why, points=n))
+                    skipped.append(Skipped.of(_label(model, system, plan, "simulation"), why, n))
                     continue
                 for policy in s.policies:
                     for wl in s.workloads:
@@ -268,7 +272,7 @@ def expand(spec: SweepSpec) -> Work:
         scenarios = _scenarios(spec, [models[n] for n in spec.simulation.models],
                                [systems[n] for n in spec.simulation.systems], first, skipped)
     if not groups and not scenarios:
-        reasons = "; ".join(f"{s.what}: {s.reason}" for s in skipped[:3])
+        reasons = "; ".join(f"{s.what}: {template(s.error) if s.error else s.reason}" for s in skipped[:3])
         raise SpecError(f"{spec.source}: nothing to run, every combination was skipped ({reasons})")
     chunks: list[Chunk] = []
     for start in range(0, first, spec.chunk_points):

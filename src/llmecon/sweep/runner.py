@@ -26,7 +26,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import LlmeconError, SpecError
+from ..errors import LlmeconError, SpecError, require_whole
 from .analytic import ROW_DTYPE, evaluate_points
 from .grid import Chunk, Work
 from .store import finish, prepare, write_part
@@ -68,23 +68,23 @@ def chunk_bytes(work: Work, chunk: Chunk) -> bytes:
 
 
 def check_mode(scheduler: str | None, workers: int | None) -> None:
-    """Reject a bad --scheduler/--workers pair, and Dask modes without Dask, before any work."""
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
-        raise SpecError(f"--workers: must be a whole number >= 1, got {workers!r}")
+    """Reject a bad scheduler/workers pair, and Dask modes without Dask, before any work."""
+    if workers is not None:
+        require_whole("workers", workers)
     if scheduler is None:
-        if workers is not None:
-            raise SpecError("--workers needs --scheduler local (in-process runs use this process only)")
+        if workers is not None:  # about the pair: no one field, the text names both
+            raise SpecError("{workers} needs {scheduler} local (in-process runs use this process only)")
         return
     if scheduler != "local":
         if "://" not in scheduler:
-            raise SpecError(f"--scheduler {scheduler!r}: give 'local' or a Dask scheduler address such as "
-                            "tcp://host:8786")
+            raise SpecError("give 'local' or a Dask scheduler address such as tcp://host:8786", field="scheduler",
+                            value=scheduler)
         if workers is not None:
-            raise SpecError("--workers applies to --scheduler local only; an existing scheduler has its own workers")
+            raise SpecError("{workers} applies to {scheduler} local only; an existing scheduler has its own workers")
     from importlib.util import find_spec
 
     if find_spec("dask") is None or find_spec("distributed") is None:
-        raise SpecError(f"--scheduler needs Dask: {DIST_HINT} (or run without --scheduler, in-process)")
+        raise SpecError(f"needs Dask: {DIST_HINT}", field="scheduler", fix="or run without {scheduler}, in-process")
 
 
 def _open_client(scheduler: str, workers: int | None):
@@ -101,8 +101,8 @@ def _open_client(scheduler: str, workers: int | None):
     try:
         return Client(scheduler, timeout=CONNECT_TIMEOUT_S), None
     except (OSError, TimeoutError) as exc:
-        raise LlmeconError(f"--scheduler {scheduler}: cannot connect ({exc}); check the address and that the "
-                           "scheduler is running") from None
+        raise LlmeconError(f"cannot connect ({exc})", field="scheduler", value=scheduler,
+                           fix="check the address and that the scheduler is running") from None
 
 
 def _workers(client) -> int:
@@ -124,7 +124,7 @@ def run_sweep(work: Work, out: str | Path, *, scheduler: str | None = None, work
     Raises SpecError for a bad mode or an ``out`` made by another spec (unless ``force``)."""
     out = Path(out)
     if not out.parent.is_dir():
-        raise SpecError(f"--out {out}: folder {out.parent} does not exist")
+        raise SpecError(f"folder {out.parent} does not exist", field="out", value=out)
     if client is None:
         check_mode(scheduler, workers)
     sch = schema(work.spec.outputs)

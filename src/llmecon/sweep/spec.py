@@ -22,7 +22,6 @@ planner's defaults: bf16 dispatch, uniform routing), traces as workloads.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from ..catalog._strict import check_keys, read_toml
-from ..errors import LlmeconError, SpecError, did_you_mean
+from ..errors import LlmeconError, SpecError, did_you_mean, require_number, require_whole
 from ..spec.plan import Plan
 
 PHASES = ("decode", "prefill")
@@ -160,7 +159,7 @@ def parse_spec(text: str, *, where: str = "sweep spec") -> SweepSpec:
     name = raw.get("name", Path(where).stem)
     if not isinstance(name, str):
         raise SpecError(f"{where} name: expected a string, got {name!r}")
-    chunk = _whole(raw.get("chunk_points", DEFAULT_CHUNK_POINTS), f"{where} chunk_points")
+    chunk = require_whole("chunk_points", raw.get("chunk_points", DEFAULT_CHUNK_POINTS), owner=where)
     outputs = _outputs(raw.get("outputs"), where)
     analytic = _analytic(raw["analytic"], f"{where} [analytic]") if "analytic" in raw else None
     simulation = _simulation(raw["simulation"], f"{where} [simulation]") if "simulation" in raw else None
@@ -224,8 +223,8 @@ def _simulation(t, where: str) -> SimulationAxes:
     caps = t.get("batch_caps")
     slo = {k: t.get(k) for k in ("slo_ttft", "slo_tpot")}
     for k, v in slo.items():
-        if v is not None and not (_is_number(v) and v > 0):
-            raise SpecError(f"{where} {k}: must be a time > 0 seconds, got {v!r}")
+        if v is not None:
+            require_number(k, v, minimum=0, exclusive=True, hint="a time in seconds", owner=where)
     return SimulationAxes(models=_strings(t["models"], f"{where} models"),
                           systems=_strings(t["systems"], f"{where} systems"),
                           plans=_plans(t.get("plans", "smallest"), t.get("max_chips"), where),
@@ -245,13 +244,12 @@ def _workload(t, where: str, index: int) -> WorkloadSpec:
     if ("duration" in t) == ("requests" in t):
         raise SpecError(f"{where}: give exactly one of duration (seconds of arrivals) or requests (a count)")
     rate = t["rate"]
-    if not (_is_number(rate) and rate > 0):
-        raise SpecError(f"{where} rate: must be a number > 0 (requests per second), got {rate!r}")
+    require_number("rate", rate, minimum=0, exclusive=True, hint="requests per second", owner=where)
     duration, requests = t.get("duration"), t.get("requests")
-    if duration is not None and not (_is_number(duration) and duration > 0):
-        raise SpecError(f"{where} duration: must be a time > 0 seconds, got {duration!r}")
+    if duration is not None:
+        require_number("duration", duration, minimum=0, exclusive=True, hint="a time in seconds", owner=where)
     if requests is not None:
-        requests = _whole(requests, f"{where} requests")
+        requests = require_whole("requests", requests, owner=where)
     prompt, output = str(t.get("prompt", "1024")), str(t.get("output", "256"))
     parse_lengths(prompt, field=f"{where} prompt")
     parse_lengths(output, field=f"{where} output")
@@ -260,8 +258,7 @@ def _workload(t, where: str, index: int) -> WorkloadSpec:
         raise SpecError(f"{where} arrival: unknown process {arrival!r}{did_you_mean(str(arrival), ARRIVALS)}; use "
                         f"one of {', '.join(ARRIVALS)}")
     cv = t.get("cv", 1.0)
-    if not (_is_number(cv) and cv > 0):
-        raise SpecError(f"{where} cv: must be a number > 0, got {cv!r}")
+    require_number("cv", cv, minimum=0, exclusive=True, owner=where)
     name = t.get("name", f"w{index}")
     if not isinstance(name, str) or not name:
         raise SpecError(f"{where} name: expected a non-empty string, got {name!r}")
@@ -270,16 +267,6 @@ def _workload(t, where: str, index: int) -> WorkloadSpec:
 
 
 # ---- axis helpers ------------------------------------------------------------------------------
-
-
-def _is_number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def _whole(v, where: str) -> int:
-    if not (isinstance(v, int) and not isinstance(v, bool) and v >= 1):
-        raise SpecError(f"{where}: must be a whole number >= 1, got {v!r}")
-    return v
 
 
 def _no_repeats(values: list, where: str) -> None:
@@ -310,17 +297,15 @@ def _numbers(value, where: str, *, minimum: float, whole: bool = False) -> tuple
         scale = value.get("scale", "linear")
         if scale not in ("linear", "log"):
             raise SpecError(f"{where} scale: use \"linear\" or \"log\", got {scale!r}")
-        if not (_is_number(start) and _is_number(stop) and start <= stop):
-            raise SpecError(f"{where}: start and stop must be numbers with start <= stop, got {start!r}, {stop!r}")
-        num = _whole(num, f"{where} num")
+        require_number("start", start, owner=where)
+        require_number("stop", stop, minimum=start, hint="start <= stop", owner=where)
+        num = require_whole("num", num, owner=where)
         if scale == "log" and start <= 0:
             raise SpecError(f"{where}: a log range needs start > 0, got {start!r}")
         grid = np.geomspace(start, stop, num) if scale == "log" else np.linspace(start, stop, num)
         values = [float(v) for v in dict.fromkeys(np.round(grid).tolist())]
     elif isinstance(value, list):
-        if not all(_is_number(v) for v in value):
-            raise SpecError(f"{where}: expected numbers, got {value!r}")
-        values = [float(v) for v in value]
+        values = [require_number("value", v, owner=where) for v in value]
         _no_repeats(values, where)
     else:
         raise SpecError(f"{where}: expected a list of numbers or a range table {{start, stop, num, scale}}, "
@@ -366,7 +351,7 @@ def _plan_from_text(text: str, where: str) -> Plan:
 def _plan(entry: dict, where: str) -> Plan:
     check_keys(entry, required=(), optional=("tp", "ep", "pp", "adp"), where=where)
     for k, v in entry.items():
-        _whole(v, f"{where} {k}")
+        require_whole(k, v, owner=where)
     try:
         return Plan(**entry)
     except LlmeconError as exc:  # ep not tiling tp·adp
@@ -376,7 +361,7 @@ def _plan(entry: dict, where: str) -> Plan:
 def _plans(value, max_chips, table: str) -> PlanAxis:
     where = f"{table} plans"
     if max_chips is not None:
-        max_chips = _whole(max_chips, f"{table} max_chips")
+        max_chips = require_whole("max_chips", max_chips, owner=table)
         if value != "auto":
             raise SpecError(f"{table} max_chips: only applies to plans = \"auto\"")
     if isinstance(value, str) and value in PLAN_MODES:

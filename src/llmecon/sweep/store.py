@@ -78,24 +78,25 @@ def prepare(work: Work, out: Path, *, force: bool) -> set[int]:
     folder = parts_dir(out)
     if not is_dataset(out) and out.exists():
         if out.is_dir():
-            raise SpecError(f"--out {out}: is a folder; name a .parquet file, or a folder without the .parquet "
-                            "suffix for a dataset")
+            raise SpecError("is a folder", field="out", value=out,
+                            fix="name a .parquet file, or a folder without the .parquet suffix for a dataset")
         done = finished_hash(out)
         if done == work.spec_hash and not force:
             return {c.id for c in work.chunks}
         if not force:
             why = "was written by a different sweep spec" if done else "exists and is not a sweep result"
-            raise SpecError(f"--out {out}: {why}; pass --force to overwrite it, or choose another --out")
+            raise SpecError(why, field="out", value=out, fix="pass {force} to overwrite it, or choose another {out}")
         out.unlink()
     if folder.exists():
         if not folder.is_dir():
-            raise SpecError(f"--out {out}: {folder} exists and is not a folder; choose another --out")
+            raise SpecError(f"{folder} exists and is not a folder", field="out", value=out, fix="choose another {out}")
         m = _manifest(folder)
         if m is None and any(folder.iterdir()):
-            raise SpecError(f"--out {out}: {folder} is not empty and holds no sweep; choose another --out")
+            raise SpecError(f"{folder} is not empty and holds no sweep", field="out", value=out,
+                            fix="choose another {out}")
         if m is not None and m.get("spec_hash") != work.spec_hash and not force:
-            raise SpecError(f"--out {out}: {folder} holds a sweep of a different spec; pass --force to discard "
-                            "it, or choose another --out")
+            raise SpecError(f"{folder} holds a sweep of a different spec", field="out", value=out,
+                            fix="pass {force} to discard it, or choose another {out}")
         if m is not None and force:
             _clear(folder)
     folder.mkdir(parents=True, exist_ok=True)

@@ -37,23 +37,9 @@ def plotly_js_path() -> Path:
 
 
 def _field_of(message: str, fields) -> str | None:
-    """The request field an error message names: '--tp 3: ...' -> 'tp', 'batch 64 at ...' -> 'batch',
-    "unknown model 'x'" -> 'model'."""
-    m = re.match(r"\s*--([a-z][a-z0-9-]*)", message)
-    if m and m.group(1).replace("-", "_") in fields:
-        return m.group(1).replace("-", "_")
+    """The request field a whole-body validator's message starts with ('requests: ...' -> 'requests')."""
     m = re.match(r"\s*([a-z_]+)\b", message)
-    if m and m.group(1) in fields:
-        return m.group(1)
-    m = re.search(r"unknown (\w+)", message)
-    if m and m.group(1) in fields:
-        return m.group(1)
-    return None
-
-
-def _web_message(message: str) -> str:
-    """The library speaks in CLI flags ('--tp 3: ...'); the API names JSON fields ('tp 3: ...')."""
-    return re.sub(r"--([a-z][a-z0-9-]*)", lambda m: m.group(1).replace("-", "_"), message)
+    return m.group(1) if m and m.group(1) in fields else None
 
 
 def _detail(field: str | None, msg: str, kind: str) -> list[dict]:
@@ -111,10 +97,8 @@ def create_app() -> FastAPI:
                   responses={400: {"description": "The body is not valid JSON."}})
 
     @app.exception_handler(LlmeconError)
-    async def _bad_input(request: Request, exc: LlmeconError):
-        message = _web_message(exc.render())
-        field = _field_of(str(exc), _fields(request)) if exc.field is None else exc.field.lstrip("-").replace("-", "_")
-        return JSONResponse(status_code=422, content={"detail": _detail(field, message, type(exc).__name__)})
+    async def _bad_input(request: Request, exc: LlmeconError):  # the web spells fields by their library names
+        return JSONResponse(status_code=422, content={"detail": _detail(exc.field, exc.render(), type(exc).__name__)})
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):

@@ -17,7 +17,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 
-from ...errors import InfeasibleError, SpecError
+from ...errors import InfeasibleError, SpecError, require_choice
 from ..measurements import Measurement
 from . import kernels
 from . import transformer
@@ -134,14 +134,13 @@ def _nvidia_smi_driver() -> str:
 def environment(device: str) -> Environment:
     """The GPU (or CPU) this run measures. CUDA missing without ``device='cpu'`` is a SpecError."""
     torch = require_torch()
-    if device not in ("cuda", "cpu"):
-        raise SpecError(f"--device: must be cuda or cpu, got {device!r}")
+    require_choice("device", device, ("cuda", "cpu"))
     if device == "cpu":
         return Environment(device="cpu", gpu_name=f"cpu ({platform.machine()})", driver="",
                            torch_version=torch.__version__, memory_bytes=0.0)
     if not torch.cuda.is_available():
-        raise SpecError("llmecon measure needs a CUDA GPU (torch.cuda.is_available() is False); use --device cpu "
-                        "only for a smoke run")
+        raise SpecError("llmecon measure needs a CUDA GPU (torch.cuda.is_available() is False)",
+                        fix="use {device} cpu only for a smoke run")
     smi = _nvidia_smi_driver()
     driver = "; ".join(x for x in (f"cuda {torch.version.cuda}" if torch.version.cuda else "",
                                    f"driver {smi}" if smi else "") if x)
@@ -182,14 +181,14 @@ def resolve_targets(env: Environment, accelerator: str | None, system: str | Non
     if system:
         accelerator = accelerator or get_system(system).accelerator.name
         if get_system(system).accelerator.name != accelerator:
-            raise SpecError(f"--system {system} has {get_system(system).accelerator.name} chips, not "
-                            f"--accelerator {accelerator}; give matching names")
+            raise SpecError(f"has {get_system(system).accelerator.name} chips, not {{accelerator}} {accelerator}",
+                            field="system", value=system, fix="give matching names")
     if (accelerator and system) or env.device == "cpu":
         return accelerator or "cpu", system or "cpu"
     found = match_gpu(env.gpu_name, env.memory_bytes)
     if found is None or (accelerator and accelerator != found[0]):
-        raise SpecError(f"GPU '{env.gpu_name}' is not matched to a catalogue entry; pass --accelerator and --system "
-                        "(llmecon catalog accelerators / systems) naming what it is")
+        raise SpecError(f"GPU '{env.gpu_name}' is not matched to a catalogue entry",
+                        fix="pass {accelerator} and {system} (llmecon catalog accelerators / systems) naming what it is")
     return found
 
 
@@ -209,8 +208,8 @@ def run(*, model: str, device: str = "cuda", preset: str = "quick", accelerator:
     acc, sys_ = resolve_targets(env, accelerator, system)
     need = transformer.weight_bytes(spec)
     if device == "cpu" and need > CPU_MAX_WEIGHT_BYTES:
-        raise SpecError(f"--device cpu builds the whole model: {spec.name} has {need / 1e9:.1f} GB of bf16 weights; "
-                        "the cpu smoke run is for tiny configs (--model path/to/small/config.json)")
+        raise SpecError(f"builds the whole model: {spec.name} has {need / 1e9:.1f} GB of bf16 weights", field="device",
+                        value="cpu", fix="the cpu smoke run is for tiny configs ({model} path/to/small/config.json)")
     free = torch.cuda.mem_get_info()[0] if device == "cuda" else float("inf")
     if need + MEMORY_MARGIN_BYTES > free:
         raise InfeasibleError(f"{spec.name}: {need / 1e9:.1f} GB of bf16 weights do not fit in the {free / 1e9:.1f} "
