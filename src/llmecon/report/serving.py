@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import SpecError
-from ..serving.metrics import STATUS_NAMES, SimResult
+from ..serving.metrics import SimResult
+from ..serving.status import STATUS_NAMES, Status
 
 REQUEST_COLUMNS = ("request_id", "arrival_s", "class", "prompt_tokens", "output_tokens", "status", "reject_reason",
                    "admit_s", "first_token_s", "done_s", "ttft_s", "tpot_s", "e2e_s", "generated_tokens",
@@ -18,7 +19,7 @@ REQUEST_COLUMNS = ("request_id", "arrival_s", "class", "prompt_tokens", "output_
 
 def requests_columns(res: SimResult) -> dict[str, np.ndarray]:
     """One column per field, one row per request (NaN where a time does not exist yet)."""
-    done = res.status == 2
+    done = res.status == Status.COMPLETED
     ttft = np.where(res.first_token_s == res.first_token_s, res.first_token_s - res.arrival_s, np.nan)
     multi = done & (res.output_tokens > 1)
     tpot = np.full(res.status.shape, np.nan)
