@@ -316,9 +316,3 @@ def test_short_prompts_are_overcharged():
 def test_bad_inputs(kw):
     with pytest.raises(SpecError, match="output_tokens >= 2"):
         steady_state(LLAMA8, **kw)
-
-
-def test_simulator_refuses_calibrated_mode():
-    wl = synthetic(rate_per_s=1.0, prompt=fixed(16), output=fixed(4), n=3, seed=0)
-    with pytest.raises(SpecError, match="llmecon predict"):
-        simulate(CALIBRATED_DEPS["llama-3.1-8b tp1"], wl)

@@ -57,3 +57,33 @@ def test_ideal_spec_hash_is_unchanged_by_the_mode_key():
 def test_unknown_mode_is_refused_with_did_you_mean():
     with pytest.raises(SpecError, match="did you mean 'calibrated'"):
         parse_spec(SPEC.format(mode='mode = "calibrate"'))
+
+
+SIM = """
+name = "cal-sim"
+mode = "calibrated"
+[simulation]
+models = ["llama-3.1-8b"]
+systems = ["h100-sxm", "gb200-nvl72"]
+plans = "smallest"
+policies = ["continuous"]
+seeds = [0]
+[[simulation.workloads]]
+name = "chat"
+rate = 2
+requests = 20
+prompt = "256"
+output = "16"
+"""
+
+
+def test_calibrated_simulations_run_on_the_systems_profile():
+    from llmecon.sweep.simulation import run_scenario
+
+    work = expand(parse_spec(SIM))
+    assert [sc.system.name for sc in work.scenarios] == ["h100-sxm"]
+    assert work.scenarios[0].profile == default_profile(get_accelerator("h100-sxm"))
+    assert any("gb200" in s.reason for s in work.skipped)
+    cal = run_scenario(work.scenarios[0])
+    ideal = run_scenario(expand(parse_spec(SIM.replace('mode = "calibrated"', ""))).scenarios[0])
+    assert cal["tpot_p50_s"] > ideal["tpot_p50_s"]

@@ -42,8 +42,8 @@ def _classes(items: list[str]):
             reps = int(parts[1]) if len(parts) > 1 and parts[1] else 1
             price = float(parts[2]) if len(parts) > 2 and parts[2] else None
         except ValueError:
-            raise SpecError(f"--class {name}={value}: expected BATCH_CAP[:REPLICAS[:USD_PER_MTOK]], e.g. fast=16:1:12") \
-                from None
+            raise SpecError(f"--class {name}={value}: expected BATCH_CAP[:REPLICAS[:USD_PER_MTOK]], "
+                            "e.g. fast=16:1:12") from None
         if len(parts) > 3:
             raise SpecError(f"--class {name}={value}: expected BATCH_CAP[:REPLICAS[:USD_PER_MTOK]]")
         if name in out:
@@ -150,13 +150,13 @@ def simulate_cmd(
         prefix = PrefixCache(prefix_tokens=prefix_tokens, hit_rate=prefix_hit_rate)
     cfg = SimConfig(policy=pol, replicas=replicas, classes=classes, prefix_cache=prefix,
                     slo=SLO(ttft_s=slo_ttft, tpot_s=slo_tpot), price_per_chip_hour=price_per_chip_hour,
-                    hbm_fraction=require_number("--hbm-fraction", hbm_fraction, minimum=0, exclusive=True, maximum=1),
+                    hbm_fraction=require_number("hbm_fraction", hbm_fraction, minimum=0, exclusive=True, maximum=1),
                     max_queue=max_queue, drain=drain, seed=seed)
     if trace:
         wl = load_trace(trace, time_scale=time_scale)
     else:
-        wl = synthetic(rate_per_s=rate, prompt=parse_lengths(prompt, field="--prompt"),
-                       output=parse_lengths(output, field="--output"), seed=seed,
+        wl = synthetic(rate_per_s=rate, prompt=parse_lengths(prompt, field="prompt"),
+                       output=parse_lengths(output, field="output"), seed=seed,
                        n=requests, duration_s=None if requests is not None else duration, arrival=arrival, cv=cv,
                        classes=_mix(class_mix))
     dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, profile=profile)
@@ -192,8 +192,9 @@ def _print(d: dict, plot, requests_out) -> None:
         return "-" if x is None else fmt_seconds(x)
 
     p = d["plan"]
-    rows = [("deployment", f"{d['model']} on {d['system']}, {p['label']}, {d['mode']} "
-                           "roofline (a lower bound on time)"),
+    how = ("ideal roofline (a lower bound on time)" if d["mode"] == "ideal" else
+           f"{d['fidelity']}: achieved efficiencies and overheads")
+    rows = [("deployment", f"{d['model']} on {d['system']}, {p['label']}, {how}"),
             ("workload", f"{d['workload']}, {d['arrived']:,} arrived in {d['run_s']:,.1f} s"),
             ("requests", f"{d['completed']:,} completed, {d['rejected']:,} rejected, {d['in_flight']:,} in flight"),
             ("TTFT", f"p50 {s(d['ttft_p50_s'])}, p99 {s(d['ttft_p99_s'])}"),
@@ -205,8 +206,8 @@ def _print(d: dict, plot, requests_out) -> None:
                         + ("" if d["slo_ttft_s"] or d["slo_tpot_s"] else " (no SLO given: all completed count)")),
             ("utilisation", f"{d['utilization']:.1%} of replica time in iterations"),
             ("preemptions", f"{d['preemptions']:,}"),
-            ("$/Mtok (output)", f"${d['usd_per_mtok']:,.4f}" if d["usd_per_mtok"] is not None
-             else d["usd_per_mtok_reason"]),
+            ("$/Mtok (output)",
+             f"${d['usd_per_mtok']:,.4f}" if d["usd_per_mtok"] is not None else d["usd_per_mtok_reason"]),
             ("Little's law", f"L = {d['littles_law']['L']:.4g}, lambda*W = {d['littles_law']['lambda_W']:.4g}")]
     console = _console()
     console.print(_kv_table(f"llmecon simulate ({d['policy']})", rows))

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import SpecError
-from ..serving.metrics import STATUS_NAMES, SimResult
+from ..serving.metrics import SimResult
+from ..serving.status import STATUS_NAMES, Status
 from .figure import pyplot, save_figure
 
 REQUEST_COLUMNS = ("request_id", "arrival_s", "class", "prompt_tokens", "output_tokens", "status", "reject_reason",
@@ -19,7 +20,7 @@ REQUEST_COLUMNS = ("request_id", "arrival_s", "class", "prompt_tokens", "output_
 
 def requests_columns(res: SimResult) -> dict[str, np.ndarray]:
     """One column per field, one row per request (NaN where a time does not exist yet)."""
-    done = res.status == 2
+    done = res.status == Status.COMPLETED
     ttft = np.where(res.first_token_s == res.first_token_s, res.first_token_s - res.arrival_s, np.nan)
     multi = done & (res.output_tokens > 1)
     tpot = np.full(res.status.shape, np.nan)
@@ -38,9 +39,9 @@ def requests_columns(res: SimResult) -> dict[str, np.ndarray]:
 
 def simulation_dict(dep, workload, res: SimResult) -> dict:
     """``llmecon simulate --json`` and ``/api/simulate`` (docs/serving.md): what ran (model, system,
-    plan, mode, workload), then ``res.summary()``."""
+    plan, mode and the profile by name, workload), then ``res.summary()``."""
     return {"model": dep.model.name, "system": dep.system.name, "plan": dep.plan.as_dict(), "mode": dep.mode,
-            "workload": workload.source, **res.summary()}
+            "fidelity": dep.fidelity, "workload": workload.source, **res.summary()}
 
 
 def check_requests_path(path: str) -> str:

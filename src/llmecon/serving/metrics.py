@@ -22,9 +22,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..units import json_num
+from .status import STATUS_NAMES, Status
 from .steptime import InternalError
 
-STATUS_NAMES = ("waiting", "running", "completed", "rejected", "not_arrived")
 SECONDS_PER_HOUR = 3600.0
 
 
@@ -55,7 +55,7 @@ class SimResult:
     output_tokens: np.ndarray
     class_id: np.ndarray
     class_names: tuple[str, ...]
-    status: np.ndarray  # index into STATUS_NAMES
+    status: np.ndarray  # Status values (int64), index into STATUS_NAMES
     reject_reason: np.ndarray  # "" unless rejected
     admit_s: np.ndarray
     first_token_s: np.ndarray
@@ -82,7 +82,7 @@ class SimResult:
     # ---- request sets --------------------------------------------------------------------------
     @property
     def completed(self) -> np.ndarray:
-        return self.status == 2
+        return self.status == Status.COMPLETED
 
     @property
     def ttft_s(self) -> np.ndarray:
@@ -102,9 +102,11 @@ class SimResult:
         return (self.admit_s - self.arrival_s)[self.completed]
 
     def counts(self) -> dict[str, int]:
-        c = np.bincount(self.status, minlength=len(STATUS_NAMES))
-        return {"completed": int(c[2]), "rejected": int(c[3]), "in_flight": int(c[0] + c[1]),
-                "waiting": int(c[0]), "running": int(c[1]), "not_arrived": int(c[4])}
+        c = np.bincount(self.status, minlength=len(Status))
+        waiting, running = int(c[Status.WAITING]), int(c[Status.RUNNING])
+        return {"completed": int(c[Status.COMPLETED]), "rejected": int(c[Status.REJECTED]),
+                "in_flight": waiting + running, "waiting": waiting, "running": running,
+                "not_arrived": int(c[Status.NOT_ARRIVED])}
 
     def slo_met(self) -> np.ndarray:
         """Boolean per completed request: within every given SLO."""
@@ -125,7 +127,7 @@ class SimResult:
         sojourn of every arrived request truncated at T (exact on every sample path), and against
         lambda x mean sojourn of completed requests only (differs by edge effects)."""
         T = self.run_s
-        arrived = self.status != 4
+        arrived = self.status != Status.NOT_ARRIVED
         lam = int(arrived.sum()) / T if T > 0 else math.nan
         end = np.where(np.isnan(self.depart_s), T, np.minimum(self.depart_s, T))[arrived]
         soj = end - self.arrival_s[arrived]
@@ -179,8 +181,9 @@ class SimResult:
             "no price: give --price-per-chip-hour (the catalogue has no rental prices)",
             "littles_law": {k: json_num(v) for k, v in ll.items()},
             "pools": [{"name": p.name, "kind": p.kind, "replicas": p.replicas, "chips_per_replica": p.chips_per_replica,
-                       "batch_cap": p.batch_cap, "tau_s": p.tau_s, "late_trains": p.late_trains, "iterations": p.iterations, "busy_s": p.busy_s,
-                       "utilization": json_num(p.utilization(T)), "usd": p.usd} for p in self.pools],
+                       "batch_cap": p.batch_cap, "tau_s": p.tau_s, "late_trains": p.late_trains,
+                       "iterations": p.iterations, "busy_s": p.busy_s, "utilization": json_num(p.utilization(T)),
+                       "usd": p.usd} for p in self.pools],
             "classes": self._classes(),
             "engine_events": self.events,
         }
@@ -207,7 +210,8 @@ class SimResult:
             tpot = (self.done_s[c] - self.first_token_s[c]) / (self.output_tokens[c] - 1)
             price = self.class_price.get(name)
             cost = json_num(usd / tok * 1e6) if usd is not None and tok else None
-            rows.append({"name": name, "arrived": int((sel & (self.status != 4)).sum()), "completed": int(done.sum()),
+            rows.append({"name": name, "arrived": int((sel & (self.status != Status.NOT_ARRIVED)).sum()),
+                         "completed": int(done.sum()),
                          "output_tokens": tok, **_pcts("ttft", ttft), **_pcts("tpot", tpot),
                          "usd_per_mtok": cost, "price_usd_per_mtok": price,
                          "margin": None if price is None or cost is None or price == 0 else json_num(1 - cost / price)})
@@ -253,11 +257,11 @@ def _pcts(name: str, x: np.ndarray, w: np.ndarray | None = None) -> dict:
 def check_accounting(status: np.ndarray, *, arrived: int, generated: np.ndarray, output: np.ndarray,
                      arrival: np.ndarray, first: np.ndarray, done: np.ndarray) -> None:
     """Every request is completed, rejected or in flight, none lost; completed ones are whole."""
-    c = np.bincount(status, minlength=5)
-    if int(c[0] + c[1] + c[2] + c[3]) != arrived or int(c.sum()) != status.size:
+    c = np.bincount(status, minlength=len(Status))
+    if int(c[:Status.NOT_ARRIVED].sum()) != arrived or int(c.sum()) != status.size:
         raise InternalError(f"request accounting broken: {c.tolist()} (waiting, running, completed, rejected, not "
                             f"arrived) for {arrived} arrivals")
-    comp = status == 2
+    comp = status == Status.COMPLETED
     if np.any(generated[comp] != output[comp]):
         raise InternalError("a completed request did not generate all its output tokens")
     if np.any(~(first[comp] >= arrival[comp])) or np.any(~(done[comp] >= first[comp])):

@@ -1,4 +1,5 @@
-"""Scheduling policies of the serving simulator (SPEC E20): frozen specs, validated on creation.
+"""Scheduling policies of the serving simulator (SPEC E20): one class per policy behind two small
+Protocols, and the registry ``POLICIES`` (name -> class) the CLI and sweeps build them from.
 
 * ``Train``        fixed cadence: an iteration departs every ``tau_s`` on a fixed clock, full or
                    not; waiting requests board the next departure if there is room (slots, KV);
@@ -15,7 +16,15 @@
                    decode with prefill chunks under a token budget (chunked prefill: Sarathi-Serve,
                    Agrawal et al. OSDI 2024; vLLM v1).
 * ``Disaggregated`` prefill and decode on separate replica pools (DistServe, Zhong et al. OSDI
-                   2024; Splitwise, Patel et al. ISCA 2024); KV moves over the scale-out link.
+                   2024; Splitwise, Patel et al. ISCA 2024); KV moves over the scale-out link. Both
+                   pools are scheduled by ``Continuous`` (the prefill pool sends every prefilled
+                   request on; the decode pool admits delivered KV without a token budget).
+
+A policy is a frozen spec (validated on creation) that also carries its behaviour:
+``ServingPolicy`` is what ``simulate`` asks of it (step models, pools), ``Scheduler`` what the
+event loop asks of the policy running one pool (``wake`` when work arrives, ``act`` when a replica
+decides). The engine binds ``wake``/``act`` once per pool; the policies drive the engine's shared
+mechanisms (admission, prefill iterations, closed-form decode runs, preemption).
 
 Preemption when KV runs out (continuous/chunked/decode pool): the most recently admitted sequence
 is evicted (vLLM's policy); ``recompute`` drops its KV and re-prefills prompt + generated tokens
@@ -27,61 +36,275 @@ else recomputes.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
-from ..errors import SpecError, did_you_mean
+import numpy as np
+
+from ..errors import SpecError, did_you_mean, require_whole
 from ..spec.plan import Plan
+from ..step.inference import decode_of
+from .batchstate import last_k_steps_within, max_affine_at, sum_max_affine
+from .status import KV_READY, PREFILL, SWAP_IN, WAITING
 
-POLICIES = ("train", "adaptive", "continuous", "disaggregated")
+if TYPE_CHECKING:
+    from .engine import Engine, Pool, Replica
+    from .steptime import StepModel
+
 PREEMPTION = ("auto", "recompute", "swap")
 DEFAULT_BATCH_CAP = 256  # vLLM's default max_num_seqs (vllm.config.SchedulerConfig, v0.x)
+UNLIMITED = 1 << 62  # a token budget that never binds
 
 
-def _whole(name: str, value, minimum: int = 1) -> int:
-    if not (isinstance(value, int) and not isinstance(value, bool) and value >= minimum):
-        raise SpecError(f"{name}: must be a whole number >= {minimum}, got {value!r}")
-    return value
+@runtime_checkable
+class ServingPolicy(Protocol):
+    """What ``simulate`` and the engine's set-up ask of a policy (``SimConfig.policy``)."""
+
+    name: ClassVar[str]  # the ``--policy`` name, reported as ``SimResult.policy``
+    batch_cap: int
+
+    def iteration_tokens(self) -> int:
+        """Most prefill tokens one iteration may batch besides its decodes (sizes the step tables)."""
+        ...
+
+    def roles(self) -> dict[str, Plan | None]:
+        """The step models the policy runs on, by role (``"main"``, or one per pool), each with its
+        plan (None: the deployment's)."""
+        ...
+
+    def build(self, eng: Engine, models: dict[str, StepModel]) -> list[Pool]:
+        """Create the pools of replicas (``eng.add_pool``) and return the pool each workload class
+        enters, by class index."""
+        ...
 
 
-def _time(name: str, value, *, allow_none: bool = True, allow_zero: bool = False):
+class Scheduler(Protocol):
+    """What the event loop asks of the policy that runs one pool of replicas."""
+
+    static_batches: ClassVar[bool]  # join only between batches, KV reserved for the whole request
+
+    def wake(self, eng: Engine, pool: Pool, t: float) -> None:
+        """Work joined ``pool``'s queue at ``t``: schedule an idle replica's next decision."""
+        ...
+
+    def act(self, eng: Engine, rep: Replica, t: float) -> None:
+        """One decision of replica ``rep`` at ``t``: plan its next iteration(s) and schedule its next
+        decision at their end, or stay idle until woken."""
+        ...
+
+
+def require_time(name: str, value, *, allow_none: bool = True, allow_zero: bool = False):
+    """``value`` as a finite time in seconds (> 0, or >= 0 with ``allow_zero``; None passes when
+    ``allow_none``), else SpecError with field ``name``."""
     if value is None and allow_none:
         return None
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     if not ok or value < 0 or (value == 0 and not allow_zero):
-        raise SpecError(f"{name}: must be a finite time {'>=' if allow_zero else '>'} 0 seconds, got {value!r}")
+        raise SpecError(f"must be a finite time {'>=' if allow_zero else '>'} 0 seconds, got {value!r}", field=name,
+                        value=value, show_value=False)
     return value
 
 
+def check_preemption(mode: str) -> None:
+    if mode not in PREEMPTION:
+        raise SpecError(f"unknown mode '{mode}'{did_you_mean(mode, PREEMPTION)}", field="preemption", value=mode,
+                        show_value=False, fix=f"use one of {', '.join(PREEMPTION)}")
+
+
+class _OnePool:
+    """Shared by the policies that run every request on one pool (or one pool per service class)."""
+
+    static_batches: ClassVar[bool] = False
+
+    def roles(self) -> dict[str, Plan | None]:
+        return {"main": None}
+
+    def iteration_tokens(self) -> int:
+        return 0
+
+
+# ---- train schedule ----------------------------------------------------------------------------
+
+
 @dataclass(frozen=True, kw_only=True)
-class Train:
+class Train(_OnePool):
     """Fixed-cadence dispatch. ``tau_s`` None: the decode step time at ``batch_cap`` sequences of
     the workload's mean prompt + output/2 context (so a full train just keeps time)."""
 
     batch_cap: int = DEFAULT_BATCH_CAP
     tau_s: float | None = None
-    name = "train"
+    name: ClassVar[str] = "train"
 
     def __post_init__(self) -> None:
-        _whole("--batch-cap", self.batch_cap)
-        _time("--tau", self.tau_s)
+        require_whole("batch_cap", self.batch_cap)
+        require_time("tau", self.tau_s)
+
+    def build(self, eng: Engine, models: dict[str, StepModel]) -> list[Pool]:
+        route = eng.class_pools(self, "train", models["main"], batch_cap=self.batch_cap, budget=UNLIMITED,
+                                preemption="auto")
+        for pool in dict.fromkeys(route):
+            pool.tau = self.tau_s if self.tau_s is not None else self._default_tau(eng, pool.model, pool.batch_cap)
+        return route
+
+    @staticmethod
+    def _default_tau(eng: Engine, model: StepModel, cap: int) -> float:
+        if model.override:
+            if model.decode_step <= 0:
+                raise SpecError("must be given with a service-time override whose decode_step_s is 0", field="tau",
+                                fix="give tau_s, or decode_step_s > 0")
+            return model.decode_step
+        L = float(np.mean(eng.wl.prompt_tokens + eng.wl.output_tokens / 2.0)) if eng.n else 1.0
+        return float(decode_of(model.dep, batch=float(cap), context=L).step_s)
+
+    def wake(self, eng: Engine, pool: Pool, t: float) -> None:
+        for rep in pool.replicas:
+            if rep.stopped or rep.scheduled is not None:
+                continue
+            eng.schedule(rep, math.ceil(t / pool.tau - 1e-12) * pool.tau)  # the next tick of the clock k*tau
+            return
+
+    def act(self, eng: Engine, rep: Replica, t: float) -> None:
+        """A departure at t (on the clock grid): board, run one mixed step (or a run of k decode
+        trains when nobody can board), schedule the next departure."""
+        pool, ds = rep.pool, rep.ds
+        m = pool.model
+        tau = pool.tau
+        resume, prompt, gen, cached = eng.resume, eng.prompt, eng.gen, eng.cached
+        stall = 0.0
+        if ds.n and ds.total(m.held, 1) > m.kv_capacity_bytes:
+            stall = eng.preempt(rep)
+        board = eng.admit(rep, t, budget=UNLIMITED) if pool.queue and ds.n < pool.batch_cap else []
+        pc = pk = 0.0
+        tok = 0
+        for rid in board:
+            if resume[rid] == SWAP_IN:
+                stall += eng.swap_s(pool, prompt[rid] + gen[rid] - 1)
+            elif resume[rid] == PREFILL:
+                g = gen[rid]
+                c, k = (eng.pf_c[rid], eng.pf_k[rid]) if g == 0 else m.prefill_part(
+                    rid, cached[rid], prompt[rid] + g, prompt[rid] + g)
+                pc += c
+                pk += k
+                tok += prompt[rid] + g - cached[rid]
+        n = ds.n
+        if not n and not board:
+            t_next = eng.next_arrival(pool)
+            if t_next < math.inf:
+                eng.schedule(rep, t + max(1, math.ceil((t_next - t) / tau - 1e-12)) * tau)
+            return
+        lines = eng.run_lines(rep, pc, pk, tok)
+        k = 1
+        if not board and not stall and eng.closed_form:
+            k = ds.steps_to_event()
+            dh = ds.slope(m.held)
+            if dh > 0:
+                k = min(k, int((m.kv_capacity_bytes - ds.total(m.held)) // dh))
+            k = max(int(min(k, 1 << 40)), 1)
+            if ds.n < pool.batch_cap:
+                t_next = eng.next_arrival(pool)
+                if t_next < math.inf:
+                    k = min(k, max(1, math.ceil((t_next - t) / tau - 1e-12)))
+            k = last_k_steps_within(lines, k, tau)
+        last = stall + max_affine_at(lines, k - 1)
+        end = t + (k - 1) * tau + last
+        if end > eng.horizon:
+            if k > 1:
+                k = max(0, min(k - 1, int((eng.horizon - t - last) // tau)))
+                while k > 0 and t + (k - 1) * tau + stall + max_affine_at(lines, k - 1) > eng.horizon:
+                    k -= 1
+            else:
+                k = 0
+            if k == 0:
+                for rid in reversed(board):
+                    pool.queue.appendleft(rid)
+                    eng.status[rid] = WAITING
+                eng.stop(rep)
+                return
+            last = stall + max_affine_at(lines, k - 1)
+            end = t + (k - 1) * tau + last
+        first = stall + max_affine_at(lines, 0)
+        gaps, wts = eng.itl_first
+        for tg, cnt in rep.groups.items():
+            gaps.append(t + first - tg)
+            wts.append(cnt)
+        if k > 1:
+            eng.itl_runs.append((1, lines, k, n, tau))
+        done = ds.advance(k) if n else []
+        rep.groups = {end: n - len(done)} if n > len(done) else {}
+        rep.last_run_end = end
+        for rid in done:
+            gen[rid] = eng.out[rid]
+            eng.finish(rid, end)
+        t_first = eng.t_first
+        for rid in board:
+            if resume[rid] == PREFILL:
+                gen[rid] += 1
+                if t_first[rid] != t_first[rid]:
+                    t_first[rid] = end
+            eng.join(rep, rid, end)
+        pool.busy_s += stall + sum_max_affine(lines, k)
+        pool.iterations += k
+        pool.tokens += k * n + tok
+        slots = 1
+        if last > tau:  # a long train slips the next departure to the next free tick
+            slots = math.ceil(last / tau - 1e-12)
+            pool.late += 1
+        eng.schedule(rep, t + (k - 1 + slots) * tau)
+
+
+# ---- adaptive (static batches) -----------------------------------------------------------------
 
 
 @dataclass(frozen=True, kw_only=True)
-class Adaptive:
+class Adaptive(_OnePool):
     """Static batches dispatched when full or when the oldest request has waited ``deadline_s``."""
 
     batch_cap: int = DEFAULT_BATCH_CAP
     deadline_s: float = 0.05
-    name = "adaptive"
+    name: ClassVar[str] = "adaptive"
+    static_batches: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
-        _whole("--batch-cap", self.batch_cap)
-        _time("--deadline", self.deadline_s, allow_none=False, allow_zero=True)
+        require_whole("batch_cap", self.batch_cap)
+        require_time("deadline", self.deadline_s, allow_none=False, allow_zero=True)
+
+    def build(self, eng: Engine, models: dict[str, StepModel]) -> list[Pool]:
+        return eng.class_pools(self, "adaptive", models["main"], batch_cap=self.batch_cap, budget=UNLIMITED,
+                               preemption="auto")
+
+    def wake(self, eng: Engine, pool: Pool, t: float) -> None:
+        for rep in pool.replicas:
+            if rep.stopped or rep.static:
+                continue
+            q = pool.queue
+            when = t if len(q) >= pool.batch_cap else max(t, eng.arr[q[0]] + self.deadline_s)
+            if rep.scheduled is None or when < rep.scheduled:
+                eng.schedule(rep, when)
+            return
+
+    def act(self, eng: Engine, rep: Replica, t: float) -> None:
+        pool, ds = rep.pool, rep.ds
+        if ds.n:
+            return eng.decode_run(rep, t)
+        rep.static = False
+        q = pool.queue
+        if not q:
+            return
+        if len(q) < pool.batch_cap and t < eng.arr[q[0]] + self.deadline_s - 1e-12:
+            eng.schedule(rep, eng.arr[q[0]] + self.deadline_s)
+            return
+        admitted = eng.admit(rep, t, budget=UNLIMITED)
+        rep.static = True
+        eng.prefill_iteration(rep, t, admitted)
+        if rep.scheduled is None and not rep.stopped:
+            self.act(eng, rep, t)
+
+
+# ---- continuous batching, chunked prefill ------------------------------------------------------
 
 
 @dataclass(frozen=True, kw_only=True)
-class Continuous:
+class Continuous(_OnePool):
     """Iteration-level batching. ``max_batched_tokens`` caps the prompt tokens of one prefill
     iteration (a longer prompt runs alone); ``chunk_tokens`` switches on chunked prefill with that
     per-iteration token budget (decodes first, then prefill chunks)."""
@@ -90,18 +313,117 @@ class Continuous:
     max_batched_tokens: int = 16384
     chunk_tokens: int | None = None
     preemption: str = "auto"
-    name = "continuous"
+    name: ClassVar[str] = "continuous"
 
     def __post_init__(self) -> None:
-        _whole("--batch-cap", self.batch_cap)
-        _whole("--max-batched-tokens", self.max_batched_tokens)
+        require_whole("batch_cap", self.batch_cap)
+        require_whole("max_batched_tokens", self.max_batched_tokens)
         if self.chunk_tokens is not None:
-            _whole("--chunk-tokens", self.chunk_tokens)
+            require_whole("chunk_tokens", self.chunk_tokens)
             if self.chunk_tokens <= self.batch_cap:
-                raise SpecError(f"--chunk-tokens {self.chunk_tokens}: must exceed --batch-cap {self.batch_cap} so "
-                                "every running decode fits in an iteration with room for prefill (vLLM requires "
-                                "max_num_batched_tokens >= max_num_seqs)")
+                raise SpecError(f"must exceed {{batch_cap}} {self.batch_cap} so every running decode fits in an "
+                                "iteration with room for prefill (vLLM requires max_num_batched_tokens >= "
+                                "max_num_seqs)", field="chunk_tokens", value=self.chunk_tokens)
         check_preemption(self.preemption)
+
+    def iteration_tokens(self) -> int:
+        return self.chunk_tokens or self.max_batched_tokens
+
+    def build(self, eng: Engine, models: dict[str, StepModel]) -> list[Pool]:
+        kind = "chunked" if self.chunk_tokens is not None else "continuous"
+        return eng.class_pools(self, kind, models["main"], batch_cap=self.batch_cap,
+                               budget=self.max_batched_tokens, preemption=self.preemption)
+
+    def wake(self, eng: Engine, pool: Pool, t: float) -> None:
+        for rep in pool.replicas:
+            if rep.stopped or rep.scheduled is not None:
+                continue
+            eng.schedule(rep, t)
+            return
+
+    def act(self, eng: Engine, rep: Replica, t: float) -> None:
+        pool = rep.pool
+        if self.chunk_tokens is not None:
+            if (rep.partial or pool.queue) and self._chunked_iteration(eng, rep, t):
+                return
+        elif pool.queue and rep.ds.n < pool.batch_cap:
+            admitted = eng.admit(rep, t, budget=pool.budget)
+            if admitted and eng.prefill_iteration(rep, t, admitted):
+                return
+        if rep.ds.n:
+            eng.decode_run(rep, t)
+
+    def _chunked_iteration(self, eng: Engine, rep: Replica, t: float) -> bool:
+        """Decodes first, then prefill chunks under the token budget (Sarathi-Serve / vLLM v1).
+        False when there is nothing to prefill (the caller runs plain decodes)."""
+        pool, ds = rep.pool, rep.ds
+        m = pool.model
+        resume, prompt, gen = eng.resume, eng.prompt, eng.gen
+        stall = 0.0
+        if ds.n and ds.total(m.held, 1) > m.kv_capacity_bytes:
+            stall = eng.preempt(rep)
+        rem = self.chunk_tokens - ds.n
+        room = pool.batch_cap - ds.n - len(rep.partial)
+        if room > 0 and pool.queue:
+            for rid in eng.admit(rep, t, budget=UNLIMITED, room=room):
+                if resume[rid] == SWAP_IN:
+                    stall += eng.swap_s(pool, prompt[rid] + gen[rid] - 1)
+                    eng.join(rep, rid, t)
+                elif resume[rid] == KV_READY:
+                    eng.join(rep, rid, t)
+                else:
+                    rep.partial.append([rid, eng.cached[rid], prompt[rid] + gen[rid]])
+        pc = pk = 0.0
+        tok = 0
+        finished = []
+        for p in rep.partial:
+            if rem <= 0:
+                break
+            rid, done, stop = p
+            take = min(stop - done, rem)
+            c, k = m.prefill_part(rid, done, done + take, stop)
+            pc += c
+            pk += k
+            tok += take
+            rem -= take
+            p[1] = done + take
+            if p[1] == stop:
+                finished.append(p)
+        if not tok and not stall:
+            return False
+        lines = eng.run_lines(rep, pc, pk, tok)
+        dur = stall + max_affine_at(lines, 0) if (ds.n or tok) else stall
+        end = t + dur
+        if end > eng.horizon:
+            eng.stop(rep)
+            return True
+        n = ds.n
+        gaps, wts = eng.itl_first
+        for tg, cnt in rep.groups.items():
+            gaps.append(end - tg)
+            wts.append(cnt)
+        done = ds.advance(1) if n else []
+        rep.groups = {end: n - len(done)} if n > len(done) else {}
+        rep.last_run_end = end
+        for rid in done:
+            gen[rid] = eng.out[rid]
+            eng.finish(rid, end)
+        t_first = eng.t_first
+        for p in finished:
+            rep.partial.remove(p)
+            rid = p[0]
+            gen[rid] += 1
+            if t_first[rid] != t_first[rid]:
+                t_first[rid] = end
+            eng.join(rep, rid, end)
+        pool.busy_s += dur
+        pool.iterations += 1
+        pool.tokens += n + tok
+        eng.schedule(rep, end)
+        return True
+
+
+# ---- disaggregated prefill and decode ----------------------------------------------------------
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,115 +438,57 @@ class Disaggregated:
     max_batched_tokens: int = 16384
     batch_cap: int = DEFAULT_BATCH_CAP
     preemption: str = "auto"
-    name = "disaggregated"
+    name: ClassVar[str] = "disaggregated"
 
     def __post_init__(self) -> None:
-        for n in ("prefill_replicas", "decode_replicas", "prefill_batch_cap", "max_batched_tokens", "batch_cap"):
-            _whole(f"--{n.replace('_', '-')}", getattr(self, n))
+        for name, value in (("prefill_replicas", self.prefill_replicas), ("decode_replicas", self.decode_replicas),
+                            ("prefill_batch_cap", self.prefill_batch_cap),
+                            ("max_batched_tokens", self.max_batched_tokens), ("batch_cap", self.batch_cap)):
+            require_whole(name, value)
         check_preemption(self.preemption)
 
+    def iteration_tokens(self) -> int:
+        return self.max_batched_tokens
 
-def check_preemption(mode: str) -> None:
-    if mode not in PREEMPTION:
-        raise SpecError(f"--preemption: unknown mode '{mode}'{did_you_mean(mode, PREEMPTION)}; use one of "
-                        f"{', '.join(PREEMPTION)}")
+    def roles(self) -> dict[str, Plan | None]:
+        return {"prefill": self.prefill_plan, "decode": self.decode_plan}
 
+    def build(self, eng: Engine, models: dict[str, StepModel]) -> list[Pool]:
+        if eng.cfg.classes:
+            raise SpecError("service classes are not supported with disaggregation", field="policy", value=self.name,
+                            fix="drop the classes or use another policy")
+        stage = Continuous(preemption=self.preemption)  # schedules both pools (with each pool's cap and budget)
+        pre = eng.add_pool("prefill", "prefill", stage, models["prefill"], self.prefill_replicas,
+                           self.prefill_batch_cap, budget=self.max_batched_tokens, preemption=self.preemption)
+        dec = eng.add_pool("decode", "decode", stage, models["decode"], self.decode_replicas, self.batch_cap,
+                           budget=UNLIMITED, preemption=self.preemption)
+        eng.link(pre, dec, self._transfer_times(eng, models["prefill"]))
+        return [pre] * len(eng.wl.class_names)
 
-@dataclass(frozen=True, kw_only=True)
-class ServiceClass:
-    """A service tier (SPEC E20: "fast/slow service classes as trains of different size"): its
-    requests run on their own pool of ``replicas`` with batch cap ``batch_cap``; ``price_usd_per_mtok``
-    (optional, what the tier charges per million output tokens) is compared with its cost."""
-
-    batch_cap: int
-    replicas: int = 1
-    price_usd_per_mtok: float | None = None
-
-    def __post_init__(self) -> None:
-        _whole("class batch_cap", self.batch_cap)
-        _whole("class replicas", self.replicas)
-        if self.price_usd_per_mtok is not None and not (isinstance(self.price_usd_per_mtok, (int, float))
-                                                        and math.isfinite(self.price_usd_per_mtok)
-                                                        and self.price_usd_per_mtok >= 0):
-            raise SpecError(f"class price_usd_per_mtok: must be a finite number >= 0, got {self.price_usd_per_mtok!r}")
-
-
-@dataclass(frozen=True, kw_only=True)
-class PrefixCache:
-    """Prefix caching: a hit skips prefilling the first ``prefix_tokens`` (at most prompt - 1).
-
-    ``hit_rate`` given: each request hits independently with that probability (seeded). Else the
-    trace's ``prefix_id``: a request hits when an earlier request had the same id (unbounded cache).
-    The cached prefix is read once by the prefill (inference.prefill_step's ``cached_tokens``); its
-    KV is counted in every sequence's memory (no sharing of blocks: conservative on capacity).
-    """
-
-    prefix_tokens: int
-    hit_rate: float | None = None
-
-    def __post_init__(self) -> None:
-        _whole("--prefix-tokens", self.prefix_tokens)
-        if self.hit_rate is not None and not (isinstance(self.hit_rate, (int, float)) and 0 <= self.hit_rate <= 1):
-            raise SpecError(f"--prefix-hit-rate: must be within [0, 1], got {self.hit_rate!r}")
+    def _transfer_times(self, eng: Engine, model: StepModel) -> list[float]:
+        """Per request: the prefill replica's KV over its scale-out link, every chip sending its share."""
+        dep = model.dep
+        if dep is None:
+            raise SpecError("needs a model deployment, not a service-time override", field="policy", value=self.name)
+        link = dep.system.scale_out
+        if link is None:
+            raise SpecError(f"{dep.system.name} has no scale-out link to move KV between pools", field="policy",
+                            value=self.name, fix="pick a system with one (llmecon catalog systems)")
+        kv = np.asarray(dep.model.kv_bytes(eng.wl.prompt_tokens.astype(float), dep.kv_dtype), dtype=float)
+        return (link.latency_s + kv / (dep.plan.chips * link.bandwidth_bytes_per_s)).tolist()
 
 
-@dataclass(frozen=True, kw_only=True)
-class SLO:
-    """Service-level objectives for goodput: a completed request counts if its TTFT and TPOT are
-    within these (None = no limit on that metric; DistServe's goodput definition)."""
+# ---- the registry ------------------------------------------------------------------------------
 
-    ttft_s: float | None = None
-    tpot_s: float | None = None
-
-    def __post_init__(self) -> None:
-        _time("--slo-ttft", self.ttft_s)
-        _time("--slo-tpot", self.tpot_s)
+POLICIES: dict[str, type] = {"train": Train, "adaptive": Adaptive, "continuous": Continuous,
+                             "disaggregated": Disaggregated}
 
 
-def policy_from_name(name: str, **kw):
-    """Build a policy spec from its CLI name and the options that apply to it."""
-    table = {"train": Train, "adaptive": Adaptive, "continuous": Continuous, "disaggregated": Disaggregated}
-    if name not in table:
-        raise SpecError(f"--policy: unknown policy '{name}'{did_you_mean(name, POLICIES)}; use one of "
-                        f"{', '.join(POLICIES)}")
-    cls = table[name]
-    fields = set(cls.__dataclass_fields__)
-    return cls(**{k: v for k, v in kw.items() if k in fields and v is not None})
-
-
-@dataclass(frozen=True, kw_only=True)
-class SimConfig:
-    """Everything about a run except the deployment and the workload.
-
-    ``replicas`` copies of the deployment share one FCFS queue (M/x/c when batch cap is 1);
-    ``classes`` gives each request class its own pool (fast/slow tiers); ``horizon_s`` None means
-    the workload's duration (or last arrival); ``hbm_fraction`` of each chip's HBM may hold weights
-    and KV; ``max_queue`` rejects arrivals finding that many waiting.
-    """
-
-    policy: Train | Adaptive | Continuous | Disaggregated = field(default_factory=Continuous)
-    replicas: int = 1
-    classes: Mapping[str, ServiceClass] | None = None
-    prefix_cache: PrefixCache | None = None
-    slo: SLO = field(default_factory=SLO)
-    price_per_chip_hour: float | None = None
-    horizon_s: float | None = None
-    drain: bool = False
-    hbm_fraction: float = 1.0
-    max_queue: int | None = None
-    seed: int = 0
-    closed_form_runs: bool = True  # False: one decode step per event (a slow reference for tests)
-
-    def __post_init__(self) -> None:
-        if not (isinstance(self.replicas, int) and self.replicas >= 1):
-            raise SpecError(f"--replicas: must be a whole number >= 1, got {self.replicas!r}")
-        if self.price_per_chip_hour is not None and not (isinstance(self.price_per_chip_hour, (int, float))
-                                                         and math.isfinite(self.price_per_chip_hour)
-                                                         and self.price_per_chip_hour >= 0):
-            raise SpecError(f"--price-per-chip-hour: must be a finite number >= 0, got {self.price_per_chip_hour!r}")
-        if self.horizon_s is not None and not (self.horizon_s > 0 and math.isfinite(self.horizon_s)):
-            raise SpecError(f"horizon_s: must be a finite time > 0, got {self.horizon_s!r}")
-        if not (0 < self.hbm_fraction <= 1):
-            raise SpecError(f"--hbm-fraction: must be in (0, 1], got {self.hbm_fraction!r}")
-        if self.max_queue is not None and not (isinstance(self.max_queue, int) and self.max_queue >= 0):
-            raise SpecError(f"--max-queue: must be a whole number >= 0, got {self.max_queue!r}")
+def policy_from_name(name: str, **kw) -> ServingPolicy:
+    """Build a policy from its CLI name and the options that apply to it (None: the default)."""
+    if name not in POLICIES:
+        raise SpecError(f"unknown policy '{name}'{did_you_mean(name, POLICIES)}", field="policy", value=name,
+                        show_value=False, fix=f"use one of {', '.join(POLICIES)}")
+    cls = POLICIES[name]
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in kw.items() if k in names and v is not None})

@@ -17,7 +17,8 @@ def _rho(arrival_rate_per_s: float, service_s: float, servers: int = 1) -> float
         raise SpecError("queueing: arrival rate, service time and servers must be > 0")
     rho = arrival_rate_per_s * service_s / servers
     if rho >= 1:
-        raise SpecError(f"queueing: utilisation rho = {rho:.3g} >= 1 has no steady state; lower the rate")
+        raise SpecError(f"queueing: utilisation rho = {rho:.3g} >= 1 has no steady state", value=rho, show_value=False,
+                        fix="lower the rate")
     return rho
 
 
@@ -91,5 +92,5 @@ def train_mean_wait_s(tau_s: float) -> float:
     """Fixed-cadence trains every tau with room for everyone: a Poisson arrival sees a uniform
     residual time to the next departure (PASTA, Wolff 1982), so the mean wait to board is tau/2."""
     if not tau_s > 0:
-        raise SpecError(f"tau: must be > 0, got {tau_s!r}")
+        raise SpecError(f"must be > 0, got {tau_s!r}", field="tau", value=tau_s, show_value=False)
     return tau_s / 2.0

@@ -10,10 +10,11 @@ import numpy as np
 
 from ..spec.deployment import Deployment
 from ..errors import SpecError
+from .config import SimConfig
 from .engine import Engine
 from .metrics import SECONDS_PER_HOUR, PoolStats, SimResult, check_accounting, expand_itl
-from .policies import Disaggregated, SimConfig
-from .status import DONE, REASONS
+from .status import REASONS, Status
+from .steptime_calibrated import CalibratedStepModel
 from .steptime import FixedService, InternalError, StepModel, check_override_size
 from .workload import Workload
 
@@ -45,25 +46,25 @@ def _result(eng: Engine) -> SimResult:
         for rep in pool.replicas:
             for rid in rep.ds.members:
                 gen[rid] = rep.ds.context(rid) - eng.prompt[rid] + 1
-    status = np.asarray(eng.status, dtype=np.int64)
+    status = np.fromiter(eng.status, dtype=np.int64, count=eng.n)  # Status members -> int64 (2x asarray's speed)
     first = np.asarray(eng.t_first)
     done = np.asarray(eng.t_done)
-    # a request that finished is DONE; the horizon never cuts a committed iteration
+    # a request that finished is COMPLETED; the horizon never cuts a committed iteration
     check_accounting(status, arrived=eng.n_arrived, generated=gen, output=wl.output_tokens, arrival=wl.arrival_s,
                      first=first, done=done)
     area = eng.n_arrived * T - eng.sum_arr - (eng.n_departed * T - eng.sum_dep)
     price = cfg.price_per_chip_hour
     pools = tuple(PoolStats(name=p.name, kind=p.kind, replicas=len(p.replicas), chips_per_replica=p.chips,
                             batch_cap=p.batch_cap, busy_s=p.busy_s, iterations=p.iterations, tokens=p.tokens,
-                            tau_s=p.tau, late_trains=p.late, usd=None if price is None else price * p.chips * len(p.replicas) * T
-                            / SECONDS_PER_HOUR)
+                            tau_s=p.tau, late_trains=p.late,
+                            usd=None if price is None else price * p.chips * len(p.replicas) * T / SECONDS_PER_HOUR)
                   for p in eng.pools)
     itl_v, itl_w = expand_itl(eng.itl_first, eng.itl_runs)
     res = SimResult(
         arrival_s=wl.arrival_s, prompt_tokens=wl.prompt_tokens, output_tokens=wl.output_tokens,
         class_id=wl.class_id, class_names=wl.class_names, status=status,
         reject_reason=np.asarray([REASONS[r] for r in eng.reason]) if eng.n else np.asarray([], dtype=str),
-        admit_s=np.asarray(eng.t_admit), first_token_s=first, done_s=np.where(status == DONE, done, np.nan)
+        admit_s=np.asarray(eng.t_admit), first_token_s=first, done_s=np.where(status == Status.COMPLETED, done, np.nan)
         if eng.n else done, depart_s=done, generated_tokens=gen, preemptions=np.asarray(eng.preempted, dtype=np.int64),
         cached_tokens=np.asarray(eng.cached, dtype=np.int64), run_s=float(T), pools=pools,
         itl_values=itl_v, itl_weights=itl_w, timeline_s=np.frombuffer(eng.timeline[0]),
@@ -80,26 +81,22 @@ def _result(eng: Engine) -> SimResult:
 
 def step_models(dep: Deployment | None, cfg: SimConfig, *, service: FixedService | None = None,
                 workload: Workload | None = None) -> dict[str, StepModel]:
-    """The step models a run needs: 'main', or 'prefill' and 'decode' for disaggregation."""
+    """The step models a run needs, by the policy's roles: 'main', or one per pool ('prefill' and
+    'decode' for disaggregation, each on its own plan)."""
+    pol = cfg.policy
+    roles = pol.roles()
     if service is not None:
-        if isinstance(cfg.policy, Disaggregated):
-            raise SpecError("a service-time override cannot be used with --policy disaggregated")
+        if list(roles) != ["main"]:
+            raise SpecError("cannot be used with a service-time override (it times one pool of replicas)",
+                            field="policy", value=pol.name)
         return {"main": service}
     if dep is None:
         raise SpecError("simulate: give a Deployment or a service-time override")
-    if dep.mode != "ideal":
-        raise SpecError("--mode calibrated: the simulator prices steps with the ideal roofline only (its exact "
-                        "per-sequence decomposition needs it); use --mode ideal, or `llmecon predict` with phase "
-                        "'serving' for calibrated steady-state TPOT/TTFT")
-    pol = cfg.policy
-    caps = [getattr(pol, "batch_cap", 1)] + [c.batch_cap for c in (cfg.classes or {}).values()]
-    budget = getattr(pol, "chunk_tokens", None) or getattr(pol, "max_batched_tokens", 0)
-    size = max(caps) + min(budget, 1 << 16) + 1
-    if isinstance(pol, Disaggregated):
-        out = {}
-        for role, plan in (("prefill", pol.prefill_plan), ("decode", pol.decode_plan)):
-            d = dep if plan is None else replace(dep, plan=plan)
-            d.plan.validate(d.model, d.system)
-            out[role] = StepModel(d, hbm_fraction=cfg.hbm_fraction, max_tokens=size)
-        return out
-    return {"main": StepModel(dep, hbm_fraction=cfg.hbm_fraction, max_tokens=size)}
+    caps = [pol.batch_cap] + [c.batch_cap for c in (cfg.classes or {}).values()]
+    size = max(caps) + min(pol.iteration_tokens(), 1 << 16) + 1
+    out = {}
+    for role, plan in roles.items():
+        d = dep if plan is None else replace(dep, plan=plan)  # a new Deployment validates its plan
+        kind = StepModel if d.profile.is_ideal else CalibratedStepModel
+        out[role] = kind(d, hbm_fraction=cfg.hbm_fraction, max_tokens=size)
+    return out

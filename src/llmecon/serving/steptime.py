@@ -103,7 +103,8 @@ class StepModel:
             from ..econ.batching import require_fit
 
             require_fit(dep, batch=1.0, context=1.0)  # raises the standard "does not fit" message
-            raise SpecError(f"--hbm-fraction {hbm_fraction:g}: leaves no HBM for KV beside the weights; raise it")
+            raise SpecError("leaves no HBM for KV beside the weights", field="hbm_fraction", value=hbm_fraction,
+                            fix="raise it")
         self.kv_capacity_bytes = float(free)
         thetas = _kinks(dep)
         self.thetas = thetas
@@ -239,9 +240,11 @@ class FixedService(StepModel):
     def __init__(self, *, service_s, decode_step_s: float = 0.0):
         self.service = np.asarray(service_s, dtype=float)
         if self.service.ndim != 1 or np.any(~np.isfinite(self.service)) or np.any(self.service < 0):
-            raise SpecError("service_s: must be a 1-D array of finite times >= 0 (one per request)")
+            raise SpecError("must be a 1-D array of finite times >= 0 (one per request)", field="service_s",
+                            value=self.service, show_value=False)
         if not (math.isfinite(decode_step_s) and decode_step_s >= 0):
-            raise SpecError(f"decode_step_s: must be a finite time >= 0, got {decode_step_s!r}")
+            raise SpecError(f"must be a finite time >= 0, got {decode_step_s!r}", field="decode_step_s",
+                            value=decode_step_s, show_value=False)
         self.decode_step = float(decode_step_s)
         self.thetas = ()
         zero = PiecewiseLinear(f0=0.0, a=(0.0,), theta=(math.inf,))
@@ -270,8 +273,8 @@ class FixedService(StepModel):
 
 def check_override_size(model: StepModel, n_requests: int) -> None:
     if isinstance(model, FixedService) and model.service.shape[0] != n_requests:
-        raise SpecError(f"service_s: has {model.service.shape[0]} times but the workload has {n_requests} requests; "
-                        "give one per request")
+        raise SpecError(f"has {model.service.shape[0]} times but the workload has {n_requests} requests",
+                        field="service_s", value=model.service, show_value=False, fix="give one per request")
 
 
 __all__ = ["FixedService", "InternalError", "LlmeconError", "PiecewiseLinear", "StepModel", "VERIFY_REL"]

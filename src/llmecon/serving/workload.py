@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import SpecError, did_you_mean, require_number
+from ..errors import SpecError, did_you_mean, require_number, require_whole
 
 ARRIVALS = ("poisson", "gamma", "constant")
 TRACE_REQUIRED = ("arrival_s", "prompt_tokens", "output_tokens")
@@ -52,17 +52,20 @@ class Workload:
             fields["prefix_id"] = np.asarray(self.prefix_id)
         for name, a in fields.items():
             if a.ndim != 1 or a.shape[0] != n:
-                raise SpecError(f"workload {name}: must be a 1-D array of {max(n, 0)} values (one per request), "
-                                f"got shape {a.shape}")
+                raise SpecError(f"must be a 1-D array of {max(n, 0)} values (one per request), got shape {a.shape}",
+                                field=name, value=a, show_value=False)
         if n and (not np.all(np.isfinite(arr)) or arr.min() < 0 or np.any(np.diff(arr) < 0)):
-            raise SpecError("workload arrival_s: must be finite, >= 0 and sorted ascending; sort the trace by time")
+            raise SpecError("must be finite, >= 0 and sorted ascending", field="arrival_s", value=arr, show_value=False,
+                            fix="sort the trace by time")
         for name in ("prompt_tokens", "output_tokens"):
             a = fields[name]
             if n and (not np.issubdtype(a.dtype, np.integer) or a.min() < 1):
-                raise SpecError(f"workload {name}: must be whole numbers >= 1, got min {a.min()!r}")
+                raise SpecError(f"must be whole numbers >= 1, got min {a.min()!r}", field=name, value=a,
+                                show_value=False)
         cid = fields["class_id"]
         if n and (not np.issubdtype(cid.dtype, np.integer) or cid.min() < 0 or cid.max() >= len(self.class_names)):
-            raise SpecError(f"workload class_id: must index class_names ({len(self.class_names)} classes)")
+            raise SpecError(f"must index class_names ({len(self.class_names)} classes)", field="class_id", value=cid,
+                            show_value=False)
         for name, a in fields.items():
             object.__setattr__(self, name, a)
 
@@ -84,11 +87,11 @@ def arrival_times(kind: str, *, rate_per_s: float, rng: np.random.Generator, n: 
                   duration_s: float | None = None, cv: float = 1.0) -> np.ndarray:
     """Arrival times of ``n`` requests, or of all requests before ``duration_s``."""
     if kind not in ARRIVALS:
-        raise SpecError(f"--arrival: unknown process '{kind}'{did_you_mean(kind, ARRIVALS)}; use one of "
-                        f"{', '.join(ARRIVALS)}")
-    rate = require_number("--rate", rate_per_s, minimum=0, exclusive=True, hint="requests per second")
+        raise SpecError(f"unknown process '{kind}'{did_you_mean(kind, ARRIVALS)}", field="arrival", value=kind,
+                        show_value=False, fix=f"use one of {', '.join(ARRIVALS)}")
+    rate = require_number("rate", rate_per_s, minimum=0, exclusive=True, hint="requests per second")
     if kind == "gamma":
-        require_number("--cv", cv, minimum=0, exclusive=True, hint="coefficient of variation of inter-arrival times")
+        require_number("cv", cv, minimum=0, exclusive=True, hint="coefficient of variation of inter-arrival times")
     if (n is None) == (duration_s is None):
         raise SpecError("give exactly one of n (requests) or duration_s (seconds)")
 
@@ -101,10 +104,9 @@ def arrival_times(kind: str, *, rate_per_s: float, rng: np.random.Generator, n: 
         return np.full(m, 1.0 / rate)
 
     if n is not None:
-        if not (isinstance(n, (int, np.integer)) and n >= 0):
-            raise SpecError(f"--requests: must be a whole number >= 0, got {n!r}")
+        require_whole("requests", n, minimum=0)
         return np.cumsum(gaps(int(n))) if kind != "constant" else np.arange(int(n)) / rate
-    dur = require_number("--duration", duration_s, minimum=0, exclusive=True, hint="seconds")
+    dur = require_number("duration", duration_s, minimum=0, exclusive=True, hint="seconds")
     if kind == "constant":
         return np.arange(int(math.ceil(dur * rate))) / rate
     chunks, t = [], 0.0
@@ -118,6 +120,15 @@ def arrival_times(kind: str, *, rate_per_s: float, rng: np.random.Generator, n: 
 
 
 # ---- length distributions --------------------------------------------------------------------
+
+
+def _parameter(what: str, value, *, minimum: float, hint: str = "") -> float:
+    """``require_number`` for a parameter with no input field of its own (a distribution's median,
+    a class's share): the error names ``what`` in its rule, and front-ends spell no flag for it."""
+    try:
+        return require_number(what, value, minimum=minimum, hint=hint)
+    except SpecError as exc:
+        raise SpecError(f"{what}: {exc.rule}", value=value, show_value=False, fix=exc.fix) from None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,14 +149,15 @@ class Lengths:
     def __post_init__(self) -> None:
         if self.kind not in self.KINDS:
             raise SpecError(f"length distribution '{self.kind}'{did_you_mean(self.kind, self.KINDS)}: use one of "
-                            f"{', '.join(self.KINDS)}")
+                            f"{', '.join(self.KINDS)}", value=self.kind, show_value=False)
         if self.kind == "fixed" and not (isinstance(self.value, (int, np.integer)) and self.value >= 1):
-            raise SpecError(f"fixed length: must be a whole number >= 1, got {self.value!r}")
+            raise SpecError(f"fixed length: must be a whole number >= 1, got {self.value!r}", value=self.value,
+                            show_value=False)
         if not (1 <= self.low <= self.high):
             raise SpecError(f"length bounds: need 1 <= low <= high, got low {self.low}, high {self.high}")
         if self.kind == "lognormal":
-            require_number("lognormal median", self.median, minimum=1, hint="tokens")
-            require_number("lognormal sigma", self.sigma, minimum=0)
+            _parameter("lognormal median", self.median, minimum=1, hint="tokens")
+            _parameter("lognormal sigma", self.sigma, minimum=0)
         if self.kind == "empirical" and (not self.values or min(self.values) < 1):
             raise SpecError("empirical lengths: need at least one value, all >= 1")
 
@@ -192,8 +204,8 @@ def parse_lengths(text: str, *, field: str) -> Lengths:
             return lognormal(args[0], args[1], **extra)
     except ValueError:
         pass
-    raise SpecError(f"{field} {text!r}: expected N, fixed:N, uniform:LOW:HIGH or lognormal:MEDIAN:SIGMA[:LOW:HIGH] "
-                    "(whole token counts), e.g. lognormal:512:1.0")
+    raise SpecError("expected N, fixed:N, uniform:LOW:HIGH or lognormal:MEDIAN:SIGMA[:LOW:HIGH] (whole token counts), "
+                    "e.g. lognormal:512:1.0", field=field, value=repr(text))  # shown quoted: the value is text
 
 
 # ---- synthetic workloads ---------------------------------------------------------------------
@@ -210,7 +222,7 @@ def synthetic(*, rate_per_s: float, prompt: Lengths, output: Lengths, seed: int 
     cid = np.zeros(m, dtype=np.int64)
     if classes:
         names = tuple(classes)
-        p = np.asarray([require_number(f"class share '{k}'", v, minimum=0) for k, v in classes.items()])
+        p = np.asarray([_parameter(f"class share '{k}'", v, minimum=0) for k, v in classes.items()])
         if not math.isclose(p.sum(), 1.0, rel_tol=1e-9):
             raise SpecError(f"class shares: must sum to 1, got {p.sum():g}")
         cid = rng.choice(len(names), m, p=p).astype(np.int64)
@@ -226,11 +238,12 @@ def _check_columns(columns, where: str) -> None:
     known = TRACE_REQUIRED + TRACE_OPTIONAL
     for c in columns:
         if c not in known:
-            raise SpecError(f"trace {where}: unknown column '{c}'{did_you_mean(c, known)}; columns are "
-                            f"{', '.join(known)}")
+            raise SpecError(f"trace {where}: unknown column '{c}'{did_you_mean(c, known)}",
+                            fix=f"columns are {', '.join(known)}")
     missing = [c for c in TRACE_REQUIRED if c not in columns]
     if missing:
-        raise SpecError(f"trace {where}: missing column(s) {', '.join(missing)}; required: {', '.join(TRACE_REQUIRED)}")
+        raise SpecError(f"trace {where}: missing column(s) {', '.join(missing)}",
+                        fix=f"required: {', '.join(TRACE_REQUIRED)}")
 
 
 def _rows(path: Path) -> list[dict]:
@@ -239,7 +252,8 @@ def _rows(path: Path) -> list[dict]:
         with path.open(newline="") as fh:
             reader = csv.DictReader(fh)
             if reader.fieldnames is None:
-                raise SpecError(f"trace {where}: empty file; expected a header row with {', '.join(TRACE_REQUIRED)}")
+                raise SpecError(f"trace {where}: empty file",
+                                fix=f"expected a header row with {', '.join(TRACE_REQUIRED)}")
             _check_columns([c.strip() for c in reader.fieldnames], where)
             return [{k.strip(): v for k, v in row.items()} for row in reader]
     if path.suffix.lower() in (".jsonl", ".ndjson"):
@@ -251,13 +265,14 @@ def _rows(path: Path) -> list[dict]:
                 try:
                     obj = json.loads(line)
                 except json.JSONDecodeError as exc:
-                    raise SpecError(f"trace {where} line {i}: not JSON ({exc.msg}); one object per line") from None
+                    raise SpecError(f"trace {where} line {i}: not JSON ({exc.msg})",
+                                    fix="one object per line") from None
                 if not isinstance(obj, dict):
                     raise SpecError(f"trace {where} line {i}: expected a JSON object per line")
                 _check_columns(list(obj), f"{where} line {i}")
                 rows.append(obj)
         return rows
-    raise SpecError(f"--trace {where}: use a .csv or .jsonl file")
+    raise SpecError("use a .csv or .jsonl file", field="trace", value=where)
 
 
 def _num(row: dict, key: str, i: int, where: str, *, integer: bool, minimum: float):
@@ -277,8 +292,8 @@ def load_trace(path: str | Path, *, time_scale: float = 1.0) -> Workload:
     the first is at 0 and divided by ``time_scale`` (2 = replay twice as fast)."""
     p = Path(path)
     if not p.is_file():
-        raise SpecError(f"--trace {path}: no such file")
-    require_number("--time-scale", time_scale, minimum=0, exclusive=True)
+        raise SpecError("no such file", field="trace", value=str(path))
+    require_number("time_scale", time_scale, minimum=0, exclusive=True)
     rows = _rows(p)
     if not rows:
         raise SpecError(f"trace {path}: no requests")

@@ -75,6 +75,7 @@ class Scenario:
     price: float | None
     slo_ttft_s: float | None
     slo_tpot_s: float | None
+    profile: EfficiencyProfile = IDEAL  # what the simulation's steps are priced with
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -219,13 +220,13 @@ def _scenarios(spec: SweepSpec, models, systems, first: int, skipped: list) -> l
     s = spec.simulation
     out: list[Scenario] = []
     prices = s.prices if s.prices is not None else (None,)
+    profiles = _profiles(spec, systems)
     for model in models:
         for system in systems:
             for plan in _plans_for(s.plans, model, system, None, None):
                 n = len(s.policies) * len(s.workloads) * len(s.seeds) * len(s.batch_caps) * len(prices)
-                why = _check_plan(plan, model, system)
-                if why is None and spec.mode != "ideal":
-                    why = SpecError("the serving simulator prices steps with the ideal roofline only (mode = \"ideal\")")
+                prof = profiles[system.name]
+                why = prof if isinstance(prof, LlmeconError) else _check_plan(plan, model, system)
                 if why is not None:
                     skipped.append(Skipped.of(_label(model, system, plan, "simulation"), why, n))
                     continue
@@ -237,7 +238,8 @@ def _scenarios(spec: SweepSpec, models, systems, first: int, skipped: list) -> l
                                     out.append(Scenario(index=len(out), point_id=first + len(out), model=model,
                                                         system=system, plan=plan, policy=policy, workload=wl,
                                                         seed=seed, batch_cap=cap, price=price,
-                                                        slo_ttft_s=s.slo_ttft_s, slo_tpot_s=s.slo_tpot_s))
+                                                        slo_ttft_s=s.slo_ttft_s, slo_tpot_s=s.slo_tpot_s,
+                                                        profile=prof))
     return out
 
 

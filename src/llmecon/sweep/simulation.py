@@ -40,7 +40,8 @@ def run_scenario(sc: Scenario) -> dict:
         workload = synthetic(rate_per_s=wl.rate_per_s, prompt=parse_lengths(wl.prompt, field="prompt"),
                              output=parse_lengths(wl.output, field="output"), seed=sc.seed, n=wl.requests,
                              duration_s=wl.duration_s, arrival=wl.arrival, cv=wl.cv)
-        d = simulate(Deployment(model=sc.model, system=sc.system, plan=sc.plan), workload, cfg).summary()
+        dep = Deployment(model=sc.model, system=sc.system, plan=sc.plan, profile=sc.profile)
+        d = simulate(dep, workload, cfg).summary()
     except LlmeconError as exc:
         row["note"] = str(exc)
         return row

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from ..catalog._strict import check_keys, read_toml
-from ..errors import LlmeconError, SpecError, did_you_mean, require_number, require_whole
+from ..errors import LlmeconError, SpecError, did_you_mean, require_choice, require_number, require_whole
 from ..spec.plan import Plan
 
 PHASES = ("decode", "prefill")
@@ -163,9 +163,7 @@ def parse_spec(text: str, *, where: str = "sweep spec") -> SweepSpec:
     outputs = _outputs(raw.get("outputs"), where)
     analytic = _analytic(raw["analytic"], f"{where} [analytic]") if "analytic" in raw else None
     simulation = _simulation(raw["simulation"], f"{where} [simulation]") if "simulation" in raw else None
-    mode = raw.get("mode", "ideal")
-    if mode not in MODES:
-        raise SpecError(f"{where} mode: must be one of {', '.join(MODES)}, got {mode!r}{did_you_mean(str(mode), MODES)}")
+    mode = require_choice("mode", raw.get("mode", "ideal"), MODES, owner=where)
     profile = raw.get("profile")
     if profile is not None:
         if not isinstance(profile, str):
