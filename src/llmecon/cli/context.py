@@ -417,8 +417,8 @@ def prices_tiers(
                                 input_step=input_step, output_step=output_step, margin=margin)
     else:
         sched = tiers_for_boundaries(c.context, cost_in, cost_out, boundaries=boundaries, margin=margin)
-    out = {"model": dep.model.name, "system": dep.system.name, "price_per_chip_hour": price_per_chip_hour,
-           "utilization": utilization, "schedule": schedule_dict(sched)}
+    out = {"model": dep.model.name, "system": dep.system.name, "fidelity": dep.fidelity,
+           "price_per_chip_hour": price_per_chip_hour, "utilization": utilization, "schedule": schedule_dict(sched)}
     if sheet is not None:
         out["check"] = price_check_dict(check_prices(c.context, cost_in, cost_out, sheet), sheet)
     if as_json:

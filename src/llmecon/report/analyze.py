@@ -47,7 +47,8 @@ def step_dict(result: StepResult, dep: Deployment) -> dict:
     """``llmecon step --json``: one step's time breakdown. Bytes and FLOPs summed over all chips."""
     return {
         "model": dep.model.name, "system": dep.system.name, "phase": result.phase, "mode": result.mode,
-        "profile": result.profile, "plan": dep.plan.as_dict(), **json_fields(result, "batch", "context"),
+        "profile": result.profile, "fidelity": dep.fidelity, "plan": dep.plan.as_dict(),
+        **json_fields(result, "batch", "context"),
         **json_fields(result.time, "compute_s", "memory_s", "comm_s", "overhead_s"),
         **json_fields(result, "step_s", "upper_s"), "bound": str(result.bound),
         **json_fields(result, "tokens_per_s", "tokens", "flops", "weight_bytes", "kv_bytes", "memory_per_chip_bytes"),

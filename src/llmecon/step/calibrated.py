@@ -79,9 +79,19 @@ def active_ffn_width(model: Model) -> float:
     return share * moe_w + (1 - share) * model.dense_ffn_dim
 
 
-def stage_time(model: Model, plan: Plan, work: Work, profile: EfficiencyProfile) -> dict:
-    """Seconds of one stage-step by kernel class: {'compute', 'memory', 'kernels', 'floors'}.
-    ``kernels`` = sum of the per-class maxima + floors (the stage-step's calibrated time)."""
+@dataclass(frozen=True, kw_only=True)
+class StageTime:
+    """Seconds of one stage-step: FLOP time and byte time summed over kernel classes, the kernel
+    floors, and ``kernels`` = the sum of the per-class maxima + floors (the calibrated time)."""
+
+    compute_s: object
+    memory_s: object
+    floors_s: object
+    kernels_s: object
+
+
+def stage_time(model: Model, plan: Plan, work: Work, profile: EfficiencyProfile) -> StageTime:
+    """Seconds of one stage-step by kernel class (``StageTime``)."""
     bw = profile.hbm_fraction * work.bandwidth
     phi = plan.stage_fraction(model)
     layers = phi * model.n_layers
@@ -106,8 +116,8 @@ def stage_time(model: Model, plan: Plan, work: Work, profile: EfficiencyProfile)
     floors = profile.engine_floor_scale * layers * (n_gemm * profile.kernel_floor_s
                                                     + n_elem * profile.elementwise_floor_s)
     kernels = np.maximum(gemm_c, gemm_m) + np.maximum(ex_c, ex_m) + np.maximum(at_c, at_m) + elem + floors
-    return {"compute": gemm_c + ex_c + at_c, "memory": gemm_m + ex_m + at_m + elem, "floors": floors,
-            "kernels": kernels}
+    return StageTime(compute_s=gemm_c + ex_c + at_c, memory_s=gemm_m + ex_m + at_m + elem, floors_s=floors,
+                     kernels_s=kernels)
 
 
 def comm_overhead_s(model: Model, plan: Plan, tiers: dict, profile: EfficiencyProfile) -> float:
@@ -135,6 +145,6 @@ def calibrated_time(model: Model, plan: Plan, work: Work, profile: EfficiencyPro
     st = stage_time(model, plan, work, profile)
     pp = plan.pp
     comm = comm_s + comm_overhead_s(model, plan, comm_tiers, profile)
-    overhead = pp * st["floors"] + profile.step_overhead_s
-    return StepTime(compute_s=pp * st["compute"], memory_s=pp * st["memory"], comm_s=comm,
-                    overhead_s=overhead, serial_s=pp * st["kernels"] + comm + profile.step_overhead_s)
+    overhead = pp * st.floors_s + profile.step_overhead_s
+    return StepTime(compute_s=pp * st.compute_s, memory_s=pp * st.memory_s, comm_s=comm,
+                    overhead_s=overhead, serial_s=pp * st.kernels_s + comm + profile.step_overhead_s)
