@@ -25,6 +25,10 @@ _EXPORTS = {
     "model_from_hf_config": "catalog.hf_config", "no_batching_cost_ratio": "econ.batching", "prefill_step": "step.inference",
     "require_fit": "econ.batching", "smallest_plan": "econ.batching", "speculative_tokens_per_step": "econ.batching",
     "step_time": "step.roofline", "throughput_tokens_per_s": "econ.batching", "touched_expert_fraction": "step.inference",
+    # one Deployment with its efficiency profile (IDEAL or fitted), priced by every analysis
+    "Analysis": "econ.batching", "EfficiencyProfile": "spec.efficiency", "IDEAL": "spec.efficiency",
+    "analyze": "econ.batching", "decode_of": "step.inference", "default_profile": "catalog.profiles",
+    "load_profile": "catalog.profiles", "prefill_of": "step.inference",
     # context length, KV-cache tiers, prices (SPEC B, C)
     "CachePlacement": "econ.kvcache", "ContextEconomics": "econ.context", "ContextTier": "spec.prices", "MemoryTier": "spec.hardware",
     "PriceSheet": "spec.prices", "ServingCost": "econ.pricing", "TierSchedule": "econ.context",

@@ -91,6 +91,21 @@ def test_step_context_simulate_prices_equal_the_cli(client):
     assert web == run_json("prices", "infer", "--provider", "google", "--model", "gemini-2.5-pro")
 
 
+def test_calibrated_simulate_and_plan_equal_the_cli_and_name_the_profile(client):
+    """Calibrated mode reaches the simulator and the planner through the web as through the CLI."""
+    body = {"model": "llama-3.1-8b", "system": "h100-sxm", "mode": "calibrated"}
+    sim = client.post("/api/simulate", json={**body, "rate": 4, "requests": 50, "prompt_tokens": 256,
+                                             "output_tokens": 32, "seed": 1}).json()
+    cli = run_json("simulate", "--model", "llama-3.1-8b", "--system", "h100-sxm", "--mode", "calibrated",
+                   "--rate", "4", "--requests", "50", "--prompt", "256", "--output", "32", "--seed", "1")
+    assert sim == cli and sim["fidelity"] == "calibrated (h100-sxm)"
+    plan = client.post("/api/plan", json={"model": "llama-3.1-8b", "systems": ["hgx-h100"], "max_chips": 8,
+                                          "mode": "calibrated"}).json()
+    assert plan["fidelity"] == "calibrated (h100-sxm)" and plan["mode"] == "calibrated"
+    refused = client.post("/api/simulate", json={**body, "system": "gb200-nvl72"})
+    assert refused.status_code == 422 and "no efficiency profile" in refused.text
+
+
 def test_plan_equals_the_cli(client):
     web = client.post("/api/plan", json={"model": "llama-3.1-70b", "systems": ["hgx-h100"], "max_chips": 8}).json()
     cli = run_json("plan", "--model", "llama-3.1-70b", "--systems", "hgx-h100", "--max-chips", "8")

@@ -109,8 +109,6 @@ class SimulateIn(DeploymentIn):
     batch_cap: Optional[int] = Field(None, ge=1, le=4096)
     seed: int = Field(0, ge=0, le=2**31 - 1)
     price_per_chip_hour: Optional[float] = Price
-    mode: Literal["ideal"] = Field("ideal", description="The simulator runs in ideal mode only "
-                                                        "(llmecon predict gives calibrated serving figures).")
 
     @model_validator(mode="after")
     def _bounded(self):

@@ -55,7 +55,7 @@ const bodies = {
   context: () => Object.assign(dep(), body($("deployment"), ["batch", "price_per_chip_hour"])),
   plan: () => Object.assign(body($("deployment"), ["model", "weight_dtype", "kv_dtype", "mode", "context",
     "price_per_chip_hour"]), body($("plan-form"), ["systems", "tpot_s", "ttft_s"])),
-  simulate: () => Object.assign(body($("deployment"), [...DEP, "price_per_chip_hour"]),
+  simulate: () => Object.assign(body($("deployment"), [...DEP, "mode", "price_per_chip_hour"]),
     body($("sim-form"), ["rate", "requests", "prompt_tokens", "output_tokens", "policy"])),
   prices: () => {
     const [provider, model] = ($("sheet").value || "|").split("|");
