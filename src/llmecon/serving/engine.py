@@ -466,6 +466,19 @@ class Engine:
         n = ds.n + extra_tok
         return ((m.base_s(n) + c0 + extra_c, dc), (m.weights_s(n) + k0 + extra_k, dk), (m.comm_s(n), 0.0))
 
+    def advance_decodes(self, rep: Replica, k: int, end: float) -> None:
+        """The running batch advances ``k`` steps ending at ``end``: finished requests complete, the
+        rest form one group whose last token came at ``end``."""
+        ds = rep.ds
+        n = ds.n
+        done = ds.advance(k) if n else []
+        rep.groups = {end: n - len(done)} if n > len(done) else {}
+        rep.last_run_end = end
+        out, gen = self.out, self.gen
+        for rid in done:
+            gen[rid] = out[rid]
+            self.finish(rid, end)
+
     def decode_run(self, rep: Replica, t: float) -> None:
         """Decode iterations for the running batch: as many identical-composition steps as no event
         separates, in closed form."""
@@ -509,14 +522,7 @@ class Engine:
             wts.append(cnt)
         if k > 1:
             self.itl_runs.append((0, lines, k, n, 0.0))
-        done = ds.advance(k)
-        rep.groups = {end: n - len(done)} if n > len(done) else {}
-        rep.last_run_end = end
-        out = self.out
-        gen = self.gen
-        for rid in done:
-            gen[rid] = out[rid]
-            self.finish(rid, end)
+        self.advance_decodes(rep, k, end)
         pool.busy_s += dur
         pool.iterations += k
         pool.tokens += k * n

@@ -229,12 +229,7 @@ class Train(_OnePool):
             wts.append(cnt)
         if k > 1:
             eng.itl_runs.append((1, lines, k, n, tau))
-        done = ds.advance(k) if n else []
-        rep.groups = {end: n - len(done)} if n > len(done) else {}
-        rep.last_run_end = end
-        for rid in done:
-            gen[rid] = eng.out[rid]
-            eng.finish(rid, end)
+        eng.advance_decodes(rep, k, end)
         t_first = eng.t_first
         for rid in board:
             if resume[rid] == PREFILL:
@@ -402,12 +397,7 @@ class Continuous(_OnePool):
         for tg, cnt in rep.groups.items():
             gaps.append(end - tg)
             wts.append(cnt)
-        done = ds.advance(1) if n else []
-        rep.groups = {end: n - len(done)} if n > len(done) else {}
-        rep.last_run_end = end
-        for rid in done:
-            gen[rid] = eng.out[rid]
-            eng.finish(rid, end)
+        eng.advance_decodes(rep, 1, end)
         t_first = eng.t_first
         for p in finished:
             rep.partial.remove(p)
