@@ -14,7 +14,7 @@ from .catalog.hardware import get_system
 from .catalog.models import get_model
 from .dtypes import get_dtype
 from .spec.efficiency import MODES, EfficiencyProfile
-from .catalog.profiles import load_profile, resolve as resolve_profile
+from .catalog.efficiency import load_profile, resolve as resolve_profile
 from .errors import CatalogError, require_choice, with_field
 from .spec.hardware import System
 from .spec.plan import Plan

@@ -81,7 +81,7 @@ def test_calibrated_ep_sweep_names_its_profile_and_is_no_faster_than_ideal():
     """``moe --mode calibrated``: each EP row priced with the accelerator's profile; a calibrated
     step is never shorter than the ideal roofline (fractions <= 1)."""
     from llmecon.catalog.hardware import get_accelerator
-    from llmecon.catalog.profiles import default_profile
+    from llmecon.catalog.efficiency import default_profile
 
     m, s = get_model("deepseek-v3"), get_system("hgx-h200")
     prof = default_profile(get_accelerator("h200"))

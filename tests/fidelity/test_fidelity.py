@@ -19,7 +19,7 @@ from llmecon.fidelity.calibrate import fit_profile, predict_rows
 from llmecon.catalog.hardware import get_accelerator, get_system
 from llmecon.catalog.models import get_model
 from llmecon.spec.efficiency import IDEAL, EfficiencyProfile, LinkEfficiency
-from llmecon.catalog.profiles import default_profile, load_profile, parse_profile, resolve
+from llmecon.catalog.efficiency import default_profile, load_profile, parse_profile, resolve
 from llmecon.step.kernels import gemm_s
 from llmecon.errors import CatalogError, SpecError
 from llmecon.step.inference import decode_step, prefill_step

@@ -12,7 +12,7 @@ import pytest
 
 from llmecon.catalog.hardware import get_system
 from llmecon.catalog.models import get_model
-from llmecon.catalog.profiles import default_profile
+from llmecon.catalog.efficiency import default_profile
 from llmecon.econ.batching import smallest_plan
 from llmecon.serving import Disaggregated, SimConfig, Workload, fixed, simulate, synthetic
 from llmecon.serving.steptime_calibrated import CalibratedStepModel

@@ -35,7 +35,7 @@ from hypothesis import strategies as st
 from llmecon.spec.deployment import Deployment
 from llmecon.catalog.hardware import get_accelerator, get_system
 from llmecon.catalog.models import get_model
-from llmecon.catalog.profiles import default_profile
+from llmecon.catalog.efficiency import default_profile
 from llmecon.spec.efficiency import IDEAL
 from llmecon.errors import SpecError
 from llmecon.spec.plan import Plan

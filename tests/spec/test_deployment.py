@@ -9,7 +9,7 @@ import pytest
 
 from llmecon.catalog.hardware import get_accelerator, get_system
 from llmecon.catalog.models import get_model
-from llmecon.catalog.profiles import default_profile
+from llmecon.catalog.efficiency import default_profile
 from llmecon.errors import LlmeconError, SpecError
 from llmecon.spec.deployment import Deployment
 from llmecon.spec.efficiency import IDEAL

@@ -7,7 +7,7 @@ import pytest
 
 from llmecon.catalog.hardware import get_accelerator, get_system
 from llmecon.catalog.models import get_model
-from llmecon.catalog.profiles import default_profile
+from llmecon.catalog.efficiency import default_profile
 from llmecon.errors import SpecError
 from llmecon.spec.plan import Plan
 from llmecon.step.inference import decode_step

@@ -18,7 +18,7 @@ import numpy as np
 from .calibrate import error_stats, measured, predict_rows
 from ..catalog.hardware import get_accelerator, get_system
 from ..spec.efficiency import IDEAL, EfficiencyProfile
-from ..catalog.profiles import default_profile
+from ..catalog.efficiency import default_profile
 from ..errors import LlmeconError
 from .measurements import Measurement, default_split
 

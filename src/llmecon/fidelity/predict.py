@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..catalog.profiles import resolve as resolve_profile
+from ..catalog.efficiency import resolve as resolve_profile
 from ..spec.deployment import Deployment
 from ..catalog.hardware import get_system
 from ..catalog.models import get_model

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..spec.deployment import Deployment
-from ..catalog.profiles import resolve
+from ..catalog.efficiency import resolve
 from ..errors import SpecError
 from ..step.inference import decode_of, prefill_of
 

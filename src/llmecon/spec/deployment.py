@@ -64,7 +64,7 @@ class Deployment:
             object.__setattr__(self, "profile", IDEAL)
         if not isinstance(self.profile, EfficiencyProfile):
             raise SpecError(f"expected an EfficiencyProfile, got {type(self.profile).__name__}", field="profile",
-                            fix="load one with llmecon.catalog.profiles.load_profile")
+                            fix="load one with llmecon.catalog.efficiency.load_profile")
         for field in ("weight_dtype", "kv_dtype"):
             name = getattr(self, field)
             if name is not None:

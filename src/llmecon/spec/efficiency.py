@@ -20,9 +20,10 @@ comm): a lower bound. A profile says how far real kernels fall short, per accele
   and the achieved share of the link bandwidth.
 
 One GEMM then takes ``max(2mnk/(η(m)·peak), (mk+kn+mn)·bytes/(hbm_fraction·BW)) + kernel_floor``
-(``step.kernels.gemm_s``); ``step.calibrated`` applies the same terms class by class to whole steps. Profiles are
-TOML files read strictly by ``catalog.profiles`` ("did you mean" on unknown keys); the defaults in ``catalog/profiles/``
-say in ``derivation`` exactly how they were fitted and on which rows (``llmecon calibrate``).
+(``step.kernels.gemm_s``); ``step.calibrated`` applies the same terms class by class to whole
+steps. Profiles are TOML files read strictly by ``catalog.efficiency`` ("did you mean" on unknown
+keys); the defaults in ``catalog/profiles/`` say in ``derivation`` exactly how they were fitted
+and on which rows (``llmecon calibrate``).
 ``IDEAL`` is the identity profile: fractions 1, no floors, no overheads.
 """
 

@@ -28,7 +28,7 @@ from .calibrated import Work, calibrated_time
 from .collectives import all_reduce_s, all_to_all_s, p2p_s, two_tier_all_reduce_s, two_tier_all_to_all_s
 from ..dtypes import get_dtype
 from ..spec.efficiency import EfficiencyProfile
-from ..catalog.profiles import resolve
+from ..catalog.efficiency import resolve
 from ..errors import SpecError, require_array, require_number
 from ..spec.hardware import System
 from ..spec.model import Model

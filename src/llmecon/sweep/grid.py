@@ -158,7 +158,7 @@ def _label(model: Model, system: System, plan: Plan | None, *rest) -> str:
 
 def _profiles(spec: SweepSpec, systems) -> dict[str, EfficiencyProfile | LlmeconError]:
     """Each system's profile under the spec's mode, or why it has none (a reason to skip it)."""
-    from ..catalog.profiles import load_profile, resolve
+    from ..catalog.efficiency import load_profile, resolve
 
     given = load_profile(spec.profile) if spec.profile else None
     out: dict[str, EfficiencyProfile | LlmeconError] = {}

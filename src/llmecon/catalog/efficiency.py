@@ -13,8 +13,8 @@ from ..spec.hardware import Accelerator
 from ._strict import check_keys, read_toml
 
 
-_TOP = ("name", "accelerators", "derivation", "source") + _FRACTIONS + _TIMES + ("matmul_m_half", "prefill_stall_factor",
-                                                                       "ttft_prefill_factor")
+_TOP = (("name", "accelerators", "derivation", "source") + _FRACTIONS + _TIMES
+        + ("matmul_m_half", "prefill_stall_factor", "ttft_prefill_factor"))
 _TIER_KEYS = ("op_overhead_s", "p2p_overhead_s", "step_latency_s", "bandwidth_fraction")
 
 
