@@ -7,17 +7,17 @@ field and a fix (the CLI prints them as one line and exits 2; the web API answer
 
 from __future__ import annotations
 
-from .econ.batching import smallest_plan
-from .spec.deployment import Deployment
-from .spec.efficiency import IDEAL
+from .catalog.efficiency import load_profile, resolve as resolve_profile
 from .catalog.hardware import get_system
 from .catalog.models import get_model
 from .dtypes import get_dtype
-from .spec.efficiency import MODES, EfficiencyProfile
-from .catalog.efficiency import load_profile, resolve as resolve_profile
+from .econ.batching import smallest_plan
 from .errors import CatalogError, require_choice, with_field
+from .spec.deployment import Deployment
+from .spec.efficiency import IDEAL, MODES, EfficiencyProfile
 from .spec.hardware import System
 from .spec.plan import Plan
+
 
 def fidelity(mode: str, profile: str | EfficiencyProfile | None = None,
              system: System | None = None) -> tuple[str, EfficiencyProfile | None]:
