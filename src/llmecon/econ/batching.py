@@ -319,7 +319,7 @@ def batch_economics(dep: Deployment, *, context: float, batches=None) -> BatchEc
         context=float(context), balance_batch=b_star,
         balance_batch_at_context=float(balance_batch_with_kv(balance_batch=b_star, context=context,
                                                              crossover_context=l_x)),
-        crossover_context=l_x, latency_floor_s=float(one.time.memory_s), full_weight_read_s=full_read_s,
+        crossover_context=l_x, latency_floor_s=float(one.step_s), full_weight_read_s=full_read_s,
         hbm_drain_s=dep.system.accelerator.hbm_drain_s, no_batching_cost_ratio=cost_one / float(cost[best]),
         best_batch=float(curve.batch[best]),
         max_batch=max_batch(dep, context=context) if context > 0 else 0,

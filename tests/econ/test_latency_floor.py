@@ -1,0 +1,26 @@
+"""The latency floor ``analyze`` prints is its plan's batch-1 decode step (issue 18 item 6): at
+batch 1 a wide plan can be bound by communication, not by reading its weights, and the floor must
+not promise a step the plan cannot make."""
+
+from __future__ import annotations
+
+import pytest
+
+from llmecon.catalog.hardware import get_system
+from llmecon.catalog.models import get_model
+from llmecon.econ.batching import batch_economics
+from llmecon.spec.deployment import Deployment
+from llmecon.spec.plan import Plan
+from llmecon.step.inference import decode_of
+
+
+def test_floor_is_the_batch_1_step_even_when_communication_binds():
+    """DeepSeek-V3 fp8 on GB200 NVL72 under tp2·ep4 (analyze's default plan): at batch 1 the
+    all-to-all and all-reduce latencies, not the 37B touched parameters, set the step."""
+    dep = Deployment(model=get_model("deepseek-v3"), system=get_system("gb200-nvl72"), plan=Plan(tp=2, ep=4))
+    e = batch_economics(dep, context=4096)
+    one = decode_of(dep, batch=1.0, context=0.0)
+    assert e.latency_floor_s == pytest.approx(float(one.step_s), rel=1e-12)
+    assert str(one.bound) == "comm" and e.latency_floor_s > float(one.time.memory_s)
+    # no batch-1 step at any context is shorter than the floor
+    assert float(decode_of(dep, batch=1.0, context=4096.0).step_s) >= e.latency_floor_s
