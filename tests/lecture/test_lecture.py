@@ -17,7 +17,7 @@ from cli_run import run
 
 from llmecon.lecture import SPEC_ITEMS, VERDICTS, build_claims
 from llmecon.lecture import section_bc
-from llmecon.lecture.claims import Tolerance, check
+from llmecon.lecture.claims import Tolerance, check, undecided
 from llmecon.lecture.figures import FIGURES
 from llmecon.spec.prices import ContextTier, PriceSheet
 
@@ -207,6 +207,15 @@ def test_tolerances_decide_the_verdict():
         Tolerance(kind="nearly")
     with pytest.raises(ValueError):
         Tolerance(kind="factor", value=0.5)
+
+
+def test_undecided_claims_are_open_and_say_why():
+    c = undecided("C12.x", statement="s", lecture="flash", computed=3.66, unit="x", reason="SPEC C12: iff ratio > 3.66")
+    assert (c.verdict, c.computed_value, c.reason, c.section) == ("open", 3.66, "SPEC C12: iff ratio > 3.66", "C")
+    with pytest.raises(ValueError, match="reason"):
+        undecided("C12.x", statement="s", lecture="flash", computed=1.0, unit="x", reason="")
+    with pytest.raises(ValueError, match="not in section"):
+        undecided("A12.x", statement="s", lecture="flash", computed=1.0, unit="x", reason="r")
 
 
 def test_check_computes_the_verdict_and_reason():
