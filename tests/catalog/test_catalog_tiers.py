@@ -2,7 +2,8 @@
 catalogue's ordering property, strict loading of malformed tiers, and striped device tiers.
 
 Drain time = capacity / bandwidth: a tier's break-even against itself; between two tiers Gray's
-five-minute rule also needs their prices (tests/econ/test_gray.py). SPEC C12 (shared/SPEC.md): "HBM ~20 ms, DDR ~1-3 s, NVMe flash ~10-150 min, HDD ~1 day";
+five-minute rule also needs their prices (tests/econ/test_gray.py). SPEC C12 (shared/SPEC.md):
+"HBM ~20 ms, DDR ~1-3 s, NVMe flash ~10-150 min, HDD ~1 day";
 SPEC G: flash drains in 10-150 min and HDD in ~1 day (not 1 min / 1 h). Device figures come from
 shared/reference/memory_tiers.yaml, copied into src/llmecon/catalog/{systems,storage}.toml.
 """

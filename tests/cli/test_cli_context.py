@@ -18,7 +18,8 @@ from llmecon.catalog.models import get_model
 
 L70 = ("-m", "llama-3.1-70b", "-s", "hgx-h100")  # smallest plan that fits: tp4 on 4 of the 8 H100s
 PRICE2 = ("--price-per-chip-hour", "2")
-CACHE = ("cache", *PRICE2, *L70, "--tier-price", "host DDR5=1", "--device", "pm1743:8", "--tier-price", "8 x pm1743=0.25")
+CACHE = ("cache", *PRICE2, *L70, "--tier-price", "host DDR5=1", "--device", "pm1743:8",
+         "--tier-price", "8 x pm1743=0.25")
 TIERS = ("prices", "tiers", *PRICE2, *L70)
 GOOGLE_TIERS = (*TIERS, "--boundary", "200000", "--margin", "0.5", "--provider", "google",
                 "--price-model", "gemini-3-pro-preview")
@@ -356,7 +357,8 @@ def test_prices_infer_cache_tiers_by_gray_rule():
     break-evens are HBM -> DDR5 (1/614.4e9)/(16/640e9) = 65.1 ms, DDR5 -> drives 4.46 s, drives -> disks
     (0.05/(8 x 285e6))/(0.25/(8 x 15.36e12)) = 10,779 s = 3.0 h: both Anthropic holds land on the drives."""
     out = run_json("prices", "infer", "--provider", "anthropic", "--model", "claude-opus-4.6", *PRICE2,
-                   "--tier-price", "host DDR5=1", "--tier-price", "8 x pm1743=0.25", "--tier-price", "8 x exos-x24=0.05")
+                   "--tier-price", "host DDR5=1", "--tier-price", "8 x pm1743=0.25",
+                   "--tier-price", "8 x exos-x24=0.05")
     ct = out["cache_tiers"]
     priced = {"HBM": (16.0, 640e9, 8 * 3.35e12), "host DDR5": (1.0, 2e12, 614.4e9),
               "8 x pm1743": (0.25, 8 * 15.36e12, 8 * 14e9), "8 x exos-x24": (0.05, 8 * 24e12, 8 * 285e6)}

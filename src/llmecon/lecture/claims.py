@@ -4,9 +4,9 @@ A ``Claim`` pairs what the lecture said (``lecture_value``) with what llmecon co
 its library (``computed_value``), compares them under a stated ``Tolerance`` and records the
 verdict: "matches" when they agree, "corrected" when they do not — with the reason from SPEC
 (``shared/SPEC.md``; section G lists the lecture's mistakes) — and "open" when llmecon's answer
-hinges on an input no catalogued source gives (``undecided``: the reason names the threshold). Nothing here computes physics: the
-section builders (``section_a``, ``section_bc``, ``section_df``) call the library and hand the
-two values to :func:`check`, which only compares.
+hinges on an input no catalogued source gives (``undecided``: the reason names the threshold).
+Nothing here computes physics: the section builders (``section_a``, ``section_bc``, ``section_df``)
+call the library and hand the two values to :func:`check`, which only compares.
 """
 
 from __future__ import annotations

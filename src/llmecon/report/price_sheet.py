@@ -18,8 +18,8 @@ from ..errors import require_number
 from ..spec.hardware import MemoryTier
 from ..spec.prices import PriceSheet
 from ..econ.kvcache import with_tier_prices
-from ..econ.pricing import (cache_tier_fit, five_minute_tiers, infer_fast_mode, infer_kv_from_price_step, operating_point,
-    tier_break_evens)
+from ..econ.pricing import (cache_tier_fit, five_minute_tiers, infer_fast_mode, infer_kv_from_price_step,
+    operating_point, tier_break_evens)
 from .context import break_even_rows, fast_mode_dict, kv_inference_dict, tier_fit_rows
 
 
