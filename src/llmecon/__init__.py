@@ -35,6 +35,7 @@ _EXPORTS = {
     "MemoryTier": "spec.hardware", "PriceSheet": "spec.prices", "ServingCost": "econ.pricing",
     "TierSchedule": "econ.context", "block_sparse_reads": "econ.context", "break_even_hold_s": "econ.pricing",
     "cache_hold_price_per_hour": "econ.pricing", "cache_placement": "econ.kvcache", "cache_tier_fit": "econ.pricing",
+    "five_minute_tier": "econ.kvcache", "gray_break_even_s": "econ.kvcache", "tier_break_evens": "econ.pricing",
     "check_prices": "econ.context", "context_economics": "econ.context", "decode_prefill_cost_ratio": "econ.pricing",
     "device_tier": "catalog.hardware", "get_price_sheet": "catalog.prices", "infer_fast_mode": "econ.pricing",
     "infer_kv_from_price_step": "econ.pricing", "kv_bytes_from_crossover": "econ.pricing",

@@ -214,7 +214,7 @@ def cache_cmd(
     pp: PpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Where to keep a KV/prefix cache: each memory tier (hold + read-back cost, drain time) against
-    recomputing it by prefill; the five-minute rule's tier."""
+    recomputing it by prefill; the tier Gray's five-minute rule picks from the tiers' prices."""
     from ..econ.kvcache import cache_placement, priced_tiers
     from ..report.context import placement_dict
     from ..units import fmt_bytes, fmt_seconds, parse
@@ -238,8 +238,11 @@ def cache_cmd(
         ("recompute", f"{fmt_seconds(p.recompute_s)} of prefill on {dep.plan.chips} chips = "
                       f"{_money(p.recompute_usd)}"),
         ("cheapest", p.cheapest),
-        ("five-minute rule", p.five_minute_tier or "no fitting tier drains within the hold time")]))
-    table = Table("tier", "free", "drain", "fits", "drain<=hold", "read back", "hold $", "read $", "total $")
+        ("five-minute rule", p.five_minute_tier or "needs prices for at least two fitting tiers (--tier-price)")]))
+    for e in p.break_evens:
+        console.print(f"break-even {e.faster} -> {e.slower}: {fmt_seconds(e.hold_s)} (re-read more often: keep it "
+                      f"in {e.faster})")
+    table = Table("tier", "free", "drain", "fits", "Gray's tier", "read back", "hold $", "read $", "total $")
     for o in p.options:
         table.add_row(o.tier, fmt_bytes(o.capacity_bytes), "?" if o.drain_s is None else fmt_seconds(o.drain_s),
                       "yes" if o.fits else "no", {True: "yes", False: "no", None: "?"}[o.consistent],
@@ -250,6 +253,9 @@ def cache_cmd(
     if unpriced:
         console.print(f"[dim]no price for: {', '.join(unpriced)} (give --tier-price NAME=USD_PER_HOUR; "
                       f"llmecon never guesses one)[/dim]")
+    console.print("[dim]Gray's rule (Gray & Putzolu 1987): keep data in the faster tier if re-read within "
+                  "T* = slower tier's $ per byte read / faster tier's $ per byte-second held = slower drain x "
+                  "slower $/B / faster $/B[/dim]")
 
 
 # ---- prices ---------------------------------------------------------------------------------
@@ -302,6 +308,9 @@ def prices_infer(
                                                                 "mapped onto.")] = "hgx-h100",
     device: Annotated[list[str], typer.Option("--device", help="Add a storage device tier NAME[:COUNT].")]
     = ["pm1743:8", "exos-x24:8"],
+    tier_price: Annotated[list[str], typer.Option("--tier-price", help="NAME=USD_PER_HOUR for a tier (repeatable): "
+                                                                       "Gray's rule needs at least two priced.")]
+    = [],
     price_per_chip_hour: OptPriceOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Read a price sheet backwards: KV bytes per token from a long-context price step, the operating
@@ -312,7 +321,7 @@ def prices_infer(
 
     out = infer_sheet(get_price_sheet(provider, model), active_params=active_params, chips=chip, dtypes=dtype,
                       system=system, extra_tiers=_parse_devices(device), kv_bytes_per_token=kv_bytes_per_token,
-                      price_per_chip_hour=price_per_chip_hour)
+                      price_per_chip_hour=price_per_chip_hour, tier_prices=_parse_tier_prices(tier_price))
     if as_json:
         _emit_json(out)
         return
@@ -356,7 +365,7 @@ def _print_infer(out: dict) -> None:
         ct = out["cache_tiers"]
         console.print(f"\n[bold cyan]Cache prices against {ct['system']} memory tiers[/bold cyan]"
                       + (f" (KV {fmt_bytes(ct['kv_bytes_per_token'])}/token)" if ct["kv_bytes_per_token"] else ""))
-        table = Table("hold", "surcharge $/Mtok-h", "tier", "drain", "drain<=hold", "price $/GB-h", "tier cost $/GB-h")
+        table = Table("hold", "surcharge $/Mtok-h", "tier", "drain", "Gray's tier", "price $/GB-h", "tier cost $/GB-h")
         for f in ct["fits"]:
             table.add_row(fmt_seconds(f["hold_s"]), f"{f['hold_price_usd_per_mtok_hour']:.3g}", f["tier"],
                           "?" if f["drain_s"] is None else fmt_seconds(f["drain_s"]),
@@ -365,11 +374,13 @@ def _print_infer(out: dict) -> None:
                           "-" if f["tier_cost_usd_per_byte_hour"] is None
                           else f"{f['tier_cost_usd_per_byte_hour'] * 1e9:.3g}")
         console.print(table)
+        for e in ct["break_even_holds"]:
+            console.print(f"break-even {e['faster']} -> {e['slower']}: {fmt_seconds(e['hold_s'])}")
         for row in ct["five_minute_tier"]:
             console.print(f"held {fmt_seconds(row['hold_s'])}: the five-minute rule puts it in "
-                          f"[bold]{row['tier'] or 'no listed tier'}[/bold]")
-        console.print("[dim]five-minute rule: a cache re-read every T belongs in the slowest tier whose drain time "
-                      "(capacity/bandwidth) is still <= T (Gray & Putzolu 1987)[/dim]")
+                          f"[bold]{row['tier'] or 'no tier (price at least two)'}[/bold]")
+        console.print("[dim]five-minute rule (Gray & Putzolu 1987): a cache re-read every T stays in the faster of "
+                      "two tiers while T <= T* = slower drain time x slower $/B / faster $/B[/dim]")
     for p in out["premiums"]:
         console.print(f"\n[bold cyan]Premium '{p['premium']}'[/bold cyan]: {p['price_ratio']:g}x price for "
                       f"{p['speedup']:g}x speed => regular batch = {p['batch_ratio']:g}x the fast batch; pure "

@@ -106,8 +106,14 @@ def cost_dict(c: ServingCost, dep: Deployment, sheet: PriceSheet | None = None) 
 def tier_row(t: MemoryTier) -> dict:
     return {"name": t.name, "kind": t.kind, "capacity_bytes": t.capacity_bytes,
             "bandwidth_bytes_per_s": t.bandwidth_bytes_per_s, "bandwidth_basis": t.bandwidth_basis,
-            "drain_s": t.drain_s, "usd_per_hour": t.usd_per_hour, "status": t.status, "source": t.source,
-            "notes": t.notes}
+            "drain_s": t.drain_s, "usd_per_hour": t.usd_per_hour, "usd_per_byte": t.usd_per_byte,
+            "amortisation_s": t.amortisation_s, "price_source": t.price_source, "price_as_of": t.price_as_of,
+            "status": t.status, "source": t.source, "notes": t.notes}
+
+
+def break_even_rows(evens) -> list[dict]:
+    """Gray's break-even intervals between adjacent priced tiers (``econ.kvcache.BreakEven``)."""
+    return [{"faster": e.faster, "slower": e.slower, "hold_s": e.hold_s} for e in evens]
 
 
 def placement_dict(p: CachePlacement, dep: Deployment) -> dict:
@@ -115,6 +121,8 @@ def placement_dict(p: CachePlacement, dep: Deployment) -> dict:
             "sequences": p.sequences, "context": p.context, "hold_s": p.hold_s, "bytes_total": p.bytes_total,
             "bytes_per_sequence": p.bytes_per_sequence, "recompute_s": p.recompute_s,
             "recompute_usd": p.recompute_usd, "cheapest": p.cheapest, "five_minute_tier": p.five_minute_tier,
+            "break_even_holds": break_even_rows(p.break_evens),
+            "unranked_tiers": [{"tier": name, "why": why} for name, why in p.ladder.skipped],
             "options": [{"tier": o.tier, "free_capacity_bytes": o.capacity_bytes, "drain_s": o.drain_s,
                          "fits": o.fits, "consistent": o.consistent, "retrieve_s": o.retrieve_s,
                          "hold_usd": o.hold_usd, "retrieve_usd": o.retrieve_usd, "total_usd": o.total_usd}

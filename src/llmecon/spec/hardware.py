@@ -118,8 +118,14 @@ class MemoryTier:
     ``capacity_bytes`` and ``bandwidth_bytes_per_s`` are for the whole tier as the system sees it
     (e.g. all host DIMMs of a DGX node). ``bandwidth_bytes_per_s`` is None where no source states
     it (the analysis then says so instead of guessing); ``bandwidth_basis`` says whether the figure
-    is an interface/datasheet "peak" or a measured "sustained" one. ``usd_per_hour`` is the tier's
-    own cost when a source or the user gives one, else None (never invented).
+    is an interface/datasheet "peak" or a measured "sustained" one.
+
+    Two ways to price a tier, both optional and never invented: ``usd_per_hour``, the whole tier's
+    rent (or the user's own amortised cost) per hour; or ``usd_per_byte``, its purchase price per
+    byte (capex), spread evenly over ``amortisation_s`` (straight-line, no cost of capital, no power
+    or floor space), dated by ``price_as_of`` and sourced by ``price_source``. ``usd_per_hour`` wins
+    when both are set (it is the deployment's actual rate). ``holding_usd_per_byte_s`` is what Gray's
+    break-even interval needs (``llmecon.econ.kvcache.gray_break_even_s``).
     """
 
     name: str
@@ -128,6 +134,10 @@ class MemoryTier:
     bandwidth_bytes_per_s: float | None
     bandwidth_basis: str = "peak"
     usd_per_hour: float | None = None
+    usd_per_byte: float | None = None
+    amortisation_s: float | None = None
+    price_source: str = ""
+    price_as_of: str = ""
     status: str = ""
     source: str = ""
     notes: str = ""
@@ -142,14 +152,35 @@ class MemoryTier:
         require_choice("bandwidth_basis", self.bandwidth_basis, ("peak", "sustained"), owner=owner)
         if self.usd_per_hour is not None:
             require_number("usd_per_hour", self.usd_per_hour, minimum=0, hint="omit it when unknown", owner=owner)
+        if self.usd_per_byte is not None:
+            require_number("usd_per_byte", self.usd_per_byte, minimum=0, hint="omit it when unknown", owner=owner)
+            if self.amortisation_s is None:
+                raise SpecError(f"{owner}: usd_per_byte (a purchase price) needs amortisation_s, the period in "
+                                f"seconds it is spread over")
+        if self.amortisation_s is not None:
+            require_number("amortisation_s", self.amortisation_s, minimum=0, exclusive=True, hint="seconds",
+                           owner=owner)
 
     @property
     def drain_s(self) -> float | None:
-        """Capacity over bandwidth: the time to read the whole tier once, and the break-even hold
-        time of the five-minute rule (Gray & Putzolu 1987; SPEC C12). None if bandwidth unknown."""
+        """Capacity over bandwidth: the time to read the whole tier once. It is also Gray's break-even
+        interval of a tier against itself (holding s bytes T costs T·s/C of the tier, re-reading them
+        s/BW of it, whatever its price); between two tiers the break-even is the slower tier's drain
+        time x its price per byte / the faster tier's (``econ.pricing.break_even_hold_s``). None if
+        the bandwidth is unknown."""
         if self.bandwidth_bytes_per_s is None:
             return None
         return self.capacity_bytes / self.bandwidth_bytes_per_s
+
+    @property
+    def holding_usd_per_byte_s(self) -> float | None:
+        """Dollars per byte per second of holding data in this tier: ``usd_per_hour`` / 3600 / capacity
+        (rent), else ``usd_per_byte`` / ``amortisation_s`` (straight-line capex); None if unpriced."""
+        if self.usd_per_hour is not None:
+            return self.usd_per_hour / 3600.0 / self.capacity_bytes
+        if self.usd_per_byte is not None:
+            return self.usd_per_byte / self.amortisation_s
+        return None
 
 
 @dataclass(frozen=True, kw_only=True)

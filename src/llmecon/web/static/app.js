@@ -306,7 +306,7 @@ function drawPrices(r) {
   const ct = r.cache_tiers;
   const kvt = ok(ct && ct.kv_bytes_per_token) ? `KV ${bytes(ct.kv_bytes_per_token)} per token` : "KV per token unknown";
   $("tiers-table").innerHTML = !ct ? "" : `<caption>cache tiers (${esc(ct.system)}, ${kvt})</caption>` +
-    "<thead><tr><th>hold</th><th>tier</th><th>drain</th><th>$/Mtok·h</th><th>consistent</th><th>covers cost</th></tr></thead><tbody>" +
+    "<thead><tr><th>hold</th><th>tier</th><th>drain</th><th>$/Mtok·h</th><th>Gray's tier</th><th>covers cost</th></tr></thead><tbody>" +
     ct.fits.map((f) => `<tr><td>${dur(f.hold_s)}</td><td>${esc(f.tier)}</td><td>${dur(f.drain_s)}</td>` +
       `<td>${sig(f.hold_price_usd_per_mtok_hour)}</td><td>${yn(f.consistent)}</td><td>${yn(f.covers_cost)}</td></tr>`).join("") +
     "</tbody>";
