@@ -382,9 +382,11 @@ def test_h100_ring_all_reduce_matches_the_nvlink_send_bandwidth():
 
 @needs_vidur
 def test_catalogue_send_recv_is_a_lower_bound():
-    """hgx-h100's links (peak bandwidths, fitted alpha) predict 96.7% of the h100_dgx send_recv rows
-    below their measurement (median |error| 19.4%); a lower bound should hold for >= 90%."""
+    """hgx-h100's links (peak bandwidths, per-operation latency floors) predict every h100_dgx
+    send_recv row below its measurement (median |error| 27.6%; with the NCCL-fitted 7.6 / 19.1 us
+    alphas catalogued before, 96.7% below at 19.4%). Every row of every set:
+    test_collectives_lower_bound.py."""
     data = [cf.load_measurements(NETWORK, "h100_dgx", "send_recv")]
     total = cf.check_catalogue(data, {"h100_dgx": cat.get_system("hgx-h100")})[-1]
     assert total.tier == "all" and total.rows == 1988
-    assert total.fraction_below >= 0.90
+    assert total.fraction_below == 1.0
