@@ -117,7 +117,7 @@ def ep_sweep(model: Model, system: System, *, batch_per_chip: float, context: fl
         r = decode_step(model, system, batch=batch, context=context, plan=plan, dispatch_dtype=dispatch_dtype,
                         expert_imbalance=expert_imbalance, profile=profile, **kw)
         c = comm_parts(model, links, plan, tokens=batch, dispatch_dtype=dispatch_dtype,
-                       expert_imbalance=expert_imbalance)
+                       expert_imbalance=expert_imbalance, all_reduce=profile.all_reduce_algorithm)
         rows.append(EpRow(ep=ep, chips=plan.chips, domains=place(plan, system).domains,
                           tier=c.tiers["ep"], batch=batch, fits=bool(r.fits),
                           weights_per_chip_bytes=float(memory_per_chip(model, plan, batch=0.0, context=0.0, **kw)),

@@ -72,7 +72,13 @@ class Accelerator:
 
 @dataclass(frozen=True, kw_only=True)
 class Link:
-    """One network tier as seen by one chip: per-direction bandwidth and per-message latency.
+    """One network tier as seen by one chip: per-direction bandwidth and latencies.
+
+    ``latency_s`` is the tier's per-operation latency floor: every collective or send on the tier
+    pays it once, whatever its step count (``collectives``; the catalogue's values are lower
+    bounds on every measured operation, docs/assumptions.md "Collectives"). ``step_latency_s`` is
+    a latency per algorithm step (per ring hop): 0 on a catalogue link (ideal mode), set by an
+    efficiency profile (``LinkEfficiency.apply``, calibrated mode).
 
     ``in_switch_reduction`` says the switches of this tier can reduce in the network (NVLink SHARP,
     "NVLS", on NVSwitch gen3 and later; InfiniBand SHARP), so an all-reduce can send and receive
@@ -85,11 +91,13 @@ class Link:
     latency_s: float
     source: str = ""
     in_switch_reduction: bool = False
+    step_latency_s: float = 0.0
 
     def __post_init__(self) -> None:
         owner = f"link {self.name}"
         require_number("bandwidth_bytes_per_s", self.bandwidth_bytes_per_s, minimum=0, exclusive=True, owner=owner)
         require_number("latency_s", self.latency_s, minimum=0, owner=owner)
+        require_number("step_latency_s", self.step_latency_s, minimum=0, owner=owner)
         if not isinstance(self.in_switch_reduction, bool):
             raise SpecError(f"{owner}: in_switch_reduction must be True or False, got {self.in_switch_reduction!r}")
 

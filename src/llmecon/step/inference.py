@@ -20,6 +20,7 @@ once, at construction.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -144,13 +145,15 @@ class CommParts:
 
 
 def comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dtype=None,
-               expert_imbalance: float = 1.0) -> CommParts:
+               expert_imbalance: float = 1.0, all_reduce: str = "best") -> CommParts:
     """Communication of one iteration moving ``tokens`` tokens per micro-batch (batch/pp x tokens
     per sequence), with pp micro-batches per iteration (SPEC D15, D18, D19).
 
-    Per stage-step: 2 TP all-reduces per layer over each attention group's tokens (ring or
-    one-shot, whichever is faster; conservative for MoE layers with adp > 1, whose second one a
-    fused combine can replace); for MoE layers with attention data-parallel (adp > 1) the dispatch
+    Per stage-step: 2 TP all-reduces per layer over each attention group's tokens (``all_reduce``,
+    see ``collectives.all_reduce_s``: "best", the default and ideal mode's, is the fastest algorithm
+    the link supports, in-switch reduction included; calibrated mode passes its profile's
+    ``all_reduce_algorithm``, "auto" = ring or one-shot; conservative for MoE layers with adp > 1,
+    whose second one a fused combine can replace); for MoE layers with attention data-parallel (adp > 1) the dispatch
     (``dispatch_dtype``, default bf16) and combine (bf16) all-to-alls over the stage's chips, each
     chip sending its 1/width share of the token-expert pairs to every expert-TP rank (the hottest
     rank receives ``expert_imbalance`` x the mean). Per iteration: the pipeline hops, inside and
@@ -163,7 +166,8 @@ def comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dty
     zero = np.zeros_like(tokens)
     tp_msg = tokens / plan.adp * d * act
     tp_s = zero + plan.pp * phi * model.n_layers * 2 * _tiered(
-        where.tp_tier, system, all_reduce_s, two_tier_all_reduce_s, message_bytes=tp_msg, participants=plan.tp,
+        where.tp_tier, system, functools.partial(all_reduce_s, algorithm=all_reduce),
+        functools.partial(two_tier_all_reduce_s, algorithm=all_reduce), message_bytes=tp_msg, participants=plan.tp,
         domain_chips=where.chips_per_domain)
     ep_s, ep_bytes = zero, zero
     if model.is_moe and where.ep_tier != "none":
@@ -224,7 +228,7 @@ def _assemble(model, system, plan, *, phase, mode, profile, batch, context, toke
                 touched=touched, ne_peak=chip.peak(w_dtype), ex_peak=chip.peak(e_dtype),
                 attn_peak=chip.peak(ACTIVATION_DTYPE), bandwidth=chip.hbm_bandwidth_bytes_per_s)
     comm = comm_parts(model, profile.system(system), plan, tokens=tokens, dispatch_dtype=dispatch_dtype,
-                      expert_imbalance=expert_imbalance)
+                      expert_imbalance=expert_imbalance, all_reduce=profile.all_reduce_algorithm)
     if profile.is_ideal:
         time = StepTime(compute_s=pp * (work.ne_flops / work.ne_peak + work.attn_flops / work.attn_peak
                                         + work.ex_flops / work.ex_peak),
