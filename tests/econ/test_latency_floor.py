@@ -15,9 +15,10 @@ from llmecon.step.inference import decode_of
 
 
 def test_floor_is_the_batch_1_step_even_when_communication_binds():
-    """DeepSeek-V3 fp8 on GB200 NVL72 under tp2·ep4 (analyze's default plan): at batch 1 the
-    all-to-all and all-reduce latencies, not the 37B touched parameters, set the step."""
-    dep = Deployment(model=get_model("deepseek-v3"), system=get_system("gb200-nvl72"), plan=Plan(tp=2, ep=4))
+    """DeepSeek-V3 fp8 on GB200 NVL72 under tp8·ep8: at batch 1 the all-reduce and all-to-all
+    latencies (2 all-reduces per layer, 2 all-to-alls per MoE layer, 61 layers), not the weight
+    reads, set the step."""
+    dep = Deployment(model=get_model("deepseek-v3"), system=get_system("gb200-nvl72"), plan=Plan(tp=8, ep=8))
     e = batch_economics(dep, context=4096)
     one = decode_of(dep, batch=1.0, context=0.0)
     assert e.latency_floor_s == pytest.approx(float(one.step_s), rel=1e-12)
