@@ -132,6 +132,29 @@ def test_context_curve_monotone(ctx):
     assert curve[-1]["max_sequences"] >= 1
 
 
+@pytest.mark.parametrize("plan, never", [(("--tp", "1", "--ep", "8"), True), (("--tp", "2", "--ep", "8"), False)])
+def test_context_note_agrees_with_its_table(plan, never):
+    """Issue 18: DeepSeek-V3 on hgx-h200. Attention data-parallel (tp1·ep8): 242 FLOP per KV byte per
+    chip, above the bf16 ridge 206, so the crossover is never (null) and the note says what bounds
+    the table's longest row — the row's own bound. Under tp2 each chip computes half the heads but
+    reads the whole latent (121 FLOP/B per chip): the crossover is finite and the note says why. The
+    old note said "long contexts are bound by attention compute" in both, over memory-bound rows."""
+    d = run_json("context", "-m", "deepseek-v3", "-s", "hgx-h200", *plan)
+    last = [r for r in d["curve"] if r["batch"] is not None][-1]
+    assert last["context"] == 163_840 == d["max_context_at_batch_1"]
+    if never:
+        assert d["crossover_context"] is None and d["attention_compute_bound"]
+        (note,) = [n for n in d["notes"] if n.startswith("KV reads never outweigh compute")]
+        assert f"at 163,840 tokens (batch {last['batch']:,.0f}) the step is {last['bound']}-bound" in note
+    else:
+        assert d["crossover_context"] > 1_000 and not d["attention_compute_bound"]
+        assert d["attention_flops_per_kv_byte_per_chip"] == pytest.approx(d["attention_flops_per_kv_byte"] / 2)
+        assert any("each chip reads all of a sequence's KV" in n for n in d["notes"])
+    assert not any("bound by attention compute" in n for n in d["notes"])
+    text = run("context", "-m", "deepseek-v3", "-s", "hgx-h200", *plan).stdout
+    assert ("never" in text) == never
+
+
 def test_context_decode_cost_is_step_times_chips_over_batch(ctx):
     chips = ctx["plan"]["chips"]
     for row in ctx["curve"]:
