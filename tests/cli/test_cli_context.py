@@ -21,7 +21,7 @@ PRICE2 = ("--price-per-chip-hour", "2")
 CACHE = ("cache", *PRICE2, *L70, "--tier-price", "host DDR5=1", "--device", "pm1743:8",
          "--tier-price", "8 x pm1743=0.25")
 TIERS = ("prices", "tiers", *PRICE2, *L70)
-GOOGLE_TIERS = (*TIERS, "--boundary", "200000", "--margin", "0.5", "--provider", "google",
+GOOGLE_TIERS = (*TIERS, "--boundary", "65536", "--margin", "0.5", "--provider", "google",
                 "--price-model", "gemini-3-pro-preview")
 STEPS = (*TIERS, "--base-input", "0.1", "--base-output", "0.5")
 
@@ -95,18 +95,21 @@ def test_context_kv_bytes_per_token_by_hand(ctx):
 
 
 def test_context_crossover_closed_form(ctx):
-    """SPEC B8: L_x = 2·N_active·BW / (F·kv). crossover_context_of compares KV-read time with
-    matmul time of one sequence on the deployment's own (sharded) step. Under tp the matmul FLOPs
-    split tp ways and, with GQA and tp <= KV heads, so do the KV heads: both sides shrink by the
-    same factor and the single-chip closed form holds."""
+    """SPEC B8 with attention FLOPs (issue 18): L_x = M·BW/(F·kv - a·BW), M the matmul FLOPs per
+    token, a the attention FLOPs per cached token (GQA: 4·N·H per layer). crossover_context_of
+    compares one sequence's KV-read time with its matmul + attention time on the deployment's own
+    (sharded) step. Under tp the matmul FLOPs and the heads split tp ways and, with GQA and tp <= KV
+    heads, so do the KV heads: every term shrinks by the same factor and the single-chip closed form
+    holds."""
     tp = ctx["plan"]["tp"]
     assert ctx["plan"]["pp"] == 1 and 8 % tp == 0  # 8 KV heads split evenly over tp <= 8
     h100 = get_accelerator("h100-sxm")
     flops, bw = h100.peak_flops_per_s["bf16"], h100.hbm_bandwidth_bytes_per_s
     assert (flops, bw) == (989e12, 3.35e12)  # datasheet numbers the hand formula assumes
-    n_active = get_model("llama-3.1-70b").params.active
-    expected = 2 * n_active * bw / (flops * 327_680)  # ~1,458 tokens
-    assert ctx["crossover_context"] == pytest.approx(expected, rel=0.05)
+    matmul = get_model("llama-3.1-70b").matmul_flops_per_token().total
+    attention = 80 * 4 * 64 * 128  # 80 layers x 4·heads·head_dim FLOPs per cached token
+    expected = matmul * bw / (flops * 327_680 - attention * bw)  # ~1,477 tokens (1,437 without attention)
+    assert ctx["crossover_context"] == pytest.approx(expected, rel=1e-9)
 
 
 def test_context_memory_wall_by_hand(ctx):
@@ -116,8 +119,12 @@ def test_context_memory_wall_by_hand(ctx):
     assert ctx["weights_per_chip_bytes"] == pytest.approx(total * 2 / chips, rel=1e-12)
     assert ctx["free_hbm_bytes"] == pytest.approx(chips * 80e9 - total * 2, rel=1e-12)
     kv, free = ctx["kv_bytes_per_token"], ctx["free_hbm_bytes"]
-    assert ctx["max_context_at_batch_1"] == math.floor(free / kv)  # 545,936 tokens
+    assert ctx["kv_capacity_tokens"] == math.floor(free / kv)  # 545,936 tokens
+    # the model's 131,072-token context caps a sequence (before issue 18 the memory limit, 545,936)
+    assert ctx["model_max_context"] == 131_072 == get_model("llama-3.1-70b").max_context
+    assert ctx["max_context_at_batch_1"] == 131_072
     assert ctx["curve"][-1]["context"] == ctx["max_context_at_batch_1"]
+    assert any("131,072-token context" in n and "545,936" in n for n in ctx["notes"])
     for row in ctx["curve"]:
         assert row["kv_per_sequence_bytes"] == pytest.approx(row["context"] * kv, rel=1e-12)
         assert row["max_sequences"] == math.floor(free / (row["context"] * kv))
@@ -132,6 +139,29 @@ def test_context_curve_monotone(ctx):
     assert all(a < b for a, b in zip(kv, kv[1:]))
     assert all(a >= b for a, b in zip(seqs, seqs[1:]))
     assert curve[-1]["max_sequences"] >= 1
+
+
+@pytest.mark.parametrize("plan, never", [(("--tp", "1", "--ep", "8"), True), (("--tp", "2", "--ep", "8"), False)])
+def test_context_note_agrees_with_its_table(plan, never):
+    """Issue 18: DeepSeek-V3 on hgx-h200. Attention data-parallel (tp1·ep8): 242 FLOP per KV byte per
+    chip, above the bf16 ridge 206, so the crossover is never (null) and the note says what bounds
+    the table's longest row — the row's own bound. Under tp2 each chip computes half the heads but
+    reads the whole latent (121 FLOP/B per chip): the crossover is finite and the note says why. The
+    old note said "long contexts are bound by attention compute" in both, over memory-bound rows."""
+    d = run_json("context", "-m", "deepseek-v3", "-s", "hgx-h200", *plan)
+    last = [r for r in d["curve"] if r["batch"] is not None][-1]
+    assert last["context"] == 163_840 == d["max_context_at_batch_1"]
+    if never:
+        assert d["crossover_context"] is None and d["attention_compute_bound"]
+        (note,) = [n for n in d["notes"] if n.startswith("KV reads never outweigh compute")]
+        assert f"at 163,840 tokens (batch {last['batch']:,.0f}) the step is {last['bound']}-bound" in note
+    else:
+        assert d["crossover_context"] > 1_000 and not d["attention_compute_bound"]
+        assert d["attention_flops_per_kv_byte_per_chip"] == pytest.approx(d["attention_flops_per_kv_byte"] / 2)
+        assert any("each chip reads all of a sequence's KV" in n for n in d["notes"])
+    assert not any("bound by attention compute" in n for n in d["notes"])
+    text = run("context", "-m", "deepseek-v3", "-s", "hgx-h200", *plan).stdout
+    assert ("never" in text) == never
 
 
 def test_context_decode_cost_is_step_times_chips_over_batch(ctx):
@@ -388,9 +418,9 @@ def test_prices_tiers_fixed_boundary(tiers_google, ctx_p2):
     assert tiers_google["price_per_chip_hour"] == 2 and tiers_google["schedule"]["margin"] == 0.5
     tiers = tiers_google["schedule"]["tiers"]
     uppers = [t["up_to_tokens"] for t in tiers]
-    assert uppers[0] == 200_000
+    assert uppers[0] == 65_536
     assert all(a < b for a, b in zip(uppers, uppers[1:]))
-    assert uppers[-1] == ctx_p2["max_context_at_batch_1"]
+    assert uppers[-1] == ctx_p2["max_context_at_batch_1"] == 131_072  # the model's context, not memory
     assert tiers[0]["input_multiplier"] == 1 and tiers[0]["output_multiplier"] == 1
     lower = 0
     for t in tiers:
@@ -417,10 +447,11 @@ def test_prices_tiers_check_against_gemini(tiers_google):
             below = row[f"{kind}_price"] < row[f"{kind}_cost"]
             inside = any(s["from_tokens"] <= row["context"] <= s["to_tokens"] for s in losing[kind])
             assert below == inside, (kind, row)
-    # Gemini 3 Pro's published sheet: $2/$12 up to 200K, $4/$18 above
+    # Gemini 3 Pro's published sheet: $2/$12 up to 200K, $4/$18 above; the stand-in model's prompts
+    # stop at its 131,072-token context, inside the first tier
+    assert check["rows"][-1]["context"] == 131_072
     for row in check["rows"]:
-        long = row["context"] > 200_000
-        assert row["input_price"] == (4 if long else 2) and row["output_price"] == (18 if long else 12)
+        assert row["input_price"] == 2 and row["output_price"] == 12
 
 
 def test_prices_tiers_from_base_prices(tiers_steps, ctx_p2):

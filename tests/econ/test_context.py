@@ -121,15 +121,20 @@ def test_context_curve_monotone(llama_econ):
 
 
 def test_context_crossover_near_closed_form(llama_econ):
-    """SPEC B8: the deployment's crossover (measured on its step function) is within 10% of the closed
-    form 2·N_active/(R·kv) with H100 bf16 R = 295 (1,459 tokens for Llama-3.1-70B)."""
+    """SPEC B8 with attention FLOPs (issue 18): Llama-3.1-70B (GQA, 8 KV heads) under tp4 splits its
+    matmuls, attention heads and KV heads 4 ways alike, so the one-chip closed form holds exactly:
+    L_x = M/(R·kv - a), M = 139,003,428,864 matmul FLOPs per token, R = 989e12/3.35e12 = 295.22,
+    kv = 327,680 B, R·kv = 96,738,961.2, a = 80·4·64·128 = 2,621,440 FLOP per cached token (8 FLOP/B):
+    139,003,428,864/(96,738,961.2 - 2,621,440) = 1,476.9 tokens, 2.8% beyond the matmul-only 1,436.9."""
     dep, econ = llama_econ
     m = dep.model
-    closed = float(crossover_context(active_params=m.params.active,
-                                     flops_per_byte=dep.system.accelerator.flops_per_byte("bf16"),
-                                     kv_bytes_per_token=m.kv_bytes_per_token()))
-    assert econ.crossover_context == pytest.approx(closed, rel=0.10)
-    assert 1.3e3 < econ.crossover_context < 1.6e3
+    assert dep.plan.tp == 4 and m.matmul_flops_per_token().total == 139_003_428_864
+    a = 80 * 4 * 64 * 128
+    assert float(m.attention_flops_per_token(1.0)) == a
+    closed = float(crossover_context(active_params=139_003_428_864 / 2, flops_per_byte=989e12 / 3.35e12,
+                                     kv_bytes_per_token=327_680, attention_flops_per_cached_token=a))
+    assert closed == pytest.approx(1_476.9, abs=0.1)
+    assert econ.crossover_context == pytest.approx(closed, rel=1e-9)
 
 
 def test_max_sequences_against_batching(llama_econ):
@@ -177,13 +182,22 @@ def test_windowed_model_kv_grows_sublinearly():
 
 
 def test_attention_compute_bound_flag():
-    """ContextEconomics.attention_compute_bound: absorbed MLA decode does 2·128·(576+512)/(576·2) =
-    241.8 FLOP per KV byte (DeepSeek-V3, bf16 KV) — above the H200 bf16 ridge (206), below GB200's."""
+    """ContextEconomics.attention_compute_bound, per chip under the plan: absorbed MLA decode does
+    2·128·(576+512)/(576·2) = 241.8 FLOP per KV byte (DeepSeek-V3, bf16 KV) — above the H200 bf16
+    ridge (206) with attention data-parallel (tp1·ep8: each chip computes every head of its
+    sequences); under tp2 (the smallest plan) each chip reads the whole latent but computes half the
+    heads, 120.9 FLOP/B per chip, below the ridge (before issue 18 the flag ignored the plan and
+    said True here); GB200 tp8: 30.2 FLOP/B per chip."""
     per_byte = 2 * 128 * (576 + 512) / (576 * 2)
-    h200 = context_economics(_dep("deepseek-v3", "hgx-h200"), contexts=[1024, 4096])
+    h200 = context_economics(_dep("deepseek-v3", "hgx-h200", Plan(tp=1, ep=8)), contexts=[1024, 4096])
     assert h200.attention_flops_per_kv_byte == pytest.approx(per_byte, rel=1e-3)
-    assert h200.attention_compute_bound
+    assert h200.attention_flops_per_kv_byte_per_chip == pytest.approx(per_byte, rel=1e-3)
+    assert h200.attention_compute_bound and math.isinf(h200.crossover_context)
+    tp2 = context_economics(_dep("deepseek-v3", "hgx-h200"), contexts=[1024, 4096])
+    assert tp2.attention_flops_per_kv_byte_per_chip == pytest.approx(per_byte / 2, rel=1e-3)
+    assert not tp2.attention_compute_bound and math.isfinite(tp2.crossover_context)
     gb200 = context_economics(_dep("deepseek-v3", "gb200-nvl72", Plan(tp=8)), contexts=[1024, 4096])
+    assert gb200.attention_flops_per_kv_byte_per_chip == pytest.approx(per_byte / 8, rel=1e-3)
     assert not gb200.attention_compute_bound
 
 
@@ -194,7 +208,9 @@ def test_context_economics_bad_inputs(llama_econ):
     with pytest.raises(SpecError, match="^batch"):
         context_economics(dep, contexts=[1024], batch=0)
     with pytest.raises(InfeasibleError, match="no context in the grid fits"):
-        context_economics(dep, contexts=[1e8], batch=1)
+        context_economics(dep, contexts=[131_072], batch=100)  # 13.1M KV tokens; memory holds 545,936
+    with pytest.raises(SpecError, match="^contexts 1e[+]08: longer than llama-3.1-70b's 131,072-token context"):
+        context_economics(dep, contexts=[1e8], batch=1)  # before issue 18: InfeasibleError (memory)
 
 
 # ---- tier schedules ---------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from llmecon.spec.deployment import Deployment
-from llmecon.econ.batching import crossover_context, max_batch, max_roofline_fast_mode
+from llmecon.econ.batching import crossover_context_lecture, max_batch, max_roofline_fast_mode
 from llmecon.catalog.hardware import get_system
 from llmecon.catalog.models import get_model
 from llmecon.catalog.prices import get_price_sheet
@@ -43,7 +43,7 @@ FAST = settings(max_examples=80, deadline=None)
 @given(n=st.floats(1e8, 1e13), r=st.floats(10.0, 5000.0), kv=st.floats(1.0, 1e7))
 def test_kv_from_crossover_inverts_crossover(n, r, kv):
     """SPEC C10 reads SPEC B8 backwards: kv = 2·N/(R·L_x) undoes L_x = 2·N/(R·kv)."""
-    lx = crossover_context(active_params=n, flops_per_byte=r, kv_bytes_per_token=kv)
+    lx = crossover_context_lecture(active_params=n, flops_per_byte=r, kv_bytes_per_token=kv)
     assert float(kv_bytes_from_crossover(active_params=n, crossover_context=lx, flops_per_byte=r)) == \
         pytest.approx(kv, rel=1e-9)
 

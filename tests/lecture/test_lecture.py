@@ -47,6 +47,7 @@ SPEC_OTHER_CORRECTIONS = {
     "C11.output-input-ratio-gpt-5",               # C11: observed ratios 1.5x-8x, not a law
     "C11.output-input-ratio-deepseek-v3.2",
     "F22.equal-split-pretrain-share",             # F22: equal split optimal only for equal exponents
+    "B8.crossover-attention-deepseek-v3-h100",    # B8 (issue 18): MLA attention FLOPs move L_x to ~20K
 }
 
 # claim id -> (lecture_cases.yaml case, expected key, index or None, factor from the claim's unit to the case's)

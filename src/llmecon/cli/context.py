@@ -52,6 +52,12 @@ def _tokens(x: float) -> str:
     return "unbounded" if not math.isfinite(x) else fmt_tokens(x)
 
 
+def _crossover(x: float) -> str:
+    """The crossover row: where one sequence's KV reads outweigh its compute, per chip."""
+    what = "KV reads = matmul + attention compute per sequence, per chip; SPEC B8"
+    return f"{_tokens(x)} tokens ({what})" if math.isfinite(x) else f"never ({what.replace('=', 'stay below')})"
+
+
 def _money(x) -> str:
     return "-" if x is None or not math.isfinite(x) else (f"${x:,.3f}" if x < 100 else f"${x:,.0f}")
 
@@ -93,17 +99,18 @@ def context_cmd(
             ("attention", d["attention"]),
             ("KV per token", f"{fmt_bytes(e.kv_bytes_per_token)} held, {fmt_bytes(e.kv_read_bytes_per_token)} read "
                              f"per step at {d['kv_dtype']} (short context, all layers)"),
-            ("crossover context L_x", f"{_tokens(e.crossover_context)} tokens (KV reads = matmul time; SPEC B8)"),
+            ("crossover context L_x", _crossover(e.crossover_context)),
             ("balance batch", f"{e.balance_batch:,.0f}"),
-            ("max context, batch 1", f"{_tokens(e.max_context_at_batch_1)} tokens beside "
-                                     f"{fmt_bytes(e.weights_per_chip_bytes)} of weights per chip"),
+            ("max context, batch 1", f"{_tokens(e.max_context_at_batch_1)} tokens ("
+                                     + ("model limit" if e.model_max_context
+                                        and e.max_context_at_batch_1 >= e.model_max_context else "memory limit")
+                                     + ")"),
+            ("KV capacity", f"{_tokens(e.kv_capacity_tokens)} tokens across sequences, beside "
+                            f"{fmt_bytes(e.weights_per_chip_bytes)} of weights per chip"),
             ("HBM free for KV", fmt_bytes(e.free_hbm_bytes))]
     if e.kv_sharing_factor != 1:
         rows.append(("KV sharing", f"{e.kv_sharing_factor:g} layers per cache: saves capacity, not reads"))
-    if e.attention_compute_bound:
-        rows.append(("note", f"attention does {e.attention_flops_per_kv_byte:.0f} FLOP per KV byte, above the chip's "
-                             f"bf16 ridge {e.attention_ridge_flops_per_byte:.0f}: long contexts are bound by "
-                             f"attention compute, not KV reads"))
+    rows += [("note", n) for n in d["notes"]]
     console = _console()
     console.print(_kv_table("llmecon context", rows))
     priced = price_per_chip_hour is not None
@@ -408,8 +415,9 @@ def prices_tiers(
     provider's published tiers against the same cost curve."""
     import numpy as np
 
+    from ..econ.batching import context_limit
     from ..econ.context import check_prices, context_economics, tiers_for_boundaries, tiers_for_steps, usd_per_mtok
-    from ..report.context import price_check_dict, schedule_dict
+    from ..report.context import context_limit_note, price_check_dict, schedule_dict
 
     if (base_input is None) != (base_output is None):
         _fail("--base-input and --base-output go together")
@@ -427,9 +435,14 @@ def prices_tiers(
         sched = tiers_for_steps(c.context, cost_in, cost_out, base_input=base_input, base_output=base_output,
                                 input_step=input_step, output_step=output_step, margin=margin)
     else:
-        sched = tiers_for_boundaries(c.context, cost_in, cost_out, boundaries=boundaries, margin=margin)
+        sched = tiers_for_boundaries(c.context, cost_in, cost_out, boundaries=boundaries, margin=margin,
+                                     context_limit=context_limit(dep.model))
+    limit = context_limit_note(dep.model.name, e.model_max_context, e.kv_capacity_tokens)
     out = {"model": dep.model.name, "system": dep.system.name, "fidelity": dep.fidelity,
-           "price_per_chip_hour": price_per_chip_hour, "utilization": utilization, "schedule": schedule_dict(sched)}
+           "price_per_chip_hour": price_per_chip_hour, "utilization": utilization,
+           "max_context_at_batch_1": e.max_context_at_batch_1, "kv_capacity_tokens": e.kv_capacity_tokens,
+           "model_max_context": e.model_max_context or None, "notes": [limit] if limit else [],
+           "schedule": schedule_dict(sched)}
     if sheet is not None:
         out["check"] = price_check_dict(check_prices(c.context, cost_in, cost_out, sheet), sheet)
     if as_json:
@@ -445,6 +458,8 @@ def prices_tiers(
         table.add_row(_tokens(t["up_to_tokens"]), _money(t["input_usd_per_mtok"]), f"{t['input_multiplier']:.3g}",
                       _money(t["output_usd_per_mtok"]), f"{t['output_multiplier']:.3g}")
     console.print(table)
+    for note in out["notes"]:
+        console.print(f"[dim]{note}[/dim]")
     if sched.uncovered_from is not None:
         console.print(f"[yellow]contexts from {_tokens(sched.uncovered_from)} tokens are not covered (they do not "
                       f"fit, or the tiers ran out)[/yellow]")

@@ -319,6 +319,10 @@ def plan_deployment(model: Model, systems: list[System], *, targets: PlanTargets
         if limit and value > limit:
             raise SpecError(f"longer than {model.name}'s {limit:,} token context", field=name, value=value,
                             fix="lower it")
+    if limit and targets.prompt_tokens + targets.output_tokens > limit:  # one request: prompt + output
+        raise SpecError(f"prompt {targets.prompt_tokens:,.0f} + output {targets.output_tokens:,.0f} tokens is longer "
+                        f"than {model.name}'s {limit:,} token context", field="output_tokens",
+                        value=targets.output_tokens, fix=f"keep {{prompt_tokens}} + {{output_tokens}} <= {limit:,}")
     if not systems:
         raise SpecError("name at least one system (llmecon catalog systems)", field="systems")
     names = [s.name for s in systems]

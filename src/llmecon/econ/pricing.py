@@ -34,7 +34,9 @@ from ..step.inference import decode_of
 def kv_bytes_from_crossover(*, active_params, crossover_context, flops_per_byte):
     """KV bytes per token if a price step sits at the crossover context (SPEC C10):
     kv = 2·N_active/(R·L_x), R in FLOP per byte (the lecture's 300 *multiplies* per byte at fp8
-    are 600 FLOP/B: 2·100e9/(600·200K) = 1,667 B; with H100 bf16 R = 295: 3,387 B)."""
+    are 600 FLOP/B: 2·100e9/(600·200K) = 1,667 B; with H100 bf16 R = 295: 3,387 B). Inverts the
+    lecture's ``batching.crossover_context_lecture``: attention FLOPs (unknown for a closed model)
+    are left out; counting a per cached token would give kv = (2·N_active/L_x + a)/R, more."""
     n = np.asarray(active_params, dtype=float)
     lx = np.asarray(crossover_context, dtype=float)
     r = np.asarray(flops_per_byte, dtype=float)
@@ -186,7 +188,8 @@ def infer_kv_from_price_step(sheet: PriceSheet, *, active_params: Sequence[float
                                  flops_per_byte=np.asarray(ratios)[None, :])
     assumptions = (
         f"the price step at {tier.above_tokens:,} prompt tokens sits at the crossover context L_x, where KV "
-        f"reads per token equal the matmul time of 2·N_active FLOPs (SPEC C10)",
+        f"reads per token equal the matmul time of 2·N_active FLOPs (SPEC C10; the lecture's form: attention "
+        f"FLOPs, unknown for a closed model, are left out, which makes the KV figure a lower bound)",
         "decode runs at a batch large enough that weight reads are amortised (B >= B*)",
         f"active parameters N_active in {{{', '.join(f'{x:.3g}' for x in n)}}} (unknown for closed models: a guess)",
         "FLOP/byte R of the serving chip at its weight format: " + ", ".join(

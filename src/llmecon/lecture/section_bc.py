@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from ..spec.deployment import Deployment
-from ..econ.batching import crossover_context, smallest_plan
+from ..econ.batching import crossover_context, crossover_context_lecture, smallest_plan
 from ..catalog.hardware import get_accelerator, get_storage_device, get_system
 from ..catalog.models import get_model
 from ..catalog.prices import get_price_sheet
@@ -60,12 +60,28 @@ def _b8() -> list[Claim]:
     out = []
     for name, said in (("llama-3.1-70b", 1400), ("deepseek-v3", 3600)):
         m = get_model(name)
-        lx = crossover_context(active_params=m.params.active, flops_per_byte=r,
-                               kv_bytes_per_token=m.kv_bytes_per_token("bf16"))
+        lx = crossover_context_lecture(active_params=m.params.active, flops_per_byte=r,
+                                       kv_bytes_per_token=m.kv_bytes_per_token("bf16"))
         out.append(check(f"B8.crossover-{name}-h100", statement=f"Crossover context L_x = 2·N_active/(R·kv): "
                          f"{m.name} ({m.attention_label}) on H100, bf16 KV", lecture=said, computed=float(lx),
                          unit="tokens", tol=Tolerance(kind="rel", value=0.05, why="SPEC gives 2 significant figures"),
-                         fmt=",.0f", source=f"SPEC B8; catalogue {name}, h100-sxm"))
+                         fmt=",.0f", agree="the lecture's form, attention FLOPs left out of the compute side (see "
+                                           "B8.crossover-attention-deepseek-v3-h100)",
+                         source=f"SPEC B8; catalogue {name}, h100-sxm"))
+    m = get_model("deepseek-v3")
+    kv = m.kv_bytes_per_token("bf16")
+    a = float(m.attention_flops_per_token(1.0))  # absorbed MLA: 61 x 2·128·(576 + 512) FLOP per cached token
+    lx = crossover_context(active_params=m.params.active, flops_per_byte=r, kv_bytes_per_token=kv,
+                           attention_flops_per_cached_token=a)
+    out.append(check("B8.crossover-attention-deepseek-v3-h100", statement="Crossover context with attention FLOPs "
+                     "counted as compute, L_x = 2·N_active/(R·kv - a): DeepSeek-V3 (absorbed MLA) on one H100, bf16",
+                     lecture=3600, computed=float(lx), unit="tokens",
+                     tol=Tolerance(kind="rel", value=0.05, why="SPEC gives 2 significant figures"), fmt=",.0f",
+                     correct=f"absorbed MLA does 2·128·(576 + 512) = 278,528 FLOP per cached token per layer against "
+                             f"1,152 B of bf16 latent ({a / kv:.0f} FLOP/B, close to H100's ridge {r:.0f}), so compute "
+                             f"grows almost as fast as KV reads: L_x = 2·N_active/(R·kv - a) = {float(lx):,.0f} "
+                             "tokens, not SPEC B8's 3.6K; on H200 (ridge 206) KV reads never catch up (issue 18)",
+                     source="SPEC B8 (issue 18: attention FLOPs); catalogue deepseek-v3, h100-sxm"))
     out.append(check("B8.kv-1m-at-2kb", statement="KV of one 1M-token sequence at 2 KB/token", lecture=2.0,
                      computed=float(kv_per_sequence_bytes(kv_bytes_per_token=I.TWO_KB,
                                                           context=I.PER_SEQUENCE_CONTEXT)) * GB,

@@ -317,7 +317,8 @@ const yn = (b) => (b === true ? "yes" : b === false ? "no" : "—");
 function drawHeadline(a) {
   $("headline").tBodies[0].innerHTML = a.headline.map((h) => `<tr><th>${esc(h.label)}</th><td>${esc(h.value)}</td></tr>`).join("");
   $("balance-batch").textContent = int(a.balance_batch);
-  $("key-crossover").textContent = ok(a.crossover_context) ? `${int(a.crossover_context)} tokens` : "—";
+  // null = never: KV reads stay below matmul + attention compute per sequence (docs/json.md)
+  $("key-crossover").textContent = ok(a.crossover_context) ? `${int(a.crossover_context)} tokens` : "never";
   $("key-floor").textContent = ms(a.latency_floor_s);
   $("key-maxbatch").textContent = int(a.max_batch);
   const p = a.plan;
