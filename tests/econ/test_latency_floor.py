@@ -25,3 +25,17 @@ def test_floor_is_the_batch_1_step_even_when_communication_binds():
     assert str(one.bound) == "comm" and e.latency_floor_s > float(one.time.memory_s)
     # no batch-1 step at any context is shorter than the floor
     assert float(decode_of(dep, batch=1.0, context=4096.0).step_s) >= e.latency_floor_s
+
+
+def test_roofline_definitions_stay_on_the_roofline_in_calibrated_mode():
+    """Balance batch and crossover context are roofline definitions (docs/assumptions.md): a
+    calibrated Deployment reports the same values as its ideal twin, while its steps differ."""
+    from llmecon.catalog.efficiency import default_profile
+
+    m, s = get_model("deepseek-v3"), get_system("hgx-h100")
+    ideal = Deployment(model=m, system=s, plan=Plan(tp=1, ep=16))
+    cal = Deployment(model=m, system=s, plan=Plan(tp=1, ep=16), profile=default_profile(s.accelerator))
+    a, b = batch_economics(ideal, context=4096), batch_economics(cal, context=4096)
+    assert b.balance_batch == a.balance_batch and b.crossover_context == a.crossover_context
+    assert b.balance_batch_at_context == a.balance_batch_at_context
+    assert b.latency_floor_s > a.latency_floor_s  # the steps themselves follow the mode

@@ -10,13 +10,14 @@ follow by multiplying with a price per chip-hour (pricing module).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..dtypes import get_dtype
 from ..errors import InfeasibleError, SpecError
 from ..spec.hardware import System
+from ..spec.efficiency import IDEAL
 from ..spec.deployment import Deployment, memory_per_chip
 from ..step.inference import StepResult, decode_of, weights_read_per_chip
 from ..spec.model import Model
@@ -322,10 +323,19 @@ class BatchEconomics:
     curve: BatchCurve
 
 
+def roofline_twin(dep: Deployment) -> Deployment:
+    """``dep`` priced on the roofline (profile IDEAL). The balance batch and the crossover context
+    are definitions on the roofline (where compute catches up with reads), so they are computed on
+    this twin in every mode: in calibrated mode kernel floors and overheads at batch 1 would make
+    them meaningless (DeepSeek-V3 tp1·ep16 on H100 would give B* ~ 5, L_x ~ 9M)."""
+    return dep if dep.profile.is_ideal else replace(dep, profile=IDEAL)
+
+
 def _kv_minus_compute_s(dep: Deployment, contexts, *, attention: bool = True) -> np.ndarray:
     """One sequence (batch 1) on the critical chip: its KV-read time at each context minus its
     compute time there (matmul + attention; matmul only with ``attention=False``, the lecture's
-    form). Priced on the deployment's own step, so per chip under its plan, in its mode."""
+    form). Priced on the deployment's own step on the roofline, so per chip under its plan."""
+    dep = roofline_twin(dep)
     base = decode_of(dep, batch=1.0, context=0.0)
     step = decode_of(dep, batch=1.0, context=contexts)
     kv_s = np.asarray(step.time.memory_s, dtype=float) - float(base.time.memory_s)
@@ -371,7 +381,7 @@ def full_weight_read_s(dep: Deployment) -> float:
 def balance_batch_of(dep: Deployment) -> float:
     """The deployment's balance batch B*: full weight-read time over one sequence's compute time
     at zero context (SPEC A3, measured on the step function rather than the closed form)."""
-    return full_weight_read_s(dep) / float(decode_of(dep, batch=1.0, context=0.0).time.compute_s)
+    return full_weight_read_s(dep) / float(decode_of(roofline_twin(dep), batch=1.0, context=0.0).time.compute_s)
 
 
 def balance_batch_at_context_of(dep: Deployment, context) -> float:
