@@ -133,7 +133,7 @@ def simulate_cmd(
     """
     from ..errors import SpecError, require_number, require_whole
     from ..serving import SLO, PrefixCache, SimConfig
-    from ..serving.budget import expected_requests, require_memory, simulation_bytes
+    from ..serving.budget import expected_requests, pool_sizes, require_memory, simulation_bytes
     from ..serving.policies import policy_from_name
     from ..report.serving import check_requests_path, plot_simulation, simulation_dict, write_requests
     from ..serving.workload import load_trace, parse_lengths, synthetic
@@ -146,7 +146,24 @@ def simulate_cmd(
         check_requests_path(requests_out)
     limit = require_number("max_memory", parse(max_memory, "bytes", field="--max-memory"), minimum=0, exclusive=True,
                            hint="e.g. --max-memory 16GB")
-    if not trace:
+    pol = policy_from_name(policy, batch_cap=batch_cap, tau_s=tau, deadline_s=deadline, chunk_tokens=chunk_tokens,
+                           max_batched_tokens=max_batched_tokens, preemption=preemption,
+                           prefill_replicas=prefill_replicas, decode_replicas=decode_replicas)
+    classes = _classes(service_class) or None
+    prefix = None
+    if prefix_tokens is not None or prefix_hit_rate is not None:
+        if prefix_tokens is None:
+            raise SpecError("--prefix-hit-rate needs --prefix-tokens (how many prompt tokens a hit skips)")
+        prefix = PrefixCache(prefix_tokens=prefix_tokens, hit_rate=prefix_hit_rate)
+    cfg = SimConfig(policy=pol, replicas=replicas, classes=classes, prefix_cache=prefix,
+                    slo=SLO(ttft_s=slo_ttft, tpot_s=slo_tpot), price_per_chip_hour=price_per_chip_hour,
+                    hbm_fraction=require_number("hbm_fraction", hbm_fraction, minimum=0, exclusive=True, maximum=1),
+                    max_queue=max_queue, drain=drain, seed=seed)
+    n_replicas, slots = pool_sizes(cfg)
+    if trace:
+        require_memory(simulation_bytes(requests=0, replicas=n_replicas, batch_slots=slots), limit,
+                       what=f"{n_replicas:,} replicas, {slots:,} batch slots", fix="lower the replicas or batch caps")
+    else:
         if time_scale is not None:
             raise SpecError("applies to a replayed trace only", field="time_scale", fix="drop it, or give {trace}")
         if requests is not None and duration is not None:
@@ -160,23 +177,9 @@ def simulate_cmd(
         duration = 60.0 if requests is None and duration is None else duration
         n = expected_requests(rate_per_s=require_number("rate", rate, minimum=0, exclusive=True),
                               duration_s=duration, requests=requests)
-        require_memory(simulation_bytes(requests=n), limit, what=f"{n:,.0f} requests at ~3.2 kB each",
-                       fix="lower {rate}, {duration} or {requests}")
-    pol = policy_from_name(policy, batch_cap=batch_cap, tau_s=tau, deadline_s=deadline, chunk_tokens=chunk_tokens,
-                           max_batched_tokens=max_batched_tokens, preemption=preemption,
-                           prefill_replicas=prefill_replicas, decode_replicas=decode_replicas)
-    classes = _classes(service_class) or None
-    prefix = None
-    if prefix_tokens is not None or prefix_hit_rate is not None:
-        if prefix_tokens is None:
-            from ..errors import SpecError
-
-            raise SpecError("--prefix-hit-rate needs --prefix-tokens (how many prompt tokens a hit skips)")
-        prefix = PrefixCache(prefix_tokens=prefix_tokens, hit_rate=prefix_hit_rate)
-    cfg = SimConfig(policy=pol, replicas=replicas, classes=classes, prefix_cache=prefix,
-                    slo=SLO(ttft_s=slo_ttft, tpot_s=slo_tpot), price_per_chip_hour=price_per_chip_hour,
-                    hbm_fraction=require_number("hbm_fraction", hbm_fraction, minimum=0, exclusive=True, maximum=1),
-                    max_queue=max_queue, drain=drain, seed=seed)
+        require_memory(simulation_bytes(requests=n, replicas=n_replicas, batch_slots=slots), limit,
+                       what=f"{n:,.0f} requests at ~3.2 kB each, {n_replicas:,} replicas, {slots:,} batch slots",
+                       fix="lower {rate}, {duration} or {requests}, the replicas or the batch caps")
     if trace:
         wl = load_trace(trace, time_scale=1.0 if time_scale is None else time_scale, max_memory_bytes=limit)
         # a synthetic workload's options mean nothing with a trace: refused, not ignored
@@ -193,7 +196,8 @@ def simulate_cmd(
     dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, profile=profile)
     wl.require_within_context(dep.model.max_context, model_name=dep.model.name)  # before sizing tables by it
     longest = int((wl.prompt_tokens + wl.output_tokens).max()) if wl.n else 0
-    require_memory(simulation_bytes(requests=wl.n, longest_tokens=longest), limit,
+    require_memory(simulation_bytes(requests=wl.n, longest_tokens=longest, replicas=n_replicas, batch_slots=slots),
+                   limit,
                    what=f"{wl.n:,} requests at ~3.2 kB each, tables over the longest request of {longest:,} "
                         "tokens at ~0.5 kB per token", fix="shorten the run or the requests")
     res = _run(dep, wl, cfg)

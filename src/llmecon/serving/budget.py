@@ -10,6 +10,9 @@ llama-3.1-8b / hgx-h100 tp1 (numpy 2, CPython 3.11, this package at issue 19):
   45.8 MB, 235 B per token, and prompt 120,000 + output 10,000 took 74.2 MB, 400 B per token (the
   step model's prefill and decode tables over 0..longest); we use 512 B;
 * per trace row while the file is parsed: 560 B (100,000-row CSV, ``load_trace``); we use 640 B;
+* per replica: 1 -> 100,000 replicas (20 requests) took 22.4 -> 114.3 MB, 920 B each; we use 1 kB;
+* per batch slot: --batch-cap 1e6 -> 4e6 took 166 -> 598 MB, 144 B per slot (the step tables over
+  0..batch cap, one set per pool); we use 160 B;
 * a fixed 64 MB for the step-model tables at short lengths and the report.
 
 Omitted: the interpreter and numpy themselves (~60 MB resident before any work), and the
@@ -26,6 +29,8 @@ from ..units import fmt_bytes
 BYTES_PER_REQUEST = 3_200
 BYTES_PER_TOKEN = 512
 BYTES_PER_TRACE_ROW = 640
+BYTES_PER_REPLICA = 1_024
+BYTES_PER_BATCH_SLOT = 160
 BASE_BYTES = 64e6
 DEFAULT_MAX_MEMORY_BYTES = 4e9  # 4 GB: a laptop's comfortable share; raise it with --max-memory
 
@@ -38,11 +43,22 @@ def expected_requests(*, rate_per_s: float, duration_s: float | None, requests: 
     return 1.1 * rate_per_s * (duration_s or 0.0) + 16
 
 
-def simulation_bytes(*, requests: float, longest_tokens: float = 0.0, trace_rows: float = 0.0) -> float:
+def simulation_bytes(*, requests: float, longest_tokens: float = 0.0, trace_rows: float = 0.0,
+                     replicas: float = 1, batch_slots: float = 0.0) -> float:
     """Estimated peak bytes of a simulation of ``requests`` whose longest request is ``longest_tokens``
-    (prompt + output), and of parsing a trace of ``trace_rows`` rows (module docstring)."""
+    (prompt + output) on ``replicas`` replicas in all with step tables over ``batch_slots`` sequences
+    (all pools' batch caps), and of parsing a trace of ``trace_rows`` rows (module docstring)."""
     return (BASE_BYTES + BYTES_PER_REQUEST * requests + BYTES_PER_TOKEN * longest_tokens
-            + BYTES_PER_TRACE_ROW * trace_rows)
+            + BYTES_PER_TRACE_ROW * trace_rows + BYTES_PER_REPLICA * replicas + BYTES_PER_BATCH_SLOT * batch_slots)
+
+
+def pool_sizes(cfg) -> tuple[int, int]:
+    """(replicas in all pools, batch slots of all pools' step tables) of a SimConfig."""
+    pol, classes = cfg.policy, list((cfg.classes or {}).values())
+    extra = sum(getattr(pol, k, None) or 0 for k in ("prefill_replicas", "decode_replicas"))
+    replicas = cfg.replicas + extra + sum(c.replicas for c in classes)
+    slots = (1 + len(classes)) * max([pol.batch_cap] + [c.batch_cap for c in classes])
+    return replicas, slots
 
 
 def require_memory(need_bytes: float, limit_bytes: float, *, what: str, fix: str) -> None:
