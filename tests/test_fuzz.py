@@ -9,20 +9,17 @@ its bad --port is covered in tests/cli/test_cli_web.py) and ``measure`` (needs a
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import io
 import json
 import re
 import resource
-import traceback
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from llmecon.cli import command
+from cli_run import CMD, invoke
 from llmecon.errors import LlmeconError
 
 SKIP_COMMANDS = {"web", "measure"}
@@ -54,25 +51,8 @@ def _leaves(cmd, path=()):
         yield path, options, takes_file
 
 
-CMD = command()
 LEAVES = list(_leaves(CMD))
 assert len(LEAVES) > 20  # the tree was read
-
-
-def invoke(args: list[str]) -> tuple[object, str]:
-    """Run ``llmecon args`` in this process as a user would (exit code, stdout + stderr); an exception
-    that escapes is returned as its traceback text."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            CMD.main(args=args, prog_name="llmecon", standalone_mode=True)
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        except BaseException:  # noqa: BLE001 - anything that escapes is the failure this test looks for
-            code = "traceback"
-            err.write(traceback.format_exc())
-    return code, out.getvalue() + err.getvalue()
 
 
 @pytest.fixture(scope="module")

@@ -113,7 +113,7 @@ def validate(
     if not any(splits["all"]["n"] for modes in ev.metrics.values() for splits in modes.values()):
         from ..errors import InfeasibleError
 
-        why = "; ".join(f"{p} ({n} rows)" for p, n in sorted(ev.problems.items(), key=lambda kv: -kv[1])[:3])
+        why = "; ".join(f"{p} ({n}x)" for p, n in sorted(ev.problems.items(), key=lambda kv: -kv[1])[:3])
         raise InfeasibleError(f"nothing in {measurements} could be predicted" + (f": {why}" if why else ""),
                               fix="check the rows' model, system and plan columns (llmecon predict shows why)")
     if as_json:
