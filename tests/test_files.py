@@ -159,3 +159,24 @@ def test_a_failing_write_creates_no_file(tmp_path):
 
 def test_errors_are_llmecon_errors():
     assert issubclass(CatalogError, LlmeconError) and issubclass(SpecError, LlmeconError)
+
+
+def test_atomic_write_through_a_link_replaces_the_target_and_keeps_the_link(tmp_path):
+    target, link = tmp_path / "real.csv", tmp_path / "link.csv"
+    target.write_text("old")
+    link.symlink_to(target)
+    write_text(link, "new")
+    assert link.is_symlink() and target.read_text() == "new"
+
+
+def test_a_target_that_is_no_regular_file_is_written_in_place(tmp_path):
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    with atomic_path(fifo) as tmp:
+        assert tmp == fifo  # nothing can be renamed over a FIFO or a device: written directly
+
+
+@pytest.mark.parametrize("name, words", [("a\0b.csv", "NUL character"), ("x" * 300 + ".csv", "cannot be used")])
+def test_check_output_turns_os_refusals_into_one_line(tmp_path, name, words):
+    with pytest.raises(SpecError, match=words):
+        check_output(str(tmp_path / name), field="out", suffixes=(".csv",))

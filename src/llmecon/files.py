@@ -128,6 +128,15 @@ def check_output(path: str | os.PathLike, *, field: str, suffixes: Iterable[str]
 
     if not str(path).strip():
         raise fail("is empty", "give a file name")
+    if "\0" in str(path):
+        raise fail("contains a NUL character", "give a plain file name")
+    try:
+        return _check_output(p, fail, suffixes, folder)
+    except OSError as exc:  # a name too long, a loop of links: what the OS says, on the field
+        raise fail(f"cannot be used ({exc.strerror or exc})", "pick another path") from None
+
+
+def _check_output(p: Path, fail, suffixes: tuple[str, ...], folder: bool) -> Path:
     if suffixes and p.suffix.lower() not in suffixes:
         listing = suffixes[0] if len(suffixes) == 1 else f"{', '.join(suffixes[:-1])} or {suffixes[-1]}"
         raise fail(f"use a file name ending in {listing}", f"e.g. out{suffixes[0]}")
@@ -149,8 +158,13 @@ def check_output(path: str | os.PathLike, *, field: str, suffixes: Iterable[str]
 def atomic_path(path: str | os.PathLike, *, mode: int = 0o644) -> Iterator[Path]:
     """A temporary path beside ``path`` (same folder, same suffix, so writers that pick a format by
     suffix still do) for the caller to write; on success it replaces ``path`` (``os.replace``), on
-    any error it is removed and ``path`` is left as it was."""
-    p = Path(path)
+    any error it is removed and ``path`` is left as it was. A link is followed (the file it names is
+    replaced, not the link); a target that is no regular file (``/dev/stdout``, a FIFO) is written
+    in place, as nothing can be renamed over it."""
+    p = Path(os.path.realpath(path))
+    if p.exists() and not p.is_file():
+        yield p
+        return
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=f".tmp{p.suffix}", dir=p.parent)
     os.close(fd)
     try:

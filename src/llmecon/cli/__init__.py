@@ -27,24 +27,41 @@ def build_app():
     return app
 
 
-def _not_finite(value) -> bool:
+#: the largest magnitude any numeric option takes: no quantity llmecon reads is near it (a frontier
+#: training run is ~1e27 FLOP but no option takes FLOPs; token counts stay below 1e15, prices below 1e6)
+MAX_FLOAT_OPTION = 1e24
+MAX_INT_OPTION = 2 ** 62  # numpy's int64 arrays hold it (larger whole numbers overflow them)
+
+
+def _bad_value(value) -> str | None:
+    """What is wrong with a parsed option value (or each item of a repeated one), or None."""
     import math
 
-    items = value if isinstance(value, (list, tuple)) else (value,)
-    return any(isinstance(v, float) and not math.isfinite(v) for v in items)
+    for v in value if isinstance(value, (list, tuple)) else (value,):
+        if isinstance(v, float) and not math.isfinite(v):
+            return f"must be a finite number, got {v!r}"
+        if isinstance(v, float) and abs(v) > MAX_FLOAT_OPTION:
+            return f"must be at most {MAX_FLOAT_OPTION:g} in size (no input llmecon takes is larger), got {v:g}"
+        if isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_INT_OPTION:
+            return f"must be at most 2^62 in size, got {v:,}"
+        if isinstance(v, str) and not v.strip():
+            return "is empty; give a value or leave the option out"
+    return None
 
 
 def _harden(cmd) -> None:
-    """Walk the command tree: every option that parses to a float refuses NaN and infinity
-    (``--context nan`` would otherwise reach a formula or a fit check): one line, exit 2."""
+    """Walk the command tree: every option refuses, in one line with exit 2, a value that would be
+    silently reinterpreted or reach a formula as garbage: NaN and infinity (``--context nan``), numbers
+    past any sensible size, and empty strings (``--plot ''`` would otherwise mean "no plot")."""
     from ..errors import SpecError
 
     for param in getattr(cmd, "params", ()):
         def process(ctx, value, _orig=param.process_value, _param=param):
             v = _orig(ctx, value)
-            if _not_finite(v):
+            problem = _bad_value(v) if v is not None else None
+            if problem:
                 name = max(getattr(_param, "opts", None) or [_param.name], key=len)
-                raise SpecError(f"must be a finite number, got {v!r}", field=name, fix="give a number such as 1.5")
+                raise SpecError(problem, field=name)
             return v
 
         param.process_value = process
