@@ -275,3 +275,14 @@ def test_run_helper_matches_a_real_process():
     proc = run("step", "--tp", "0")
     code, text = invoke(["step", "--tp", "0"])
     assert (proc.returncode, proc.stderr) == (code, text)
+
+
+@pytest.mark.parametrize("args, needles", [
+    (["batch", "--plot", ""], ["--plot: is empty"]),
+    ([*SIM, "--requests", "5", "--output", " "], ["--output: is empty"]),
+    (["overtrain", "--active-params", "1e300"], ["--active-params", "at most 1e+24"]),
+    (["step", "--adp", str(2 ** 70)], ["--adp", "at most 2^62"]),
+    (["plan", "--tpot", "5GB"], ["--tpot", "'5 min'"]),  # a time is suggested time units
+])
+def test_empty_and_absurd_values_are_refused_not_reinterpreted(args, needles):
+    fails(args, *needles)
