@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import difflib
 import json
+from dataclasses import replace
 from collections.abc import Mapping
 from pathlib import Path
 
 from ..errors import CatalogError, SpecError
 from ..spec.model import Attention, Model, MoE
+from .hf_layers import check_refused, is_cosmetic, read_structure, vision_tower_params, weight_formats
 
 # Per-architecture facts that are not config fields (transformers modeling code / model cards).
 _LLAMA = {"gated": True, "norm": "rms", "norms_per_layer": 2, "tie": False}
@@ -54,6 +56,26 @@ FAMILIES: dict[str, dict] = {
     # Linear biased, tied embeddings (GPT2Config, transformers gpt2/modeling_gpt2.py).
     "GPT2LMHeadModel": {"gated": False, "norm": "layer", "norms_per_layer": 2, "tie": True, "qkv_bias": True,
                         "o_bias": True, "ffn_bias": True, "ffn_width_default_mult": 4, "learned_positions": True},
+    # Qwen3.5 / 3.6: Qwen3-Next layout (q/k norms, Gated DeltaNet linear layers from layer_types).
+    "Qwen3_5ForConditionalGeneration": {**_LLAMA, "qk_norm": True, "multimodal": "vision"},
+    "Qwen3_5MoeForConditionalGeneration": {**_LLAMA, "qk_norm": True, "multimodal": "vision"},
+    "Qwen3VLForConditionalGeneration": {**_LLAMA, "qk_norm": True, "multimodal": "vision"},
+    "Qwen3VLMoeForConditionalGeneration": {**_LLAMA, "qk_norm": True, "multimodal": "vision"},
+    # Nemotron-H / Nemotron-3: hybrid Mamba-2 / attention / MLP / MoE blocks, 2-matrix relu² MLPs,
+    # e_score_correction_bias on the router (transformers nemotron_h modeling).
+    "NemotronHForCausalLM": {**_LLAMA, "gated": False, "norms_per_layer": 1, "router_bias": True},
+    # Gemma 4: Gemma 3 layout; global layers have their own KV heads and head dim (K = V).
+    "Gemma4ForConditionalGeneration": {**_LLAMA, "norms_per_layer": 4, "qk_norm": True, "tie": True,
+                                       "multimodal": "vision and audio", "moe_plus_dense": True},
+    "MiMoV2FlashForCausalLM": {**_LLAMA, "router_bias": True},
+    "MiMoForCausalLM": _LLAMA,
+    "DeciLMForCausalLM": _LLAMA,
+    "KimiLinearForCausalLM": {**_LLAMA, "router_bias": True},
+    "MiniMaxM2ForCausalLM": {**_LLAMA, "qk_norm": True},
+    "MiniMaxM3ForCausalLM": {**_LLAMA, "qk_norm": True},
+    "MiniMaxM3SparseForCausalLM": {**_LLAMA, "qk_norm": True, "multimodal": "vision"},
+    "GlmMoeDsaForCausalLM": _LLAMA,
+    "Step3p7FlashForCausalLM": _LLAMA,
     "PhiForCausalLM": {"gated": False, "norm": "layer", "norms_per_layer": 1, "tie": False, "qkv_bias": True,
                        "o_bias": True, "ffn_bias": True, "lm_head_bias": True},
 }
@@ -71,6 +93,24 @@ USED_FIELDS = {
     "tie_word_embeddings", "attention_bias", "mlp_bias", "use_qk_norm", "qk_layernorm", "torch_dtype",
     "dtype", "quantization_config", "max_position_embeddings", "num_nextn_predict_layers", "topk_method",
     "text_config", "multi_query", "n_embd", "n_layer", "n_head", "n_inner", "n_positions",
+    # per-layer structure and hybrid layers (hf_layers.read_structure)
+    "hybrid_override_pattern", "layers_block_type", "mamba_num_heads", "mamba_head_dim", "n_groups",
+    "ssm_state_size", "conv_kernel", "use_conv_bias", "use_bias", "mamba_proj_bias", "expand",
+    "linear_num_value_heads", "linear_num_key_heads", "linear_key_head_dim", "linear_value_head_dim",
+    "linear_conv_kernel_dim", "full_attention_interval", "linear_attn_config", "hybrid_layer_pattern",
+    "block_configs", "mlp_layer_types", "indexer_types", "index_topk_freq", "index_skip_topk_offset",
+    "index_topk_pattern", "sparse_attention_config", "dense_intermediate_size", "attention_head_dim",
+    "swa_num_attention_heads", "swa_num_key_value_heads", "swa_head_dim", "swa_v_head_dim", "sliding_window_size",
+    "add_swa_attention_sink_bias", "add_full_attention_sink_bias", "global_head_dim", "num_global_key_value_heads",
+    "attention_k_eq_v", "attn_output_gate", "attention_output_gate", "mla_use_output_gate", "qk_head_dim",
+    "hidden_size_per_layer_input", "vocab_size_per_layer_input", "num_kv_shared_layers", "use_double_wide_mlp",
+    # MoE variants
+    "num_experts_per_token", "top_k_experts", "num_shared_experts", "moe_shared_expert_intermediate_size",
+    "shared_intermediate_size", "share_expert_dim", "moe_latent_size", "routed_expert_hidden_size",
+    "latent_moe_use_norm", "use_routing_bias", "use_moe_router_bias", "enable_moe_block", "expert_intermediate_size",
+    # multi-token prediction modules
+    "mtp_num_hidden_layers", "mtp_use_dedicated_embeddings", "mtp_hybrid_override_pattern", "mtp_layers_block_type",
+    "num_mtp_modules", "mtp_transformer_layers", "use_mtp", "attn_type_list", "qkv_bias",
 }
 # Fields known to exist and known not to change counts, bytes or FLOPs.
 IGNORED_FIELDS = {
@@ -107,7 +147,25 @@ def load_config_file(path: str | Path, *, name: str | None = None) -> Model:
     except json.JSONDecodeError as exc:
         raise CatalogError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     return model_from_hf_config(config, name=name or path.stem if path.stem != "config" else path.parent.name,
-                                where=str(path))
+                                where=str(path), hf_quant=_sibling_quant_config(path))
+
+
+def _sibling_quant_config(path: Path) -> Mapping | None:
+    """The ModelOpt ``hf_quant_config.json`` published beside a config: ``hf_quant_config.json`` in
+    the same folder, or ``<name>_hf_quant_config.json`` beside ``<name>_config.json``."""
+    stem = path.name[:-len("config.json")] if path.name.endswith("config.json") else None
+    if stem is None:
+        return None
+    candidate = path.with_name(f"{stem}hf_quant_config.json")
+    if not candidate.is_file():
+        return None
+    try:
+        data = json.loads(candidate.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise CatalogError(f"{candidate}: cannot read the quantization config ({exc})") from None
+    if not isinstance(data, Mapping):
+        raise CatalogError(f"{candidate}: must be a JSON object")
+    return data
 
 
 class _Fields:
@@ -159,6 +217,9 @@ def _flatten(config: Mapping, where: str) -> dict:
 
 
 def _check_unknown(flat: Mapping, where: str) -> tuple[str, ...]:
+    """Cosmetic keys (``hf_layers.COSMETIC_FIELDS`` / ``COSMETIC_PATTERNS``) are ignored and listed;
+    a near miss of a read key is a typo ("did you mean"); any other unknown key may change the
+    math and is refused, naming it."""
     known = USED_FIELDS | IGNORED_FIELDS
     unknown = []
     for key in flat:
@@ -167,15 +228,34 @@ def _check_unknown(flat: Mapping, where: str) -> tuple[str, ...]:
         close = difflib.get_close_matches(key, sorted(USED_FIELDS), n=1, cutoff=0.88)
         if close:
             raise CatalogError(f"{where}: unknown field '{key}' (did you mean '{close[0]}'?); fix the name")
+        if not is_cosmetic(key):
+            raise CatalogError(f"{where}: unknown field '{key}' may change parameters, bytes or FLOPs and is not "
+                               "read; remove it if it does not (or add it to hf_layers.COSMETIC_FIELDS with why)")
         unknown.append(key)
+    check_refused(flat, where)
     return tuple(sorted(unknown))
 
 
+# Architectures whose config defines layers this spec cannot yet represent: the missing fact is named.
+UNMODELLED = {
+    "DeepseekV4ForCausalLM": (
+        "DeepSeek-V4 attention is not modelled: compress_ratios (per-layer KV compression 4 or 128 beside a "
+        "sliding_window of raw tokens), o_lora_rank/o_groups (grouped low-rank output projection), hc_mult "
+        "(hyper-connections: 4 residual streams) and num_hash_layers (hash-routed MoE layers) are in the config, "
+        "but the compressor's and indexer's weight shapes and which layers carry an indexer are not; they are "
+        "defined only by DeepSeek's inference code"),
+}
+
+
 def model_from_hf_config(config: Mapping, *, name: str = "custom", where: str | None = None,
-                         source: str = "") -> Model:
-    """Build a ``Model`` from a parsed config.json mapping."""
+                         source: str = "", hf_quant: Mapping | None = None) -> Model:
+    """Build a ``Model`` from a parsed config.json mapping (and, when given, the parsed
+    ``hf_quant_config.json`` published beside it)."""
     where = where or f"config for {name}"
     flat = _flatten(config, where)
+    arch_list = flat.get("architectures") if isinstance(flat.get("architectures"), list) else []
+    if arch_list and arch_list[0] in UNMODELLED:
+        raise CatalogError(f"{where}: {UNMODELLED[arch_list[0]]}; no model is read")
     unrecognized = _check_unknown(flat, where)
     f = _Fields(flat, where)
     assumptions: list[str] = []
@@ -190,7 +270,13 @@ def model_from_hf_config(config: Mapping, *, name: str = "custom", where: str | 
     defaults = family.get("defaults", {})
 
     d = f.get("hidden_size", int, required=True, minimum=1)
+    if not f.has("num_hidden_layers") and isinstance(flat.get("layers_block_type"), list):
+        flat["num_hidden_layers"] = len(flat["layers_block_type"])
+        assumptions.append(f"num_hidden_layers absent: {flat['num_hidden_layers']} = entries of layers_block_type")
     n_layers = f.get("num_hidden_layers", int, required=True, minimum=1)
+    if f.has("attn_type_list") and set(f.get("attn_type_list", list)) != {1}:
+        raise CatalogError(f"{where}: attn_type_list has entries other than 1 (softmax attention); MiniMax "
+                           "lightning (linear) attention layers are not modelled")
     n_heads = f.get("num_attention_heads", int, required=True, minimum=1)
     vocab = f.get("vocab_size", int, minimum=1)
     if vocab is None:
@@ -211,9 +297,25 @@ def model_from_hf_config(config: Mapping, *, name: str = "custom", where: str | 
     if family.get("learned_positions"):
         positions = f.get("max_position_embeddings", int, default=0) or 0
         assumptions.append(f"learned position embeddings ({positions}·{d} parameters) not counted")
-    if dense_width is None and moe_mask.count(False):
+    if dense_width is None and moe_mask.count(False) and not (f.has("block_configs") or f.has("dense_intermediate_size")
+                                                              or f.has("hybrid_override_pattern")
+                                                              or f.has("layers_block_type")):
         raise CatalogError(f"{where}: missing required field 'intermediate_size' (FFN width of dense layers)")
 
+    if dense_width is None and f.has("dense_intermediate_size"):
+        dense_width = f.get("dense_intermediate_size", int, minimum=1)
+    structure = read_structure(f, n_layers=n_layers, d=d, attention=attention, windows=windows, moe_mask=moe_mask,
+                               dense_width=dense_width, where=where, assumptions=assumptions)
+    if family.get("moe_plus_dense") and moe is not None:
+        # Gemma 4 MoE: every layer runs its dense MLP (intermediate_size) and the MoE block side by side
+        structure["layer_ffn_dims"] = (dense_width or 0,) * n_layers
+        assumptions.append("MoE layers also run a dense MLP of intermediate_size in parallel (Gemma 4)")
+    attention, local = _layer_attention(f, attention, structure, where)
+    encoder = vision_tower_params(config.get("vision_config") if isinstance(config, Mapping) else None)
+    if family.get("multimodal") or encoder:
+        assumptions.append(f"the {family.get('multimodal', 'vision')} encoder is not in the totals: llmecon costs the "
+                           f"language model a request runs through; estimated vision tower {encoder / 1e9:.2f}B "
+                           "(Model.encoder_params; published sizes may include it)")
     tie = f.get("tie_word_embeddings", bool)
     if tie is None:
         tie = family["tie"]
@@ -222,25 +324,71 @@ def model_from_hf_config(config: Mapping, *, name: str = "custom", where: str | 
         else:
             assumptions.append(f"tie_word_embeddings absent: assumed {tie}")
 
-    weight_dtype, expert_dtype = _weight_dtypes(f, where, assumptions)
+    weight_dtype, expert_dtype, ffn_dtype = _weight_dtypes(f, where, assumptions, hf_quant, moe is not None)
     mlp_bias = bool(f.get("mlp_bias", bool, default=False))
+    structure.pop("decilm_kv_heads", None)
+    norms = structure.pop("norms_per_layer", family["norms_per_layer"])
     return Model(
         name=name, d_model=d, n_layers=n_layers, vocab_size=vocab, attention=attention,
         dense_ffn_dim=dense_width or 0, ffn_gated=family["gated"],
-        ffn_bias=family.get("ffn_bias", False) or mlp_bias, moe=moe, moe_layers=tuple(moe_mask),
-        layer_windows=tuple(windows), tie_embeddings=tie, norm=family["norm"],
-        norms_per_layer=family["norms_per_layer"], lm_head_bias=family.get("lm_head_bias", False),
-        weight_dtype=weight_dtype, expert_weight_dtype=expert_dtype,
+        ffn_bias=family.get("ffn_bias", False) or mlp_bias, moe=moe, **structure, local_attention=local,
+        tie_embeddings=tie, norm=family["norm"],
+        norms_per_layer=norms, lm_head_bias=family.get("lm_head_bias", False),
+        weight_dtype=weight_dtype, expert_weight_dtype=expert_dtype, ffn_weight_dtype=ffn_dtype,
         max_context=f.get("max_position_embeddings", int, default=0) or 0, source=source,
         assumptions=tuple(assumptions), unrecognized_fields=unrecognized,
-        extra_layers_not_counted=f.get("num_nextn_predict_layers", int, default=0) or 0,
+        extra_layers_not_counted=_mtp_layers(f, where, assumptions), encoder_params=encoder,
     )
+
+
+def _mtp_layers(f: _Fields, where: str, assumptions: list[str]) -> int:
+    """Multi-token-prediction modules: num_nextn_predict_layers (DeepSeek, GLM, Nemotron-3),
+    mtp_num_hidden_layers (Qwen3.5), num_mtp_modules x mtp_transformer_layers when use_mtp (MiniMax)."""
+    n = f.first(("num_nextn_predict_layers", "mtp_num_hidden_layers"), int, minimum=0)
+    if n is None and f.get("use_mtp", bool, default=False):
+        n = (f.get("num_mtp_modules", int, default=0, minimum=0) or 0) * (
+            f.get("mtp_transformer_layers", int, default=1, minimum=0) or 0)
+    if n:
+        assumptions.append(f"{n} multi-token-prediction module(s) counted apart (ParamCounts.mtp), not as decoder "
+                           "layers: one full-attention layer with the last layer's FFN, 2 norms and a 2d x d "
+                           "projection each (DeepSeek-V3 MTP layout)")
+    return n or 0
+
+
+def _layer_attention(f: _Fields, attention: Attention, structure: dict, where: str) -> tuple[Attention, Attention | None]:
+    """(main attention, windowed-layer attention or None). Windowed layers with their own heads:
+    MiMo-V2 ``swa_*`` fields; Gemma 4, whose full layers have ``num_global_key_value_heads`` x
+    ``global_head_dim`` with K = V (``attention_k_eq_v``) while sliding layers use the base heads;
+    DeciLM per-layer KV heads (one value per model is read)."""
+    kv = [k for k in structure.get("decilm_kv_heads", []) if k]
+    if kv:
+        if len(set(kv)) != 1:
+            raise CatalogError(f"{where}: block_configs use several n_heads_in_group values {sorted(set(kv))}; "
+                               "one per model is read")
+        n_kv = attention.n_heads // kv[0]
+        return replace(attention, n_kv_heads=n_kv, kind="mqa" if n_kv == 1 else "gqa"), None
+    if f.has("swa_num_attention_heads"):
+        local = replace(attention, n_heads=f.get("swa_num_attention_heads", int, minimum=1),
+                        n_kv_heads=f.get("swa_num_key_value_heads", int, required=True, minimum=1),
+                        head_dim=f.get("swa_head_dim", int, default=attention.head_dim, minimum=1),
+                        v_head_dim=f.get("swa_v_head_dim", int, default=attention.v_head_dim, minimum=1),
+                        kind="gqa", sinks=f.get("add_swa_attention_sink_bias", bool, default=False))
+        return replace(attention, sinks=f.get("add_full_attention_sink_bias", bool, default=False)), local
+    if f.has("global_head_dim") or f.has("num_global_key_value_heads"):
+        dim = f.get("global_head_dim", int, default=attention.head_dim, minimum=1)
+        n_kv = f.get("num_global_key_value_heads", int, default=attention.n_kv_heads, minimum=1)
+        main = replace(attention, head_dim=dim, v_head_dim=dim, n_kv_heads=n_kv,
+                       kind="mqa" if n_kv == 1 else "gqa", k_eq_v=f.get("attention_k_eq_v", bool, default=False))
+        return main, attention
+    return attention, None
 
 
 def _attention(f: _Fields, family: dict, defaults: dict, d: int, n_heads: int, where: str,
                assumptions: list[str]) -> Attention:
     bias = f.get("attention_bias", bool)
     qkv_bias = family.get("qkv_bias", False) if bias is None else bias
+    if f.has("qkv_bias"):
+        qkv_bias = f.get("qkv_bias", bool)
     o_bias = family.get("o_bias", False) if bias is None else (bias and family.get("o_bias", True))
     qk_field = family.get("qk_norm_field")
     if qk_field:
@@ -257,9 +405,13 @@ def _attention(f: _Fields, family: dict, defaults: dict, d: int, n_heads: int, w
             index = {"index_n_heads": f.get("index_n_heads", int, required=True, minimum=1),
                      "index_head_dim": f.get("index_head_dim", int, required=True, minimum=1),
                      "index_topk": f.get("index_topk", int, required=True, minimum=1)}
+        if f.has("qk_head_dim") and f.get("qk_head_dim", int) != nope + rope:
+            raise CatalogError(f"{where}: qk_head_dim ({f.get('qk_head_dim', int)}) must equal qk_nope_head_dim + "
+                               f"qk_rope_head_dim ({nope + rope})")
         return Attention(kind="mla", n_heads=n_heads, n_kv_heads=1, head_dim=nope + rope, v_head_dim=v,
                          q_lora_rank=f.get("q_lora_rank", int, default=0, minimum=0) or 0,
                          kv_lora_rank=f.get("kv_lora_rank", int, minimum=1), qk_rope_head_dim=rope,
+                         output_gate=f.get("mla_use_output_gate", bool, default=False),
                          **index, **{**common, "qkv_bias": False, "o_bias": False, "qk_norm": False})
     n_kv = 1 if f.get("multi_query", bool, default=False) else f.get("num_key_value_heads", int, default=n_heads,
                                                                         minimum=1)
@@ -273,36 +425,67 @@ def _attention(f: _Fields, family: dict, defaults: dict, d: int, n_heads: int, w
                             "and no head_dim is given; add head_dim")
         head_dim = d // n_heads
     kind = "mha" if n_kv == n_heads else ("mqa" if n_kv == 1 else "gqa")
-    return Attention(kind=kind, n_heads=n_heads, n_kv_heads=n_kv, head_dim=head_dim, v_head_dim=head_dim, **common)
+    gate = bool(f.get("attn_output_gate", bool, default=False) or f.get("attention_output_gate", bool, default=False))
+    return Attention(kind=kind, n_heads=n_heads, n_kv_heads=n_kv, head_dim=head_dim, output_gate=gate,
+                     v_head_dim=f.get("v_head_dim", int, default=head_dim, minimum=1),
+                     **_block_sparse_index(f, where, assumptions), **common)
+
+
+def _block_sparse_index(f: _Fields, where: str, assumptions: list[str]) -> dict:
+    """MiniMax-M3 ``sparse_attention_config``: an indexer of ``sparse_num_index_heads`` x
+    ``sparse_index_dim`` picks ``sparse_topk_blocks`` blocks of ``sparse_block_size`` tokens plus
+    ``sparse_local_block`` local blocks; read as DSA with top-k = (topk + local) x block tokens."""
+    cfg = f.get("sparse_attention_config", dict, default=None)
+    if not cfg or not cfg.get("use_sparse_attention"):
+        return {}
+    try:
+        block, topk = int(cfg["sparse_block_size"]), int(cfg["sparse_topk_blocks"])
+        local = int(cfg.get("sparse_local_block", 0)) + int(cfg.get("sparse_init_block", 0))
+        heads, dim = int(cfg["sparse_num_index_heads"]), int(cfg["sparse_index_dim"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CatalogError(f"{where}: sparse_attention_config is missing or mistypes {exc}") from None
+    assumptions.append(f"block-sparse attention read as DSA: top-k = ({topk} + {local}) blocks x {block} tokens, "
+                       f"indexer {heads} heads x {dim} with its query projected from the hidden state (inferred)")
+    return {"index_n_heads": heads, "index_head_dim": dim, "index_topk": (topk + local) * block}
 
 
 def _moe(f: _Fields, family: dict, defaults: dict, n_layers: int, where: str,
          assumptions: list[str]) -> tuple[MoE | None, list[bool]]:
     n_routed = f.first(("n_routed_experts", "num_local_experts", "num_experts"), int, minimum=0)
-    if not n_routed:
+    if not n_routed or f.get("enable_moe_block", bool, default=True) is False:
         return None, [False] * n_layers
-    top_k = f.first(("num_experts_per_tok", "experts_per_token"), int, minimum=1)
+    top_k = f.first(("num_experts_per_tok", "experts_per_token", "num_experts_per_token", "top_k_experts"), int,
+                    minimum=1)
     if top_k is None:
         raise CatalogError(f"{where}: MoE config ({n_routed} experts) is missing 'num_experts_per_tok'")
     width = f.first(("moe_intermediate_size", "intermediate_size"), int, minimum=1)
     if width is None:
         raise CatalogError(f"{where}: MoE config is missing 'moe_intermediate_size' or 'intermediate_size'")
-    n_shared = f.get("n_shared_experts", int, default=None, minimum=0)
-    shared_width = 0
-    if n_shared is None and f.has("shared_expert_intermediate_size"):
-        n_shared, shared_width = 1, f.get("shared_expert_intermediate_size", int, minimum=1)
+    n_shared = f.first(("n_shared_experts", "num_shared_experts"), int, minimum=0)
+    shared_width = f.first(("shared_expert_intermediate_size", "moe_shared_expert_intermediate_size",
+                            "shared_intermediate_size", "share_expert_dim"), int, minimum=0)
+    if shared_width == 0:  # Qwen3-Coder-480B: shared_expert_intermediate_size 0 = no shared expert
+        n_shared, shared_width = 0, 0
+    elif n_shared is None and shared_width:
+        n_shared = 1
+    shared_width = shared_width or 0
     if n_shared is None:
         n_shared = family.get("shared_experts", 0)
         if n_shared:
             assumptions.append(f"{n_shared} always-on shared expert per MoE layer (hard-coded in the modeling "
                                "code, no config field)")
-    router_bias = family.get("router_bias", False) or f.get("topk_method", str, default="") == "noaux_tc"
+    router_bias = (family.get("router_bias", False) or f.get("topk_method", str, default="") == "noaux_tc"
+                   or f.get("use_routing_bias", bool, default=False) or f.get("use_moe_router_bias", bool, default=False))
+    latent = f.first(("moe_latent_size", "routed_expert_hidden_size"), int, minimum=1) or 0
     moe = MoE(n_routed=n_routed, top_k=top_k, expert_ffn_dim=width, n_shared=n_shared, shared_ffn_dim=shared_width,
-              router_bias=router_bias, expert_bias=family.get("expert_bias", False))
+              router_bias=router_bias, expert_bias=family.get("expert_bias", False), latent_dim=latent,
+              latent_norm=bool(latent and f.get("latent_moe_use_norm", bool, default=False)))
     return moe, _moe_mask(f, defaults, n_layers, where, assumptions)
 
 
 def _moe_mask(f: _Fields, defaults: dict, n_layers: int, where: str, assumptions: list[str]) -> list[bool]:
+    if isinstance(f.config.get("moe_layer_freq"), list):
+        return [True] * n_layers  # a per-layer list: read by hf_layers.read_structure
     if f.has("first_k_dense_replace") or f.has("moe_layer_freq"):
         # DeepSeek modeling: MoE iff layer >= first_k_dense_replace and layer % moe_layer_freq == 0
         first = f.get("first_k_dense_replace", int, default=0, minimum=0)
@@ -342,12 +525,23 @@ def _windows(f: _Fields, family: dict, defaults: dict, n_layers: int, where: str
                 if window is None:
                     raise CatalogError(f"{where}: layer_types[{i}] is sliding_attention but 'sliding_window' is unset")
                 out.append(window)
+            elif t in ("linear_attention", "deepseek_sparse_attention"):
+                out.append(0)  # linear layers hold no window; DSA layers attend the full context
             elif t == "chunked_attention":
                 out.append(f.get("attention_chunk_size", int, required=True, minimum=1))
             else:
-                raise CatalogError(f"{where}: layer_types[{i}] = {t!r} is not full_attention, sliding_attention "
-                                   "or chunked_attention")
+                raise CatalogError(f"{where}: layer_types[{i}] = {t!r} is not full_attention, sliding_attention, "
+                                   "chunked_attention, linear_attention or deepseek_sparse_attention")
         return out
+    if f.has("hybrid_layer_pattern"):
+        # MiMo-V2: 1 = sliding-window layer (its own swa_* heads), 0 = full attention
+        pattern = f.get("hybrid_layer_pattern", list)
+        if len(pattern) != n_layers or any(p not in (0, 1) for p in pattern):
+            raise CatalogError(f"{where}: field 'hybrid_layer_pattern' must list 0 or 1 for each of {n_layers} layers")
+        size = f.first(("sliding_window_size", "sliding_window"), int, minimum=1)
+        if size is None and any(pattern):
+            raise CatalogError(f"{where}: hybrid_layer_pattern marks sliding layers but 'sliding_window' is unset")
+        return [size if p else 0 for p in pattern]
     if f.has("attention_chunk_size"):
         # Llama 4 iRoPE: RoPE layers use chunked local attention; every no_rope_layer_interval-th
         # layer is a global NoPE layer. KV held is bounded by the chunk (an upper bound: a chunk
@@ -370,7 +564,10 @@ def _windows(f: _Fields, family: dict, defaults: dict, n_layers: int, where: str
     return [window] * n_layers
 
 
-def _weight_dtypes(f: _Fields, where: str, assumptions: list[str]) -> tuple[str, str]:
+def _weight_dtypes(f: _Fields, where: str, assumptions: list[str], hf_quant: Mapping | None = None,
+                   is_moe: bool = False) -> tuple[str, str, str]:
+    """(non-expert, routed-expert, dense-FFN/shared) default weight formats from torch_dtype,
+    quantization_config and an hf_quant_config.json (``hf_layers.weight_formats``)."""
     quant = f.get("quantization_config", dict, default={})
     method = str(quant.get("quant_method", "")).lower()
     raw = f.first(("torch_dtype", "dtype"), str)
@@ -378,11 +575,15 @@ def _weight_dtypes(f: _Fields, where: str, assumptions: list[str]) -> tuple[str,
     if base is None:
         base = "bf16"
         assumptions.append(f"torch_dtype {'absent' if raw is None else repr(raw)}: weights taken as bf16")
-    if method == "fp8":
-        return "fp8", "fp8"
-    if method == "mxfp4":
+    if method == "fp8" and not hf_quant:
+        return "fp8", "fp8", ""
+    if method == "mxfp4" and not hf_quant:
         # gpt-oss: modules_to_not_convert keeps attention, router, embeddings, head in bf16.
-        return base, "mxfp4"
-    if method:
-        assumptions.append(f"quantization_config quant_method '{method}' not modelled: weights taken as {base}")
-    return base, base
+        return base, "mxfp4", ""
+    formats = weight_formats(quant, hf_quant, base, is_moe, assumptions)
+    if formats is not None:
+        non_expert, ffn, expert = formats
+        return non_expert, expert, ffn
+    if method or hf_quant:
+        assumptions.append(f"quantization {method or 'hf_quant_config'} not modelled: weights taken as {base}")
+    return base, base, ""

@@ -42,7 +42,9 @@ SPARSITY = ("dense", "indexed", "shared")
 @dataclass(frozen=True, kw_only=True)
 class Model:
     """A decoder-only transformer. ``layer_windows[i]`` is 0 for full attention, else the number of
-    most recent tokens layer i attends to (sliding window, or chunk size for chunked attention)."""
+    most recent tokens layer i attends to (sliding window, or chunk size for chunked attention).
+    ``encoder_params``: a multimodal wrapper's vision encoder (estimated by the reader), reported
+    apart and never in ``params`` (serving cost is the language model's)."""
 
     name: str
     d_model: int
@@ -75,6 +77,7 @@ class Model:
     assumptions: tuple[str, ...] = ()
     unrecognized_fields: tuple[str, ...] = ()
     extra_layers_not_counted: int = 0
+    encoder_params: int = 0
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
