@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import difflib
 import json
-from dataclasses import replace
 from collections.abc import Mapping
 from pathlib import Path
 
 from ..errors import CatalogError, SpecError
 from ..spec.model import Attention, Model, MoE
-from .hf_layers import check_refused, is_cosmetic, read_structure, vision_tower_params, weight_formats
+from .hf_formats import check_refused, is_cosmetic, sibling_quant_config, vision_tower_params, weight_dtypes
+from .hf_layers import block_sparse_index, layer_attention, mtp_layers, read_structure
 
 # Per-architecture facts that are not config fields (transformers modeling code / model cards).
 _LLAMA = {"gated": True, "norm": "rms", "norms_per_layer": 2, "tie": False}
@@ -131,7 +131,6 @@ IGNORED_FIELDS = {
     "summary_first_dropout", "summary_proj_to_labels", "summary_type", "summary_use_proj", "scale_attn_weights",
     "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "task_specific_params",
 }
-_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
 
 
 def load_config_file(path: str | Path, *, name: str | None = None) -> Model:
@@ -147,25 +146,7 @@ def load_config_file(path: str | Path, *, name: str | None = None) -> Model:
     except json.JSONDecodeError as exc:
         raise CatalogError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
     return model_from_hf_config(config, name=name or path.stem if path.stem != "config" else path.parent.name,
-                                where=str(path), hf_quant=_sibling_quant_config(path))
-
-
-def _sibling_quant_config(path: Path) -> Mapping | None:
-    """The ModelOpt ``hf_quant_config.json`` published beside a config: ``hf_quant_config.json`` in
-    the same folder, or ``<name>_hf_quant_config.json`` beside ``<name>_config.json``."""
-    stem = path.name[:-len("config.json")] if path.name.endswith("config.json") else None
-    if stem is None:
-        return None
-    candidate = path.with_name(f"{stem}hf_quant_config.json")
-    if not candidate.is_file():
-        return None
-    try:
-        data = json.loads(candidate.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise CatalogError(f"{candidate}: cannot read the quantization config ({exc})") from None
-    if not isinstance(data, Mapping):
-        raise CatalogError(f"{candidate}: must be a JSON object")
-    return data
+                                where=str(path), hf_quant=sibling_quant_config(path))
 
 
 class _Fields:
@@ -310,7 +291,7 @@ def model_from_hf_config(config: Mapping, *, name: str = "custom", where: str | 
         # Gemma 4 MoE: every layer runs its dense MLP (intermediate_size) and the MoE block side by side
         structure["layer_ffn_dims"] = (dense_width or 0,) * n_layers
         assumptions.append("MoE layers also run a dense MLP of intermediate_size in parallel (Gemma 4)")
-    attention, local = _layer_attention(f, attention, structure, where)
+    attention, local = layer_attention(f, attention, structure, where)
     encoder = vision_tower_params(config.get("vision_config") if isinstance(config, Mapping) else None)
     if family.get("multimodal") or encoder:
         assumptions.append(f"the {family.get('multimodal', 'vision')} encoder is not in the totals: llmecon costs the "
@@ -324,7 +305,7 @@ def model_from_hf_config(config: Mapping, *, name: str = "custom", where: str | 
         else:
             assumptions.append(f"tie_word_embeddings absent: assumed {tie}")
 
-    weight_dtype, expert_dtype, ffn_dtype = _weight_dtypes(f, where, assumptions, hf_quant, moe is not None)
+    weight_dtype, expert_dtype, ffn_dtype = weight_dtypes(f, where, assumptions, hf_quant, moe is not None)
     mlp_bias = bool(f.get("mlp_bias", bool, default=False))
     structure.pop("decilm_kv_heads", None)
     norms = structure.pop("norms_per_layer", family["norms_per_layer"])
@@ -337,50 +318,8 @@ def model_from_hf_config(config: Mapping, *, name: str = "custom", where: str | 
         weight_dtype=weight_dtype, expert_weight_dtype=expert_dtype, ffn_weight_dtype=ffn_dtype,
         max_context=f.get("max_position_embeddings", int, default=0) or 0, source=source,
         assumptions=tuple(assumptions), unrecognized_fields=unrecognized,
-        extra_layers_not_counted=_mtp_layers(f, where, assumptions), encoder_params=encoder,
+        extra_layers_not_counted=mtp_layers(f, where, assumptions), encoder_params=encoder,
     )
-
-
-def _mtp_layers(f: _Fields, where: str, assumptions: list[str]) -> int:
-    """Multi-token-prediction modules: num_nextn_predict_layers (DeepSeek, GLM, Nemotron-3),
-    mtp_num_hidden_layers (Qwen3.5), num_mtp_modules x mtp_transformer_layers when use_mtp (MiniMax)."""
-    n = f.first(("num_nextn_predict_layers", "mtp_num_hidden_layers"), int, minimum=0)
-    if n is None and f.get("use_mtp", bool, default=False):
-        n = (f.get("num_mtp_modules", int, default=0, minimum=0) or 0) * (
-            f.get("mtp_transformer_layers", int, default=1, minimum=0) or 0)
-    if n:
-        assumptions.append(f"{n} multi-token-prediction module(s) counted apart (ParamCounts.mtp), not as decoder "
-                           "layers: one full-attention layer with the last layer's FFN, 2 norms and a 2d x d "
-                           "projection each (DeepSeek-V3 MTP layout)")
-    return n or 0
-
-
-def _layer_attention(f: _Fields, attention: Attention, structure: dict, where: str) -> tuple[Attention, Attention | None]:
-    """(main attention, windowed-layer attention or None). Windowed layers with their own heads:
-    MiMo-V2 ``swa_*`` fields; Gemma 4, whose full layers have ``num_global_key_value_heads`` x
-    ``global_head_dim`` with K = V (``attention_k_eq_v``) while sliding layers use the base heads;
-    DeciLM per-layer KV heads (one value per model is read)."""
-    kv = [k for k in structure.get("decilm_kv_heads", []) if k]
-    if kv:
-        if len(set(kv)) != 1:
-            raise CatalogError(f"{where}: block_configs use several n_heads_in_group values {sorted(set(kv))}; "
-                               "one per model is read")
-        n_kv = attention.n_heads // kv[0]
-        return replace(attention, n_kv_heads=n_kv, kind="mqa" if n_kv == 1 else "gqa"), None
-    if f.has("swa_num_attention_heads"):
-        local = replace(attention, n_heads=f.get("swa_num_attention_heads", int, minimum=1),
-                        n_kv_heads=f.get("swa_num_key_value_heads", int, required=True, minimum=1),
-                        head_dim=f.get("swa_head_dim", int, default=attention.head_dim, minimum=1),
-                        v_head_dim=f.get("swa_v_head_dim", int, default=attention.v_head_dim, minimum=1),
-                        kind="gqa", sinks=f.get("add_swa_attention_sink_bias", bool, default=False))
-        return replace(attention, sinks=f.get("add_full_attention_sink_bias", bool, default=False)), local
-    if f.has("global_head_dim") or f.has("num_global_key_value_heads"):
-        dim = f.get("global_head_dim", int, default=attention.head_dim, minimum=1)
-        n_kv = f.get("num_global_key_value_heads", int, default=attention.n_kv_heads, minimum=1)
-        main = replace(attention, head_dim=dim, v_head_dim=dim, n_kv_heads=n_kv,
-                       kind="mqa" if n_kv == 1 else "gqa", k_eq_v=f.get("attention_k_eq_v", bool, default=False))
-        return main, attention
-    return attention, None
 
 
 def _attention(f: _Fields, family: dict, defaults: dict, d: int, n_heads: int, where: str,
@@ -428,25 +367,7 @@ def _attention(f: _Fields, family: dict, defaults: dict, d: int, n_heads: int, w
     gate = bool(f.get("attn_output_gate", bool, default=False) or f.get("attention_output_gate", bool, default=False))
     return Attention(kind=kind, n_heads=n_heads, n_kv_heads=n_kv, head_dim=head_dim, output_gate=gate,
                      v_head_dim=f.get("v_head_dim", int, default=head_dim, minimum=1),
-                     **_block_sparse_index(f, where, assumptions), **common)
-
-
-def _block_sparse_index(f: _Fields, where: str, assumptions: list[str]) -> dict:
-    """MiniMax-M3 ``sparse_attention_config``: an indexer of ``sparse_num_index_heads`` x
-    ``sparse_index_dim`` picks ``sparse_topk_blocks`` blocks of ``sparse_block_size`` tokens plus
-    ``sparse_local_block`` local blocks; read as DSA with top-k = (topk + local) x block tokens."""
-    cfg = f.get("sparse_attention_config", dict, default=None)
-    if not cfg or not cfg.get("use_sparse_attention"):
-        return {}
-    try:
-        block, topk = int(cfg["sparse_block_size"]), int(cfg["sparse_topk_blocks"])
-        local = int(cfg.get("sparse_local_block", 0)) + int(cfg.get("sparse_init_block", 0))
-        heads, dim = int(cfg["sparse_num_index_heads"]), int(cfg["sparse_index_dim"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise CatalogError(f"{where}: sparse_attention_config is missing or mistypes {exc}") from None
-    assumptions.append(f"block-sparse attention read as DSA: top-k = ({topk} + {local}) blocks x {block} tokens, "
-                       f"indexer {heads} heads x {dim} with its query projected from the hidden state (inferred)")
-    return {"index_n_heads": heads, "index_head_dim": dim, "index_topk": (topk + local) * block}
+                     **block_sparse_index(f, where, assumptions), **common)
 
 
 def _moe(f: _Fields, family: dict, defaults: dict, n_layers: int, where: str,
@@ -475,7 +396,8 @@ def _moe(f: _Fields, family: dict, defaults: dict, n_layers: int, where: str,
             assumptions.append(f"{n_shared} always-on shared expert per MoE layer (hard-coded in the modeling "
                                "code, no config field)")
     router_bias = (family.get("router_bias", False) or f.get("topk_method", str, default="") == "noaux_tc"
-                   or f.get("use_routing_bias", bool, default=False) or f.get("use_moe_router_bias", bool, default=False))
+                   or f.get("use_routing_bias", bool, default=False)
+                   or f.get("use_moe_router_bias", bool, default=False))
     latent = f.first(("moe_latent_size", "routed_expert_hidden_size"), int, minimum=1) or 0
     moe = MoE(n_routed=n_routed, top_k=top_k, expert_ffn_dim=width, n_shared=n_shared, shared_ffn_dim=shared_width,
               router_bias=router_bias, expert_bias=family.get("expert_bias", False), latent_dim=latent,
@@ -562,28 +484,3 @@ def _windows(f: _Fields, family: dict, defaults: dict, n_layers: int, where: str
     if pattern:
         return [0 if (i + 1) % pattern == 0 else window for i in range(n_layers)]
     return [window] * n_layers
-
-
-def _weight_dtypes(f: _Fields, where: str, assumptions: list[str], hf_quant: Mapping | None = None,
-                   is_moe: bool = False) -> tuple[str, str, str]:
-    """(non-expert, routed-expert, dense-FFN/shared) default weight formats from torch_dtype,
-    quantization_config and an hf_quant_config.json (``hf_layers.weight_formats``)."""
-    quant = f.get("quantization_config", dict, default={})
-    method = str(quant.get("quant_method", "")).lower()
-    raw = f.first(("torch_dtype", "dtype"), str)
-    base = _DTYPES.get(raw or "", None)
-    if base is None:
-        base = "bf16"
-        assumptions.append(f"torch_dtype {'absent' if raw is None else repr(raw)}: weights taken as bf16")
-    if method == "fp8" and not hf_quant:
-        return "fp8", "fp8", ""
-    if method == "mxfp4" and not hf_quant:
-        # gpt-oss: modules_to_not_convert keeps attention, router, embeddings, head in bf16.
-        return base, "mxfp4", ""
-    formats = weight_formats(quant, hf_quant, base, is_moe, assumptions)
-    if formats is not None:
-        non_expert, ffn, expert = formats
-        return non_expert, expert, ffn
-    if method or hf_quant:
-        assumptions.append(f"quantization {method or 'hf_quant_config'} not modelled: weights taken as {base}")
-    return base, base, ""
