@@ -111,6 +111,7 @@ USED_FIELDS = {
     # multi-token prediction modules
     "mtp_num_hidden_layers", "mtp_use_dedicated_embeddings", "mtp_hybrid_override_pattern", "mtp_layers_block_type",
     "num_mtp_modules", "mtp_transformer_layers", "use_mtp", "attn_type_list", "qkv_bias",
+    "mamba_ssm_cache_dtype", "mamba_ssm_dtype",
 }
 # Fields known to exist and known not to change counts, bytes or FLOPs.
 IGNORED_FIELDS = {

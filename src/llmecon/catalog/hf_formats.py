@@ -43,7 +43,7 @@ COSMETIC_FIELDS: dict[str, frozenset[str]] = {
         "moe_router_dtype", "moe_shared_expert_overlap", "use_grouped_topk", "num_expert_group", "rotary_dim",
         "compress_rope_theta", "swa_rope_theta", "use_mrope", "rope_interleave", "indexer_rope_interleave",
         "qk_norm_type", "use_gemma_norm", "mla_use_nope", "hc_eps", "hc_sinkhorn_iters", "chunk_size",
-        "index_share_for_mtp_iteration", "mamba_ssm_cache_dtype", "mamba_ssm_dtype", "gate_lower_bound",
+        "index_share_for_mtp_iteration", "gate_lower_bound",
         "output_gate_type", "attn_output_gate_type",
         # Kimi Attention Residuals (block size of the depth-wise softmax over earlier block outputs):
         # one d-vector query and norm per layer (< 0.01% of parameters) and O(blocks·d) FLOPs per
