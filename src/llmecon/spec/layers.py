@@ -108,11 +108,11 @@ class Attention:
         return params
 
     def kv_elements_per_token(self) -> int:
-        """Cached values per token per layer: K and V for each KV head (K only when K = V), or
-        MLA's latent + rope key."""
+        """Cached values per token per layer: K (head_dim) and V (v_head_dim) for each KV head (K
+        only when K = V), or MLA's latent + rope key."""
         if self.kind == "mla":
             return self.kv_lora_rank + self.qk_rope_head_dim
-        return (1 if self.k_eq_v else 2) * self.n_kv_heads * self.head_dim
+        return self.n_kv_heads * (self.head_dim + (0 if self.k_eq_v else self.v_head_dim))
 
     def score_value_dims(self, *, absorbed: bool) -> tuple[int, int]:
         """Per-head dims of the q.k product and the weights.v product.
