@@ -62,7 +62,7 @@ def read_structure(f, *, n_layers: int, d: int, attention: Attention, windows: l
     if kinds is not None:
         mixers = ["linear" if k == "mamba" else ("attention" if k == "attention" else "none") for k in kinds]
         moe_mask = [k == "moe" for k in kinds]
-        ffn = [dense_width or 0 if k == "mlp" else 0 for k in kinds]
+        ffn = [(dense_width or 0) if k == "mlp" else 0 for k in kinds]
         if "mlp" in kinds and not dense_width:
             raise CatalogError(f"{where}: MLP layers in the pattern need 'intermediate_size'")
         if "mamba" in kinds:
@@ -136,8 +136,13 @@ def _gated_deltanet(f, where: str) -> LinearMixer:
 
 
 def _state_dtype(f, key: str) -> str:
+    """The recurrent state's format: the config's ``key``, else fp32 (the delta-rule and SSD
+    recurrences accumulate in fp32 in the reference kernels)."""
     raw = f.get(key, str, default="float32")
-    return {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(raw, "fp32")
+    table = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+    if raw not in table:
+        raise CatalogError(f"{f.where}: field '{key}' = {raw!r} is not one of {', '.join(table)}")
+    return table[raw]
 
 
 def _mamba2(f, d: int, where: str) -> LinearMixer:
