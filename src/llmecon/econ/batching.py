@@ -280,7 +280,7 @@ def crossover_context_of(dep: Deployment) -> float:
     step = decode_of(dep, batch=1.0, context=grid)
     base = decode_of(dep, batch=1.0, context=0.0)
     kv_s = np.asarray(step.time.memory_s) - float(base.time.memory_s)
-    gap = kv_s - float(base.time.compute_s)
+    gap = kv_s - float(base.mean_compute_s)
     above = np.nonzero(gap >= 0)[0]
     if above.size == 0:
         return math.inf
@@ -299,8 +299,10 @@ def full_weight_read_s(dep: Deployment) -> float:
 
 def balance_batch_of(dep: Deployment) -> float:
     """The deployment's balance batch B*: full weight-read time over one sequence's compute time
-    at zero context (SPEC A3, measured on the step function rather than the closed form)."""
-    return full_weight_read_s(dep) / float(decode_of(dep, batch=1.0, context=0.0).time.compute_s)
+    at zero context (SPEC A3, measured on the step function rather than the closed form), the routed
+    experts at the mean expert group's load (``StepResult.mean_compute_s``: what a sequence adds to a
+    large batch, whose busiest group is near the mean)."""
+    return full_weight_read_s(dep) / float(decode_of(dep, batch=1.0, context=0.0).mean_compute_s)
 
 
 def batch_economics(dep: Deployment, *, context: float, batches=None) -> BatchEconomics:
