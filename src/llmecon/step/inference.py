@@ -106,7 +106,7 @@ def _check_request(model: Model, system: System, plan: Plan, *, mode, profile, e
     prof = resolve(mode, profile, system.accelerator)
     plan.validate(model, system)
     require_number("expert_imbalance", expert_imbalance, minimum=1,
-                   hint="the hottest expert rank's tokens over the mean; 1 = uniform routing")
+                   hint="the busiest expert group's tokens over uniform routing's; 1 = uniform routing")
     for dt in dtypes:
         if dt is not None:
             get_dtype(dt)
