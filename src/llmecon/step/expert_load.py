@@ -288,10 +288,13 @@ def busiest_rank(*, slots: int, active_experts: int, ranks: int, tokens, expert_
     t = np.asarray(tokens, dtype=float)
     k = active_experts
     g = slots // ranks
-    uniform = _pairs(slots, k, ranks, t)
-    pairs = uniform if expert_imbalance == 1.0 else np.minimum(expert_imbalance * uniform, t * min(k, g))
-    scale = np.divide(pairs, uniform, out=np.ones(np.shape(pairs)), where=uniform > 0)
-    experts = _experts(slots, k, ranks, scale * t)
+    pairs = uniform = _pairs(slots, k, ranks, t)
+    if expert_imbalance == 1.0:
+        experts = _experts(slots, k, ranks, t)
+    else:
+        pairs = np.minimum(expert_imbalance * uniform, t * min(k, g))
+        scale = np.divide(pairs, uniform, out=np.ones(np.shape(pairs)), where=uniform > 0)
+        experts = _experts(slots, k, ranks, scale * t)
     per_token = np.divide(pairs, t, out=np.zeros(np.shape(pairs)), where=t > 0)
     experts = np.minimum(np.maximum(experts, per_token), g)   # an expert takes at most one pair per token
     return BusiestRank(experts=experts, pairs=pairs, mean_pairs=t * k / ranks, slots_per_rank=g)
