@@ -14,10 +14,15 @@ Prints three tables:
    catalogued NVLink (in_switch only where it has NVLink SHARP) with beta within its peak ("!"
    marks a beta above the peak).
 3. the catalogue's prediction (links of hgx-h100 / hgx-a100) of every row with
-   ``all_reduce_s(algorithm="auto")`` and with ``"best"``: median / p90 relative error and the
-   share of rows predicted below the measurement (a lower bound should be below).
+   ``all_reduce_s(algorithm="auto")`` and with ``"best"`` (ideal mode's): median / p90 relative
+   error and the share of rows predicted below the measurement (a lower bound should be below).
+4. the same ideal check on aiconfigurator's NCCL and framework collective tables
+   (``../shared/validation/aiconfigurator/kernels``, when present), per system, source and op:
+   rows, rows above their measurement (should be none) and the largest ideal / measured.
 
-The link latencies in ``src/llmecon/catalog/systems.toml`` are the send_recv fits of table 1.
+Table 1's alphas are NCCL's fixed cost spread over the algorithm's steps; the link latencies in
+``src/llmecon/catalog/systems.toml`` are per-operation floors below every row of tables 3 and 4
+(their header says how they were chosen; docs/assumptions.md, "Collectives").
 Run from the repository root:  PYTHONPATH=src python benchmarks/fit_link_latency.py [path/to/network]
 """
 
@@ -27,11 +32,13 @@ import sys
 from pathlib import Path
 
 from llmecon.catalog.hardware import get_system
-from llmecon.fidelity.collective_fit import (CLUSTER_SYSTEMS, algorithm_by_size, check_catalogue, fit_groups,
-                                    load_all)
+from llmecon.fidelity.collective_fit import (AIC_SYSTEMS, CLUSTER_SYSTEMS, algorithm_by_size, check_catalogue,
+                                             fit_groups, load_aiconfigurator_comm, load_all, predict_rows)
+from llmecon.spec.efficiency import IDEAL
 from llmecon.errors import LlmeconError
 
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "validation" / "vidur" / "profiling" / "network"
+AIC = Path(__file__).resolve().parents[2] / "shared" / "validation" / "aiconfigurator" / "kernels"
 
 
 def _size(x: float) -> str:
@@ -94,6 +101,21 @@ def main(argv: list[str]) -> int:
             print(f"  {algorithm:4s} {row.cluster:9s}->{row.system:9s} {row.op:10s} {who:18s} {row.tier:9s} "
                   f"n={row.rows:4d} med={row.median_rel_error:6.1%} p90={row.p90_rel_error:6.1%} "
                   f"below={row.fraction_below:6.1%}")
+
+    if AIC.is_dir():
+        print("\n# 4. ideal (algorithm 'best', per-operation floor) vs aiconfigurator rows: rows, rows whose "
+              "ideal is above the measurement, largest ideal/measured")
+        for chip, name in AIC_SYSTEMS.items():
+            system = get_system(name)
+            cells: dict[tuple[str, str], list] = {}
+            for m in load_aiconfigurator_comm(AIC, chip):
+                ratio = predict_rows(m, system, algorithm=IDEAL.all_reduce_algorithm) / m.time_s
+                c = cells.setdefault((m.cluster.split()[1].split("/")[0], m.op), [0, 0, 0.0])
+                c[0], c[1], c[2] = c[0] + ratio.size, c[1] + int((ratio > 1).sum()), max(c[2], float(ratio.max()))
+            for (source, op), (n, above, worst) in sorted(cells.items()):
+                print(f"  {chip:9s}->{name:12s} {source:7s} {op:15s} n={n:4d} above={above:3d} max={worst:.3f}")
+    else:
+        print(f"\n# 4. skipped: no aiconfigurator tables at {AIC}")
     return 0
 
 

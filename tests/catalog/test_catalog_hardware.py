@@ -72,12 +72,21 @@ def test_every_system_loads_with_source_date_and_sourced_links():
             assert system.scale_up is None
 
 
-def test_latencies_assumed_from_h100_say_so():
-    """Only the H100 and A100 DGX links were measured (vidur); every other system must say it borrows."""
+def test_latencies_are_per_operation_floors_and_unmeasured_ones_say_so():
+    """Every link's latency is its tier's per-operation floor (systems.toml header: 2 us on scale-up,
+    13 us on scale-out, below every measured operation). Scale-up tiers measured: HGX H100/H200/B200,
+    GB200/GB300 (aiconfigurator) and HGX A100 (vidur NCCL); scale-out: the H100 and A100 DGX
+    clusters (vidur). Every other link must say its floor is assumed."""
+    measured = {"scale_up": {"hgx-h100", "hgx-h200", "hgx-b200", "gb200-nvl72", "gb300-nvl72", "hgx-a100"},
+                "scale_out": {"h100-sxm", "hgx-h100", "a100-80gb", "hgx-a100"}}
     for name, system in cat.systems().items():
-        for link in (system.scale_up, system.scale_out):
-            if link is not None and system.accelerator.name not in ("h100-sxm", "a100-80gb"):
-                assert "assumed equal to the measured H100 DGX value" in link.source, name
+        for tier, floor in (("scale_up", 2e-6), ("scale_out", 13e-6)):
+            link = getattr(system, tier)
+            if link is None:
+                continue
+            assert link.latency_s == pytest.approx(floor, rel=1e-12) and link.step_latency_s == 0.0, name
+            assert "per-operation floor" in link.source, name
+            assert ("assumed: no measurement on this tier" in link.source) == (name not in measured[tier]), name
 
 
 def test_registry_returns_a_copy():

@@ -1,8 +1,9 @@
 """Memory tiers below HBM and reference storage devices (SPEC C12): published drain times, the
 catalogue's ordering property, strict loading of malformed tiers, and striped device tiers.
 
-Drain time = capacity / bandwidth, the break-even hold time of the five-minute rule (Gray & Putzolu
-1987). SPEC C12 (shared/SPEC.md): "HBM ~20 ms, DDR ~1-3 s, NVMe flash ~10-150 min, HDD ~1 day";
+Drain time = capacity / bandwidth: a tier's break-even against itself; between two tiers Gray's
+five-minute rule also needs their prices (tests/econ/test_gray.py). SPEC C12 (shared/SPEC.md):
+"HBM ~20 ms, DDR ~1-3 s, NVMe flash ~10-150 min, HDD ~1 day";
 SPEC G: flash drains in 10-150 min and HDD in ~1 day (not 1 min / 1 h). Device figures come from
 shared/reference/memory_tiers.yaml, copied into src/llmecon/catalog/{systems,storage}.toml.
 """
@@ -313,3 +314,57 @@ def test_storage_devices_are_single_drives_below_memory():
     for name, drive in cat.storage_devices().items():
         assert isinstance(drive, MemoryTier)
         assert drive.kind in cat.STORAGE_KINDS and drive.bandwidth_bytes_per_s is not None, name
+
+
+# --- prices (Gray's rule needs them; none is filled from memory) ----------------------------------
+
+PRICED = DRIVE + """price_usd_per_gb = 0.08
+amortisation_years = 5
+price_source = "hand-written test price"
+price_as_of = "2026-01-15"
+"""
+
+
+def test_price_keys_load_as_capex_per_byte():
+    """$0.08 per decimal GB over 5 Julian years: usd_per_byte = 8e-11, amortisation 5 x 365.25 x 86400 s,
+    holding price 8e-11 / 157,788,000 = 5.0701e-19 $/B-s."""
+    drive = cat.load_storage(PRICED, "s.toml")["drive"]
+    assert drive.usd_per_byte == pytest.approx(8e-11, rel=1e-12)
+    assert drive.amortisation_s == 5 * 365.25 * 86400
+    assert drive.holding_usd_per_byte_s == pytest.approx(8e-11 / 157_788_000, rel=1e-12)
+    assert (drive.price_source, drive.price_as_of) == ("hand-written test price", "2026-01-15")
+    assert drive.usd_per_hour is None
+
+
+def test_price_keys_are_all_or_nothing_and_strict():
+    with pytest.raises(CatalogError, match="missing price_as_of"):
+        cat.load_storage(PRICED.replace('price_as_of = "2026-01-15"\n', ""), "s.toml")
+    with pytest.raises(CatalogError, match="price_usd_per_gb: expected a positive number"):
+        cat.load_storage(PRICED.replace("= 0.08", "= -1"), "s.toml")
+    with pytest.raises(CatalogError, match="price_as_of: expected a date"):
+        cat.load_storage(PRICED.replace('"2026-01-15"', '"soon"'), "s.toml")
+    with pytest.raises(CatalogError, match="not both"):
+        cat.load_storage(PRICED + 'price_unknown = "x"\n', "s.toml")
+    unknown = cat.load_storage(DRIVE + 'price_unknown = "no source"\n', "s.toml")["drive"]
+    assert unknown.holding_usd_per_byte_s is None and unknown.notes.endswith("Price unknown: no source")
+
+
+def test_every_catalogued_tier_states_its_price_or_why_not():
+    """DESIGN §4: a price no source gives is said to be unknown, never guessed. shared/reference/ has no
+    $/GB for DRAM, LPDDR, NVMe or HDD, so every catalogued tier carries price_unknown today."""
+    tiers = [t for s in cat.systems().values() for t in s.tiers] + list(cat.storage_devices().values())
+    assert tiers
+    for t in tiers:
+        assert (t.usd_per_byte is not None and t.price_source and t.price_as_of) or "Price unknown:" in t.notes, t.name
+
+
+def test_memory_tier_price_forms():
+    """Capex per byte over an amortisation period, which it needs; rent per hour wins when both are given."""
+    one = MemoryTier(name="d", kind="flash", capacity_bytes=1e12, bandwidth_bytes_per_s=1e9, usd_per_byte=1e-10,
+                     amortisation_s=1e8)
+    assert one.holding_usd_per_byte_s == pytest.approx(1e-18, rel=1e-12)
+    with pytest.raises(SpecError, match="amortisation_s"):
+        MemoryTier(name="d", kind="flash", capacity_bytes=1e12, bandwidth_bytes_per_s=1e9, usd_per_byte=1e-10)
+    rent = MemoryTier(name="r", kind="flash", capacity_bytes=2e12, bandwidth_bytes_per_s=1e9, usd_per_hour=7.2,
+                      usd_per_byte=1e-10, amortisation_s=1e8)
+    assert rent.holding_usd_per_byte_s == pytest.approx(7.2 / 3600 / 2e12, rel=1e-12)  # rent wins

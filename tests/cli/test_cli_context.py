@@ -18,9 +18,10 @@ from llmecon.catalog.models import get_model
 
 L70 = ("-m", "llama-3.1-70b", "-s", "hgx-h100")  # smallest plan that fits: tp4 on 4 of the 8 H100s
 PRICE2 = ("--price-per-chip-hour", "2")
-CACHE = ("cache", *PRICE2, *L70, "--tier-price", "host DDR5=1", "--device", "pm1743:8")
+CACHE = ("cache", *PRICE2, *L70, "--tier-price", "host DDR5=1", "--device", "pm1743:8",
+         "--tier-price", "8 x pm1743=0.25")
 TIERS = ("prices", "tiers", *PRICE2, *L70)
-GOOGLE_TIERS = (*TIERS, "--boundary", "200000", "--margin", "0.5", "--provider", "google",
+GOOGLE_TIERS = (*TIERS, "--boundary", "65536", "--margin", "0.5", "--provider", "google",
                 "--price-model", "gemini-3-pro-preview")
 STEPS = (*TIERS, "--base-input", "0.1", "--base-output", "0.5")
 
@@ -47,10 +48,18 @@ def catalog_hgx():
     return run_json("catalog", "tiers", "--system", "hgx-h100")
 
 
-def five_minute_rule(hold_s: float, drains: dict[str, float | None]) -> str | None:
-    """Gray & Putzolu: the slowest tier whose drain time (capacity / bandwidth) is still <= hold."""
-    ok = {name: d for name, d in drains.items() if d is not None and d <= hold_s}
-    return max(ok, key=ok.get) if ok else None
+def gray_rule(hold_s: float, priced: dict[str, tuple[float, float, float]]) -> str | None:
+    """Gray & Putzolu, by hand: ``priced`` maps a tier to (USD per hour, capacity B, bandwidth B/s). Holding
+    costs h = usd/3600/capacity per byte-second, a read f = usd/3600/bandwidth per byte; rank by h, dearest
+    first, and stay at the first tier whose break-even f_next / h is >= the hold."""
+    rungs = sorted(((usd / 3600 / cap, usd / 3600 / bw, name) for name, (usd, cap, bw) in priced.items()),
+                   key=lambda r: -r[0])
+    if len(rungs) < 2:
+        return None
+    for (h, _, name), (_, f_next, _) in zip(rungs, rungs[1:]):
+        if hold_s <= f_next / h:
+            return name
+    return rungs[-1][2]
 
 
 def hgx_drains(catalog_hgx: dict, *devices: str) -> dict[str, float | None]:
@@ -86,18 +95,21 @@ def test_context_kv_bytes_per_token_by_hand(ctx):
 
 
 def test_context_crossover_closed_form(ctx):
-    """SPEC B8: L_x = 2·N_active·BW / (F·kv). crossover_context_of compares KV-read time with
-    matmul time of one sequence on the deployment's own (sharded) step. Under tp the matmul FLOPs
-    split tp ways and, with GQA and tp <= KV heads, so do the KV heads: both sides shrink by the
-    same factor and the single-chip closed form holds."""
+    """SPEC B8 with attention FLOPs (issue 18): L_x = M·BW/(F·kv - a·BW), M the matmul FLOPs per
+    token, a the attention FLOPs per cached token (GQA: 4·N·H per layer). crossover_context_of
+    compares one sequence's KV-read time with its matmul + attention time on the deployment's own
+    (sharded) step. Under tp the matmul FLOPs and the heads split tp ways and, with GQA and tp <= KV
+    heads, so do the KV heads: every term shrinks by the same factor and the single-chip closed form
+    holds."""
     tp = ctx["plan"]["tp"]
     assert ctx["plan"]["pp"] == 1 and 8 % tp == 0  # 8 KV heads split evenly over tp <= 8
     h100 = get_accelerator("h100-sxm")
     flops, bw = h100.peak_flops_per_s["bf16"], h100.hbm_bandwidth_bytes_per_s
     assert (flops, bw) == (989e12, 3.35e12)  # datasheet numbers the hand formula assumes
-    n_active = get_model("llama-3.1-70b").params.active
-    expected = 2 * n_active * bw / (flops * 327_680)  # ~1,458 tokens
-    assert ctx["crossover_context"] == pytest.approx(expected, rel=0.05)
+    matmul = get_model("llama-3.1-70b").matmul_flops_per_token().total
+    attention = 80 * 4 * 64 * 128  # 80 layers x 4·heads·head_dim FLOPs per cached token
+    expected = matmul * bw / (flops * 327_680 - attention * bw)  # ~1,477 tokens (1,437 without attention)
+    assert ctx["crossover_context"] == pytest.approx(expected, rel=1e-9)
 
 
 def test_context_memory_wall_by_hand(ctx):
@@ -107,8 +119,12 @@ def test_context_memory_wall_by_hand(ctx):
     assert ctx["weights_per_chip_bytes"] == pytest.approx(total * 2 / chips, rel=1e-12)
     assert ctx["free_hbm_bytes"] == pytest.approx(chips * 80e9 - total * 2, rel=1e-12)
     kv, free = ctx["kv_bytes_per_token"], ctx["free_hbm_bytes"]
-    assert ctx["max_context_at_batch_1"] == math.floor(free / kv)  # 545,936 tokens
+    assert ctx["kv_capacity_tokens"] == math.floor(free / kv)  # 545,936 tokens
+    # the model's 131,072-token context caps a sequence (before issue 18 the memory limit, 545,936)
+    assert ctx["model_max_context"] == 131_072 == get_model("llama-3.1-70b").max_context
+    assert ctx["max_context_at_batch_1"] == 131_072
     assert ctx["curve"][-1]["context"] == ctx["max_context_at_batch_1"]
+    assert any("131,072-token context" in n and "545,936" in n for n in ctx["notes"])
     for row in ctx["curve"]:
         assert row["kv_per_sequence_bytes"] == pytest.approx(row["context"] * kv, rel=1e-12)
         assert row["max_sequences"] == math.floor(free / (row["context"] * kv))
@@ -123,6 +139,29 @@ def test_context_curve_monotone(ctx):
     assert all(a < b for a, b in zip(kv, kv[1:]))
     assert all(a >= b for a, b in zip(seqs, seqs[1:]))
     assert curve[-1]["max_sequences"] >= 1
+
+
+@pytest.mark.parametrize("plan, never", [(("--tp", "1", "--ep", "8"), True), (("--tp", "2", "--ep", "8"), False)])
+def test_context_note_agrees_with_its_table(plan, never):
+    """Issue 18: DeepSeek-V3 on hgx-h200. Attention data-parallel (tp1·ep8): 242 FLOP per KV byte per
+    chip, above the bf16 ridge 206, so the crossover is never (null) and the note says what bounds
+    the table's longest row — the row's own bound. Under tp2 each chip computes half the heads but
+    reads the whole latent (121 FLOP/B per chip): the crossover is finite and the note says why. The
+    old note said "long contexts are bound by attention compute" in both, over memory-bound rows."""
+    d = run_json("context", "-m", "deepseek-v3", "-s", "hgx-h200", *plan)
+    last = [r for r in d["curve"] if r["batch"] is not None][-1]
+    assert last["context"] == 163_840 == d["max_context_at_batch_1"]
+    if never:
+        assert d["crossover_context"] is None and d["attention_compute_bound"]
+        (note,) = [n for n in d["notes"] if n.startswith("KV reads never outweigh compute")]
+        assert f"at 163,840 tokens (batch {last['batch']:,.0f}) the step is {last['bound']}-bound" in note
+    else:
+        assert d["crossover_context"] > 1_000 and not d["attention_compute_bound"]
+        assert d["attention_flops_per_kv_byte_per_chip"] == pytest.approx(d["attention_flops_per_kv_byte"] / 2)
+        assert any("each chip reads all of a sequence's KV" in n for n in d["notes"])
+    assert not any("bound by attention compute" in n for n in d["notes"])
+    text = run("context", "-m", "deepseek-v3", "-s", "hgx-h200", *plan).stdout
+    assert ("never" in text) == never
 
 
 def test_context_decode_cost_is_step_times_chips_over_batch(ctx):
@@ -235,20 +274,32 @@ def test_cache_json_options(cache_1h):
 
 
 def test_cache_five_minute_rule(cache_1h, cache_5min, catalog_hgx):
-    """8 x PM1743 drains in 15.36 TB / 14 GB/s = 1,097 s = 18.3 min: within a 1 h hold, not within
-    5 min; host DDR5 drains in 2 TB / 614.4 GB/s = 3.26 s. So the five-minute rule picks the drives
-    for a 1 h hold and host DDR5 for a 5 min hold (the local NVMe's bandwidth is unknown)."""
+    """Gray's rule on the fitting, priced tiers: host DDR5 at $1/h (2 TB) and 8 x PM1743 at $0.25/h
+    (8 x 14 GB/s). Break-even = the drives' $ per byte read / DDR5's $ per byte-second held =
+    (0.25/112e9) / (1/2e12) = 4.464 s, so both a 5-minute and a 1-hour hold go to the drives (the old
+    drain rule put the 5-minute hold in DDR5, as the drives drain in 18.3 min > 5 min)."""
     assert cache_1h["five_minute_tier"] == "8 x pm1743"
-    assert cache_5min["five_minute_tier"] == "host DDR5"
+    assert cache_5min["five_minute_tier"] == "8 x pm1743"
+    (even,) = cache_5min["break_even_holds"]
+    assert (even["faster"], even["slower"]) == ("host DDR5", "8 x pm1743")
+    assert even["hold_s"] == pytest.approx(0.25 * 2e12 / (8 * 14e9), rel=1e-9)
+    assert {"tier": "local NVMe data cache", "why": "no price"} in cache_5min["unranked_tiers"]
     by = {o["tier"]: o for o in cache_1h["options"]}
     assert by["8 x pm1743"]["drain_s"] == pytest.approx(catalog_hgx["devices"]["pm1743"]["drain_s"], rel=1e-9)
     assert by["8 x pm1743"]["drain_s"] / 60 == pytest.approx(18.3, abs=0.05)
     assert by["host DDR5"]["drain_s"] == pytest.approx(2e12 / 614.4e9, rel=1e-9)
-    drains = hgx_drains(catalog_hgx, "pm1743")
-    assert cache_1h["five_minute_tier"] == five_minute_rule(3600, drains)
-    assert cache_5min["five_minute_tier"] == five_minute_rule(300, drains)
+    assert (by["8 x pm1743"]["consistent"], by["host DDR5"]["consistent"]) == (True, False)
+    priced = {"host DDR5": (1.0, 2e12, 614.4e9), "8 x pm1743": (0.25, 8 * 15.36e12, 8 * 14e9)}
+    assert cache_1h["five_minute_tier"] == gray_rule(3600, priced)
+    assert cache_5min["five_minute_tier"] == gray_rule(300, priced)
     assert cache_5min["hold_s"] == 300
     assert cache_5min["cheapest"] in {o["tier"] for o in cache_5min["options"]} | {"recompute"}
+
+
+def test_cache_five_minute_rule_needs_two_priced_tiers():
+    """Only host DDR5 priced among the tiers that fit: Gray's rule has nothing to compare it with."""
+    one = run_json("cache", *PRICE2, *L70, "--tier-price", "host DDR5=1", "--device", "pm1743:8")
+    assert one["five_minute_tier"] is None and one["break_even_holds"] == []
 
 
 # ---- prices list -------------------------------------------------------------------------------
@@ -325,11 +376,29 @@ def test_prices_infer_fast_premium_and_cache_tiers(infer_opus, catalog_hgx):
     assert ct["system"] == "hgx-h100" and ct["kv_bytes_per_token"] > 0
     rows = ct["five_minute_tier"]
     assert [r["hold_s"] for r in rows] == [300, 3600]  # Anthropic's 5-minute and 1-hour cache writes
-    # default devices pm1743:8 and exos-x24:8 beside hgx-h100's own tiers
+    # default devices pm1743:8 and exos-x24:8 beside hgx-h100's own tiers; nothing priced: no Gray tier
     drains = hgx_drains(catalog_hgx, "pm1743", "exos-x24")
-    for r in rows:
-        assert r["tier"] == five_minute_rule(r["hold_s"], drains)
+    assert [r["tier"] for r in rows] == [None, None] and ct["break_even_holds"] == []
     assert {f["tier"] for f in ct["fits"]} <= set(drains)
+
+
+def test_prices_infer_cache_tiers_by_gray_rule():
+    """Priced (HBM 8 x $2/h over 640 GB; DDR5 $1/h; 8 x PM1743 $0.25/h; 8 x Exos X24 $0.05/h), Gray's
+    break-evens are HBM -> DDR5 (1/614.4e9)/(16/640e9) = 65.1 ms, DDR5 -> drives 4.46 s, drives -> disks
+    (0.05/(8 x 285e6))/(0.25/(8 x 15.36e12)) = 10,779 s = 3.0 h: both Anthropic holds land on the drives."""
+    out = run_json("prices", "infer", "--provider", "anthropic", "--model", "claude-opus-4.6", *PRICE2,
+                   "--tier-price", "host DDR5=1", "--tier-price", "8 x pm1743=0.25",
+                   "--tier-price", "8 x exos-x24=0.05")
+    ct = out["cache_tiers"]
+    priced = {"HBM": (16.0, 640e9, 8 * 3.35e12), "host DDR5": (1.0, 2e12, 614.4e9),
+              "8 x pm1743": (0.25, 8 * 15.36e12, 8 * 14e9), "8 x exos-x24": (0.05, 8 * 24e12, 8 * 285e6)}
+    assert [(r["hold_s"], r["tier"]) for r in ct["five_minute_tier"]] == [(300, "8 x pm1743"), (3600, "8 x pm1743")]
+    for r in ct["five_minute_tier"]:
+        assert r["tier"] == gray_rule(r["hold_s"], priced)
+    evens = [(e["faster"], e["slower"], e["hold_s"]) for e in ct["break_even_holds"]]
+    assert evens == [("HBM", "host DDR5", pytest.approx(640 / (614.4 * 16), rel=1e-9)),
+                     ("host DDR5", "8 x pm1743", pytest.approx(0.25 * 2e12 / 112e9, rel=1e-9)),
+                     ("8 x pm1743", "8 x exos-x24", pytest.approx(0.05 * 122.88e12 / (0.25 * 2.28e9), rel=1e-9))]
 
 
 # ---- prices tiers ------------------------------------------------------------------------------
@@ -349,9 +418,9 @@ def test_prices_tiers_fixed_boundary(tiers_google, ctx_p2):
     assert tiers_google["price_per_chip_hour"] == 2 and tiers_google["schedule"]["margin"] == 0.5
     tiers = tiers_google["schedule"]["tiers"]
     uppers = [t["up_to_tokens"] for t in tiers]
-    assert uppers[0] == 200_000
+    assert uppers[0] == 65_536
     assert all(a < b for a, b in zip(uppers, uppers[1:]))
-    assert uppers[-1] == ctx_p2["max_context_at_batch_1"]
+    assert uppers[-1] == ctx_p2["max_context_at_batch_1"] == 131_072  # the model's context, not memory
     assert tiers[0]["input_multiplier"] == 1 and tiers[0]["output_multiplier"] == 1
     lower = 0
     for t in tiers:
@@ -378,10 +447,11 @@ def test_prices_tiers_check_against_gemini(tiers_google):
             below = row[f"{kind}_price"] < row[f"{kind}_cost"]
             inside = any(s["from_tokens"] <= row["context"] <= s["to_tokens"] for s in losing[kind])
             assert below == inside, (kind, row)
-    # Gemini 3 Pro's published sheet: $2/$12 up to 200K, $4/$18 above
+    # Gemini 3 Pro's published sheet: $2/$12 up to 200K, $4/$18 above; the stand-in model's prompts
+    # stop at its 131,072-token context, inside the first tier
+    assert check["rows"][-1]["context"] == 131_072
     for row in check["rows"]:
-        long = row["context"] > 200_000
-        assert row["input_price"] == (4 if long else 2) and row["output_price"] == (18 if long else 12)
+        assert row["input_price"] == 2 and row["output_price"] == 12
 
 
 def test_prices_tiers_from_base_prices(tiers_steps, ctx_p2):

@@ -121,15 +121,20 @@ def test_context_curve_monotone(llama_econ):
 
 
 def test_context_crossover_near_closed_form(llama_econ):
-    """SPEC B8: the deployment's crossover (measured on its step function) is within 10% of the closed
-    form 2·N_active/(R·kv) with H100 bf16 R = 295 (1,459 tokens for Llama-3.1-70B)."""
+    """SPEC B8 with attention FLOPs (issue 18): Llama-3.1-70B (GQA, 8 KV heads) under tp4 splits its
+    matmuls, attention heads and KV heads 4 ways alike, so the one-chip closed form holds exactly:
+    L_x = M/(R·kv - a), M = 139,003,428,864 matmul FLOPs per token, R = 989e12/3.35e12 = 295.22,
+    kv = 327,680 B, R·kv = 96,738,961.2, a = 80·4·64·128 = 2,621,440 FLOP per cached token (8 FLOP/B):
+    139,003,428,864/(96,738,961.2 - 2,621,440) = 1,476.9 tokens, 2.8% beyond the matmul-only 1,436.9."""
     dep, econ = llama_econ
     m = dep.model
-    closed = float(crossover_context(active_params=m.params.active,
-                                     flops_per_byte=dep.system.accelerator.flops_per_byte("bf16"),
-                                     kv_bytes_per_token=m.kv_bytes_per_token()))
-    assert econ.crossover_context == pytest.approx(closed, rel=0.10)
-    assert 1.3e3 < econ.crossover_context < 1.6e3
+    assert dep.plan.tp == 4 and m.matmul_flops_per_token().total == 139_003_428_864
+    a = 80 * 4 * 64 * 128
+    assert float(m.attention_flops_per_token(1.0)) == a
+    closed = float(crossover_context(active_params=139_003_428_864 / 2, flops_per_byte=989e12 / 3.35e12,
+                                     kv_bytes_per_token=327_680, attention_flops_per_cached_token=a))
+    assert closed == pytest.approx(1_476.9, abs=0.1)
+    assert econ.crossover_context == pytest.approx(closed, rel=1e-9)
 
 
 def test_max_sequences_against_batching(llama_econ):
@@ -177,13 +182,22 @@ def test_windowed_model_kv_grows_sublinearly():
 
 
 def test_attention_compute_bound_flag():
-    """ContextEconomics.attention_compute_bound: absorbed MLA decode does 2·128·(576+512)/(576·2) =
-    241.8 FLOP per KV byte (DeepSeek-V3, bf16 KV) — above the H200 bf16 ridge (206), below GB200's."""
+    """ContextEconomics.attention_compute_bound, per chip under the plan: absorbed MLA decode does
+    2·128·(576+512)/(576·2) = 241.8 FLOP per KV byte (DeepSeek-V3, bf16 KV) — above the H200 bf16
+    ridge (206) with attention data-parallel (tp1·ep8: each chip computes every head of its
+    sequences); under tp2 (the smallest plan) each chip reads the whole latent but computes half the
+    heads, 120.9 FLOP/B per chip, below the ridge (before issue 18 the flag ignored the plan and
+    said True here); GB200 tp8: 30.2 FLOP/B per chip."""
     per_byte = 2 * 128 * (576 + 512) / (576 * 2)
-    h200 = context_economics(_dep("deepseek-v3", "hgx-h200"), contexts=[1024, 4096])
+    h200 = context_economics(_dep("deepseek-v3", "hgx-h200", Plan(tp=1, ep=8)), contexts=[1024, 4096])
     assert h200.attention_flops_per_kv_byte == pytest.approx(per_byte, rel=1e-3)
-    assert h200.attention_compute_bound
+    assert h200.attention_flops_per_kv_byte_per_chip == pytest.approx(per_byte, rel=1e-3)
+    assert h200.attention_compute_bound and math.isinf(h200.crossover_context)
+    tp2 = context_economics(_dep("deepseek-v3", "hgx-h200"), contexts=[1024, 4096])
+    assert tp2.attention_flops_per_kv_byte_per_chip == pytest.approx(per_byte / 2, rel=1e-3)
+    assert not tp2.attention_compute_bound and math.isfinite(tp2.crossover_context)
     gb200 = context_economics(_dep("deepseek-v3", "gb200-nvl72", Plan(tp=8)), contexts=[1024, 4096])
+    assert gb200.attention_flops_per_kv_byte_per_chip == pytest.approx(per_byte / 8, rel=1e-3)
     assert not gb200.attention_compute_bound
 
 
@@ -194,7 +208,9 @@ def test_context_economics_bad_inputs(llama_econ):
     with pytest.raises(SpecError, match="^batch"):
         context_economics(dep, contexts=[1024], batch=0)
     with pytest.raises(InfeasibleError, match="no context in the grid fits"):
-        context_economics(dep, contexts=[1e8], batch=1)
+        context_economics(dep, contexts=[131_072], batch=100)  # 13.1M KV tokens; memory holds 545,936
+    with pytest.raises(SpecError, match="^contexts 1e[+]08: longer than llama-3.1-70b's 131,072-token context"):
+        context_economics(dep, contexts=[1e8], batch=1)  # before issue 18: InfeasibleError (memory)
 
 
 # ---- tier schedules ---------------------------------------------------------------------------------
@@ -400,38 +416,51 @@ def test_hold_equals_retrieve_at_drain_time(llama_tp4):
         (opt,) = [o for o in cp.options if o.tier == name]
         assert opt.hold_usd == pytest.approx(expected, rel=1e-12)
         assert opt.retrieve_usd == pytest.approx(expected, rel=1e-12)
-        assert opt.consistent
-        # slightly shorter holds are not consistent with the tier, and cost less than reading back
+        # slightly shorter holds cost less than reading back
         short = cache_placement(dep, tiers, sequences=2, context=1000, hold_s=0.9 * drains[name],
                                 price_per_chip_hour=2.0)
         (s_opt,) = [o for o in short.options if o.tier == name]
-        assert s_opt.hold_usd < s_opt.retrieve_usd and s_opt.consistent is False
+        assert s_opt.hold_usd < s_opt.retrieve_usd
 
 
+# Gray's break-even HBM -> host DDR5 here: DDR5's $ per byte read / HBM's $ per byte-second held =
+# (1.5/3600/614.4e9) / (8/3600/320e9) = 1.5 x 320 / (614.4 x 8) = 0.09765625 s.
 @pytest.mark.parametrize("hold_s,sequences,expected", [
-    (300.0, 2, "host DDR5"),     # DDR drains in 3.26 s <= 300 s; NVMe's drain time is unknown
-    (1.0, 2, "HBM"),             # only HBM (23.9 ms) drains within 1 s
-    (1e-3, 2, None),             # nothing drains in 1 ms
-    (1.0, 1000, None),           # 327.7 GB does not fit the 178.9 GB of HBM the weights leave
-    (300.0, 1000, "host DDR5"),
+    (300.0, 2, "host DDR5"),     # 300 s > 0.0977 s; NVMe has no price or bandwidth
+    (1.0, 2, "host DDR5"),       # 1 s > 0.0977 s (the old drain rule said HBM: 23.9 ms <= 1 s < 3.26 s)
+    (1e-3, 2, "HBM"),            # re-read within the break-even: keep it in HBM (the old rule said none)
+    (0.09765625, 2, "HBM"),      # at the break-even exactly, the faster tier
+    (1.0, 1000, None),           # 327.7 GB does not fit the 178.9 GB of HBM the weights leave: one tier, no rule
+    (300.0, 1000, None),
 ])
 def test_five_minute_tier(llama_tp4, hold_s, sequences, expected):
     dep, tiers = llama_tp4
     cp = cache_placement(dep, tiers, sequences=sequences, context=1000, hold_s=hold_s, price_per_chip_hour=2.0)
     assert cp.five_minute_tier == expected
+    if expected is not None:
+        (even,) = cp.break_evens
+        assert (even.faster, even.slower, even.hold_s) == ("HBM", "host DDR5", pytest.approx(0.09765625, rel=1e-12))
+        assert {o.tier: o.consistent for o in cp.options} == {
+            "HBM": expected == "HBM", "host DDR5": expected == "host DDR5", "local NVMe data cache": None}
 
 
-def test_five_minute_tier_picks_slowest_fitting(llama_tp4):
-    """An extra 10 TB tier at 100 GB/s drains in 100 s: held 300 s the cache belongs there (slower
-    than DDR, still <= 300 s); held 60 s it belongs in DDR."""
+def test_five_minute_tier_gray_ladder(llama_tp4):
+    """A priced 10 TB flash tier at 100 GB/s ($0.30/hour; drains in 100 s) below DDR5 ($1.50/hour): the
+    break-even DDR5 -> flash is flash's $ per byte read / DDR5's $ per byte-second = (0.3/3600/100e9) /
+    (1.5/3600/2e12) = 4 s. Re-read every 60 s the cache belongs in flash (the old rule: DDR5, as flash's
+    100 s drain exceeds 60 s), every 2 s in DDR5, every 50 ms in HBM."""
     dep, tiers = llama_tp4
-    flash = MemoryTier(name="flash (test)", kind="flash", capacity_bytes=10e12, bandwidth_bytes_per_s=100e9)
+    flash = MemoryTier(name="flash (test)", kind="flash", capacity_bytes=10e12, bandwidth_bytes_per_s=100e9,
+                       usd_per_hour=0.3)
     assert flash.drain_s == 100.0
     all_tiers = (*tiers, flash)
-    assert cache_placement(dep, all_tiers, sequences=2, context=1000, hold_s=300.0,
-                           price_per_chip_hour=2.0).five_minute_tier == "flash (test)"
-    assert cache_placement(dep, all_tiers, sequences=2, context=1000, hold_s=60.0,
-                           price_per_chip_hour=2.0).five_minute_tier == "host DDR5"
+    picks = {hold: cache_placement(dep, all_tiers, sequences=2, context=1000, hold_s=hold,
+                                   price_per_chip_hour=2.0).five_minute_tier for hold in (300.0, 60.0, 2.0, 0.05)}
+    assert picks == {300.0: "flash (test)", 60.0: "flash (test)", 2.0: "host DDR5", 0.05: "HBM"}
+    cp = cache_placement(dep, all_tiers, sequences=2, context=1000, hold_s=60.0, price_per_chip_hour=2.0)
+    assert [(e.faster, e.slower) for e in cp.break_evens] == [("HBM", "host DDR5"), ("host DDR5", "flash (test)")]
+    assert cp.break_evens[1].hold_s == pytest.approx(4.0, rel=1e-12)
+    assert cp.ladder.skipped == (("local NVMe data cache", "no price"),)
 
 
 def test_cheapest_tier(llama_tp4):

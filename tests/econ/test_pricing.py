@@ -17,7 +17,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from llmecon.spec.deployment import Deployment
-from llmecon.econ.batching import crossover_context, max_batch, max_roofline_fast_mode
+from llmecon.econ.batching import crossover_context_lecture, max_batch, max_roofline_fast_mode
 from llmecon.catalog.hardware import get_system
 from llmecon.catalog.models import get_model
 from llmecon.catalog.prices import get_price_sheet
@@ -29,6 +29,7 @@ from llmecon.spec.plan import Plan
 from llmecon.spec.prices import CacheWrite, ContextTier, PriceSheet
 from llmecon.econ.pricing import (break_even_hold_s, cache_hold_price_per_hour, cache_tier_fit, decode_prefill_cost_ratio,
                              equivalent_kv_layers, five_minute_tiers, infer_fast_mode, infer_kv_from_price_step,
+                             tier_break_evens,
                              kv_bytes_from_crossover, operating_point, serving_cost)
 from llmecon.step.inference import decode_of
 
@@ -42,7 +43,7 @@ FAST = settings(max_examples=80, deadline=None)
 @given(n=st.floats(1e8, 1e13), r=st.floats(10.0, 5000.0), kv=st.floats(1.0, 1e7))
 def test_kv_from_crossover_inverts_crossover(n, r, kv):
     """SPEC C10 reads SPEC B8 backwards: kv = 2·N/(R·L_x) undoes L_x = 2·N/(R·kv)."""
-    lx = crossover_context(active_params=n, flops_per_byte=r, kv_bytes_per_token=kv)
+    lx = crossover_context_lecture(active_params=n, flops_per_byte=r, kv_bytes_per_token=kv)
     assert float(kv_bytes_from_crossover(active_params=n, crossover_context=lx, flops_per_byte=r)) == \
         pytest.approx(kv, rel=1e-9)
 
@@ -141,9 +142,9 @@ def llama_tp8():
 
 def test_cache_tier_fit_opus_4_6_on_hgx_h100():
     """SPEC C12 on the catalogue's Opus 4.6 sheet (5-min write $6.25, 1-h $10, base $5) and DGX H100's
-    tiers: holding costs 1.25/(5/60) = 15 and 5/1 = 5 $/Mtok-hour; HBM (23.9 ms) and host DDR5
-    (3.26 s) drain within 5 minutes, so both are consistent; the NVMe tier's bandwidth is unknown
-    (None). The five-minute rule puts both holds in DDR5, the slowest consistent tier."""
+    tiers: holding costs 1.25/(5/60) = 15 and 5/1 = 5 $/Mtok-hour. No tier has a price, so Gray's
+    five-minute rule has nothing to compare: every tier's ``consistent`` is None and no hold gets a
+    tier (the old drain rule put both holds in DDR5, ignoring prices)."""
     sheet = get_price_sheet("anthropic", "claude-opus-4.6")
     fits = cache_tier_fit(sheet, get_system("hgx-h100").memory_tiers)
     assert len(fits) == 6
@@ -152,26 +153,41 @@ def test_cache_tier_fit_opus_4_6_on_hgx_h100():
         assert by[(300.0, tier)].hold_price_usd_per_mtok_hour == pytest.approx(15.0, rel=1e-12)
         assert by[(3600.0, tier)].hold_price_usd_per_mtok_hour == pytest.approx(5.0, rel=1e-12)
     for hold in (300.0, 3600.0):
-        assert by[(hold, "HBM")].consistent is True
-        assert by[(hold, "host DDR5")].consistent is True
-        assert by[(hold, "local NVMe data cache")].consistent is None
+        for tier in ("HBM", "host DDR5", "local NVMe data cache"):
+            assert by[(hold, tier)].consistent is None
         assert by[(hold, "HBM")].covers_cost is None          # no KV size, no tier price
-    assert five_minute_tiers(fits) == {300.0: "host DDR5", 3600.0: "host DDR5"}
+    assert five_minute_tiers(fits) == {300.0: None, 3600.0: None}
 
 
 def _writes(*holds):
     return tuple(CacheWrite(hold_s=h, usd_per_mtok=2.0) for h in holds)
 
 
-def test_five_minute_tiers_with_slower_tiers():
-    """With a 100 s flash tier and a 2,000 s disk tier: a 5-minute hold lands on flash (100 <= 300 <
-    2,000), a 1-hour hold on the disk; a 10 ms hold on nothing (HBM drains in 23.9 ms)."""
-    flash = MemoryTier(name="flash", kind="flash", capacity_bytes=10e12, bandwidth_bytes_per_s=100e9)
-    disk = MemoryTier(name="disk", kind="hdd", capacity_bytes=20e12, bandwidth_bytes_per_s=10e9)
-    tiers = (*get_system("hgx-h100").memory_tiers, flash, disk)
+def _ladder_tiers():
+    """Three priced tiers, hand-checkable: DRAM 1 TB at 100 GB/s for $3.60/h (h = 1e-15 $/B-s, drain
+    10 s); flash 10 TB at 10 GB/s for $0.36/h (h = 1e-17, drain 1,000 s, $1e-14 per byte read); disk
+    20 TB at 0.2 GB/s for $0.072/h (h = 1e-18, drain 1e5 s, $1e-13 per byte read). Gray's break-evens:
+    DRAM -> flash 1e-14/1e-15 = 10 s; flash -> disk 1e-13/1e-17 = 1e4 s (2.78 h)."""
+    return (MemoryTier(name="disk", kind="hdd", capacity_bytes=20e12, bandwidth_bytes_per_s=0.2e9, usd_per_hour=0.072),
+            MemoryTier(name="dram", kind="host_dram", capacity_bytes=1e12, bandwidth_bytes_per_s=100e9,
+                       usd_per_hour=3.6),
+            MemoryTier(name="flash", kind="flash", capacity_bytes=10e12, bandwidth_bytes_per_s=10e9,
+                       usd_per_hour=0.36))
+
+
+def test_five_minute_tiers_by_gray_break_even():
+    """With ``_ladder_tiers`` (listed in any order; the ladder ranks them by price per byte): a 5 s hold
+    stays in DRAM, 5 minutes and 1 hour go to flash (<= 1e4 s), 10 hours to disk. The old drain rule
+    (slowest tier draining within the hold) said None, DRAM, flash, flash."""
     sheet = PriceSheet(provider="case", model="m", input_usd_per_mtok=1.0, output_usd_per_mtok=5.0,
-                       cache_writes=_writes(0.01, 300.0, 3600.0))
-    assert five_minute_tiers(cache_tier_fit(sheet, tiers)) == {0.01: None, 300.0: "flash", 3600.0: "disk"}
+                       cache_writes=_writes(5.0, 300.0, 3600.0, 36000.0))
+    fits = cache_tier_fit(sheet, _ladder_tiers())
+    assert five_minute_tiers(fits) == {5.0: "dram", 300.0: "flash", 3600.0: "flash", 36000.0: "disk"}
+    evens = tier_break_evens(_ladder_tiers())
+    assert [(e.faster, e.slower) for e in evens] == [("dram", "flash"), ("flash", "disk")]
+    assert evens[0].hold_s == pytest.approx(10.0, rel=1e-9) and evens[1].hold_s == pytest.approx(1e4, rel=1e-9)
+    by = {(f.hold_s, f.tier): f.consistent for f in fits}
+    assert (by[(300.0, "flash")], by[(300.0, "dram")], by[(300.0, "disk")]) == (True, False, False)
 
 
 def test_cache_tier_fit_covers_cost_hand_case(llama_tp8):
@@ -191,13 +207,24 @@ def test_cache_tier_fit_covers_cost_hand_case(llama_tp8):
     assert fits[(300.0, "local NVMe data cache")].covers_cost is None
 
 
-def test_break_even_is_drain_time():
-    """SPEC C12: break-even hold = C/BW; DGX H100 DDR5 2 TB / 614.4 GB/s = 3.255 s; unknown bandwidth
-    has no break-even."""
+def test_break_even_of_a_tier_against_itself_is_its_drain_time():
+    """SPEC C12: a tier against itself breaks even at C/BW whatever its price; DGX H100 DDR5 2 TB /
+    614.4 GB/s = 3.255 s; unknown bandwidth has no break-even."""
     ddr, nvme = get_system("hgx-h100").tiers
     assert break_even_hold_s(ddr) == pytest.approx(3.2552, rel=1e-4)
     with pytest.raises(SpecError, match="bandwidth unknown"):
         break_even_hold_s(nvme)
+
+
+def test_break_even_between_two_tiers_hand_case():
+    """Gray: T* = slower's $ per byte read / faster's $ per byte-second held. DRAM -> flash of
+    ``_ladder_tiers``: (0.36/3600/10e9) / (3.6/3600/1e12) = 10 s — not flash's drain time (1,000 s),
+    which the old rule returned for any pair. Unpriced tiers have no break-even."""
+    disk, dram, flash = _ladder_tiers()
+    assert break_even_hold_s(dram, flash) == pytest.approx(10.0, rel=1e-9)
+    assert break_even_hold_s(flash, disk) == pytest.approx(1e4, rel=1e-9)
+    with pytest.raises(SpecError, match="no price"):
+        break_even_hold_s(get_system("hgx-h100").tiers[0], flash)
 
 
 # ---- serving cost ------------------------------------------------------------------------------------------

@@ -198,3 +198,22 @@ def test_cli_step_says_which_mode(tmp_path):
     assert d["profile"] == "toy"
     proc = run("step", "--model", "llama-3.1-8b", "--system", "hgx-h100", "--profile", str(tmp_path / "nope.toml"))
     assert proc.returncode == 2 and "--profile: no such file" in proc.stderr
+
+
+@pytest.mark.parametrize("row, column", [
+    ("deepseek-v3,hgx-h200,decode,1,163841,,", "context"),
+    ("deepseek-v3,hgx-h200,prefill,1,1000,163000,", "prompt_tokens"),
+    ("deepseek-v3,hgx-h200,serving,4,,163000,841", "output_tokens"),
+])
+def test_predict_rejects_sequences_longer_than_the_context(row, column):
+    """Issue 18: a case whose sequence (decode: context; prefill: context + prompt; serving: prompt +
+    output) exceeds DeepSeek-V3's 163,840 tokens is an error naming its line and column, with a fix;
+    at the limit it is predicted."""
+    head = "model,system,phase,batch,context,prompt_tokens,output_tokens\n"
+    with pytest.raises(CatalogError, match=f"^cases line 2 {column}: .* is longer than deepseek-v3's 163,840-token "
+                                           "context") as exc:
+        predict_cases(parse_cases(head + row + "\n"))
+    assert "<= 163,840" in exc.value.fix
+    ok = predict_cases(parse_cases(head + "deepseek-v3,hgx-h200,decode,1,163840,,\n"
+                                   "deepseek-v3,hgx-h200,prefill,1,840,163000,\n"))
+    assert all(r["step_s"] > 0 for r in ok)

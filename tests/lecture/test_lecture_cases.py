@@ -788,8 +788,8 @@ def test_spec_b8_crossover_closed_form_catalogue():
     r = get_accelerator("h100-sxm").flops_per_byte("bf16")
     for name, expected in (("llama-3.1-70b", 1.4e3), ("deepseek-v3", 3.6e3)):
         m = get_model(name)
-        got = batching.crossover_context(active_params=m.params.active, flops_per_byte=r,
-                                         kv_bytes_per_token=m.kv_bytes_per_token("bf16"))
+        got = batching.crossover_context_lecture(active_params=m.params.active, flops_per_byte=r,
+                                                 kv_bytes_per_token=m.kv_bytes_per_token("bf16"))
         assert float(got) == pytest.approx(expected, rel=0.05), name
     # and the GQA/MLA gap is what separates them: 327,680 vs 70,272 B/token
     assert get_model("llama-3.1-70b").kv_bytes_per_token("bf16") == 327_680

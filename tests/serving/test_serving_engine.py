@@ -167,10 +167,14 @@ def test_swap_needs_a_host_tier():
 
 
 def test_request_too_large_for_kv_is_rejected_with_a_reason():
+    """A request whose KV cannot fit is rejected at admission. Issue 18: it must stay within the
+    model's context (131,072 tokens; twice the whole of HBM, ~977K, is now an error before the
+    run), so KV is limited to a quarter of HBM: 20 GB - 16.1 GB of weights holds ~30K tokens."""
     dep = LLAMA
-    too_long = int(2 * (dep.system.accelerator.hbm_bytes - dep.weights_per_chip_bytes)
+    too_long = int(2 * (0.25 * dep.system.accelerator.hbm_bytes - dep.weights_per_chip_bytes)
                    / float(dep.kv_per_sequence_per_chip_bytes(1)))
-    res = simulate(dep, _one([0.0, 0.1], [too_long, 100], [10, 10]), SimConfig(drain=True))
+    assert too_long + 10 <= dep.model.max_context == 131_072
+    res = simulate(dep, _one([0.0, 0.1], [too_long, 100], [10, 10]), SimConfig(drain=True, hbm_fraction=0.25))
     assert res.reject_reason.tolist() == ["kv_capacity", ""]
     assert res.counts() == {"completed": 1, "rejected": 1, "in_flight": 0, "waiting": 0, "running": 0,
                             "not_arrived": 0}

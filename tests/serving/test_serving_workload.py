@@ -125,3 +125,47 @@ def test_trace_missing_and_bad_values(tmp_path):
         load_trace(q)
     with pytest.raises(SpecError, match="no such file"):
         load_trace(tmp_path / "nope.csv")
+
+
+# ---- the model's context (issue 18, item 4) ----------------------------------------------------------
+
+
+def _dsv3():
+    from llmecon.catalog.hardware import get_system
+    from llmecon.catalog.models import get_model
+    from llmecon.spec.deployment import Deployment
+    from llmecon.spec.plan import Plan
+
+    return Deployment(model=get_model("deepseek-v3"), system=get_system("gb200-nvl72"), plan=Plan(tp=1, ep=8))
+
+
+@pytest.mark.parametrize("prompt, output, field", [("170000", "10", "prompt"), ("163000", "1000", "output"),
+                                                   ("163840", "1", "prompt")])
+def test_simulate_rejects_requests_longer_than_the_context(prompt, output, field):
+    """DeepSeek-V3's 163,840 tokens bound prompt + output (vLLM's max_model_len rule); the error
+    names the input the lengths came from (``parse_lengths``' field): the prompt when it alone is
+    too long, else the output. Before issue 18 these ran (with KV the model never saw in training)."""
+    from llmecon.serving import simulate
+
+    wl = synthetic(rate_per_s=1.0, prompt=parse_lengths(prompt, field="prompt"),
+                   output=parse_lengths(output, field="output"), n=3)
+    with pytest.raises(SpecError, match="3 of 3 requests longer than deepseek-v3's 163,840-token context") as exc:
+        simulate(_dsv3(), wl)
+    assert exc.value.field == field
+    assert exc.value.render(lambda f: "--" + f).startswith(f"--{field}: ")
+    assert "{prompt} + {output} <= 163,840" in exc.value.fix
+
+
+def test_context_check_names_the_trace_and_skips_unknown_contexts(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("arrival_s,prompt_tokens,output_tokens\n0,1000,10\n1,163000,841\n2,163000,840\n")
+    wl = load_trace(path)
+    assert wl.length_fields == ("trace", "trace")
+    with pytest.raises(SpecError, match=r"1 of 3 requests .* the first at 1 s: prompt 163,000 \+ output 841") as exc:
+        wl.require_within_context(163_840, model_name="deepseek-v3")
+    assert exc.value.field == "trace"
+    wl.require_within_context(0, model_name="gemma-3-27b")  # unknown context: nothing checked
+    wl.require_within_context(163_841, model_name="m")      # 163,000 + 841 = 163,841 fits exactly
+    # a synthetic workload built without parse_lengths names the library fields
+    plain = synthetic(rate_per_s=1.0, prompt=fixed(10), output=fixed(10), n=2)
+    assert plain.length_fields == ("prompt_tokens", "output_tokens")

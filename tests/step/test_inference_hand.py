@@ -17,12 +17,16 @@ untied, bf16.
   attention FLOPs/token at context L: 2 layers · 2·4 heads·(16+16)·L = 512·L
 Chip A: 1e12 FLOP/s bf16, 1e9 B/s, 1e9 B HBM.  Chip B: 1e11 FLOP/s, 1e9 B/s (compute-bound sooner).
 
-TP all-reduce of S bytes over p chips, link BW and alpha: the faster of
-  ring     2(p-1)/p·S/BW + 2(p-1)·alpha
-  one-shot (p-1)·S/BW + alpha.
-ring - one-shot = -(p-1)(p-2)/p·S/BW + (2p-3)·alpha, so at p = 2 one-shot always wins by exactly alpha
-(same S/BW, one alpha instead of two); at p = 4 ring wins once 1.5·S/BW > 5·alpha, i.e. S/BW > 10/3·alpha
-(S > 333.3 B on the 1e8 B/s, 1 us link).
+TP all-reduce of S bytes over p chips, link BW and alpha (the per-operation latency floor, charged
+once per all-reduce in ideal mode): the fastest of
+  ring     alpha + 2(p-1)/p·S/BW
+  tree     alpha + 2·S/BW
+  one-shot alpha + (p-1)·S/BW
+(the toy link has no in-switch reduction), i.e. always the ring: its bytes are the fewest, and ring
+and one-shot tie at p = 2. With a latency per algorithm step (calibrated mode: the profile sets
+``Link.step_latency_s``, here LINK_STEPS with 1 us per step) the ring pays 2(p-1) steps and
+one-shot 1, so one-shot wins small messages: at p = 4 ring wins once 1.5·S/BW > 5 steps, i.e.
+S > 333.3 B on the 1e8 B/s link.
 """
 
 from __future__ import annotations
@@ -181,14 +185,18 @@ def test_moe_touched_experts_batch_1_and_2(moe):
 
 
 LINK = Link(name="toy link", bandwidth_bytes_per_s=1e8, latency_s=1e-6)
+LINK_STEPS = Link(name="toy link with steps", bandwidth_bytes_per_s=1e8, latency_s=1e-6, step_latency_s=1e-6)
 
 
 def test_ring_all_reduce_alone():
-    """Ring, p=4, S=1,000 B on 1e8 B/s, 1 us: 2·3/4·1,000/1e8 + 2·3·1e-6 = 1.5e-5 + 6e-6 = 2.1e-5 s;
-    p=2, S=512: 2·1/2·512/1e8 + 2·1·1e-6 = 5.12e-6 + 2e-6 = 7.12e-6 s; p=1: nothing to reduce, 0."""
-    assert float(ring_all_reduce_s(message_bytes=1_000, participants=4, link=LINK)) == pytest.approx(2.1e-5, rel=EXACT)
-    assert float(ring_all_reduce_s(message_bytes=512, participants=2, link=LINK)) == pytest.approx(7.12e-6, rel=EXACT)
+    """Ring, p=4, S=1,000 B on 1e8 B/s, 1 us floor: 1e-6 + 2·3/4·1,000/1e8 = 1e-6 + 1.5e-5 = 1.6e-5 s;
+    p=2, S=512: 1e-6 + 2·1/2·512/1e8 = 1e-6 + 5.12e-6 = 6.12e-6 s; p=1: nothing to reduce, 0.
+    With 1 us per step (LINK_STEPS), p=4 adds 2·3 steps: 1.6e-5 + 6e-6 = 2.2e-5 s."""
+    assert float(ring_all_reduce_s(message_bytes=1_000, participants=4, link=LINK)) == pytest.approx(1.6e-5, rel=EXACT)
+    assert float(ring_all_reduce_s(message_bytes=512, participants=2, link=LINK)) == pytest.approx(6.12e-6, rel=EXACT)
     assert float(ring_all_reduce_s(message_bytes=512, participants=1, link=LINK)) == 0.0
+    assert float(ring_all_reduce_s(message_bytes=1_000, participants=4, link=LINK_STEPS)) == pytest.approx(
+        2.2e-5, rel=EXACT)
 
 
 def test_one_shot_all_reduce_alone():
@@ -202,23 +210,30 @@ def test_one_shot_all_reduce_alone():
 
 
 def test_all_reduce_picks_the_faster():
-    """p=4 on 1e8 B/s, 1 us; crossover at 1.5·S/1e8 = 5e-6 -> S = 1,000/3 B (both 1.1e-5 s there:
-    ring 1.5·(1,000/3)/1e8 + 6e-6 = 5e-6 + 6e-6, one-shot 3·(1,000/3)/1e8 + 1e-6 = 1e-5 + 1e-6).
-      S = 100 B:   ring 1.5·1e-6 + 6e-6 = 7.5e-6, one-shot 3e-6 + 1e-6 = 4e-6    -> one-shot, 4e-6 s
-      S = 1,000 B: ring 1.5e-5 + 6e-6 = 2.1e-5,   one-shot 3e-5 + 1e-6 = 3.1e-5  -> ring, 2.1e-5 s
-    p=2, S=512: ring 7.12e-6, one-shot 6.12e-6 -> one-shot (always at p=2, by one alpha)."""
-    got = all_reduce_s(message_bytes=[100.0, 1_000 / 3, 1_000.0], participants=4, link=LINK)
-    assert [float(x) for x in got] == pytest.approx([4e-6, 1.1e-5, 2.1e-5], rel=EXACT)
+    """Ideal (LINK, one 1 us floor): the ring always, p=4:
+      S = 100 B: 1e-6 + 1.5e-6 = 2.5e-6;  S = 1,000/3 B: 1e-6 + 5e-6 = 6e-6;  S = 1,000 B: 1.6e-5 s.
+    With 1 us per step (LINK_STEPS): ring 1e-6 + 6e-6 + 1.5·S/1e8, one-shot 1e-6 + 1e-6 + 3·S/1e8;
+    crossover at 1.5·S/1e8 = 5e-6 -> S = 1,000/3 B (both 1.2e-5 s there).
+      S = 100 B:   ring 7e-6 + 1.5e-6 = 8.5e-6, one-shot 2e-6 + 3e-6 = 5e-6    -> one-shot, 5e-6 s
+      S = 1,000 B: ring 7e-6 + 1.5e-5 = 2.2e-5, one-shot 2e-6 + 3e-5 = 3.2e-5  -> ring, 2.2e-5 s
+    p=2, S=512: ring 1e-6 + 2e-6 + 5.12e-6 = 8.12e-6, one-shot 7.12e-6 -> one-shot, by one step
+    (on LINK both are 6.12e-6 s)."""
+    sizes = [100.0, 1_000 / 3, 1_000.0]
+    got = all_reduce_s(message_bytes=sizes, participants=4, link=LINK)
+    assert [float(x) for x in got] == pytest.approx([2.5e-6, 6e-6, 1.6e-5], rel=EXACT)
+    got = all_reduce_s(message_bytes=sizes, participants=4, link=LINK_STEPS)
+    assert [float(x) for x in got] == pytest.approx([5e-6, 1.2e-5, 2.2e-5], rel=EXACT)
     assert float(all_reduce_s(message_bytes=512, participants=2, link=LINK)) == pytest.approx(6.12e-6, rel=EXACT)
+    assert float(all_reduce_s(message_bytes=512, participants=2, link=LINK_STEPS)) == pytest.approx(
+        7.12e-6, rel=EXACT)
 
 
 def test_tensor_parallel_one_shot_all_reduce(dense):
     """TP=2 over a link of 1e8 B/s and 1 us. B=4, L=10.
     Compute 661,504/(2·1e12) = 3.30752e-7 s. Per chip: weights read 160,896/2 = 80,448, KV split over
     the 2 KV heads 11,264/2 = 5,632 -> 86,080 B -> 8.608e-5 s.
-    Comm: 2 layers x 2 all-reduces of 4 tokens·64·2 B = 512 B, p=2:
-      ring     2·(1/2)·512/1e8 + 2·1·1e-6 = 5.12e-6 + 2e-6 = 7.12e-6 s
-      one-shot 1·512/1e8 + 1e-6           = 5.12e-6 + 1e-6 = 6.12e-6 s  <- wins
+    Comm: 2 layers x 2 all-reduces of 4 tokens·64·2 B = 512 B, p=2 (ring and one-shot tie):
+      1e-6 + 1·512/1e8 = 1e-6 + 5.12e-6 = 6.12e-6 s
     -> 4 x 6.12e-6 = 2.448e-5 s. Memory-bound.
     Held per chip: 173,696/2 = 86,848 of weights + 10,240/2 = 5,120 of KV."""
     step = decode_step(dense, _system(chips=2), batch=4, context=10, plan=Plan(tp=2))
@@ -233,9 +248,7 @@ def test_tensor_parallel_one_shot_all_reduce(dense):
 
 
 def test_tensor_parallel_comm_bound(dense):
-    """Same on a 1e6 B/s link, S = 512 B, p=2:
-      ring     512/1e6 + 2e-6 = 5.12e-4 + 2e-6 = 5.14e-4 s
-      one-shot 512/1e6 + 1e-6 = 5.12e-4 + 1e-6 = 5.13e-4 s  <- wins
+    """Same on a 1e6 B/s link, S = 512 B, p=2 (ring = one-shot): 512/1e6 + 1e-6 = 5.13e-4 s,
     x4 = 2.052e-3 s, above memory 8.608e-5 s: comm-bound."""
     step = decode_step(dense, _system(chips=2, link_bw=1e6), batch=4, context=10, plan=Plan(tp=2))
     assert float(step.time.comm_s) == pytest.approx(2.052e-3, rel=EXACT)
@@ -246,17 +259,18 @@ def test_tensor_parallel_4_ring_all_reduce(dense):
     """TP=4 on 4 chips over 1e8 B/s, 1 us. B=4, L=10; KV split over min(2 KV heads, 4) = 2.
     Compute 661,504/(4·1e12) = 1.65376e-7 s. Per chip: weights read 160,896/4 = 40,224,
     KV 11,264/2 = 5,632 -> 45,856 B -> 4.5856e-5 s.
-    Comm: 4 all-reduces of S = 512 B, p=4 (S > 333.3 B, so ring):
-      ring     2·3/4·512/1e8 + 2·3·1e-6 = 7.68e-6 + 6e-6 = 1.368e-5 s  <- wins
-      one-shot 3·512/1e8 + 1e-6         = 1.536e-5 + 1e-6 = 1.636e-5 s
-    -> 4 x 1.368e-5 = 5.472e-5 s > 4.5856e-5 s: comm-bound.
+    Comm: 4 all-reduces of S = 512 B, p=4:
+      ring     1e-6 + 2·3/4·512/1e8 = 1e-6 + 7.68e-6 = 8.68e-6 s  <- wins
+      one-shot 1e-6 + 3·512/1e8     = 1e-6 + 1.536e-5 = 1.636e-5 s
+    -> 4 x 8.68e-6 = 3.472e-5 s < 4.5856e-5 s: memory-bound (one floor per all-reduce; charging
+    it at each of the ring's 6 steps made this step comm-bound at 5.472e-5 s).
     Held per chip: 173,696/4 = 43,424 of weights + 10,240/2 = 5,120 of KV."""
     step = decode_step(dense, _system(chips=4), batch=4, context=10, plan=Plan(tp=4))
     assert float(step.time.compute_s) == pytest.approx(1.65376e-7, rel=EXACT)
     assert float(step.time.memory_s) == pytest.approx(4.5856e-5, rel=EXACT)
-    assert float(step.time.comm_s) == pytest.approx(5.472e-5, rel=EXACT)
-    assert step.bound == "comm"
-    assert float(step.step_s) == pytest.approx(5.472e-5, rel=EXACT)
+    assert float(step.time.comm_s) == pytest.approx(3.472e-5, rel=EXACT)
+    assert step.bound == "memory"
+    assert float(step.step_s) == pytest.approx(4.5856e-5, rel=EXACT)
     assert float(step.weight_bytes) == pytest.approx(160_896, rel=EXACT)  # 4 chips x 40,224
     assert float(step.memory_per_chip_bytes) == pytest.approx(43_424 + 5_120, rel=EXACT)
 

@@ -192,3 +192,20 @@ def test_roofline_operating_point_is_the_chosen_batch(client):
     assert op["batch"] == 77
     assert op["intensity_flops_per_byte"] == pytest.approx(step["flops"] / (step["weight_bytes"] + step["kv_bytes"]))
     assert op["achieved_flops_per_s"] == pytest.approx(step["flops"] / step["step_s"] / 4)
+
+
+@pytest.mark.parametrize("lengths, field", [({"prompt_tokens": 170_000, "output_tokens": 10}, "prompt_tokens"),
+                                            ({"prompt_tokens": 163_000, "output_tokens": 1_000}, "output_tokens")])
+def test_simulate_longer_than_the_context_is_422(client, lengths, field):
+    """Issue 18: DeepSeek-V3 (163,840 tokens) — prompt + output beyond it is a 422 on the field whose
+    value breaks it (the schema's own bounds, 1M and 100K, allow both)."""
+    (d,) = _detail(client.post("/api/simulate", json={"model": "deepseek-v3", "system": "gb200-nvl72",
+                                                      "requests": 5, **lengths}))
+    assert d["loc"] == ["body", field] and "163,840-token context" in d["msg"]
+    assert "prompt_tokens + output_tokens <= 163,840" in d["msg"]
+
+
+def test_context_reports_the_cap_and_the_memory_side(client):
+    c = client.post("/api/context", json={"model": "deepseek-v3", "system": "gb200-nvl72"}).json()
+    assert c["model_max_context"] == c["max_context_at_batch_1"] == 163_840 == c["curve"][-1]["context"]
+    assert c["kv_capacity_tokens"] > 163_840 and any("163,840-token context" in n for n in c["notes"])

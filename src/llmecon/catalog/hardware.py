@@ -37,10 +37,15 @@ _LINK_KEYS = dict(required=("bandwidth", "latency", "source"), optional=("name",
 TIER_STATUSES = ("verified", "secondary", "derived", "assumed")
 SYSTEM_TIER_KINDS = tuple(k for k in TIER_KINDS if k != "hbm")     # HBM comes from the accelerator
 STORAGE_KINDS = ("local_nvme", "flash", "hdd", "network_disk")      # devices, not memory
+# A tier's price (optional; SPEC C12 and Gray's rule need one per tier): a purchase price per decimal GB,
+# straight-line over amortisation_years, with its own source and as_of date; or price_unknown = "why".
+_PRICE_KEYS = ("price_usd_per_gb", "amortisation_years", "price_source", "price_as_of")
 _TIER_KEYS = dict(required=("name", "kind", "capacity", "status", "source"),
-                  optional=("bandwidth", "bandwidth_basis", "bandwidth_unknown", "notes"))
+                  optional=("bandwidth", "bandwidth_basis", "bandwidth_unknown", "notes", *_PRICE_KEYS,
+                            "price_unknown"))
 _STORAGE_KEYS = dict(required=("name", "kind", "capacity", "bandwidth", "bandwidth_basis", "status", "source"),
-                     optional=("notes",))
+                     optional=("notes", *_PRICE_KEYS, "price_unknown"))
+SECONDS_PER_YEAR = 365.25 * 86400.0  # the Julian year (IAU): amortisation periods are given in years
 
 
 def _quantity(entry: Mapping, key: str, dimension: str, where: str) -> float:
@@ -50,10 +55,10 @@ def _quantity(entry: Mapping, key: str, dimension: str, where: str) -> float:
         raise CatalogError(str(exc)) from exc
 
 
-def _as_of(entry: Mapping, where: str) -> str:
-    date = iso_date(entry["as_of"])
+def _as_of(entry: Mapping, where: str, key: str = "as_of") -> str:
+    date = iso_date(entry[key])
     if date is None:
-        raise CatalogError(f"{where} as_of: expected a date 'YYYY-MM-DD', got {entry['as_of']!r}")
+        raise CatalogError(f"{where} {key}: expected a date 'YYYY-MM-DD', got {entry[key]!r}")
     return date
 
 
@@ -135,6 +140,28 @@ def _positive_quantity(entry: Mapping, key: str, dimension: str, where: str) -> 
     return value
 
 
+def _price(entry: Mapping, where: str) -> dict:
+    """The optional price keys as ``MemoryTier`` fields: all four of ``_PRICE_KEYS`` together (a dated,
+    sourced purchase price per GB and the years it is spread over), or ``price_unknown``, or none."""
+    given = [k for k in _PRICE_KEYS if k in entry]
+    if "price_unknown" in entry and given:
+        raise CatalogError(f"{where} price_unknown: give the price keys or price_unknown, not both")
+    if not given:
+        return {}
+    missing = [k for k in _PRICE_KEYS if k not in entry]
+    if missing:
+        raise CatalogError(f"{where}: a price needs {', '.join(_PRICE_KEYS)}; missing {', '.join(missing)}")
+    numbers = {}
+    for key in ("price_usd_per_gb", "amortisation_years"):
+        value = entry[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise CatalogError(f"{where} {key}: expected a positive number, got {value!r}")
+        numbers[key] = float(value)
+    return dict(usd_per_byte=numbers["price_usd_per_gb"] / 1e9,
+                amortisation_s=numbers["amortisation_years"] * SECONDS_PER_YEAR,
+                price_source=_text(entry, "price_source", where), price_as_of=_as_of(entry, where, "price_as_of"))
+
+
 def _tier(entry: object, where: str, *, keys: Mapping, kinds: tuple[str, ...]) -> MemoryTier:
     """One ``MemoryTier`` from a TOML table. With ``bandwidth`` goes ``bandwidth_basis`` (peak or
     sustained); without it, ``bandwidth_unknown`` must say why no source gives it (kept in notes)."""
@@ -158,10 +185,13 @@ def _tier(entry: object, where: str, *, keys: Mapping, kinds: tuple[str, ...]) -
             raise CatalogError(f"{where} bandwidth_basis: only meaningful with a bandwidth")
         bandwidth, basis = None, "peak"
         notes = f"Bandwidth unknown: {_text(entry, 'bandwidth_unknown', where)}" + (f" {notes}" if notes else "")
+    price = _price(entry, where)
+    if "price_unknown" in entry:
+        notes += (" " if notes else "") + f"Price unknown: {_text(entry, 'price_unknown', where)}"
     try:
         return MemoryTier(name=_text(entry, "name", where), kind=kind,
                           capacity_bytes=_positive_quantity(entry, "capacity", "bytes", where),
-                          bandwidth_bytes_per_s=bandwidth, bandwidth_basis=basis,
+                          bandwidth_bytes_per_s=bandwidth, bandwidth_basis=basis, **price,
                           status=_choice(entry, "status", TIER_STATUSES, where),
                           source=_text(entry, "source", where), notes=notes)
     except CatalogError:
@@ -323,4 +353,6 @@ def device_tier(name: str, count: int) -> MemoryTier:
     return MemoryTier(name=f"{count} x {name}", kind=drive.kind, capacity_bytes=count * drive.capacity_bytes,
                       bandwidth_bytes_per_s=bandwidth, bandwidth_basis=drive.bandwidth_basis,
                       usd_per_hour=None if drive.usd_per_hour is None else count * drive.usd_per_hour,
+                      usd_per_byte=drive.usd_per_byte, amortisation_s=drive.amortisation_s,
+                      price_source=drive.price_source, price_as_of=drive.price_as_of,
                       status=drive.status if count == 1 else "derived", source=drive.source, notes=notes)

@@ -52,6 +52,12 @@ def _tokens(x: float) -> str:
     return "unbounded" if not math.isfinite(x) else fmt_tokens(x)
 
 
+def _crossover(x: float) -> str:
+    """The crossover row: where one sequence's KV reads outweigh its compute, per chip."""
+    what = "KV reads = matmul + attention compute per sequence, per chip; SPEC B8"
+    return f"{_tokens(x)} tokens ({what})" if math.isfinite(x) else f"never ({what.replace('=', 'stay below')})"
+
+
 def _money(x) -> str:
     return "-" if x is None or not math.isfinite(x) else (f"${x:,.3f}" if x < 100 else f"${x:,.0f}")
 
@@ -93,17 +99,18 @@ def context_cmd(
             ("attention", d["attention"]),
             ("KV per token", f"{fmt_bytes(e.kv_bytes_per_token)} held, {fmt_bytes(e.kv_read_bytes_per_token)} read "
                              f"per step at {d['kv_dtype']} (short context, all layers)"),
-            ("crossover context L_x", f"{_tokens(e.crossover_context)} tokens (KV reads = matmul time; SPEC B8)"),
+            ("crossover context L_x", _crossover(e.crossover_context)),
             ("balance batch", f"{e.balance_batch:,.0f}"),
-            ("max context, batch 1", f"{_tokens(e.max_context_at_batch_1)} tokens beside "
-                                     f"{fmt_bytes(e.weights_per_chip_bytes)} of weights per chip"),
+            ("max context, batch 1", f"{_tokens(e.max_context_at_batch_1)} tokens ("
+                                     + ("model limit" if e.model_max_context
+                                        and e.max_context_at_batch_1 >= e.model_max_context else "memory limit")
+                                     + ")"),
+            ("KV capacity", f"{_tokens(e.kv_capacity_tokens)} tokens across sequences, beside "
+                            f"{fmt_bytes(e.weights_per_chip_bytes)} of weights per chip"),
             ("HBM free for KV", fmt_bytes(e.free_hbm_bytes))]
     if e.kv_sharing_factor != 1:
         rows.append(("KV sharing", f"{e.kv_sharing_factor:g} layers per cache: saves capacity, not reads"))
-    if e.attention_compute_bound:
-        rows.append(("note", f"attention does {e.attention_flops_per_kv_byte:.0f} FLOP per KV byte, above the chip's "
-                             f"bf16 ridge {e.attention_ridge_flops_per_byte:.0f}: long contexts are bound by "
-                             f"attention compute, not KV reads"))
+    rows += [("note", n) for n in d["notes"]]
     console = _console()
     console.print(_kv_table("llmecon context", rows))
     priced = price_per_chip_hour is not None
@@ -214,7 +221,7 @@ def cache_cmd(
     pp: PpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Where to keep a KV/prefix cache: each memory tier (hold + read-back cost, drain time) against
-    recomputing it by prefill; the five-minute rule's tier."""
+    recomputing it by prefill; the tier Gray's five-minute rule picks from the tiers' prices."""
     from ..econ.kvcache import cache_placement, priced_tiers
     from ..report.context import placement_dict
     from ..units import fmt_bytes, fmt_seconds, parse
@@ -238,8 +245,11 @@ def cache_cmd(
         ("recompute", f"{fmt_seconds(p.recompute_s)} of prefill on {dep.plan.chips} chips = "
                       f"{_money(p.recompute_usd)}"),
         ("cheapest", p.cheapest),
-        ("five-minute rule", p.five_minute_tier or "no fitting tier drains within the hold time")]))
-    table = Table("tier", "free", "drain", "fits", "drain<=hold", "read back", "hold $", "read $", "total $")
+        ("five-minute rule", p.five_minute_tier or "needs prices for at least two fitting tiers (--tier-price)")]))
+    for e in p.break_evens:
+        console.print(f"break-even {e.faster} -> {e.slower}: {fmt_seconds(e.hold_s)} (re-read more often: keep it "
+                      f"in {e.faster})")
+    table = Table("tier", "free", "drain", "fits", "Gray's tier", "read back", "hold $", "read $", "total $")
     for o in p.options:
         table.add_row(o.tier, fmt_bytes(o.capacity_bytes), "?" if o.drain_s is None else fmt_seconds(o.drain_s),
                       "yes" if o.fits else "no", {True: "yes", False: "no", None: "?"}[o.consistent],
@@ -250,6 +260,9 @@ def cache_cmd(
     if unpriced:
         console.print(f"[dim]no price for: {', '.join(unpriced)} (give --tier-price NAME=USD_PER_HOUR; "
                       f"llmecon never guesses one)[/dim]")
+    console.print("[dim]Gray's rule (Gray & Putzolu 1987): keep data in the faster tier if re-read within "
+                  "T* = slower tier's $ per byte read / faster tier's $ per byte-second held = slower drain x "
+                  "slower $/B / faster $/B[/dim]")
 
 
 # ---- prices ---------------------------------------------------------------------------------
@@ -302,6 +315,9 @@ def prices_infer(
                                                                 "mapped onto.")] = "hgx-h100",
     device: Annotated[list[str], typer.Option("--device", help="Add a storage device tier NAME[:COUNT].")]
     = ["pm1743:8", "exos-x24:8"],
+    tier_price: Annotated[list[str], typer.Option("--tier-price", help="NAME=USD_PER_HOUR for a tier (repeatable): "
+                                                                       "Gray's rule needs at least two priced.")]
+    = [],
     price_per_chip_hour: OptPriceOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Read a price sheet backwards: KV bytes per token from a long-context price step, the operating
@@ -312,7 +328,7 @@ def prices_infer(
 
     out = infer_sheet(get_price_sheet(provider, model), active_params=active_params, chips=chip, dtypes=dtype,
                       system=system, extra_tiers=_parse_devices(device), kv_bytes_per_token=kv_bytes_per_token,
-                      price_per_chip_hour=price_per_chip_hour)
+                      price_per_chip_hour=price_per_chip_hour, tier_prices=_parse_tier_prices(tier_price))
     if as_json:
         _emit_json(out)
         return
@@ -356,7 +372,7 @@ def _print_infer(out: dict) -> None:
         ct = out["cache_tiers"]
         console.print(f"\n[bold cyan]Cache prices against {ct['system']} memory tiers[/bold cyan]"
                       + (f" (KV {fmt_bytes(ct['kv_bytes_per_token'])}/token)" if ct["kv_bytes_per_token"] else ""))
-        table = Table("hold", "surcharge $/Mtok-h", "tier", "drain", "drain<=hold", "price $/GB-h", "tier cost $/GB-h")
+        table = Table("hold", "surcharge $/Mtok-h", "tier", "drain", "Gray's tier", "price $/GB-h", "tier cost $/GB-h")
         for f in ct["fits"]:
             table.add_row(fmt_seconds(f["hold_s"]), f"{f['hold_price_usd_per_mtok_hour']:.3g}", f["tier"],
                           "?" if f["drain_s"] is None else fmt_seconds(f["drain_s"]),
@@ -365,11 +381,13 @@ def _print_infer(out: dict) -> None:
                           "-" if f["tier_cost_usd_per_byte_hour"] is None
                           else f"{f['tier_cost_usd_per_byte_hour'] * 1e9:.3g}")
         console.print(table)
+        for e in ct["break_even_holds"]:
+            console.print(f"break-even {e['faster']} -> {e['slower']}: {fmt_seconds(e['hold_s'])}")
         for row in ct["five_minute_tier"]:
             console.print(f"held {fmt_seconds(row['hold_s'])}: the five-minute rule puts it in "
-                          f"[bold]{row['tier'] or 'no listed tier'}[/bold]")
-        console.print("[dim]five-minute rule: a cache re-read every T belongs in the slowest tier whose drain time "
-                      "(capacity/bandwidth) is still <= T (Gray & Putzolu 1987)[/dim]")
+                          f"[bold]{row['tier'] or 'no tier (price at least two)'}[/bold]")
+        console.print("[dim]five-minute rule (Gray & Putzolu 1987): a cache re-read every T stays in the faster of "
+                      "two tiers while T <= T* = slower drain time x slower $/B / faster $/B[/dim]")
     for p in out["premiums"]:
         console.print(f"\n[bold cyan]Premium '{p['premium']}'[/bold cyan]: {p['price_ratio']:g}x price for "
                       f"{p['speedup']:g}x speed => regular batch = {p['batch_ratio']:g}x the fast batch; pure "
@@ -397,8 +415,9 @@ def prices_tiers(
     provider's published tiers against the same cost curve."""
     import numpy as np
 
+    from ..econ.batching import context_limit
     from ..econ.context import check_prices, context_economics, tiers_for_boundaries, tiers_for_steps, usd_per_mtok
-    from ..report.context import price_check_dict, schedule_dict
+    from ..report.context import context_limit_note, price_check_dict, schedule_dict
 
     if (base_input is None) != (base_output is None):
         _fail("--base-input and --base-output go together")
@@ -416,9 +435,14 @@ def prices_tiers(
         sched = tiers_for_steps(c.context, cost_in, cost_out, base_input=base_input, base_output=base_output,
                                 input_step=input_step, output_step=output_step, margin=margin)
     else:
-        sched = tiers_for_boundaries(c.context, cost_in, cost_out, boundaries=boundaries, margin=margin)
+        sched = tiers_for_boundaries(c.context, cost_in, cost_out, boundaries=boundaries, margin=margin,
+                                     context_limit=context_limit(dep.model))
+    limit = context_limit_note(dep.model.name, e.model_max_context, e.kv_capacity_tokens)
     out = {"model": dep.model.name, "system": dep.system.name, "fidelity": dep.fidelity,
-           "price_per_chip_hour": price_per_chip_hour, "utilization": utilization, "schedule": schedule_dict(sched)}
+           "price_per_chip_hour": price_per_chip_hour, "utilization": utilization,
+           "max_context_at_batch_1": e.max_context_at_batch_1, "kv_capacity_tokens": e.kv_capacity_tokens,
+           "model_max_context": e.model_max_context or None, "notes": [limit] if limit else [],
+           "schedule": schedule_dict(sched)}
     if sheet is not None:
         out["check"] = price_check_dict(check_prices(c.context, cost_in, cost_out, sheet), sheet)
     if as_json:
@@ -434,6 +458,8 @@ def prices_tiers(
         table.add_row(_tokens(t["up_to_tokens"]), _money(t["input_usd_per_mtok"]), f"{t['input_multiplier']:.3g}",
                       _money(t["output_usd_per_mtok"]), f"{t['output_multiplier']:.3g}")
     console.print(table)
+    for note in out["notes"]:
+        console.print(f"[dim]{note}[/dim]")
     if sched.uncovered_from is not None:
         console.print(f"[yellow]contexts from {_tokens(sched.uncovered_from)} tokens are not covered (they do not "
                       f"fit, or the tiers ran out)[/yellow]")

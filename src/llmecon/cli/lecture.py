@@ -17,7 +17,8 @@ def lecture_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """The lecture, claim by claim: each number recomputed through llmecon, compared with what the
-    lecture said under a stated tolerance, and marked "matches" or "corrected" (with SPEC's reason)."""
+    lecture said under a stated tolerance, and marked "matches" or "corrected" (with SPEC's reason), or "open"
+    where the answer hinges on an input no catalogued source gives (the threshold is shown)."""
     from ..report.html import check_html_path, write_html
 
     path = check_html_path(out, "--out") if out else None
@@ -36,14 +37,16 @@ def lecture_cmd(
     from rich.table import Table
 
     n = counts(claims)
-    table = Table(title=f"llmecon lecture: {len(claims)} claims, {n['matches']} match, {n['corrected']} corrected",
+    table = Table(title=f"llmecon lecture: {len(claims)} claims, {n['matches']} match, {n['corrected']} corrected"
+                        f", {n['open']} open",
                   title_justify="left")
     table.add_column("id", no_wrap=True, min_width=max(len(c.id) for c in claims))
     for name in ("lecture", "llmecon"):
         table.add_column(name, overflow="fold")
     table.add_column("verdict", no_wrap=True)
     for cid, said, got, verdict in table_rows(claims):
-        table.add_row(cid, said, got, f"[green]{verdict}[/green]" if verdict == "matches" else f"[red]{verdict}[/red]")
+        colour = {"matches": "green", "open": "yellow"}.get(verdict, "red")
+        table.add_row(cid, said, got, f"[{colour}]{verdict}[/{colour}]")
     console = _console()
     console.print(table)
     if out:

@@ -209,6 +209,7 @@ def _print(d: dict, plot, requests_out) -> None:
             ("$/Mtok (output)",
              f"${d['usd_per_mtok']:,.4f}" if d["usd_per_mtok"] is not None else d["usd_per_mtok_reason"]),
             ("Little's law", f"L = {d['littles_law']['L']:.4g}, lambda*W = {d['littles_law']['lambda_W']:.4g}")]
+    rows += [("note", n) for n in d["notes"]]
     console = _console()
     console.print(_kv_table(f"llmecon simulate ({d['policy']})", rows))
     if len(d["classes"]) > 1:

@@ -10,13 +10,14 @@ follow by multiplying with a price per chip-hour (pricing module).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..dtypes import get_dtype
 from ..errors import InfeasibleError, SpecError
 from ..spec.hardware import System
+from ..spec.efficiency import IDEAL
 from ..spec.deployment import Deployment, memory_per_chip
 from ..step.inference import StepResult, decode_of, weights_read_per_chip
 from ..spec.model import Model
@@ -33,14 +34,43 @@ def balance_batch(*, flops_per_byte, bytes_per_param, sparsity=1.0):
     return np.asarray(flops_per_byte, dtype=float) * np.asarray(bytes_per_param) / 2.0 * np.asarray(sparsity)
 
 
-def crossover_context(*, active_params, flops_per_byte, kv_bytes_per_token):
-    """Context L_x at which one sequence's KV read time equals its compute (weights amortised):
-    L_x = 2·N_active/(R·kv) (SPEC A3/B8, with R = F/BW in FLOP per byte)."""
+def crossover_context_lecture(*, active_params, flops_per_byte, kv_bytes_per_token):
+    """The lecture's crossover (SPEC A3/B8): L_x = 2·N_active/(R·kv), R = F/BW in FLOP per byte,
+    where one sequence's KV read time equals its matmul time, attention FLOPs left out (Llama-3-70B
+    GQA on H100 ~1.4K, DeepSeek-V3 MLA ~3.6K). Kept for the lecture's claim; ``crossover_context``
+    counts attention FLOPs as compute."""
     return 2.0 * np.asarray(active_params, dtype=float) / (np.asarray(flops_per_byte) * np.asarray(kv_bytes_per_token))
 
 
+def crossover_context(*, active_params, flops_per_byte, kv_bytes_per_token, attention_flops_per_cached_token):
+    """Context L_x at which one sequence's KV read time equals its compute time, attention included
+    (weights amortised). Per generated token: compute (2·N_active + a·L)/F, KV reads kv·L/BW; equal at
+
+        L_x = 2·N_active/(R·kv - a),   R = F/BW,
+
+    infinite (KV reads never catch up) when a >= R·kv. ``a`` is the attention FLOPs one new token
+    spends per cached token, summed over layers (``Model.attention_flops_per_token(1)``): 4·N·H per
+    layer for MHA/GQA (scores + values, Kaplan et al. 2020), 2·N·(2·d_latent + d_rope) for absorbed
+    MLA (DeepSeek-V3: 61·2·128·(576 + 512) = 16,990,208 FLOP against 70,272 B of bf16 latent,
+    242 FLOP/B). Since a >= 0 this is never below ``crossover_context_lecture`` (a = 0). DeepSeek-V3,
+    one H100 at bf16 (R = 295): 19.5K tokens, not 3.6K; one H200 (R = 206 < 242): never.
+    One chip, matmul and attention at the same peak F; on a sharded plan use
+    ``crossover_context_of``, which prices the deployment's own step (under tp, MLA's latent is read
+    whole on every chip while its heads split tp ways, so its a falls tp-fold per chip). Omits
+    windowed layers and DSA (both in ``crossover_context_of``) and softmax FLOPs."""
+    n = np.asarray(active_params, dtype=float)
+    net = np.asarray(flops_per_byte, dtype=float) * np.asarray(kv_bytes_per_token) - np.asarray(
+        attention_flops_per_cached_token, dtype=float)
+    with np.errstate(divide="ignore"):
+        return np.where(net > 0, 2.0 * n / np.where(net > 0, net, 1.0), np.inf)
+
+
 def balance_batch_with_kv(*, balance_batch, context, crossover_context):
-    """B*(L) = B*_0/(1 - L/L_x); infinite (never compute-bound) once L >= L_x (SPEC A3)."""
+    """B*(L) = B*_0/(1 - L/L_x); infinite (never compute-bound) once L >= L_x (SPEC A3). Holds with
+    attention counted too, L_x from ``crossover_context``: compute B·(2N + a·L)/F equals weight +
+    KV reads W/BW + B·kv·L/BW at B = (W/BW)/(2N/F - L·(kv/BW - a/F)). When a > R·kv (L_x infinite)
+    B* falls below B*_0 as L grows, which this form does not show: ``balance_batch_at_context_of``
+    measures it on a deployment."""
     ratio = np.asarray(context, dtype=float) / np.asarray(crossover_context, dtype=float)
     with np.errstate(divide="ignore"):
         return np.where(ratio < 1.0, np.asarray(balance_batch, dtype=float) / (1.0 - np.minimum(ratio, 1.0)), np.inf)
@@ -119,9 +149,14 @@ def max_batch(dep: Deployment, *, context) -> int:
     return int(math.floor(free / per_seq))
 
 
-def max_context(dep: Deployment, *, batch: float = 1.0) -> float:
-    """Longest context (tokens) at which ``batch`` sequences fit; inf when every layer is windowed
-    (KV stops growing) and the window fits. Ignores the model's trained context limit."""
+def context_limit(model: Model) -> float:
+    """The model's trained context in tokens (``max_position_embeddings``, ``Model.max_context``): the
+    most tokens one sequence may hold (prompt + output; a decode at context L holds L). inf when the
+    model's config does not give it (0): nothing is capped then, and the front-ends say so."""
+    return float(model.max_context) if model.max_context > 0 else math.inf
+
+
+def _memory_context(dep: Deployment, batch: float) -> float:
     free = dep.system.accelerator.hbm_bytes - dep.weights_per_chip_bytes
     if free < 0:
         return 0.0
@@ -139,6 +174,22 @@ def max_context(dep: Deployment, *, batch: float = 1.0) -> float:
         mid = math.floor((lo + hi) / 2.0)
         lo, hi = (mid, hi) if fits(mid) else (lo, mid)
     return float(lo)
+
+
+def kv_capacity_tokens(dep: Deployment) -> float:
+    """KV tokens that fit beside the weights in every chip's HBM, across sequences (the memory side
+    of the context limit, not capped by the model's context): one sequence's KV is spread over the
+    attention-DP groups as ``Deployment.kv_per_sequence_per_chip_bytes`` spreads it, so this is also
+    the longest single context memory alone would allow. inf when every layer is windowed (KV stops
+    growing) and the window fits; 0 when the weights alone do not fit."""
+    return _memory_context(dep, 1.0)
+
+
+def max_context(dep: Deployment, *, batch: float = 1.0) -> float:
+    """Longest context (tokens per sequence) at which ``batch`` sequences fit in memory, capped at
+    the model's trained context (``context_limit``; uncapped when that is unknown). inf when every
+    layer is windowed, the window fits and the model gives no limit."""
+    return min(_memory_context(dep, batch), context_limit(dep.model))
 
 
 def require_fit(dep: Deployment, *, batch, context) -> None:
@@ -264,31 +315,66 @@ class BatchEconomics:
     no_batching_cost_ratio: float
     best_batch: float
     max_batch: int
-    max_context_at_batch_1: float
+    max_context_at_batch_1: float    # memory limit capped at the model's context (``max_context``)
+    kv_capacity_tokens: float        # the memory side alone, across sequences (``kv_capacity_tokens``)
+    model_max_context: int           # the model's trained context; 0 = unknown (nothing capped)
     weights_per_chip_bytes: float
     kv_bytes_per_token: float
     curve: BatchCurve
 
 
-def crossover_context_of(dep: Deployment) -> float:
-    """Context L_x at which one sequence's KV read time equals its matmul compute time (weights
-    amortised), SPEC B8: L_x = 2·N_active·BW/(F·kv) evaluated on the deployment's own step
-    function (its layout, formats, DSA reads). Attention FLOPs are left out of the compute side
-    as in SPEC; ``attention_intensity`` says when they, not KV reads, dominate at long context.
-    inf if KV stops growing first (every layer windowed)."""
-    grid = np.logspace(0, 9, 1801)
-    step = decode_of(dep, batch=1.0, context=grid)
+def roofline_twin(dep: Deployment) -> Deployment:
+    """``dep`` priced on the roofline (profile IDEAL). The balance batch and the crossover context
+    are definitions on the roofline (where compute catches up with reads), so they are computed on
+    this twin in every mode: in calibrated mode kernel floors and overheads at batch 1 would make
+    them meaningless (DeepSeek-V3 tp1·ep16 on H100 would give B* ~ 5, L_x ~ 9M)."""
+    return dep if dep.profile.is_ideal else replace(dep, profile=IDEAL)
+
+
+def _kv_minus_compute_s(dep: Deployment, contexts, *, attention: bool = True) -> np.ndarray:
+    """One sequence (batch 1) on the critical chip: its KV-read time at each context minus its
+    compute time there (matmul + attention; matmul only with ``attention=False``, the lecture's
+    form). Priced on the deployment's own step on the roofline, so per chip under its plan."""
+    dep = roofline_twin(dep)
     base = decode_of(dep, batch=1.0, context=0.0)
+<<<<<<< HEAD
     kv_s = np.asarray(step.time.memory_s) - float(base.time.memory_s)
     gap = kv_s - float(base.mean_compute_s)
+=======
+    step = decode_of(dep, batch=1.0, context=contexts)
+    kv_s = np.asarray(step.time.memory_s, dtype=float) - float(base.time.memory_s)
+    compute_s = np.asarray(step.time.compute_s, dtype=float) if attention else float(base.time.compute_s)
+    return kv_s - compute_s
+
+
+def crossover_context_of(dep: Deployment, *, attention: bool = True) -> float:
+    """Context L_x at which one sequence's KV read time equals its compute time, attention FLOPs
+    included (weights amortised; SPEC B8 with issue 18's correction), per chip under the plan:
+    evaluated on the deployment's own step function (its layout, formats, mode, windows, DSA reads).
+    Under tp MLA's latent cache is read whole by every chip while its heads (and their attention
+    FLOPs) split tp ways, so tp lowers L_x; attention data-parallel groups split both alike.
+    Ideal mode, dense layers: L_x = t_matmul/(t_kv - t_attn) per cached token, the closed form
+    ``crossover_context`` on one chip. inf ("never") when KV reads never catch up: attention does
+    at least the chip's ridge in FLOPs per KV byte on each chip (DeepSeek-V3 on H200 with
+    attention data-parallel), or KV stops growing first (every layer windowed).
+    ``attention=False`` leaves attention out of the compute side (the lecture's L_x on this step)."""
+    grid = np.logspace(0, 9, 1801)
+    gap = _kv_minus_compute_s(dep, grid, attention=attention)
+>>>>>>> main
     above = np.nonzero(gap >= 0)[0]
     if above.size == 0:
         return math.inf
     i = int(above[0])
     if i == 0:
         return float(grid[0])
-    x0, x1, g0, g1 = grid[i - 1], grid[i], gap[i - 1], gap[i]
-    return float(x0 + (x1 - x0) * (-g0) / (g1 - g0))
+    lo, hi = float(grid[i - 1]), float(grid[i])
+    for _ in range(2):  # narrow the bracket 64x twice, for gaps that are not linear in L (windows, DSA)
+        sub = np.linspace(lo, hi, 65)
+        g = _kv_minus_compute_s(dep, sub, attention=attention)
+        j = max(1, int(np.nonzero(g >= 0)[0][0]))
+        lo, hi = float(sub[j - 1]), float(sub[j])
+    g0, g1 = _kv_minus_compute_s(dep, np.array([lo, hi]), attention=attention)
+    return lo + (hi - lo) * (-g0) / (g1 - g0)  # exact for a gap linear in L (ideal mode, dense layers)
 
 
 def full_weight_read_s(dep: Deployment) -> float:
@@ -299,10 +385,24 @@ def full_weight_read_s(dep: Deployment) -> float:
 
 def balance_batch_of(dep: Deployment) -> float:
     """The deployment's balance batch B*: full weight-read time over one sequence's compute time
+<<<<<<< HEAD
     at zero context (SPEC A3, measured on the step function rather than the closed form), the routed
     experts at the mean expert group's load (``StepResult.mean_compute_s``: what a sequence adds to a
     large batch, whose busiest group is near the mean)."""
     return full_weight_read_s(dep) / float(decode_of(dep, batch=1.0, context=0.0).mean_compute_s)
+=======
+    at zero context (SPEC A3, measured on the step function rather than the closed form)."""
+    return full_weight_read_s(dep) / float(decode_of(roofline_twin(dep), batch=1.0, context=0.0).time.compute_s)
+
+
+def balance_batch_at_context_of(dep: Deployment, context) -> float:
+    """The deployment's balance batch at ``context`` (SPEC A3 with KV): the full weight-read time
+    over what one sequence adds to compute beyond its KV reads, t_W/(t_compute(L) - t_kv(L)), both
+    per chip at batch 1 with attention counted. Equals B*_0/(1 - L/L_x) for a finite crossover;
+    inf at and beyond it (never compute-bound); below B*_0 when attention outgrows KV reads."""
+    net = -float(_kv_minus_compute_s(dep, np.array([float(context)]))[0])
+    return full_weight_read_s(dep) / net if net > 0 else math.inf
+>>>>>>> main
 
 
 def batch_economics(dep: Deployment, *, context: float, batches=None) -> BatchEconomics:
@@ -319,13 +419,13 @@ def batch_economics(dep: Deployment, *, context: float, batches=None) -> BatchEc
     best = int(np.argmin(cost))
     return BatchEconomics(
         context=float(context), balance_batch=b_star,
-        balance_batch_at_context=float(balance_batch_with_kv(balance_batch=b_star, context=context,
-                                                             crossover_context=l_x)),
-        crossover_context=l_x, latency_floor_s=float(one.time.memory_s), full_weight_read_s=full_read_s,
+        balance_batch_at_context=balance_batch_at_context_of(dep, context),
+        crossover_context=l_x, latency_floor_s=float(one.step_s), full_weight_read_s=full_read_s,
         hbm_drain_s=dep.system.accelerator.hbm_drain_s, no_batching_cost_ratio=cost_one / float(cost[best]),
         best_batch=float(curve.batch[best]),
         max_batch=max_batch(dep, context=context) if context > 0 else 0,
-        max_context_at_batch_1=max_context(dep, batch=1.0), weights_per_chip_bytes=dep.weights_per_chip_bytes,
+        max_context_at_batch_1=max_context(dep, batch=1.0), kv_capacity_tokens=kv_capacity_tokens(dep),
+        model_max_context=dep.model.max_context, weights_per_chip_bytes=dep.weights_per_chip_bytes,
         kv_bytes_per_token=dep.model.kv_bytes_per_token(dep.kv_dtype), curve=curve)
 
 

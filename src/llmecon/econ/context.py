@@ -15,10 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..spec.deployment import Deployment
-from .batching import balance_batch_of, crossover_context_of, max_context, require_fit
+from .batching import balance_batch_of, crossover_context_of, kv_capacity_tokens, max_context, require_fit
 from ..errors import InfeasibleError, SpecError, require_number
-from ..step.inference import ACTIVATION_DTYPE, StepResult, prefill_step
-from ..step.inference import decode_of
+from ..step.inference import ACTIVATION_DTYPE, StepResult, attention_work_per_chip, decode_of, prefill_step
 
 SECONDS_PER_HOUR = 3600.0
 TOKENS_PER_MTOK = 1e6
@@ -123,22 +122,27 @@ class ContextEconomics:
     kv_bytes_per_token: float
     kv_read_bytes_per_token: float
     kv_sharing_factor: float
-    crossover_context: float
+    crossover_context: float         # KV reads = matmul + attention compute, per chip (``crossover_context_of``)
     balance_batch: float
-    max_context_at_batch_1: float
+    max_context_at_batch_1: float    # memory limit capped at the model's context (``batching.max_context``)
+    kv_capacity_tokens: float        # KV tokens memory holds across sequences, uncapped
+    model_max_context: int           # the model's trained context; 0 = unknown (nothing capped)
     free_hbm_bytes: float
     weights_per_chip_bytes: float
     attention_flops_per_kv_byte: float
+    attention_flops_per_kv_byte_per_chip: float
     attention_ridge_flops_per_byte: float
     curve: ContextCurve
 
     @property
     def attention_compute_bound(self) -> bool:
-        """True when decode attention does more FLOPs per KV byte read than the chip's ridge point
-        (absorbed MLA, DeepSeek-V3: 2·128·(576+512)/(576·2 B) = 242 FLOP/B, above the H200 bf16
-        ridge 206, below H100's 295): at long context the step is then bound by attention
-        compute, not by KV reads. Attention runs at the bf16 peak (inference.ACTIVATION_DTYPE)."""
-        return self.attention_flops_per_kv_byte > self.attention_ridge_flops_per_byte
+        """True when decode attention does more FLOPs per KV byte on each chip (under the plan) than
+        the chip's ridge point: every cached token then adds more compute time than read time, so KV
+        reads never outweigh compute (``crossover_context`` inf). Absorbed MLA, DeepSeek-V3:
+        2·128·(576+512)/(576·2 B) = 242 FLOP/B per sequence, above the H200 bf16 ridge 206, below
+        H100's 295; under tp each chip reads the whole latent but computes 1/tp of the heads
+        (242/tp per chip). Attention runs at the bf16 peak (inference.ACTIVATION_DTYPE)."""
+        return self.attention_flops_per_kv_byte_per_chip > self.attention_ridge_flops_per_byte
 
 
 def sequences_that_fit(dep: Deployment, contexts) -> np.ndarray:
@@ -177,9 +181,11 @@ def context_economics(dep: Deployment, *, contexts=None, batch: float | None = N
                       batch_cap: float | None = None) -> ContextEconomics:
     """KV bytes, crossover, memory wall and cost per token against context for ``dep``.
 
-    ``contexts`` defaults to powers of two up to the longest context one sequence can hold
-    (capped at 16M tokens). ``batch`` fixes the decode batch; by default each context runs the
-    largest batch that fits (cost per token never rises with batch), at most ``batch_cap``.
+    ``contexts`` defaults to powers of two up to the longest context one sequence can hold: the
+    memory limit capped at the model's trained context (``batching.max_context``; uncapped, at most
+    16M tokens, when the model gives none). Given contexts beyond the model's context are an error.
+    ``batch`` fixes the decode batch; by default each context runs the largest batch that fits (cost
+    per token never rises with batch), at most ``batch_cap``.
     """
     require_fit(dep, batch=1.0, context=1.0)
     model = dep.model
@@ -189,6 +195,9 @@ def context_economics(dep: Deployment, *, contexts=None, batch: float | None = N
     contexts = np.asarray(contexts, dtype=float)
     if contexts.ndim != 1 or contexts.size == 0 or not np.all(np.isfinite(contexts)) or np.any(contexts < 1):
         raise SpecError("need one or more finite context lengths >= 1 token", field="contexts")
+    if model.max_context and float(contexts.max()) > model.max_context:
+        raise SpecError(f"longer than {model.name}'s {model.max_context:,}-token context (max_position_embeddings)",
+                        field="contexts", value=float(contexts.max()), fix=f"keep contexts <= {model.max_context:,}")
     batches = decode_batches(dep, contexts, batch, batch_cap)
     if not np.any(np.isfinite(batches)):
         raise InfeasibleError(f"no context in the grid fits {'batch ' + format(batch, 'g') if batch else 'one sequence'}"
@@ -204,13 +213,18 @@ def context_economics(dep: Deployment, *, contexts=None, batch: float | None = N
         prefill_chip_s_per_token=prefill_chip_s_per_token(dep, contexts, balance_batch=b_star))
     long = min(l_max, 1e6) if math.isfinite(l_max) else 1e6
     chip = dep.system.accelerator
+    flops, kv_read = model.attention_flops_per_token(long), model.kv_read_bytes(long, dep.kv_dtype)
+    chip_flops, chip_bytes = attention_work_per_chip(model, dep.plan, flops_attn_per_seq=flops, kv_read_per_seq=kv_read,
+                                                     kv_write_per_seq=0.0)
     return ContextEconomics(
-        attention_flops_per_kv_byte=float(model.attention_flops_per_token(long) / model.kv_read_bytes(long, dep.kv_dtype)),
+        attention_flops_per_kv_byte=float(flops / kv_read),
+        attention_flops_per_kv_byte_per_chip=float(chip_flops / chip_bytes),
         attention_ridge_flops_per_byte=chip.flops_per_byte(ACTIVATION_DTYPE),
         kv_bytes_per_token=model.kv_bytes_per_token(dep.kv_dtype),
         kv_read_bytes_per_token=float(model.kv_read_bytes(1.0, dep.kv_dtype)),
         kv_sharing_factor=model.kv_sharing_factor, crossover_context=crossover_context_of(dep),
-        balance_batch=b_star, max_context_at_batch_1=l_max, free_hbm_bytes=free * dep.plan.chips,
+        balance_batch=b_star, max_context_at_batch_1=l_max, kv_capacity_tokens=kv_capacity_tokens(dep),
+        model_max_context=model.max_context, free_hbm_bytes=free * dep.plan.chips,
         weights_per_chip_bytes=dep.weights_per_chip_bytes, curve=curve)
 
 
@@ -261,15 +275,21 @@ def _first_unpriced(input_cost, output_cost) -> int:
     return int(bad[0]) if bad.size else input_cost.size
 
 
-def tiers_for_boundaries(contexts, input_cost, output_cost, *, boundaries, margin: float) -> TierSchedule:
+def tiers_for_boundaries(contexts, input_cost, output_cost, *, boundaries, margin: float,
+                         context_limit: float = math.inf) -> TierSchedule:
     """The lowest prices per tier that keep price >= (1 + margin) x cost at every context on the
     grid, for fixed tier boundaries (e.g. Gemini's 200K). Cost is assumed non-decreasing in
-    context only through the grid: each tier is priced at its grid maximum."""
+    context only through the grid: each tier is priced at its grid maximum. ``context_limit`` is
+    the model's context (``batching.context_limit``): a boundary at or beyond it is an error, since
+    no prompt reaches it (a boundary beyond the memory limit alone just ends the schedule early)."""
     contexts, input_cost, output_cost = _check_costs(contexts, input_cost, output_cost, margin)
     # field "boundary": the front-ends' name for one of ``boundaries``
     bounds = [require_number("boundary", b, minimum=0, exclusive=True, hint="tokens") for b in boundaries]
     if bounds != sorted(set(bounds)):
         raise SpecError(f"tier boundaries must be increasing token counts > 0, got {bounds}", field="boundary")
+    if bounds and bounds[-1] >= context_limit:
+        raise SpecError(f"at or beyond the model's {context_limit:,.0f}-token context: no prompt reaches it",
+                        field="boundary", value=bounds[-1], fix=f"use boundaries below {context_limit:,.0f} tokens")
     stop = _first_unpriced(input_cost, output_cost)
     last = float(contexts[stop - 1]) if stop else 0.0
     if stop == 0:

@@ -291,8 +291,9 @@ def _search_phase(model, systems, plans_by_system, *, phase, targets, options, p
     if best is not None:
         system = next(s for s in systems if s.name == best.system)
         tokens = best.batch / best.plan.pp * (1.0 if phase == "decode" else targets.prompt_tokens)
-        comm = comm_parts(model, options.profile_for(system).system(system), best.plan, tokens=tokens, dispatch_dtype=options.dispatch_dtype,
-                          expert_imbalance=options.expert_imbalance)
+        prof = options.profile_for(system)
+        comm = comm_parts(model, prof.system(system), best.plan, tokens=tokens, dispatch_dtype=options.dispatch_dtype,
+                          expert_imbalance=options.expert_imbalance, all_reduce=prof.all_reduce_algorithm)
         limited = _batch_limit(a, best_i, slo)
     lowest = float(np.min(a["step"][fits])) if np.any(fits) else math.inf
     return PhaseSearch(phase=phase, points_evaluated=int(a["step"].size), points_fitting=int(np.sum(fits)),
@@ -332,6 +333,10 @@ def plan_deployment(model: Model, systems: list[System], *, targets: PlanTargets
         if limit and value > limit:
             raise SpecError(f"longer than {model.name}'s {limit:,} token context", field=name, value=value,
                             fix="lower it")
+    if limit and targets.prompt_tokens + targets.output_tokens > limit:  # one request: prompt + output
+        raise SpecError(f"prompt {targets.prompt_tokens:,.0f} + output {targets.output_tokens:,.0f} tokens is longer "
+                        f"than {model.name}'s {limit:,} token context", field="output_tokens",
+                        value=targets.output_tokens, fix=f"keep {{prompt_tokens}} + {{output_tokens}} <= {limit:,}")
     if not systems:
         raise SpecError("name at least one system (llmecon catalog systems)", field="systems")
     names = [s.name for s in systems]

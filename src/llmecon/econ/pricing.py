@@ -21,7 +21,7 @@ from .batching import (additive_fast_mode_load, balance_batch_of, fast_mode_batc
 from .context import SECONDS_PER_HOUR, decode_batches, prefill_chip_s_per_token, usd_per_mtok
 from ..errors import InfeasibleError, SpecError, require_number, without_field
 from ..spec.hardware import MemoryTier
-from .kvcache import five_minute_tier
+from .kvcache import BreakEven, gray_break_even_s, gray_ladder, tier_rungs
 from ..spec.prices import PriceSheet
 from ..step.inference import decode_of
 
@@ -34,7 +34,9 @@ from ..step.inference import decode_of
 def kv_bytes_from_crossover(*, active_params, crossover_context, flops_per_byte):
     """KV bytes per token if a price step sits at the crossover context (SPEC C10):
     kv = 2·N_active/(R·L_x), R in FLOP per byte (the lecture's 300 *multiplies* per byte at fp8
-    are 600 FLOP/B: 2·100e9/(600·200K) = 1,667 B; with H100 bf16 R = 295: 3,387 B)."""
+    are 600 FLOP/B: 2·100e9/(600·200K) = 1,667 B; with H100 bf16 R = 295: 3,387 B). Inverts the
+    lecture's ``batching.crossover_context_lecture``: attention FLOPs (unknown for a closed model)
+    are left out; counting a per cached token would give kv = (2·N_active/L_x + a)/R, more."""
     n = np.asarray(active_params, dtype=float)
     lx = np.asarray(crossover_context, dtype=float)
     r = np.asarray(flops_per_byte, dtype=float)
@@ -116,14 +118,28 @@ def cache_hold_price_per_hour(*, base_input: float, write: float, hold_s: float)
     return (write - base_input) / (hold_s / SECONDS_PER_HOUR)
 
 
-def break_even_hold_s(tier: MemoryTier) -> float:
-    """Hold time at which keeping s bytes in ``tier`` (T·s/C of the tier's time) costs what
-    reading them back once costs (s/BW of its time): T = C/BW, the tier's drain time, whatever
-    the tier's price (the five-minute rule; Gray & Putzolu 1987; SPEC C12)."""
-    if tier.drain_s is None:
-        raise SpecError(f"memory tier {tier.name}: bandwidth unknown, so no break-even hold time; "
-                        f"give its bandwidth")
-    return tier.drain_s
+def break_even_hold_s(faster: MemoryTier, slower: MemoryTier | None = None) -> float:
+    """Gray's break-even interval between ``faster`` and ``slower`` (seconds): data re-read more
+    often than this belongs in ``faster``. T* = (dollars per byte read from ``slower``) / (dollars
+    per byte-second of holding in ``faster``) = slower's drain time x its price per byte / faster's
+    (``kvcache.gray_break_even_s`` states the derivation, sources and omissions). Without
+    ``slower`` the tier is compared with itself and T* = C/BW, its drain time, whatever its price
+    (SPEC C12's special case). Needs both tiers' prices (``MemoryTier.holding_usd_per_byte_s``)
+    and the slower one's bandwidth."""
+    if slower is None:
+        if faster.drain_s is None:
+            raise SpecError(f"memory tier {faster.name}: bandwidth unknown, so no break-even hold time; "
+                            f"give its bandwidth")
+        return faster.drain_s
+    if slower.drain_s is None:
+        raise SpecError(f"memory tier {slower.name}: bandwidth unknown, so no break-even hold time against "
+                        f"{faster.name}; give its bandwidth")
+    for t in (faster, slower):
+        if t.holding_usd_per_byte_s is None:
+            raise SpecError(f"memory tier {t.name}: no price, so no break-even hold time (Gray's rule compares "
+                            f"the tiers' prices); give its price per hour or per byte")
+    return float(gray_break_even_s(fast_usd_per_byte_s=faster.holding_usd_per_byte_s,
+                                   slow_usd_per_byte_read=slower.holding_usd_per_byte_s * slower.drain_s))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -172,7 +188,8 @@ def infer_kv_from_price_step(sheet: PriceSheet, *, active_params: Sequence[float
                                  flops_per_byte=np.asarray(ratios)[None, :])
     assumptions = (
         f"the price step at {tier.above_tokens:,} prompt tokens sits at the crossover context L_x, where KV "
-        f"reads per token equal the matmul time of 2·N_active FLOPs (SPEC C10)",
+        f"reads per token equal the matmul time of 2·N_active FLOPs (SPEC C10; the lecture's form: attention "
+        f"FLOPs, unknown for a closed model, are left out, which makes the KV figure a lower bound)",
         "decode runs at a batch large enough that weight reads are amortised (B >= B*)",
         f"active parameters N_active in {{{', '.join(f'{x:.3g}' for x in n)}}} (unknown for closed models: a guess)",
         "FLOP/byte R of the serving chip at its weight format: " + ", ".join(
@@ -197,13 +214,10 @@ class CacheTierFit:
     hold_price_usd_per_mtok_hour: float
     price_usd_per_byte_hour: float | None
     tier_cost_usd_per_byte_hour: float | None
-
-    @property
-    def consistent(self) -> bool | None:
-        """Five-minute rule: data held T between reads belongs in a tier whose drain time <= T
-        (holding there costs less than the tier's bandwidth-time to read it back). None if the
-        tier's bandwidth is unknown."""
-        return None if self.drain_s is None else self.drain_s <= self.hold_s
+    consistent: bool | None
+    """Gray's five-minute rule puts a cache re-read every ``hold_s`` in this tier (True) or in
+    another priced tier (False); None if the tier is unpriced or its bandwidth unknown, or fewer
+    than two tiers are priced."""
 
     @property
     def covers_cost(self) -> bool | None:
@@ -215,31 +229,45 @@ class CacheTierFit:
 
 def cache_tier_fit(sheet: PriceSheet, tiers: Sequence[MemoryTier], *,
                    kv_bytes_per_token: float | None = None) -> list[CacheTierFit]:
-    """Map each cache-write hold time of ``sheet`` onto ``tiers`` (SPEC C12). With a KV size, the
-    holding surcharge becomes dollars per byte-hour and is compared with each tier's own cost per
-    byte-hour where the tier has a price (``MemoryTier.usd_per_hour``)."""
+    """Map each cache-write hold time of ``sheet`` onto ``tiers`` (SPEC C12) by Gray's rule over the
+    priced tiers (``tier_break_evens``). With a KV size, the holding surcharge becomes dollars per
+    byte-hour and is compared with each tier's own cost per byte-hour where the tier has a price
+    (``MemoryTier.holding_usd_per_byte_s``)."""
     if not sheet.cache_writes:
         raise SpecError(f"price sheet {sheet.provider}/{sheet.model} has no cache-write prices to read")
     if kv_bytes_per_token is not None:
         require_number("kv_bytes_per_token", kv_bytes_per_token, minimum=0, exclusive=True)
+    ladder = gray_ladder(tier_rungs(tiers))
     fits = []
     for w in sheet.cache_writes:
         per_hour = cache_hold_price_per_hour(base_input=sheet.input_usd_per_mtok, write=w.usd_per_mtok,
                                              hold_s=w.hold_s)
         per_byte = None if kv_bytes_per_token is None else per_hour / (1e6 * kv_bytes_per_token)
+        chosen = ladder.tier_for(w.hold_s)
         for t in tiers:
-            cost = None if t.usd_per_hour is None else t.usd_per_hour / t.capacity_bytes
+            h = t.holding_usd_per_byte_s
             fits.append(CacheTierFit(hold_s=w.hold_s, tier=t.name, drain_s=t.drain_s,
                                      hold_price_usd_per_mtok_hour=per_hour, price_usd_per_byte_hour=per_byte,
-                                     tier_cost_usd_per_byte_hour=cost))
+                                     tier_cost_usd_per_byte_hour=None if h is None else h * SECONDS_PER_HOUR,
+                                     consistent=None if chosen is None or t.name not in ladder.tiers
+                                     else t.name == chosen))
     return fits
 
 
+def tier_break_evens(tiers: Sequence[MemoryTier]) -> tuple[BreakEven, ...]:
+    """Gray's break-even intervals between adjacent priced tiers, dearest per byte first
+    (``kvcache.gray_ladder``); tiers without a price or a bandwidth are left out."""
+    return gray_ladder(tier_rungs(tiers)).break_evens
+
+
 def five_minute_tiers(fits: Sequence[CacheTierFit]) -> dict[float, str | None]:
-    """For each hold time, the slowest-draining tier whose drain time is still <= the hold time:
-    where the five-minute rule puts a cache re-read that often (None if no tier qualifies)."""
-    return {hold: five_minute_tier(((f.tier, f.drain_s) for f in fits if f.hold_s == hold), hold_s=hold)
-            for hold in sorted({f.hold_s for f in fits})}
+    """For each hold time, the tier Gray's five-minute rule puts a cache re-read that often in
+    (None where fewer than two tiers are priced)."""
+    out: dict[float, str | None] = {hold: None for hold in sorted({f.hold_s for f in fits})}
+    for f in fits:
+        if f.consistent:
+            out[f.hold_s] = f.tier
+    return out
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -4,10 +4,17 @@ Data: vidur's NCCL profiling, ``<root>/<cluster>/{all_reduce,send_recv}.csv`` (r
 ``shared/validation/vidur/profiling/network``; clusters ``h100_dgx``, ``a100_dgx``,
 ``a100_pairwise_nvlink``). Columns used: ``time_stats.<op>.median`` (ms), ``size`` (bytes, the
 per-rank buffer), ``num_workers`` and ``devices_per_node``; a row with devices_per_node <
-num_workers crosses nodes (scale-out), else it stays on the node's NVLink (scale-up).
+num_workers crosses nodes (scale-out), else it stays on the node's NVLink (scale-up). And
+aiconfigurator's collective tables (``load_aiconfigurator_comm``: NCCL all-reduce, all-gather,
+reduce-scatter, all-to-all and the TensorRT-LLM / SGLang / vLLM custom all-reduces, one node of
+2-8 GPUs, ``shared/validation/aiconfigurator/kernels/<chip>/comm``).
 
-Fit: every algorithm of ``collectives`` costs t = n_alpha·alpha + f·S/BW with (n_alpha, f) from
-``collectives.alpha_beta_counts``, linear in alpha and 1/BW. Times span ~5 us to ~30 ms, so plain
+Fit: every algorithm of ``collectives`` costs t = alpha + n_steps·step + f·S/BW with (n_steps, f)
+from ``collectives.alpha_beta_counts``. Within one group the floor alpha is a constant like the
+steps, so the fit regresses t = n_steps·alpha' + f·S/BW, linear in alpha' and 1/BW: alpha' is the
+whole fixed cost spread over the steps (NCCL's launch and synchronisation included), what the
+catalogue charged per step before its latencies became per-operation floors (docs/assumptions.md,
+"Collectives"). Times span ~5 us to ~30 ms, so plain
 least squares is decided by the largest messages; rows are weighted by 1/t (relative error), so
 each decade of size counts alike, and both coefficients are kept non-negative. Within one
 (participants, devices_per_node) group (n_alpha, f) are constants, so every algorithm fits the
@@ -19,8 +26,10 @@ whose BW exceeds the link's peak is not what ran, however well it fits.
 Check: ``check_catalogue`` predicts every row of a cluster with a catalogued twin (h100_dgx ->
 hgx-h100, a100_dgx -> hgx-a100) from its links alone: send_recv with ``p2p_s`` on the tier the row
 uses, all_reduce with ``all_reduce_s`` inside a node and ``two_tier_all_reduce_s`` across nodes
-(domain = devices_per_node). The catalogue's links are peaks plus a fitted alpha, so a good model
-is a lower bound: most rows should be predicted below their measurement.
+(domain = devices_per_node), all_gather / reduce_scatter / all_to_all with their ``collectives``
+functions. The catalogue's links are peak bandwidths and per-operation latency floors, so with
+``algorithm="best"`` (ideal mode's) every row should be predicted at or below its measurement
+(tests/step/test_collectives_lower_bound.py).
 Omitted by the model (and so in the errors): NCCL's protocol switching by size, congestion, SM
 contention, launch jitter (the vidur medians are of few repeats and are noisy below ~1 MiB).
 """
@@ -34,8 +43,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..step.collectives import (alpha_beta_counts, all_reduce_s, p2p_s, supported_all_reduce_algorithms,
-    two_tier_all_reduce_s)
+from ..step.collectives import (all_gather_s, all_reduce_s, all_to_all_s, alpha_beta_counts, p2p_s,
+    reduce_scatter_s, supported_all_reduce_algorithms, two_tier_all_reduce_s)
 from ..errors import CatalogError
 from ..spec.hardware import Link, System
 
@@ -162,6 +171,60 @@ def load_measurements(root: str | Path, cluster: str, op: str) -> Measurements:
                         devices_per_node=values["devices_per_node"].astype(int))
 
 
+# aiconfigurator chip folders and the catalogue systems they were measured on (one node of 2-8 GPUs);
+# b300_sxm has no catalogue system.
+AIC_SYSTEMS = {"h100_sxm": "hgx-h100", "h200_sxm": "hgx-h200", "b200_sxm": "hgx-b200", "gb200": "gb200-nvl72",
+               "gb300": "gb300-nvl72"}
+_AIC_BYTES = {"half": 2.0, "bfloat16": 2.0, "float16": 2.0, "int8": 1.0}
+_AIC_OPS = {"all_reduce": "all_reduce", "all_gather": "all_gather", "reduce_scatter": "reduce_scatter",
+            "alltoall": "all_to_all"}
+
+
+def load_aiconfigurator_comm(root: str | Path, chip: str) -> tuple[Measurements, ...]:
+    """aiconfigurator's collective tables of ``chip`` (``<root>/<chip>/comm/<framework>/<version>/``,
+    root = ``shared/validation/aiconfigurator/kernels``): ``nccl_perf.parquet`` and every
+    framework's ``custom_allreduce_perf.parquet``, one ``Measurements`` per (table, op, dtype,
+    implementation), cluster ``"<chip> <framework>/<implementation> <dtype>"``, all inside one node.
+    ``message_size`` is in elements (bytes = elements x 2 for half / bfloat16, x 1 for int8; the
+    folder's README), ``latency`` in ms; a key held twice gives its median. CatalogError naming the
+    file on a missing folder, column, op or dtype."""
+    import pyarrow.parquet as pq
+
+    base = Path(root) / chip / "comm"
+    files = sorted(base.glob("*/*/nccl_perf.parquet")) + sorted(base.glob("*/*/custom_allreduce_perf.parquet"))
+    if not files:
+        raise CatalogError(f"{base}: no nccl_perf or custom_allreduce_perf tables; aiconfigurator's data live in "
+                           "../shared/validation/aiconfigurator/kernels (absent on a fresh clone)")
+    out = []
+    for path in files:
+        rows = pq.read_table(path).to_pylist()
+        dtype_col = "nccl_dtype" if path.name == "nccl_perf.parquet" else "allreduce_dtype"
+        groups: dict[tuple, dict[tuple[int, float], list[float]]] = {}
+        for i, r in enumerate(rows):
+            try:
+                op, dtype, p, n, t = (r["op_name"], r[dtype_col], int(r["num_gpus"]), float(r["message_size"]),
+                                      float(r["latency"]))
+            except (KeyError, TypeError, ValueError) as exc:
+                raise CatalogError(f"{path} row {i}: {exc!r} (needs op_name, {dtype_col}, num_gpus, message_size, "
+                                   "latency)") from exc
+            if op not in _AIC_OPS or dtype not in _AIC_BYTES:
+                raise CatalogError(f"{path} row {i}: op {op!r} / dtype {dtype!r} not understood; known ops "
+                                   f"{', '.join(_AIC_OPS)}, dtypes {', '.join(_AIC_BYTES)}")
+            if not (p >= 1 and n > 0 and t > 0):
+                raise CatalogError(f"{path} row {i}: num_gpus {p}, message_size {n}, latency {t} must be positive")
+            impl = r.get("implementation") or r.get("backend") or r.get("kernel_source") or "nccl"
+            groups.setdefault((op, dtype, str(impl)), {}).setdefault((p, n * _AIC_BYTES[dtype]), []).append(t)
+        framework = path.parts[-3]
+        for (op, dtype, impl), cells in sorted(groups.items()):
+            keys = sorted(cells)
+            parts = np.array([k[0] for k in keys], dtype=int)
+            out.append(Measurements(cluster=f"{chip} {framework}/{impl} {dtype}", op=_AIC_OPS[op], path=str(path),
+                                    size_bytes=np.array([k[1] for k in keys]),
+                                    time_s=np.array([np.median(cells[k]) for k in keys]) * 1e-3,
+                                    participants=parts, devices_per_node=parts.copy()))
+    return tuple(out)
+
+
 def load_all(root: str | Path, clusters: Iterable[str] = CLUSTERS, ops: Iterable[str] = OPS) -> tuple[Measurements, ...]:
     """Every (cluster, op) CSV under ``root``; a missing one is an error (see load_measurements)."""
     return tuple(load_measurements(root, c, op) for c in clusters for op in ops)
@@ -255,6 +318,9 @@ def algorithm_by_size(measurements: Iterable[Measurements], bands=SIZE_BANDS_BYT
     return tuple(out)
 
 
+_ONE_NODE = {"all_gather": all_gather_s, "reduce_scatter": reduce_scatter_s, "all_to_all": all_to_all_s}
+
+
 def predict_rows(m: Measurements, system: System, *, algorithm: str = "auto") -> np.ndarray:
     """Catalogue prediction (s) of every row of ``m`` from ``system``'s links (see module doc)."""
     predicted = np.empty_like(m.time_s)
@@ -263,6 +329,10 @@ def predict_rows(m: Measurements, system: System, *, algorithm: str = "auto") ->
         size = m.size_bytes[sel]
         if m.op == "send_recv":
             predicted[sel] = p2p_s(message_bytes=size, link=system.scale_out if d < p else system.scale_up)
+        elif m.op in _ONE_NODE:
+            if d < p:
+                raise CatalogError(f"{m.path}: {m.op} across nodes is not modelled (p={p}, {d} per node)")
+            predicted[sel] = _ONE_NODE[m.op](message_bytes=size, participants=p, link=system.scale_up)
         elif d < p:
             predicted[sel] = two_tier_all_reduce_s(message_bytes=size, participants=p, domain_chips=d,
                                                    scale_up=system.scale_up, scale_out=system.scale_out,

@@ -102,6 +102,7 @@ def predict_cases(rows: list[dict], *, mode: str = "ideal", profile: EfficiencyP
     columns plus ``OUTPUT_COLUMNS`` (floats; '' where a column does not apply)."""
     groups: dict[tuple, list[int]] = defaultdict(list)
     shapes = []
+    limits: dict[str, int] = {}
     for i, row in enumerate(rows):
         at = f"{where} line {i + 2}"
         key = _group_key(row, at)
@@ -111,6 +112,7 @@ def predict_cases(rows: list[dict], *, mode: str = "ideal", profile: EfficiencyP
                        for col in ("batch",) + _NEEDS[phase][1:] + (() if phase == "decode" else ("context",))})
         if shapes[-1]["batch"] <= 0:
             raise CatalogError(f"{at} batch: must be > 0")
+        _require_within_context(key[0], phase, shapes[-1], at, limits)
     out: list[dict] = [dict(r) for r in rows]
     for key, idx in groups.items():
         first = f"{where} line {idx[0] + 2}"
@@ -119,6 +121,30 @@ def predict_cases(rows: list[dict], *, mode: str = "ideal", profile: EfficiencyP
         except LlmeconError as exc:
             raise type(exc)(f"{first} ({len(idx)} case(s) of {key[0]} on {key[1]}, {key[2]}): {exc}") from exc
     return out
+
+
+#: the tokens one case's sequence holds, by phase, and the column to name when it is too long
+_SEQUENCE = {"decode": (("context",), "context"), "prefill": (("context", "prompt_tokens"), "prompt_tokens"),
+             "serving": (("prompt_tokens", "output_tokens"), "output_tokens")}
+
+
+def _require_within_context(model: str, phase: str, shape: dict, at: str, limits: dict) -> None:
+    """A case's sequence fits the model's context (``max_position_embeddings``): decode holds its
+    ``context`` cached tokens, prefill ``context + prompt_tokens``, serving ``prompt_tokens +
+    output_tokens`` (vLLM's rule). A model with no known context (0) is not checked; an unknown
+    model name is left to the group's own error."""
+    if model not in limits:
+        try:
+            limits[model] = get_model(model).max_context
+        except LlmeconError:
+            limits[model] = 0
+    limit = limits[model]
+    cols, name = _SEQUENCE[phase]
+    total = sum(shape[c] for c in cols)
+    if limit and total > limit:
+        raise CatalogError(f"{at} {name}: {' + '.join(cols)} = {total:,.0f} tokens is longer than {model}'s "
+                           f"{limit:,}-token context (max_position_embeddings)",
+                           fix=f"keep {' + '.join(cols)} <= {limit:,} on this line")
 
 
 def _predict_group(key, idx, shapes, out, *, mode, profile) -> None:

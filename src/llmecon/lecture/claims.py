@@ -3,9 +3,10 @@
 A ``Claim`` pairs what the lecture said (``lecture_value``) with what llmecon computes through
 its library (``computed_value``), compares them under a stated ``Tolerance`` and records the
 verdict: "matches" when they agree, "corrected" when they do not — with the reason from SPEC
-(``shared/SPEC.md``; section G lists the lecture's mistakes). Nothing here computes physics: the
-section builders (``section_a``, ``section_bc``, ``section_df``) call the library and hand the
-two values to :func:`check`, which only compares.
+(``shared/SPEC.md``; section G lists the lecture's mistakes) — and "open" when llmecon's answer
+hinges on an input no catalogued source gives (``undecided``: the reason names the threshold).
+Nothing here computes physics: the section builders (``section_a``, ``section_bc``, ``section_df``)
+call the library and hand the two values to :func:`check`, which only compares.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 
 from ..errors import SpecError, require_choice, require_number
 
-VERDICTS = ("matches", "corrected")
+VERDICTS = ("matches", "corrected", "open")
 SECTIONS = {"A": "Roofline, batching, latency, cost", "B": "KV cache and context length",
             "C": "Reading prices backwards", "D": "MoE, topology, parallelism",
             "E": "Serving: the train schedule", "F": "Training economics"}
@@ -168,8 +169,26 @@ def check(claim_id: str, *, statement: str, lecture, computed, unit: str, tol: T
                  display=shown)
 
 
+def undecided(claim_id: str, *, statement: str, lecture, computed, unit: str, reason: str, fmt: str = ",.4g",
+              source: str = "") -> Claim:
+    """A claim whose verdict hinges on an input no catalogued source gives (a price, say): verdict
+    "open", ``computed`` is the threshold that would decide it and ``reason`` says which way each
+    side of it goes. Never used to hide a disagreement the library can decide."""
+    m = _ID.match(claim_id)
+    if m is None:
+        raise SpecError(f"claim id {claim_id!r}: must look like 'A3.short-name' (section letter, SPEC item, name)")
+    if SPEC_ITEMS.get(int(m.group(2)), ("",))[0] != m.group(1):
+        raise SpecError(f"claim id {claim_id!r}: SPEC item {m.group(2)} is not in section {m.group(1)}")
+    if not reason:
+        raise SpecError(f"claim {claim_id}: an open claim needs the reason (what would decide it)")
+    computed = _plain(computed)
+    return Claim(id=claim_id, section=m.group(1), statement=statement, lecture_value=_plain(lecture), unit=unit,
+                 computed_value=computed, verdict="open", reason=reason, tolerance="undecided", source=source,
+                 display=_format(computed, fmt))
+
+
 def counts(claims) -> dict[str, int]:
-    """{"matches": n, "corrected": m} over ``claims``."""
+    """{"matches": n, "corrected": m, "open": k} over ``claims``."""
     out = dict.fromkeys(VERDICTS, 0)
     for c in claims:
         out[c.verdict] += 1

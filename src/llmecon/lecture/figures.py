@@ -106,8 +106,9 @@ def context_figure() -> LectureFigure:
     ax2.set_title("Memory wall (n·C − W)/(L·kv)")
     fig.tight_layout()
     return LectureFigure(key="context", section="B", figure=fig,
-                         caption="Above the crossover context L_x (KV reads = matmul time) cost per output token "
-                                 "grows ∝ L/L_x; MLA's small KV pushes L_x out (SPEC B8).")
+                         caption="Above the crossover context L_x (KV reads = matmul + attention time, per chip) "
+                                 "cost per output token grows ∝ L/L_x; MLA's small KV and its attention FLOPs push "
+                                 "L_x out (SPEC B8, issue 18). Curves stop at the model's context.")
 
 
 def pipeline_figure(stages=(1, 2, 4, 8, 16)) -> LectureFigure:

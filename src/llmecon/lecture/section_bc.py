@@ -6,16 +6,16 @@ from __future__ import annotations
 import math
 
 from ..spec.deployment import Deployment
-from ..econ.batching import crossover_context, smallest_plan
+from ..econ.batching import crossover_context, crossover_context_lecture, smallest_plan
 from ..catalog.hardware import get_accelerator, get_storage_device, get_system
 from ..catalog.models import get_model
 from ..catalog.prices import get_price_sheet
 from ..econ.context import block_sparse_reads, context_economics, kv_per_sequence_bytes, tiers_for_steps
-from ..econ.kvcache import five_minute_tier
+from ..econ.kvcache import break_even_price_ratio
 from ..econ.pricing import (break_even_hold_s, cache_hold_price_per_hour, decode_prefill_cost_ratio, infer_fast_mode,
     kv_bytes_from_crossover, operating_point)
 from . import inputs as I
-from .claims import Claim, Tolerance, check
+from .claims import Claim, Tolerance, check, undecided
 
 GB, MIN, HOUR = 1e-9, 1 / 60.0, 1 / 3600.0  # bytes -> GB; seconds -> minutes / hours (display)
 EXACT = Tolerance(kind="exact")
@@ -60,12 +60,28 @@ def _b8() -> list[Claim]:
     out = []
     for name, said in (("llama-3.1-70b", 1400), ("deepseek-v3", 3600)):
         m = get_model(name)
-        lx = crossover_context(active_params=m.params.active, flops_per_byte=r,
-                               kv_bytes_per_token=m.kv_bytes_per_token("bf16"))
+        lx = crossover_context_lecture(active_params=m.params.active, flops_per_byte=r,
+                                       kv_bytes_per_token=m.kv_bytes_per_token("bf16"))
         out.append(check(f"B8.crossover-{name}-h100", statement=f"Crossover context L_x = 2·N_active/(R·kv): "
                          f"{m.name} ({m.attention_label}) on H100, bf16 KV", lecture=said, computed=float(lx),
                          unit="tokens", tol=Tolerance(kind="rel", value=0.05, why="SPEC gives 2 significant figures"),
-                         fmt=",.0f", source=f"SPEC B8; catalogue {name}, h100-sxm"))
+                         fmt=",.0f", agree="the lecture's form, attention FLOPs left out of the compute side (see "
+                                           "B8.crossover-attention-deepseek-v3-h100)",
+                         source=f"SPEC B8; catalogue {name}, h100-sxm"))
+    m = get_model("deepseek-v3")
+    kv = m.kv_bytes_per_token("bf16")
+    a = float(m.attention_flops_per_token(1.0))  # absorbed MLA: 61 x 2·128·(576 + 512) FLOP per cached token
+    lx = crossover_context(active_params=m.params.active, flops_per_byte=r, kv_bytes_per_token=kv,
+                           attention_flops_per_cached_token=a)
+    out.append(check("B8.crossover-attention-deepseek-v3-h100", statement="Crossover context with attention FLOPs "
+                     "counted as compute, L_x = 2·N_active/(R·kv - a): DeepSeek-V3 (absorbed MLA) on one H100, bf16",
+                     lecture=3600, computed=float(lx), unit="tokens",
+                     tol=Tolerance(kind="rel", value=0.05, why="SPEC gives 2 significant figures"), fmt=",.0f",
+                     correct=f"absorbed MLA does 2·128·(576 + 512) = 278,528 FLOP per cached token per layer against "
+                             f"1,152 B of bf16 latent ({a / kv:.0f} FLOP/B, close to H100's ridge {r:.0f}), so compute "
+                             f"grows almost as fast as KV reads: L_x = 2·N_active/(R·kv - a) = {float(lx):,.0f} "
+                             "tokens, not SPEC B8's 3.6K; on H200 (ridge 206) KV reads never catch up (issue 18)",
+                     source="SPEC B8 (issue 18: attention FLOPs); catalogue deepseek-v3, h100-sxm"))
     out.append(check("B8.kv-1m-at-2kb", statement="KV of one 1M-token sequence at 2 KB/token", lecture=2.0,
                      computed=float(kv_per_sequence_bytes(kv_bytes_per_token=I.TWO_KB,
                                                           context=I.PER_SEQUENCE_CONTEXT)) * GB,
@@ -170,13 +186,15 @@ def _c12() -> list[Claim]:
     h100 = get_system("hgx-h100")
     (ddr,) = [t for t in h100.tiers if t.kind == "host_dram"]
     flash, hdd = get_storage_device(I.FLASH_DEVICE), get_storage_device(I.HDD_DEVICE)
-    kinds = {"hbm": "HBM", "host_dram": "DRAM", "flash": "flash", "hdd": "spinning disk"}
-    tiers = [(kinds[t.kind], t.drain_s) for t in (h100.hbm_tier, ddr, flash, hdd)]
     claude = get_price_sheet(I.CLAUDE_PROVIDER, I.CLAUDE_MODEL)
     short, long_ = sorted(claude.cache_writes, key=lambda w: w.hold_s)
     per_hour = [cache_hold_price_per_hour(base_input=claude.input_usd_per_mtok, write=w.usd_per_mtok, hold_s=w.hold_s)
                 for w in (short, long_)]
     drains = "HBM ~20 ms, DDR ~1-3 s, flash 10-150 min, HDD ~1 day (SPEC C12, G)"
+    # Gray's rule: the price-per-byte ratio of the faster tier over the slower at which each hold breaks even
+    dram_over_flash = break_even_price_ratio(flash, hold_s=short.hold_s)
+    dram_over_flash_1h = break_even_price_ratio(flash, hold_s=long_.hold_s)
+    flash_over_hdd = break_even_price_ratio(hdd, hold_s=long_.hold_s)
     tier_src = "SPEC C12; catalogue hgx-h100 tiers, storage " + f"{I.FLASH_DEVICE}, {I.HDD_DEVICE}"
     return [
         check("C12.hbm-drain", statement="Break-even hold time C/BW of HBM (H100)", lecture=20.0,
@@ -195,15 +213,25 @@ def _c12() -> list[Claim]:
               computed=break_even_hold_s(hdd) * HOUR, unit="h", tol=Tolerance(kind="factor", value=2.0), fmt=".3g",
               correct=f"a hard disk drains in ~1 day, not ~1 hour ({hdd.name}: {break_even_hold_s(hdd) * HOUR:.0f} h); "
                       f"{drains}", source=tier_src),
-        check("C12.five-minute-cache-tier", statement="Tier for a 5-minute cache hold (five-minute rule: the slowest "
-              "tier whose drain time is within the hold)", lecture="flash",
-              computed=five_minute_tier(tiers, hold_s=short.hold_s) or "none", unit="tier", tol=EXACT,
-              correct="with flash draining in ~18 min or more, a 5-minute hold belongs in host DRAM (SPEC C12, G)",
-              source=tier_src + f"; {claude.provider}/{claude.model} cache writes"),
-        check("C12.one-hour-cache-tier", statement="Tier for a 1-hour cache hold", lecture="spinning disk",
-              computed=five_minute_tier(tiers, hold_s=long_.hold_s) or "none", unit="tier", tol=EXACT,
-              correct="a disk drains in ~1 day, so an hour's hold belongs in flash (SPEC C12, G)",
-              source=tier_src + f"; {claude.provider}/{claude.model} cache writes"),
+        undecided("C12.five-minute-cache-tier", statement="Tier for a 5-minute cache hold (Gray's five-minute rule): "
+                  "host DRAM's price per byte over flash's above which flash wins", lecture="flash",
+                  computed=dram_over_flash, unit="× (DRAM $/B ÷ flash $/B)", fmt=".3g",
+                  reason=f"Gray's rule (Gray & Putzolu 1987): data re-read every T stays in the faster tier while "
+                         f"T <= slower drain x slower $/B / faster $/B; flash ({flash.name}) drains in "
+                         f"{flash.drain_s * MIN:.1f} min, so a 5-minute hold belongs in flash, as the lecture says, "
+                         f"iff host DRAM costs more than {dram_over_flash:.3g}x flash per byte, else in DRAM. No "
+                         f"catalogued source prices DRAM or flash, so llmecon leaves it open (SPEC C12 as amended "
+                         f"by issue 18: the old 'slowest tier that drains within the hold' gave DRAM, ignoring "
+                         f"prices)", source=tier_src + f"; {claude.provider}/{claude.model} cache writes"),
+        undecided("C12.one-hour-cache-tier", statement="Tier for a 1-hour cache hold (Gray's five-minute rule): "
+                  "flash's price per byte over a hard disk's above which the disk wins", lecture="spinning disk",
+                  computed=flash_over_hdd, unit="× (flash $/B ÷ HDD $/B)", fmt=".3g",
+                  reason=f"Gray's rule: a hard disk ({hdd.name}) drains in {hdd.drain_s * HOUR:.1f} h, so an hour's "
+                         f"hold belongs on disk, as the lecture says, iff flash costs more than {flash_over_hdd:.3g}x "
+                         f"disk per byte, else in flash; DRAM loses to flash for it whenever DRAM costs more than "
+                         f"{dram_over_flash_1h:.2g}x flash per byte. No catalogued source prices flash or disks, "
+                         f"so llmecon leaves it open (SPEC C12 as amended by issue 18; the old drain rule gave "
+                         f"flash)", source=tier_src + f"; {claude.provider}/{claude.model} cache writes"),
         check("C12.short-cache-premium", statement="Anthropic's 5-minute cache write over its 1-hour write, per "
               "byte-hour held", lecture=3.0, computed=per_hour[0] / per_hour[1], unit="×",
               tol=Tolerance(kind="rel", value=1e-9), fmt=".3g",

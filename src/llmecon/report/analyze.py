@@ -80,7 +80,9 @@ def economics_dict(e: BatchEconomics, dep: Deployment, *, with_curve: bool = Tru
         **json_fields(e, "balance_batch", "balance_batch_at_context", "crossover_context", "latency_floor_s",
                       "full_weight_read_s", "hbm_drain_s", "no_batching_cost_ratio", "best_batch"),
         "max_batch": e.max_batch,
-        **json_fields(e, "max_context_at_batch_1", "weights_per_chip_bytes", "kv_bytes_per_token"),
+        **json_fields(e, "max_context_at_batch_1", "kv_capacity_tokens"),
+        "model_max_context": e.model_max_context or None,
+        **json_fields(e, "weights_per_chip_bytes", "kv_bytes_per_token"),
     }
     if with_curve:
         out["curve"] = curve_rows(e.curve)
@@ -150,10 +152,13 @@ def headline_lines(dep: Deployment, e: BatchEconomics, batch_result: StepResult,
                           + (f"{e.balance_batch_at_context:,.0f} at {fmt_tokens(e.context)} tokens"
                              if math.isfinite(e.balance_batch_at_context)
                              else f"never compute-bound at {fmt_tokens(e.context)} tokens (> crossover)")),
-        ("crossover context", f"{fmt_tokens(e.crossover_context)} tokens (KV reads = compute per sequence)"),
+        ("crossover context", (f"{fmt_tokens(e.crossover_context)} tokens" if math.isfinite(e.crossover_context)
+                               else "never") + " (KV reads = matmul + attention compute per sequence, per chip)"),
         ("memory limits", f"max batch {e.max_batch:,} at {fmt_tokens(e.context)} tokens; "
-                          f"max context {fmt_tokens(e.max_context_at_batch_1)} tokens at batch 1"
-                          + (f" (trained to {fmt_tokens(m.max_context)})" if m.max_context else "")),
+                          f"max context {fmt_tokens(e.max_context_at_batch_1)} tokens at batch 1 "
+                          + (f"(the model's context; memory holds {fmt_tokens(e.kv_capacity_tokens)} KV tokens)"
+                             if m.max_context and e.kv_capacity_tokens > m.max_context else
+                             "(memory)" if m.max_context else "(memory; the model's trained context is unknown)")),
         (f"decode at batch {batch:g}", f"{fmt_seconds(step_s)} per step "
                                        f"({batch_result.bound}-bound), {float(batch_result.tokens_per_s):,.0f} tok/s "
                                        f"per replica, {step_s and 1 / step_s:.1f} tok/s per user"),

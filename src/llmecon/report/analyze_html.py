@@ -14,6 +14,7 @@ from ..spec.deployment import Deployment
 from .html import Badge, Document
 from ..step.inference import StepResult
 from .analyze import batch_curve_figure, bound_spans, headline_lines, step_dict
+from .context import context_limit_note, context_notes
 from ..units import fmt_bytes, fmt_seconds
 
 BOUND_BADGE = {"compute": "ok", "memory": "info", "comm": "warn", "overhead": "warn"}
@@ -84,11 +85,16 @@ def analyze_html(dep: Deployment, e: BatchEconomics, at: StepResult, batch: floa
     if context_economics is None:
         ctx.note("not drawn: " + (context_missing or "no context economics were given"))
     else:
+        lx = context_economics.crossover_context
         ctx.figure(context_figure(context_economics, dep),
                    caption=f"Output (decode at the largest batch that fits) and input (prefill) cost per token; "
-                           f"crossover context L_x = {context_economics.crossover_context:,.0f} tokens (SPEC B8).")
+                           f"crossover context L_x = {f'{lx:,.0f} tokens' if math.isfinite(lx) else 'never'} "
+                           "(KV reads = matmul + attention compute per sequence, per chip; SPEC B8).")
+        for line in context_notes(context_economics, dep):
+            ctx.note(line)
+    limit = context_limit_note(m.name, e.model_max_context, e.kv_capacity_tokens) if not e.model_max_context else None
     notes = doc.section("Assumptions", anchor="assumptions")
-    notes.bullets([IDEAL_NOTE if dep.mode == "ideal" else CALIBRATED_NOTE, *m.assumptions,
+    notes.bullets([IDEAL_NOTE if dep.mode == "ideal" else CALIBRATED_NOTE, *([limit] if limit else []), *m.assumptions,
                    "every assumption of the model (what is counted, what is omitted, the parallel layout, the "
                    "catalogue's sources): docs/assumptions.md"])
     sources = [f"model: {m.source}" if m.source else "", f"system: {s.source} ({s.as_of})" if s.source else "",

@@ -43,11 +43,58 @@ def context_dict(e: ContextEconomics, dep: Deployment, *, price_per_chip_hour: f
         "fidelity": dep.fidelity,
         "attention": dep.model.attention_label, "kv_dtype": dep.kv_dtype or dep.model.kv_dtype,
         **json_fields(e, "kv_bytes_per_token", "kv_read_bytes_per_token", "kv_sharing_factor", "crossover_context",
-                      "balance_batch", "max_context_at_batch_1", "free_hbm_bytes", "weights_per_chip_bytes",
-                      "attention_flops_per_kv_byte", "attention_ridge_flops_per_byte"),
-        "attention_compute_bound": e.attention_compute_bound,
+                      "balance_batch", "max_context_at_batch_1", "kv_capacity_tokens", "free_hbm_bytes",
+                      "weights_per_chip_bytes", "attention_flops_per_kv_byte", "attention_flops_per_kv_byte_per_chip",
+                      "attention_ridge_flops_per_byte"),
+        "model_max_context": e.model_max_context or None,
+        "attention_compute_bound": e.attention_compute_bound, "notes": context_notes(e, dep),
         "price_per_chip_hour": price_per_chip_hour, "utilization": utilization, "curve": rows,
     }
+
+
+def context_limit_note(model_name: str, model_max_context: int, kv_capacity_tokens: float) -> str | None:
+    """What limits the longest context shown: the model's trained context (and what memory would
+    hold), or a statement that the model's context is unknown and nothing was capped."""
+    if not model_max_context:
+        return (f"{model_name}'s trained context is unknown (its config gives no max_position_embeddings): "
+                "contexts are not capped by it, only by memory")
+    if kv_capacity_tokens > model_max_context:
+        cap = "unbounded" if not math.isfinite(kv_capacity_tokens) else f"{kv_capacity_tokens:,.0f}"
+        return (f"contexts stop at {model_name}'s {model_max_context:,}-token context (max_position_embeddings); "
+                f"memory would hold {cap} KV tokens across sequences")
+    return None
+
+
+def context_notes(e: ContextEconomics, dep: Deployment) -> list[str]:
+    """Plain-language notes on ``context``'s numbers: why the crossover is what it is on this plan
+    (agreeing with the curve's own bound column), and what caps the longest context."""
+    notes = []
+    plan = dep.plan.label()
+    ridge, per_chip, per_seq = (e.attention_ridge_flops_per_byte, e.attention_flops_per_kv_byte_per_chip,
+                                e.attention_flops_per_kv_byte)
+    c = e.curve
+    last = int(np.nonzero(c.fits)[0][-1]) if np.any(c.fits) else None
+    if not math.isfinite(e.crossover_context) and e.attention_compute_bound:
+        text = (f"KV reads never outweigh compute per sequence: on each chip under {plan} attention does "
+                f"{per_chip:.0f} FLOP per KV byte read, above the chip's bf16 ridge {ridge:.0f}, so every cached "
+                "token adds more compute time than read time")
+        if last is not None:
+            bound = str(np.broadcast_to(np.asarray(c.decode.bound), c.context.shape)[last])
+            text += (f"; at {c.context[last]:,.0f} tokens (batch {c.batch[last]:,.0f}) the step is {bound}-bound"
+                     + (" through weight plus KV reads" if bound == "memory" else ""))
+        notes.append(text)
+    elif not math.isfinite(e.crossover_context):
+        notes.append("KV stops growing with context (every attending layer is windowed): KV reads never outweigh "
+                     "compute per sequence")
+    elif per_seq > ridge >= per_chip:
+        notes.append(f"attention does {per_seq:.0f} FLOP per KV byte per sequence, above the chip's bf16 ridge "
+                     f"{ridge:.0f}, but under {plan} each chip reads all of a sequence's KV and does "
+                     f"1/{per_seq / per_chip:.3g} of its attention ({per_chip:.0f} FLOP per KV byte per chip): "
+                     f"KV reads outweigh compute from L_x = {e.crossover_context:,.0f} tokens")
+    limit = context_limit_note(dep.model.name, e.model_max_context, e.kv_capacity_tokens)
+    if limit:
+        notes.append(limit)
+    return notes
 
 
 def context_figure(e: ContextEconomics, dep: Deployment, *, price_per_chip_hour: float | None = None,
@@ -106,8 +153,14 @@ def cost_dict(c: ServingCost, dep: Deployment, sheet: PriceSheet | None = None) 
 def tier_row(t: MemoryTier) -> dict:
     return {"name": t.name, "kind": t.kind, "capacity_bytes": t.capacity_bytes,
             "bandwidth_bytes_per_s": t.bandwidth_bytes_per_s, "bandwidth_basis": t.bandwidth_basis,
-            "drain_s": t.drain_s, "usd_per_hour": t.usd_per_hour, "status": t.status, "source": t.source,
-            "notes": t.notes}
+            "drain_s": t.drain_s, "usd_per_hour": t.usd_per_hour, "usd_per_byte": t.usd_per_byte,
+            "amortisation_s": t.amortisation_s, "price_source": t.price_source, "price_as_of": t.price_as_of,
+            "status": t.status, "source": t.source, "notes": t.notes}
+
+
+def break_even_rows(evens) -> list[dict]:
+    """Gray's break-even intervals between adjacent priced tiers (``econ.kvcache.BreakEven``)."""
+    return [{"faster": e.faster, "slower": e.slower, "hold_s": e.hold_s} for e in evens]
 
 
 def placement_dict(p: CachePlacement, dep: Deployment) -> dict:
@@ -115,6 +168,8 @@ def placement_dict(p: CachePlacement, dep: Deployment) -> dict:
             "sequences": p.sequences, "context": p.context, "hold_s": p.hold_s, "bytes_total": p.bytes_total,
             "bytes_per_sequence": p.bytes_per_sequence, "recompute_s": p.recompute_s,
             "recompute_usd": p.recompute_usd, "cheapest": p.cheapest, "five_minute_tier": p.five_minute_tier,
+            "break_even_holds": break_even_rows(p.break_evens),
+            "unranked_tiers": [{"tier": name, "why": why} for name, why in p.ladder.skipped],
             "options": [{"tier": o.tier, "free_capacity_bytes": o.capacity_bytes, "drain_s": o.drain_s,
                          "fits": o.fits, "consistent": o.consistent, "retrieve_s": o.retrieve_s,
                          "hold_usd": o.hold_usd, "retrieve_usd": o.retrieve_usd, "total_usd": o.total_usd}

@@ -10,14 +10,17 @@ memory tiers consistent with the cache prices, and the batch ratio behind each f
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import replace
 
 from ..catalog.hardware import get_accelerator, get_system
 from ..errors import require_number
 from ..spec.hardware import MemoryTier
 from ..spec.prices import PriceSheet
-from ..econ.pricing import cache_tier_fit, five_minute_tiers, infer_fast_mode, infer_kv_from_price_step, operating_point
-from .context import fast_mode_dict, kv_inference_dict, tier_fit_rows
+from ..econ.kvcache import with_tier_prices
+from ..econ.pricing import (cache_tier_fit, five_minute_tiers, infer_fast_mode, infer_kv_from_price_step,
+    operating_point, tier_break_evens)
+from .context import break_even_rows, fast_mode_dict, kv_inference_dict, tier_fit_rows
 
 
 def flops_per_byte_grid(chips: list[str], dtypes: list[str]) -> list[tuple[str, float]]:
@@ -36,12 +39,13 @@ def flops_per_byte_grid(chips: list[str], dtypes: list[str]) -> list[tuple[str, 
 
 def infer_sheet(sheet: PriceSheet, *, active_params: list[float], chips: list[str], dtypes: list[str],
                 system: str, extra_tiers: list[MemoryTier] = (), kv_bytes_per_token: float | None = None,
-                price_per_chip_hour: float | None = None) -> dict:
+                price_per_chip_hour: float | None = None, tier_prices: Mapping[str, float] | None = None) -> dict:
     """Everything a price sheet implies, with its assumptions (see module docstring).
 
     ``kv_bytes_per_token`` for the cache analysis defaults to the geometric middle of the range
     inferred from the price step; ``extra_tiers`` adds storage tiers (``catalog.hardware.device_tier``)
-    below the system's own memory tiers; ``price_per_chip_hour`` replaces the HBM tier's rent.
+    below the system's own memory tiers; ``price_per_chip_hour`` replaces the HBM tier's rent and
+    ``tier_prices`` (USD per hour for a whole tier, by name) prices the others for Gray's rule.
     """
     if price_per_chip_hour is not None:
         require_number("--price-per-chip-hour", price_per_chip_hour, minimum=0, hint="dollars per chip-hour")
@@ -66,11 +70,12 @@ def infer_sheet(sheet: PriceSheet, *, active_params: list[float], chips: list[st
     tiers = list(s.memory_tiers) + list(extra_tiers)
     if price_per_chip_hour is not None:
         tiers[0] = replace(tiers[0], usd_per_hour=price_per_chip_hour * s.chips)
+    tiers = list(with_tier_prices(tiers, tier_prices))
     if sheet.cache_writes:
         fits = cache_tier_fit(sheet, tiers, kv_bytes_per_token=kv_mid)
         five = [{"hold_s": h, "tier": t} for h, t in five_minute_tiers(fits).items()]
         out["cache_tiers"] = {"system": system, "kv_bytes_per_token": kv_mid, "fits": tier_fit_rows(fits),
-                              "five_minute_tier": five}
+                              "five_minute_tier": five, "break_even_holds": break_even_rows(tier_break_evens(tiers))}
     out["premiums"] = [fast_mode_dict(p.name, infer_fast_mode(price_ratio=p.output_usd_per_mtok
                                                               / sheet.output_usd_per_mtok, speedup=p.speedup))
                        for p in sheet.premiums if p.speedup is not None]

@@ -40,8 +40,12 @@ def requests_columns(res: SimResult) -> dict[str, np.ndarray]:
 def simulation_dict(dep, workload, res: SimResult) -> dict:
     """``llmecon simulate --json`` and ``/api/simulate`` (docs/serving.md): what ran (model, system,
     plan, mode and the profile by name, workload), then ``res.summary()``."""
-    return {"model": dep.model.name, "system": dep.system.name, "plan": dep.plan.as_dict(), "mode": dep.mode,
-            "fidelity": dep.fidelity, "workload": workload.source, **res.summary()}
+    m = dep.model
+    notes = [] if m.max_context else [f"{m.name}'s trained context is unknown (its config gives no "
+                                      "max_position_embeddings): request lengths were not checked against it"]
+    return {"model": m.name, "system": dep.system.name, "plan": dep.plan.as_dict(), "mode": dep.mode,
+            "fidelity": dep.fidelity, "workload": workload.source, "model_max_context": m.max_context or None,
+            "notes": notes, **res.summary()}
 
 
 def check_requests_path(path: str) -> str:

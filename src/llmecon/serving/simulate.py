@@ -26,11 +26,14 @@ def simulate(dep: Deployment | None, workload: Workload, config: SimConfig | Non
     """Simulate serving ``workload`` on ``dep`` under ``config`` (default: continuous batching).
 
     ``service`` replaces the roofline step times by a model-free service-time override (queueing
-    checks); ``progress`` is called with the fraction of arrivals processed.
+    checks); ``progress`` is called with the fraction of arrivals processed. Requests longer than
+    the model's context (prompt + output) are an error (``Workload.require_within_context``).
     """
     cfg = config or SimConfig()
     if service is not None:
         check_override_size(service, workload.n)
+    if dep is not None:  # a sequence never exceeds the model's context (0 = unknown: not checked)
+        workload.require_within_context(dep.model.max_context, model_name=dep.model.name)
     models = step_models(dep, cfg, service=service, workload=workload)
     eng = Engine(models, workload, cfg, progress=progress)
     eng.run()

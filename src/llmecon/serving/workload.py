@@ -17,7 +17,7 @@ from __future__ import annotations
 import csv
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field as dataclass_field, replace
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +32,9 @@ TRACE_OPTIONAL = ("class", "prefix_id")
 @dataclass(frozen=True, kw_only=True)
 class Workload:
     """One request per index, sorted by arrival. ``output_tokens`` >= 1 counts the first token
-    (made by prefill). ``class_id`` indexes ``class_names``; ``prefix_id`` -1 means none."""
+    (made by prefill). ``class_id`` indexes ``class_names``; ``prefix_id`` -1 means none.
+    ``length_fields`` names the inputs the prompt and output lengths came from (``parse_lengths``'
+    fields for a synthetic workload, ``trace`` for a replayed one), for errors about them."""
 
     arrival_s: np.ndarray
     prompt_tokens: np.ndarray
@@ -42,6 +44,7 @@ class Workload:
     prefix_id: np.ndarray | None = None
     duration_s: float | None = None
     source: str = ""
+    length_fields: tuple[str, str] = ("prompt_tokens", "output_tokens")
 
     def __post_init__(self) -> None:
         arr = np.asarray(self.arrival_s, dtype=float)
@@ -72,6 +75,30 @@ class Workload:
     @property
     def n(self) -> int:
         return int(self.arrival_s.shape[0])
+
+    def require_within_context(self, max_context: int, *, model_name: str) -> None:
+        """Every request fits the model's context: prompt + output <= ``max_context`` tokens (vLLM's
+        rule, prompt + max_tokens <= max_model_len: the last output token is never fed back, so a
+        request holds at most prompt + output - 1 tokens). ``max_context`` 0 (unknown) checks
+        nothing. Raises SpecError naming the input the lengths came from (``length_fields``)."""
+        if not max_context or not self.n:
+            return
+        total = self.prompt_tokens + self.output_tokens
+        bad = np.nonzero(total > max_context)[0]
+        if not bad.size:
+            return
+        i = int(bad[0])
+        p, o = int(self.prompt_tokens[i]), int(self.output_tokens[i])
+        rule = (f"{bad.size:,} of {self.n:,} requests longer than {model_name}'s {max_context:,}-token context "
+                f"(prompt + output; max_position_embeddings), the first at {self.arrival_s[i]:.6g} s: prompt {p:,} + "
+                f"output {o:,} = {p + o:,} tokens")
+        prompt_field, output_field = self.length_fields
+        if prompt_field == output_field:  # a trace: both columns come from one file
+            raise SpecError(rule, field=prompt_field, fix=f"drop or shorten those requests (prompt_tokens + "
+                                                          f"output_tokens <= {max_context:,})")
+        field = prompt_field if p >= max_context else output_field
+        raise SpecError(rule, field=field, fix=f"keep {{{prompt_field}}} + {{{output_field}}} <= {max_context:,} "
+                                               "tokens (a distribution's LOW:HIGH bounds cap its samples)")
 
     @property
     def rate_per_s(self) -> float:
@@ -143,6 +170,8 @@ class Lengths:
     median: float = 0.0
     sigma: float = 0.0
     values: tuple[int, ...] = ()
+    # the input it was parsed from (``parse_lengths``), named in errors about its samples; not part of equality
+    field: str = dataclass_field(default="", compare=False)
 
     KINDS = ("fixed", "uniform", "lognormal", "empirical")
 
@@ -193,15 +222,15 @@ def parse_lengths(text: str, *, field: str) -> Lengths:
     parts = str(text).split(":")
     try:
         if len(parts) == 1:
-            return fixed(int(parts[0]))
+            return replace(fixed(int(parts[0])), field=field)
         kind, args = parts[0], [float(p) for p in parts[1:]]
         if kind == "fixed" and len(args) == 1 and args[0].is_integer():
-            return fixed(int(args[0]))
+            return replace(fixed(int(args[0])), field=field)
         if kind == "uniform" and len(args) == 2 and all(a.is_integer() for a in args):
-            return uniform(int(args[0]), int(args[1]))
+            return replace(uniform(int(args[0]), int(args[1])), field=field)
         if kind == "lognormal" and len(args) in (2, 4):
             extra = {} if len(args) == 2 else {"low": int(args[2]), "high": int(args[3])}
-            return lognormal(args[0], args[1], **extra)
+            return replace(lognormal(args[0], args[1], **extra), field=field)
     except ValueError:
         pass
     raise SpecError("expected N, fixed:N, uniform:LOW:HIGH or lognormal:MEDIAN:SIGMA[:LOW:HIGH] (whole token counts), "
@@ -228,7 +257,8 @@ def synthetic(*, rate_per_s: float, prompt: Lengths, output: Lengths, seed: int 
         cid = rng.choice(len(names), m, p=p).astype(np.int64)
     desc = f"{arrival} {rate_per_s:g}/s" + (f" cv {cv:g}" if arrival == "gamma" else "")
     return Workload(arrival_s=t, prompt_tokens=prompt.sample(m, rng), output_tokens=output.sample(m, rng),
-                    class_id=cid, class_names=names, duration_s=duration_s, source=desc)
+                    class_id=cid, class_names=names, duration_s=duration_s, source=desc,
+                    length_fields=(prompt.field or "prompt_tokens", output.field or "output_tokens"))
 
 
 # ---- traces ----------------------------------------------------------------------------------
@@ -316,4 +346,4 @@ def load_trace(path: str | Path, *, time_scale: float = 1.0) -> Workload:
     t = (t[order] - t[order][0]) / time_scale
     return Workload(arrival_s=t, prompt_tokens=prompt[order], output_tokens=out[order], class_id=cid[order],
                     class_names=names, prefix_id=None if prefix is None else prefix[order],
-                    duration_s=None, source=f"trace {p.name}")
+                    duration_s=None, source=f"trace {p.name}", length_fields=("trace", "trace"))

@@ -17,7 +17,9 @@ comm): a lower bound. A profile says how far real kernels fall short, per accele
 * ``iteration_overhead_s``, ``prefill_stall_factor`` and ``ttft_prefill_factor``: the serving
   loop (``serving.steady_state``);
 * per network tier (``scale_up``, ``scale_out``): a per-call overhead, a per-algorithm-step latency
-  and the achieved share of the link bandwidth.
+  and the achieved share of the link bandwidth. These come on top of the catalogue's per-operation
+  latency floor, which ideal mode charges alone (one collective: ``op_overhead_s + latency floor +
+  steps·step_latency_s + bytes/(bandwidth_fraction·BW)``, ``step.kernels.collective_s``).
 
 One GEMM then takes ``max(2mnk/(η(m)·peak), (mk+kn+mn)·bytes/(hbm_fraction·BW)) + kernel_floor``
 (``step.kernels.gemm_s``); ``step.calibrated`` applies the same terms class by class to whole
@@ -44,8 +46,10 @@ MODES = ("ideal", "calibrated")
 @dataclass(frozen=True, kw_only=True)
 class LinkEfficiency:
     """A network tier in practice: ``op_overhead_s`` per collective call (``p2p_overhead_s`` per
-    point-to-point send, default the same), ``step_latency_s`` per algorithm step (replaces the
-    catalogue latency), ``bandwidth_fraction`` of the link's bandwidth."""
+    point-to-point send, default the same), ``step_latency_s`` per algorithm step (ring hop; None
+    or 0: none), ``bandwidth_fraction`` of the link's bandwidth. All three come on top of the
+    link's per-operation latency floor (``Link.latency_s``), which ideal mode charges alone, so
+    every overhead >= 0 keeps a calibrated collective at or above its ideal time."""
 
     op_overhead_s: float = 0.0
     p2p_overhead_s: float | None = None
@@ -57,10 +61,11 @@ class LinkEfficiency:
         return self.op_overhead_s if self.p2p_overhead_s is None else self.p2p_overhead_s
 
     def apply(self, link: Link) -> Link:
-        """``link`` as this profile sees it (None latency keeps the catalogue's)."""
-        latency = link.latency_s if self.step_latency_s is None else self.step_latency_s
+        """``link`` as this profile sees it: bandwidth x ``bandwidth_fraction`` and this per-step
+        latency (None keeps the link's, 0 on a catalogue link); the per-operation floor stays."""
+        step = link.step_latency_s if self.step_latency_s is None else self.step_latency_s
         return dataclasses.replace(link, bandwidth_bytes_per_s=link.bandwidth_bytes_per_s * self.bandwidth_fraction,
-                                   latency_s=latency)
+                                   step_latency_s=step)
 
 
 _FRACTIONS = ("hbm_fraction", "matmul_fraction", "elementwise_fraction", "attention_fraction", "engine_floor_scale")
@@ -120,6 +125,14 @@ class EfficiencyProfile:
     def fidelity(self) -> str:
         """'ideal' or 'calibrated (<name>)': what a report says it priced with."""
         return "ideal" if self.is_ideal else f"calibrated ({self.name})"
+
+    @property
+    def all_reduce_algorithm(self) -> str:
+        """The all-reduce this mode prices (``step.collectives.all_reduce_s``): ideal mode takes
+        ``"best"``, the fastest algorithm the link supports (in-switch reduction where it has it),
+        as a lower bound must; calibrated mode keeps ``"auto"`` (ring or one-shot), the algorithms
+        the shipped profiles were fitted on (vidur's H100 NCCL data show no NVLS: docs/assumptions.md)."""
+        return "best" if self.is_ideal else "auto"
 
     def matmul_efficiency(self, m):
         """Achieved share of the dense peak of a GEMM with ``m`` rows: fraction · m/(m + m_half)."""

@@ -72,7 +72,13 @@ class Accelerator:
 
 @dataclass(frozen=True, kw_only=True)
 class Link:
-    """One network tier as seen by one chip: per-direction bandwidth and per-message latency.
+    """One network tier as seen by one chip: per-direction bandwidth and latencies.
+
+    ``latency_s`` is the tier's per-operation latency floor: every collective or send on the tier
+    pays it once, whatever its step count (``collectives``; the catalogue's values are lower
+    bounds on every measured operation, docs/assumptions.md "Collectives"). ``step_latency_s`` is
+    a latency per algorithm step (per ring hop): 0 on a catalogue link (ideal mode), set by an
+    efficiency profile (``LinkEfficiency.apply``, calibrated mode).
 
     ``in_switch_reduction`` says the switches of this tier can reduce in the network (NVLink SHARP,
     "NVLS", on NVSwitch gen3 and later; InfiniBand SHARP), so an all-reduce can send and receive
@@ -85,11 +91,13 @@ class Link:
     latency_s: float
     source: str = ""
     in_switch_reduction: bool = False
+    step_latency_s: float = 0.0
 
     def __post_init__(self) -> None:
         owner = f"link {self.name}"
         require_number("bandwidth_bytes_per_s", self.bandwidth_bytes_per_s, minimum=0, exclusive=True, owner=owner)
         require_number("latency_s", self.latency_s, minimum=0, owner=owner)
+        require_number("step_latency_s", self.step_latency_s, minimum=0, owner=owner)
         if not isinstance(self.in_switch_reduction, bool):
             raise SpecError(f"{owner}: in_switch_reduction must be True or False, got {self.in_switch_reduction!r}")
 
@@ -118,8 +126,14 @@ class MemoryTier:
     ``capacity_bytes`` and ``bandwidth_bytes_per_s`` are for the whole tier as the system sees it
     (e.g. all host DIMMs of a DGX node). ``bandwidth_bytes_per_s`` is None where no source states
     it (the analysis then says so instead of guessing); ``bandwidth_basis`` says whether the figure
-    is an interface/datasheet "peak" or a measured "sustained" one. ``usd_per_hour`` is the tier's
-    own cost when a source or the user gives one, else None (never invented).
+    is an interface/datasheet "peak" or a measured "sustained" one.
+
+    Two ways to price a tier, both optional and never invented: ``usd_per_hour``, the whole tier's
+    rent (or the user's own amortised cost) per hour; or ``usd_per_byte``, its purchase price per
+    byte (capex), spread evenly over ``amortisation_s`` (straight-line, no cost of capital, no power
+    or floor space), dated by ``price_as_of`` and sourced by ``price_source``. ``usd_per_hour`` wins
+    when both are set (it is the deployment's actual rate). ``holding_usd_per_byte_s`` is what Gray's
+    break-even interval needs (``llmecon.econ.kvcache.gray_break_even_s``).
     """
 
     name: str
@@ -128,6 +142,10 @@ class MemoryTier:
     bandwidth_bytes_per_s: float | None
     bandwidth_basis: str = "peak"
     usd_per_hour: float | None = None
+    usd_per_byte: float | None = None
+    amortisation_s: float | None = None
+    price_source: str = ""
+    price_as_of: str = ""
     status: str = ""
     source: str = ""
     notes: str = ""
@@ -142,14 +160,35 @@ class MemoryTier:
         require_choice("bandwidth_basis", self.bandwidth_basis, ("peak", "sustained"), owner=owner)
         if self.usd_per_hour is not None:
             require_number("usd_per_hour", self.usd_per_hour, minimum=0, hint="omit it when unknown", owner=owner)
+        if self.usd_per_byte is not None:
+            require_number("usd_per_byte", self.usd_per_byte, minimum=0, hint="omit it when unknown", owner=owner)
+            if self.amortisation_s is None:
+                raise SpecError(f"{owner}: usd_per_byte (a purchase price) needs amortisation_s, the period in "
+                                f"seconds it is spread over")
+        if self.amortisation_s is not None:
+            require_number("amortisation_s", self.amortisation_s, minimum=0, exclusive=True, hint="seconds",
+                           owner=owner)
 
     @property
     def drain_s(self) -> float | None:
-        """Capacity over bandwidth: the time to read the whole tier once, and the break-even hold
-        time of the five-minute rule (Gray & Putzolu 1987; SPEC C12). None if bandwidth unknown."""
+        """Capacity over bandwidth: the time to read the whole tier once. It is also Gray's break-even
+        interval of a tier against itself (holding s bytes T costs T·s/C of the tier, re-reading them
+        s/BW of it, whatever its price); between two tiers the break-even is the slower tier's drain
+        time x its price per byte / the faster tier's (``econ.pricing.break_even_hold_s``). None if
+        the bandwidth is unknown."""
         if self.bandwidth_bytes_per_s is None:
             return None
         return self.capacity_bytes / self.bandwidth_bytes_per_s
+
+    @property
+    def holding_usd_per_byte_s(self) -> float | None:
+        """Dollars per byte per second of holding data in this tier: ``usd_per_hour`` / 3600 / capacity
+        (rent), else ``usd_per_byte`` / ``amortisation_s`` (straight-line capex); None if unpriced."""
+        if self.usd_per_hour is not None:
+            return self.usd_per_hour / 3600.0 / self.capacity_bytes
+        if self.usd_per_byte is not None:
+            return self.usd_per_byte / self.amortisation_s
+        return None
 
 
 @dataclass(frozen=True, kw_only=True)

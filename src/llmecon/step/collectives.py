@@ -1,13 +1,26 @@
-"""Alpha-beta costs of collectives on one network tier and across two (Hockney 1994, "The
-communication challenge for MPP: Intel Paragon and Meiko CS-2", Parallel Computing 20(3)).
+"""Costs of collectives on one network tier and across two: a latency floor per operation, a
+latency per algorithm step, and a bandwidth term (Hockney 1994, "The communication challenge for
+MPP: Intel Paragon and Meiko CS-2", Parallel Computing 20(3)).
 
-Every algorithm here costs ``t = n_alpha * alpha + f * S / BW`` where S is ``message_bytes`` (per
-participant), ``BW = link.bandwidth_bytes_per_s`` (per chip per direction), ``alpha =
-link.latency_s`` (per step) and (n_alpha, f) are the algorithm's step count and bytes on the
-busiest chip's link per byte of message, ``alpha_beta_counts(kind, p)``. ``collective_fit`` regresses
-measured NCCL times on exactly these counts, so the formulas and the fits cannot drift apart.
+Every algorithm here costs ``t = alpha + n_steps * step + f * S / BW`` where S is ``message_bytes``
+(per participant), ``BW = link.bandwidth_bytes_per_s`` (per chip per direction), ``alpha =
+link.latency_s`` the tier's per-operation latency floor (charged once per collective, whatever
+its step count), ``step = link.step_latency_s`` a latency per algorithm step (per ring hop), and
+(n_steps, f) are the algorithm's step count and bytes on the busiest chip's link per byte of
+message, ``alpha_beta_counts(kind, p)``.
 
-  kind            steps (alphas)     bytes per link / S   source
+Ideal mode (catalogue links: step = 0) is ``alpha + f*S/BW``, a lower bound: the busiest port must
+move f*S bytes, the last of which leaves no earlier than f*S/BW after the first and arrives alpha
+later, and the catalogue's alpha is below every measured operation on its tier (the fastest
+measured, rounded down: docs/assumptions.md, "Collectives"; tests/step/test_collectives_lower_bound.py
+checks every row). The per-step latency is software (launch, synchronisation, protocol handshakes
+per hop) that a good implementation pipelines or fuses away, so it belongs to calibrated mode
+only: an efficiency profile sets ``step_latency_s`` (``LinkEfficiency.apply``) and adds a per-call
+overhead (``step.kernels.collective_s``), both fitted to measured NCCL calls. (Charging alpha per
+ring step, as llmecon did before, priced an 8-GPU 16 MiB all-reduce on HGX H100 at 172 us against
+122 us measured by NCCL, and a 2-GPU one-shot all-reduce at 7.6 us against 2.6 us measured.)
+
+  kind            steps (n_steps)    bytes per link / S   source
   ring            2(p-1)             2(p-1)/p             Patarasuk & Yuan 2009 (JPDC 69(2)); Thakur,
                                                           Rabenseifner & Gropp 2005 (IJHPCA 19(1))
   tree            2*ceil(log2 p)     2                    Sanders, Speck & Traff 2009 (Parallel
@@ -20,13 +33,13 @@ measured NCCL times on exactly these counts, so the formulas and the fits cannot
   all_to_all      1                  (p-1)/p              all pairs at once through a switch
   p2p             1                  1                    one send
 
-``participants`` <= 1 costs nothing. Omitted throughout: congestion and oversubscription, the
-topology-aware trees NCCL builds (chains inside a node, trees across nodes), NCCL's protocol
-switching by size (LL / LL128 / Simple change both the latency and the achieved bandwidth), SM
-contention with concurrent compute, the reduction arithmetic itself, and the torus of TPU ICI
-(treated like a switch at the per-chip injection bandwidth). alpha is whatever the fit to
-measurements gives, i.e. it lumps kernel launch and synchronisation with wire latency, so charging
-it per ring step over-counts large rings (docs/assumptions.md, "Collectives").
+With one floor for all, ring is never slower than tree or one-shot in ideal mode (its bytes per
+link are the fewest without in-switch reduction); they win only where per-step latencies count
+(calibrated mode). ``participants`` <= 1 costs nothing. Omitted throughout: congestion and
+oversubscription, the topology-aware trees NCCL builds (chains inside a node, trees across
+nodes), NCCL's protocol switching by size (LL / LL128 / Simple change both the latency and the
+achieved bandwidth), SM contention with concurrent compute, the reduction arithmetic itself, and
+the torus of TPU ICI (treated like a switch at the per-chip injection bandwidth).
 """
 
 from __future__ import annotations
@@ -53,9 +66,9 @@ COLLECTIVE_KINDS = tuple(_COUNTS)
 
 
 def alpha_beta_counts(kind: str, participants: int) -> tuple[float, float]:
-    """(n_alpha, f) of ``t = n_alpha * alpha + f * S / BW`` for collective ``kind`` over
-    ``participants`` chips (table in the module docstring); (0, 0) for one participant, except
-    ``p2p``, which is one send whatever ``participants`` is."""
+    """(n_steps, f) of ``t = alpha + n_steps * step + f * S / BW`` for collective ``kind`` over
+    ``participants`` chips (table in the module docstring); (0, 0) for one participant (which
+    costs nothing, not even alpha), except ``p2p``, which is one send whatever ``participants`` is."""
     if kind not in _COUNTS:
         raise SpecError(f"kind: unknown collective '{kind}'{did_you_mean(kind, _COUNTS)}; "
                         f"choose one of {', '.join(_COUNTS)}")
@@ -65,42 +78,52 @@ def alpha_beta_counts(kind: str, participants: int) -> tuple[float, float]:
     return _COUNTS[kind](p)
 
 
+def _link_cost(link: Link, n_steps: float, per_byte: float, s):
+    """alpha + n_steps·step + per_byte·S/BW on ``link`` (one operation)."""
+    return link.latency_s + n_steps * link.step_latency_s + per_byte * s / link.bandwidth_bytes_per_s
+
+
 def _cost(kind: str, message_bytes, participants: int, link: Link | None, what: str):
-    n_alpha, per_byte = alpha_beta_counts(kind, participants)
+    n_steps, per_byte = alpha_beta_counts(kind, participants)
     s = np.asarray(message_bytes, dtype=float)
-    if n_alpha == 0.0 and per_byte == 0.0:
+    if n_steps == 0.0 and per_byte == 0.0:
         return np.zeros_like(s)
     if link is None:
         raise SpecError(f"{what}: no link to run a {kind} over {participants} chips on; give the system "
                         f"a scale-up (or scale-out) link")
-    return per_byte * s / link.bandwidth_bytes_per_s + n_alpha * link.latency_s
+    return _link_cost(link, n_steps, per_byte, s)
 
 
 def ring_all_reduce_s(*, message_bytes, participants: int, link: Link):
     """Ring all-reduce of ``message_bytes`` on each of ``participants`` chips: reduce-scatter +
-    all-gather, 2(p-1) steps of S/p each -> 2(p-1)/p·S/BW + 2(p-1)·alpha. Bandwidth-optimal."""
+    all-gather, 2(p-1) steps of S/p each -> alpha + 2(p-1)·step + 2(p-1)/p·S/BW. Bandwidth-optimal
+    without in-network reduction."""
     return _cost("ring", message_bytes, participants, link, "ring all-reduce")
 
 
 def tree_all_reduce_s(*, message_bytes, participants: int, link: Link):
     """NCCL's double binary tree (Sanders, Speck & Träff 2009; NCCL 2.4): two trees each reduce
     then broadcast half of S, every chip is interior in one tree and a leaf in the other, so it
-    sends (and receives) S/2·(1 + 2 + 1) = 2S; pipelined, the depth costs 2·ceil(log2 p) alphas
-    -> 2·S/BW + 2·ceil(log2 p)·alpha. Beats the ring's 2(p-1) alphas for small S at large p."""
+    sends (and receives) S/2·(1 + 2 + 1) = 2S; pipelined, the depth costs 2·ceil(log2 p) steps
+    -> alpha + 2·ceil(log2 p)·step + 2·S/BW. Beats the ring's 2(p-1) steps for small S at large p
+    when steps cost something (calibrated mode); never in ideal mode (step = 0)."""
     return _cost("tree", message_bytes, participants, link, "tree all-reduce")
 
 
 def one_shot_all_reduce_s(*, message_bytes, participants: int, link: Link):
     """One-shot all-reduce through a switch: every chip sends its whole message to the p-1 others
-    at once and reduces locally -> (p-1)·S/BW + alpha. Wins for small messages (the decode
-    all-reduces); TensorRT-LLM and vLLM ship such kernels for NVSwitch domains."""
+    at once and reduces locally, one step -> alpha + step + (p-1)·S/BW. Wins for small messages
+    (the decode all-reduces) when steps cost something; TensorRT-LLM and vLLM ship such kernels
+    for NVSwitch domains."""
     return _cost("one_shot", message_bytes, participants, link, "one-shot all-reduce")
 
 
 def in_switch_all_reduce_s(*, message_bytes, participants: int, link: Link):
     """Reduction in the switch (NVLink SHARP "NVLS" on NVSwitch gen3+, InfiniBand SHARP): each chip
-    sends S once (the switch adds) and receives the sum once (multicast) -> S/BW + 2·alpha.
-    Only on a link with ``in_switch_reduction``; SpecError otherwise."""
+    sends S once (the switch adds) and receives the sum once (multicast), the two directions
+    pipelined, in two steps -> alpha + 2·step + S/BW. Every chip must receive the S-byte result,
+    so S/BW is the least any all-reduce can move. Only on a link with ``in_switch_reduction``;
+    SpecError otherwise."""
     if link is not None and not link.in_switch_reduction:
         raise SpecError(f"algorithm: link '{link.name}' has in_switch_reduction = False, so 'in_switch' "
                         "(NVLink SHARP / InfiniBand SHARP) is not available on it; use 'ring', 'tree', "
@@ -124,11 +147,11 @@ def supported_all_reduce_algorithms(link: Link | None) -> tuple[str, ...]:
 def all_reduce_s(*, message_bytes, participants: int, link: Link, algorithm: str = "auto"):
     """All-reduce of ``message_bytes`` per chip with ``algorithm``:
 
-    - ``"auto"`` (default): the faster of ring and one-shot per message size, as llmecon has always
-      charged (the hand-computed inference cases pin it);
+    - ``"auto"`` (default): the faster of ring and one-shot per message size (what calibrated mode
+      prices: the algorithms the shipped profiles were fitted on);
     - ``"best"``: the fastest of every algorithm the link supports (ring, tree, one-shot, and
       in-switch where ``link.in_switch_reduction``), elementwise over message sizes, i.e. what an
-      ideal NCCL tuner would pick;
+      ideal NCCL tuner would pick, and what ideal mode prices (``EfficiencyProfile.all_reduce_algorithm``);
     - ``"ring"``, ``"tree"``, ``"one_shot"``, ``"in_switch"``: that algorithm alone.
     """
     if algorithm in ALL_REDUCE_ALGORITHMS:
@@ -148,24 +171,27 @@ def all_reduce_s(*, message_bytes, participants: int, link: Link, algorithm: str
 
 def reduce_scatter_s(*, message_bytes, participants: int, link: Link):
     """Ring reduce-scatter of a ``message_bytes`` buffer (the FULL size on each chip; each ends with
-    the reduced 1/p of it): p-1 steps of S/p -> (p-1)/p·S/BW + (p-1)·alpha (Thakur et al. 2005)."""
+    the reduced 1/p of it): p-1 steps of S/p -> alpha + (p-1)·step + (p-1)/p·S/BW (Thakur et al.
+    2005). Each chip must send out the (p-1)/p of S it does not keep, in-switch reduction or not."""
     return _cost("reduce_scatter", message_bytes, participants, link, "reduce-scatter")
 
 
 def all_gather_s(*, message_bytes, participants: int, link: Link):
     """Ring all-gather to a ``message_bytes`` result on each chip (the FULL gathered size; each
-    contributes S/p): p-1 steps of S/p -> (p-1)/p·S/BW + (p-1)·alpha (Thakur et al. 2005)."""
+    contributes S/p): p-1 steps of S/p -> alpha + (p-1)·step + (p-1)/p·S/BW (Thakur et al. 2005).
+    Each chip must receive the (p-1)/p of S it lacks, multicast or not."""
     return _cost("all_gather", message_bytes, participants, link, "all-gather")
 
 
 def all_to_all_s(*, message_bytes, participants: int, link: Link):
     """All-to-all where each chip holds ``message_bytes`` spread evenly over all participants:
-    (p-1)/p of it leaves the chip; through a switch all pairs run concurrently -> one alpha."""
+    (p-1)/p of it leaves the chip; through a switch all pairs run concurrently, one step ->
+    alpha + step + (p-1)/p·S/BW."""
     return _cost("all_to_all", message_bytes, participants, link, "all-to-all")
 
 
 def p2p_s(*, message_bytes, link: Link):
-    """Point-to-point send of ``message_bytes``: alpha + S/BW."""
+    """Point-to-point send of ``message_bytes``: alpha + step + S/BW."""
     return _cost("p2p", message_bytes, 2, link, "point-to-point send")
 
 
@@ -184,8 +210,9 @@ def two_tier_all_to_all_s(*, message_bytes, participants: int, domain_chips: int
     """All-to-all over ``participants`` chips packed into domains of ``domain_chips`` (SPEC D15: EP
     across racks runs at scale-out bandwidth). With m = min(p, domain_chips) chips per domain each
     chip sends (m-1)/p·S inside its domain on ``scale_up`` and (p-m)/p·S out of it on ``scale_out``,
-    concurrently (different ports) -> max((m-1)/p·S/BW_up + alpha_up, (p-m)/p·S/BW_out + alpha_out),
-    each term only where it has traffic. Equals ``all_to_all_s`` on ``scale_up`` when p <= domain.
+    concurrently (different ports), each one step -> max(alpha_up + step_up + (m-1)/p·S/BW_up,
+    alpha_out + step_out + (p-m)/p·S/BW_out), each term only where it has traffic. Equals
+    ``all_to_all_s`` on ``scale_up`` when p <= domain.
     Omitted: NIC sharing between chips, rail-optimised vs. spine routing, and the two-hop
     (NVLink-forwarded) dispatch of DeepEP-style kernels."""
     p, m = _domains(participants, domain_chips)
@@ -194,13 +221,13 @@ def two_tier_all_to_all_s(*, message_bytes, participants: int, domain_chips: int
     if m > 1:
         if scale_up is None:
             raise SpecError(f"scale_up: no scale-up link for an all-to-all among {m} chips of one domain")
-        inside = (m - 1) / p * s / scale_up.bandwidth_bytes_per_s + scale_up.latency_s
+        inside = _link_cost(scale_up, 1.0, (m - 1) / p, s)
     if p == m:
         return inside
     if scale_out is None:
         raise SpecError(f"scale_out: no scale-out link, but {p} participants span {p // m} domains of "
                         f"{m}; give the system a scale_out link or keep the group inside one domain")
-    return np.maximum(inside, (p - m) / p * s / scale_out.bandwidth_bytes_per_s + scale_out.latency_s)
+    return np.maximum(inside, _link_cost(scale_out, 1.0, (p - m) / p, s))
 
 
 def two_tier_all_reduce_s(*, message_bytes, participants: int, domain_chips: int, scale_up: Link | None,
@@ -208,12 +235,16 @@ def two_tier_all_reduce_s(*, message_bytes, participants: int, domain_chips: int
     """Hierarchical all-reduce (the standard NCCL/Horovod two-level scheme; e.g. Jia et al. 2018,
     arXiv:1807.11205): ring reduce-scatter inside each domain of m chips, an all-reduce of the
     S/m shard among the p/m domains on ``scale_out`` (with ``algorithm``, see ``all_reduce_s``),
-    then ring all-gather inside: 2·[(m-1)/m·S/BW_up + (m-1)·alpha_up] + all_reduce(S/m, p/m).
-    Every chip drives its own scale-out port (one NIC per GPU, rail-optimised). Equals
-    ``all_reduce_s(algorithm=...)`` on ``scale_up`` when p <= domain_chips. Omitted: pipelining of
-    the three phases (NCCL overlaps them, so the sum over-states the scheme by at most the inner
-    phases), in-switch reduction inside the domain, and a flat ring over all p (worse: its
-    domain-crossing hops carry 2(p-1)/p·S each, against the S/m shard here)."""
+    then ring all-gather inside:
+    alpha_up + 2·[(m-1)·step_up + (m-1)/m·S/BW_up] + all_reduce(S/m, p/m) (the last with alpha_out).
+    One floor per tier crossed (alpha_up, alpha_out; none on scale-up when m = 1): a chip's
+    contribution reaches a chip of another domain and rail only through both tiers, one after the
+    other, while the second inside phase can start as shards arrive. Every chip drives its own
+    scale-out port (one NIC per GPU, rail-optimised). Equals ``all_reduce_s(algorithm=...)`` on
+    ``scale_up`` when p <= domain_chips. Omitted: pipelining of the three phases' bandwidth terms
+    (NCCL overlaps them, so the sum over-states the scheme by at most the inner phases), in-switch
+    reduction inside the domain, and a flat ring over all p (worse: its domain-crossing hops carry
+    2(p-1)/p·S each, against the S/m shard here)."""
     p, m = _domains(participants, domain_chips)
     if p == m:
         if p > 1 and scale_up is None:
@@ -223,6 +254,11 @@ def two_tier_all_reduce_s(*, message_bytes, participants: int, domain_chips: int
         raise SpecError(f"scale_out: no scale-out link, but {p} participants span {p // m} domains of "
                         f"{m}; give the system a scale_out link or keep the group inside one domain")
     s = np.asarray(message_bytes, dtype=float)
-    inside = _cost("reduce_scatter", s, m, scale_up, "scale_up")
     across = all_reduce_s(message_bytes=s / m, participants=p // m, link=scale_out, algorithm=algorithm)
-    return 2.0 * inside + across
+    if m == 1:
+        return across
+    if scale_up is None:
+        raise SpecError(f"scale_up: no scale-up link for the reduce-scatter among {m} chips of one domain")
+    n_steps, per_byte = alpha_beta_counts("reduce_scatter", m)
+    inside = n_steps * scale_up.step_latency_s + per_byte * s / scale_up.bandwidth_bytes_per_s
+    return scale_up.latency_s + 2.0 * inside + across

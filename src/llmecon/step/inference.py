@@ -24,6 +24,7 @@ once, at construction.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -169,13 +170,15 @@ class CommParts:
 
 
 def comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dtype=None,
-               expert_imbalance: float = 1.0) -> CommParts:
+               expert_imbalance: float = 1.0, all_reduce: str = "best") -> CommParts:
     """Communication of one iteration moving ``tokens`` tokens per micro-batch (batch/pp x tokens
     per sequence), with pp micro-batches per iteration (SPEC D15, D18, D19).
 
-    Per stage-step: 2 TP all-reduces per layer over each attention group's tokens (ring or
-    one-shot, whichever is faster; conservative for MoE layers with adp > 1, whose second one a
-    fused combine can replace); for MoE layers with attention data-parallel (adp > 1) the dispatch
+    Per stage-step: 2 TP all-reduces per layer over each attention group's tokens (``all_reduce``,
+    see ``collectives.all_reduce_s``: "best", the default and ideal mode's, is the fastest algorithm
+    the link supports, in-switch reduction included; calibrated mode passes its profile's
+    ``all_reduce_algorithm``, "auto" = ring or one-shot; conservative for MoE layers with adp > 1,
+    whose second one a fused combine can replace); for MoE layers with attention data-parallel (adp > 1) the dispatch
     (``dispatch_dtype``, default bf16) and combine (bf16) all-to-alls over the stage's chips, each
     chip sending its 1/width share of the token-expert pairs to every expert-TP rank, scaled by the
     busiest expert group's load over the mean (``expert_load``: chance under uniform routing, times
@@ -185,10 +188,12 @@ def comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dty
     load = None
     if model.is_moe:
         load = expert_load(model, plan, tokens=np.asarray(tokens, dtype=float), expert_imbalance=expert_imbalance)
-    return _comm_parts(model, system, plan, tokens=tokens, dispatch_dtype=dispatch_dtype, load=load)
+    return _comm_parts(model, system, plan, tokens=tokens, dispatch_dtype=dispatch_dtype, load=load,
+                       all_reduce=all_reduce)
 
 
-def _comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dtype, load) -> CommParts:
+def _comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dtype, load,
+                all_reduce: str = "best") -> CommParts:
     where = place(plan, system)
     act = get_dtype(ACTIVATION_DTYPE).bytes
     d = model.d_model
@@ -197,7 +202,8 @@ def _comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dt
     zero = np.zeros_like(tokens)
     tp_msg = tokens / plan.adp * d * act
     tp_s = zero + plan.pp * phi * model.n_layers * 2 * _tiered(
-        where.tp_tier, system, all_reduce_s, two_tier_all_reduce_s, message_bytes=tp_msg, participants=plan.tp,
+        where.tp_tier, system, functools.partial(all_reduce_s, algorithm=all_reduce),
+        functools.partial(two_tier_all_reduce_s, algorithm=all_reduce), message_bytes=tp_msg, participants=plan.tp,
         domain_chips=where.chips_per_domain)
     ep_s, ep_bytes = zero, zero
     if model.is_moe and where.ep_tier != "none":
@@ -266,7 +272,8 @@ def _assemble(model, system, plan, *, phase, mode, profile, batch, context, toke
                 attn_flops=micro * attn_flops, ne_bytes=ne_bytes, ex_bytes=ex_bytes, kv_bytes=micro * kv_bytes,
                 expert_rows=rows, ne_peak=chip.peak(w_dtype), ex_peak=chip.peak(e_dtype),
                 attn_peak=chip.peak(ACTIVATION_DTYPE), bandwidth=chip.hbm_bandwidth_bytes_per_s)
-    comm = _comm_parts(model, profile.system(system), plan, tokens=tokens, dispatch_dtype=dispatch_dtype, load=load)
+    comm = _comm_parts(model, profile.system(system), plan, tokens=tokens, dispatch_dtype=dispatch_dtype, load=load,
+                       all_reduce=profile.all_reduce_algorithm)
     routed_s = pp * routed / work.ex_peak
     if profile.is_ideal:
         time = StepTime(compute_s=pp * (work.ne_flops / work.ne_peak + work.attn_flops / work.attn_peak

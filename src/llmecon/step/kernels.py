@@ -38,9 +38,11 @@ def copy_s(profile: EfficiencyProfile, chip: Accelerator, *, bytes_moved):
 
 def collective_s(profile: EfficiencyProfile, system: System, *, kind: str, message_bytes, participants: int,
                  chips_per_node: int):
-    """Seconds of one all-reduce (``algorithm="auto"``) or send/recv of ``message_bytes`` among
-    ``participants`` chips, ``chips_per_node`` to a scale-up domain, on the profile's links, plus
-    the per-call overhead of the slowest tier used."""
+    """Seconds of one all-reduce or send/recv of ``message_bytes`` among ``participants`` chips,
+    ``chips_per_node`` to a scale-up domain, on the profile's links (the per-operation latency
+    floor, the profile's per-step latency and bandwidth share), plus the per-call overhead of the
+    slowest tier used. The all-reduce is ``profile.all_reduce_algorithm``: with ``IDEAL`` the
+    fastest the link supports, alpha + f·S/BW (a lower bound); calibrated, ring or one-shot."""
     sys_ = profile.system(system)
     across = participants > chips_per_node
     tier = "scale_out" if across else "scale_up"
@@ -56,7 +58,8 @@ def collective_s(profile: EfficiencyProfile, system: System, *, kind: str, messa
     if across:
         return two_tier_all_reduce_s(message_bytes=message_bytes, participants=participants,
                                      domain_chips=chips_per_node, scale_up=sys_.scale_up,
-                                     scale_out=sys_.scale_out) + overhead
-    return all_reduce_s(message_bytes=message_bytes, participants=participants, link=link) + overhead
+                                     scale_out=sys_.scale_out, algorithm=profile.all_reduce_algorithm) + overhead
+    return all_reduce_s(message_bytes=message_bytes, participants=participants, link=link,
+                        algorithm=profile.all_reduce_algorithm) + overhead
 
 

@@ -306,7 +306,7 @@ function drawPrices(r) {
   const ct = r.cache_tiers;
   const kvt = ok(ct && ct.kv_bytes_per_token) ? `KV ${bytes(ct.kv_bytes_per_token)} per token` : "KV per token unknown";
   $("tiers-table").innerHTML = !ct ? "" : `<caption>cache tiers (${esc(ct.system)}, ${kvt})</caption>` +
-    "<thead><tr><th>hold</th><th>tier</th><th>drain</th><th>$/Mtok·h</th><th>consistent</th><th>covers cost</th></tr></thead><tbody>" +
+    "<thead><tr><th>hold</th><th>tier</th><th>drain</th><th>$/Mtok·h</th><th>Gray's tier</th><th>covers cost</th></tr></thead><tbody>" +
     ct.fits.map((f) => `<tr><td>${dur(f.hold_s)}</td><td>${esc(f.tier)}</td><td>${dur(f.drain_s)}</td>` +
       `<td>${sig(f.hold_price_usd_per_mtok_hour)}</td><td>${yn(f.consistent)}</td><td>${yn(f.covers_cost)}</td></tr>`).join("") +
     "</tbody>";
@@ -317,7 +317,8 @@ const yn = (b) => (b === true ? "yes" : b === false ? "no" : "—");
 function drawHeadline(a) {
   $("headline").tBodies[0].innerHTML = a.headline.map((h) => `<tr><th>${esc(h.label)}</th><td>${esc(h.value)}</td></tr>`).join("");
   $("balance-batch").textContent = int(a.balance_batch);
-  $("key-crossover").textContent = ok(a.crossover_context) ? `${int(a.crossover_context)} tokens` : "—";
+  // null = never: KV reads stay below matmul + attention compute per sequence (docs/json.md)
+  $("key-crossover").textContent = ok(a.crossover_context) ? `${int(a.crossover_context)} tokens` : "never";
   $("key-floor").textContent = ms(a.latency_floor_s);
   $("key-maxbatch").textContent = int(a.max_batch);
   const p = a.plan;
