@@ -337,13 +337,13 @@ def _kv_minus_compute_s(dep: Deployment, contexts, *, attention: bool = True) ->
     form). Priced on the deployment's own step on the roofline, so per chip under its plan."""
     dep = roofline_twin(dep)
     base = decode_of(dep, batch=1.0, context=0.0)
-<<<<<<< HEAD
-    kv_s = np.asarray(step.time.memory_s) - float(base.time.memory_s)
-    gap = kv_s - float(base.mean_compute_s)
-=======
     step = decode_of(dep, batch=1.0, context=contexts)
     kv_s = np.asarray(step.time.memory_s, dtype=float) - float(base.time.memory_s)
-    compute_s = np.asarray(step.time.compute_s, dtype=float) if attention else float(base.time.compute_s)
+    # the routed experts at the mean expert group's load (what one sequence adds to a large batch,
+    # whose busiest group is near the mean), not batch 1's busiest group
+    mean_s = float(base.mean_compute_s)
+    compute_s = (np.asarray(step.time.compute_s, dtype=float) - float(base.time.compute_s) + mean_s
+                 if attention else mean_s)
     return kv_s - compute_s
 
 
@@ -360,7 +360,6 @@ def crossover_context_of(dep: Deployment, *, attention: bool = True) -> float:
     ``attention=False`` leaves attention out of the compute side (the lecture's L_x on this step)."""
     grid = np.logspace(0, 9, 1801)
     gap = _kv_minus_compute_s(dep, grid, attention=attention)
->>>>>>> main
     above = np.nonzero(gap >= 0)[0]
     if above.size == 0:
         return math.inf
@@ -385,14 +384,10 @@ def full_weight_read_s(dep: Deployment) -> float:
 
 def balance_batch_of(dep: Deployment) -> float:
     """The deployment's balance batch B*: full weight-read time over one sequence's compute time
-<<<<<<< HEAD
     at zero context (SPEC A3, measured on the step function rather than the closed form), the routed
     experts at the mean expert group's load (``StepResult.mean_compute_s``: what a sequence adds to a
     large batch, whose busiest group is near the mean)."""
-    return full_weight_read_s(dep) / float(decode_of(dep, batch=1.0, context=0.0).mean_compute_s)
-=======
-    at zero context (SPEC A3, measured on the step function rather than the closed form)."""
-    return full_weight_read_s(dep) / float(decode_of(roofline_twin(dep), batch=1.0, context=0.0).time.compute_s)
+    return full_weight_read_s(dep) / float(decode_of(roofline_twin(dep), batch=1.0, context=0.0).mean_compute_s)
 
 
 def balance_batch_at_context_of(dep: Deployment, context) -> float:
@@ -402,7 +397,6 @@ def balance_batch_at_context_of(dep: Deployment, context) -> float:
     inf at and beyond it (never compute-bound); below B*_0 when attention outgrows KV reads."""
     net = -float(_kv_minus_compute_s(dep, np.array([float(context)]))[0])
     return full_weight_read_s(dep) / net if net > 0 else math.inf
->>>>>>> main
 
 
 def batch_economics(dep: Deployment, *, context: float, batches=None) -> BatchEconomics:

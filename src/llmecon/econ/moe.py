@@ -143,16 +143,11 @@ def ep_sweep(model: Model, system: System, *, batch_per_chip: float, context: fl
         r = decode_step(model, system, batch=batch, context=context, plan=plan, dispatch_dtype=dispatch_dtype,
                         expert_imbalance=expert_imbalance, profile=profile, **kw)
         c = comm_parts(model, links, plan, tokens=batch, dispatch_dtype=dispatch_dtype,
-<<<<<<< HEAD
-                       expert_imbalance=expert_imbalance)
+                       expert_imbalance=expert_imbalance, all_reduce=profile.all_reduce_algorithm)
         load = expert_load(model, plan, tokens=batch, expert_imbalance=expert_imbalance)
         mean = plan.slots_per_rank(model) * float(touched_expert_fraction(
             experts=plan.expert_slots(model), active_experts=model.moe.top_k, tokens=batch))
         rows.append(EpRow(ep=ep, redundant_experts=copies, chips=plan.chips, domains=place(plan, system).domains,
-=======
-                       expert_imbalance=expert_imbalance, all_reduce=profile.all_reduce_algorithm)
-        rows.append(EpRow(ep=ep, chips=plan.chips, domains=place(plan, system).domains,
->>>>>>> main
                           tier=c.tiers["ep"], batch=batch, fits=bool(r.fits),
                           weights_per_chip_bytes=float(memory_per_chip(model, plan, batch=0.0, context=0.0, **kw)),
                           all_to_all_s=float(c.ep_all_to_all_s), step_s=float(r.step_s), bound=str(r.bound),
