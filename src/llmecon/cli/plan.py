@@ -84,7 +84,8 @@ def plan_cmd(
     dispatch_dtype: Annotated[Optional[str], typer.Option(
         "--dispatch-dtype", help="MoE all-to-all dispatch format (e.g. fp8); combine stays bf16.")] = None,
     expert_imbalance: Annotated[float, typer.Option(
-        "--expert-imbalance", help="Hottest expert rank's tokens over the mean (>= 1; 1 = uniform).")] = 1.0,
+        "--expert-imbalance", help="Routing skew: the busiest expert group's tokens over what uniform routing "
+                                   "gives it (>= 1; 1 = uniform; scales its reads, FLOPs and all-to-all).")] = 1.0,
     top: Annotated[int, typer.Option("--top", help="Frontier rows shown, spread along the frontier "
                                                    "(fastest per user first).")] = 10,
     plot: Annotated[Optional[str], typer.Option("--plot", help="Write the decode frontier figure "
@@ -104,7 +105,7 @@ def plan_cmd(
         _check_plot_path(plot)
     require_number("--top", top, minimum=1)
     require_number("--expert-imbalance", expert_imbalance, minimum=1,
-                   hint="hottest expert rank's tokens over the mean; 1 = uniform routing")
+                   hint="the busiest expert group's tokens over uniform routing's; 1 = uniform routing")
     names = _names(systems, "--systems")
     prices = _prices(price_per_chip_hour, names)
     targets = PlanTargets(tpot_s=_duration(tpot, "--tpot"), ttft_s=_duration(ttft, "--ttft"), context=context,

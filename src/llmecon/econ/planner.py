@@ -10,8 +10,9 @@ vectorised over the batch grid, once per plan.
 
 Search space per system: stage widths W = tp·adp from ``stage_widths`` (inside one scale-up domain,
 or power-of-two multiples of a width filling most of one), tp a divisor of the heads within one domain,
-ep a divisor of the routed experts dividing W, pp from ``PP_CHOICES``, chips per replica up to
-``max_chips``; plans whose weights alone exceed HBM are dropped before evaluation. Replicas (dp)
+ep a divisor of the routed experts dividing W (or ep = W with the fewest redundant expert copies
+filling it, at most E/4: EP72 + 32 on an NVL72 rack, EP144 + 32 on two), pp from ``PP_CHOICES``,
+chips per replica up to ``max_chips``; plans whose weights alone exceed HBM are dropped before evaluation. Replicas (dp)
 scale throughput linearly and are not searched. Omitted: queueing (TTFT is the prefill step
 alone), prefill/decode interference (colocated serving; see the simulator), the KV transfer
 between the units, idle chips when W does not fill a domain (chips are billed per plan).
@@ -83,7 +84,7 @@ class SearchOptions:
     def __post_init__(self) -> None:
         require_whole("max_chips", self.max_chips)
         require_number("expert_imbalance", self.expert_imbalance, minimum=1,
-                       hint="the hottest expert rank's tokens over the mean; 1 = uniform routing")
+                       hint="the busiest expert group's tokens over uniform routing's; 1 = uniform routing")
 
 
 def _divisors(n: int) -> list[int]:
@@ -99,6 +100,19 @@ def stage_widths(domain: int, max_chips: int) -> list[int]:
     return sorted(w for w in set(inside) | across if w <= max_chips)
 
 
+def _expert_groups(model: Model, width: int) -> list[tuple[int, int]]:
+    """(ep, redundant experts) for a stage of ``width`` chips: every ep dividing both the routed experts
+    and the width (no copies), and ep = width when the experts do not divide it, with the fewest
+    copies filling it, up to E/4 (DeepSeek-V3's largest share: 64 of 256 on EP320)."""
+    if not model.is_moe:
+        return [(1, 0)]
+    e = model.moe.n_routed
+    out = [(x, 0) for x in _divisors(width) if e % x == 0]
+    if e % width and 4 * (-e % width) <= e:
+        out.append((width, -e % width))
+    return out
+
+
 def candidate_plans(model: Model, system: System, *, max_chips: int, pp_choices=PP_CHOICES) -> list[Plan]:
     """Every plan of the search space (module docstring) that is valid for ``model`` on ``system``."""
     d = system.chips
@@ -108,12 +122,12 @@ def candidate_plans(model: Model, system: System, *, max_chips: int, pp_choices=
         for tp in _divisors(min(w, d)):
             if w % tp or heads % tp or (not model.is_moe and tp != w):
                 continue  # dense models: attention data-parallel inside a stage is just dp
-            eps = [e for e in _divisors(w) if model.moe.n_routed % e == 0] if model.is_moe else [1]
-            for ep in eps:
+            eps = _expert_groups(model, w)
+            for ep, copies in eps:
                 for pp in pp_choices:
                     if w * pp > max_chips or pp > model.n_layers:
                         continue
-                    plan = Plan(tp=tp, adp=w // tp, ep=ep, pp=pp)
+                    plan = Plan(tp=tp, adp=w // tp, ep=ep, pp=pp, redundant_experts=copies)
                     try:
                         plan.validate(model, system)
                     except (SpecError, InfeasibleError):

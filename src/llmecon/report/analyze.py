@@ -44,14 +44,16 @@ def model_dict(model: Model, kv_dtype: str | None = None) -> dict:
 
 
 def step_dict(result: StepResult, dep: Deployment) -> dict:
-    """``llmecon step --json``: one step's time breakdown. Bytes and FLOPs summed over all chips."""
+    """``llmecon step --json``: one step's time breakdown. Bytes and FLOPs summed over all chips, and
+    the weights the critical chip (the busiest expert group's) reads."""
     return {
         "model": dep.model.name, "system": dep.system.name, "phase": result.phase, "mode": result.mode,
         "profile": result.profile, "fidelity": dep.fidelity, "plan": dep.plan.as_dict(),
         **json_fields(result, "batch", "context"),
         **json_fields(result.time, "compute_s", "memory_s", "comm_s", "overhead_s"),
         **json_fields(result, "step_s", "upper_s"), "bound": str(result.bound),
-        **json_fields(result, "tokens_per_s", "tokens", "flops", "weight_bytes", "kv_bytes", "memory_per_chip_bytes"),
+        **json_fields(result, "tokens_per_s", "tokens", "flops", "weight_bytes", "weight_bytes_per_chip",
+                      "expert_load_factor", "kv_bytes", "memory_per_chip_bytes"),
         "hbm_per_chip_bytes": result.hbm_per_chip_bytes, "fits": bool(np.all(result.fits)),
         "compute_dtype": result.compute_dtype,
         "weight_dtype": dep.weight_dtype or dep.model.weight_dtype, "kv_dtype": dep.kv_dtype or dep.model.kv_dtype,
