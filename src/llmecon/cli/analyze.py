@@ -103,6 +103,8 @@ def step(
     rows += [("step time", f"{fmt_seconds(d['step_s'])} ({d['bound']}-bound); " + (
                 "kernel classes in sequence, communication not overlapped" if calibrated
                 else f"no overlap: {fmt_seconds(d['upper_s'])}")),
+            *([("TTFT", f"{fmt_seconds(d['latency_s'])}: the step plus the pipeline fill of pp {dep.plan.pp} "
+                        "((2pp-1)/pp of it), no queueing")] if d["latency_s"] != d["step_s"] else []),
             ("throughput", f"{d['tokens_per_s']:,.0f} tokens/s"),
             ("traffic", f"weights {fmt_bytes(d['weight_bytes'])}, KV {fmt_bytes(d['kv_bytes'])}, "
                         f"{d['flops']:.3g} FLOP (all chips)"),

@@ -66,8 +66,8 @@ def plan_cmd(
                                                                  "(llmecon catalog systems).")] = PLAN_SYSTEMS,
     tpot: Annotated[str, typer.Option("--tpot", help="Time per output token target: one decode step "
                                                      "('50ms', '0.05' = seconds).")] = "50ms",
-    ttft: Annotated[str, typer.Option("--ttft", help="Time to first token target: one prefill step, no "
-                                                     "queueing ('2s').")] = "2s",
+    ttft: Annotated[str, typer.Option("--ttft", help="Time to first token target: one prefill step (plus "
+                                                     "the pipeline fill when pp > 1), no queueing ('2s').")] = "2s",
     price_per_chip_hour: Annotated[Optional[str], typer.Option(
         "--price-per-chip-hour", help="USD per chip-hour: one number for all systems or a comma list in "
                                       "--systems order. Without it $ figures are absent.")] = None,
@@ -162,7 +162,7 @@ def plan_cmd(
                       "units together)")
     else:
         console.print("[bold cyan]blended[/bold cyan]  - (give --price-per-chip-hour for $ per M tokens)")
-    console.print("[dim]assumptions: disaggregated prefill/decode; TTFT = one prefill step, no queueing; ideal "
-                  "roofline (a lower bound on time); chips billed per plan[/dim]")
+    console.print("[dim]assumptions: disaggregated prefill/decode; TTFT = one prefill step (+ pipeline fill), "
+                  "no queueing; ideal roofline (a lower bound on time); chips billed per plan[/dim]")
     if plot:
         console.print(f"figure written to {plot}", soft_wrap=True, markup=False, highlight=False)

@@ -51,7 +51,7 @@ def step_dict(result: StepResult, dep: Deployment) -> dict:
         "profile": result.profile, "fidelity": dep.fidelity, "plan": dep.plan.as_dict(),
         **json_fields(result, "batch", "context"),
         **json_fields(result.time, "compute_s", "memory_s", "comm_s", "overhead_s"),
-        **json_fields(result, "step_s", "upper_s"), "bound": str(result.bound),
+        **json_fields(result, "step_s", "upper_s", "latency_s"), "bound": str(result.bound),
         **json_fields(result, "tokens_per_s", "tokens", "flops", "weight_bytes", "weight_bytes_per_chip",
                       "expert_load_factor", "kv_bytes", "memory_per_chip_bytes"),
         "hbm_per_chip_bytes": result.hbm_per_chip_bytes, "fits": bool(np.all(result.fits)),

@@ -45,6 +45,12 @@ from .roofline import StepTime
 ACTIVATION_DTYPE = "bf16"  # activations and attention math; what all-reduces and all-to-alls carry
 
 
+def pipeline_fill_factor(pp):
+    """A prefill's latency over its iteration time with ``pp`` stages: (2pp - 1)/pp (``StepResult.latency_s``)."""
+    pp = np.asarray(pp, dtype=float)
+    return (2.0 * pp - 1.0) / pp
+
+
 @dataclass(frozen=True, kw_only=True)
 class StepResult:
     """One iteration of a deployment. Byte and FLOP totals are summed over all chips (the mean chip's
@@ -83,6 +89,19 @@ class StepResult:
     @property
     def bound(self):
         return self.time.bound
+
+    @property
+    def latency_s(self):
+        """Time from the step's start until its last sequence is done: what a request waits. Decode:
+        the iteration (a pipeline is kept full across iterations, so a token waits one iteration).
+        Prefill: the iteration plus the pipeline fill. The batch runs as pp micro-batches through pp
+        stages, (m + pp - 1) stage-steps for m = pp micro-batches (GPipe, Huang et al. 2019, sec. 2.2),
+        against the pp stage-steps ``step_s`` charges for throughput, so ``step_s·(2pp-1)/pp``. TTFT
+        is this, without queueing. Omitted: the fill's hops differ from the iteration's (pp-1 hops)
+        only in which micro-batch makes them."""
+        if self.phase != "prefill" or self.plan.pp == 1:
+            return self.step_s
+        return np.multiply(self.step_s, pipeline_fill_factor(self.plan.pp))
 
     @property
     def mean_compute_s(self):
