@@ -15,6 +15,8 @@ units and code names: docs/notation.md.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -133,6 +135,11 @@ class MoE:
         require_whole("expert_ffn_dim", self.expert_ffn_dim, owner=owner)
         require_whole("n_shared", self.n_shared, 0, owner=owner)
 
+
+
+def _fp32_block_scales(elements: int, block: int = 128) -> float:
+    """Bytes of one fp32 scale per ``block`` values (DeepSeek's fp8 caches: 128-value blocks)."""
+    return 4.0 * math.ceil(elements / block)
 
 @dataclass(frozen=True, kw_only=True)
 class Model:
@@ -328,24 +335,42 @@ class Model:
         """KV-cache bytes per token summed over all layers, at short context (every layer holds it).
 
         MHA/GQA/MQA: 2·K·H per layer; MLA: kv_lora + rope per layer (DeepSeek-V3 bf16: 61·576·2 =
-        70,272 B); DSA adds the indexer's key cache (index_head_dim at ``index_dtype``, scale
-        factors omitted). Sliding layers hold at most their window: see ``kv_bytes``.
+        70,272 B); DSA adds the indexer's key cache. Sliding layers hold at most their window: see
+        ``kv_bytes``. The fp8 layouts of DSA are DeepSeek's own (``_kv_layer_bytes``).
         """
         return float(self.kv_bytes(1, kv_dtype))
 
     def _kv_layer_bytes(self, kv_dtype: str | DType | None) -> tuple[float, float]:
+        """(cache bytes, indexer-key bytes) per token per layer.
+
+        DSA at 8 bits uses DeepSeek's published layouts (FlashMLA README, "FP8 KV cache" of the
+        sparse kernels; DeepSeek-V3.2-Exp inference/model.py): the latent in fp8 with one fp32 scale
+        per 128 values and the rope key kept in bf16, 512 + 4·4 + 64·2 = 656 B; the indexer key in
+        fp8 with one fp32 scale per 128 values, 128 + 4 = 132 B. Other 8-bit caches (dense MLA, GQA)
+        are counted with per-tensor scales (no per-token bytes) and every element at 8 bits.
+        """
         key = ("kv_layer_bytes", kv_dtype)
         if key not in self._cache:  # computed once per format
-            kv_b = get_dtype(kv_dtype or self.kv_dtype).bytes
-            main = self.attention.kv_elements_per_token() * kv_b
-            index = (self.attention.index_head_dim * get_dtype(self.index_dtype).bytes if self.attention.is_sparse
-                     else 0.0)
+            kv = get_dtype(kv_dtype or self.kv_dtype)
+            a = self.attention
+            main = a.kv_elements_per_token() * kv.bytes
+            index = 0.0
+            if a.is_sparse:
+                idx = get_dtype(self.index_dtype)
+                index = a.index_head_dim * idx.bytes + (_fp32_block_scales(a.index_head_dim) if idx.bits == 8 else 0.0)
+                if a.kind == "mla" and kv.bits == 8:
+                    main = a.kv_lora_rank * kv.bytes + _fp32_block_scales(a.kv_lora_rank) + a.qk_rope_head_dim * 2.0
             self._cache[key] = (main, index)
         return self._cache[key]
 
     def kv_bytes(self, context, kv_dtype: str | DType | None = None):
         """KV bytes held for one sequence of ``context`` tokens (broadcasts over numpy arrays)."""
         return self._kv_sum(context, kv_dtype, self.window_groups(holding_only=True), sparse=False)
+
+    def dense_kv_read_bytes(self, context, kv_dtype: str | DType | None = None):
+        """What dense attention over the same cache layout would read at ``context`` (no indexer, no
+        top-k): the comparison DSA's savings are stated against (SPEC B7)."""
+        return self._kv_sum(context, kv_dtype, self.window_groups(), sparse=False, indexer=False)
 
     def kv_read_bytes(self, context, kv_dtype: str | DType | None = None, *, sparse: bool = True):
         """KV bytes one decode step reads for one sequence at ``context`` tokens.
@@ -356,9 +381,10 @@ class Model:
         """
         return self._kv_sum(context, kv_dtype, self.window_groups(), sparse=sparse and self.attention.is_sparse)
 
-    def _kv_sum(self, context, kv_dtype, groups, *, sparse: bool):
+    def _kv_sum(self, context, kv_dtype, groups, *, sparse: bool, indexer: bool = True):
         context = np.asarray(context, dtype=float)
         main, index = self._kv_layer_bytes(kv_dtype)
+        index = index if indexer else 0.0
         total = 0.0
         for window, count in groups:
             held = context if window == 0 else np.minimum(context, window)
