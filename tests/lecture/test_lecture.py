@@ -48,6 +48,8 @@ SPEC_OTHER_CORRECTIONS = {
     "C11.output-input-ratio-deepseek-v3.2",
     "F22.equal-split-pretrain-share",             # F22: equal split optimal only for equal exponents
     "B8.crossover-attention-deepseek-v3-h100",    # B8 (issue 18): MLA attention FLOPs move L_x to ~20K
+    # A2 (issue 18): "~1000x" is the balance batch: ~300 dense on H100, ~5,700 / ~320 for DeepSeek-V3
+    "A2.no-batching-dense-h100", "A2.no-batching-deepseek-all-weights", "A2.no-batching-deepseek-touched",
 }
 
 # claim id -> (lecture_cases.yaml case, expected key, index or None, factor from the claim's unit to the case's)
