@@ -67,10 +67,10 @@ class Accelerator:
                 return key
             if key in self.unpublished_peaks:
                 raise SpecError(
-                    f"{self.name} has no published dense {key} peak ({self.unpublished_peaks[key]}), so "
-                    f"{d.name} matmuls cannot be timed on it",
-                    field=f"peak_flops.{key}",
-                    fix=f"use a format with a published peak ({', '.join(self.peak_flops_per_s)}) or another system")
+                    f"accelerator {self.name} has no published dense {key} peak ({self.unpublished_peaks[key]}), "
+                    f"so a {d.name} matmul cannot be timed on it", field="system",
+                    fix=f"pick another system, or formats whose matmuls run at a published peak of {self.name} "
+                        f"({', '.join(self.peak_flops_per_s)}) where the analysis allows")
         raise SpecError(
             f"accelerator {self.name}: no dense peak for {d.name} or any format it can run at "
             f"({', '.join(d.compute)}); known peaks: {', '.join(self.peak_flops_per_s)}"
