@@ -102,6 +102,7 @@ def bound_spans(curve: BatchCurve) -> list[tuple[str, float, float]]:
 
 def accelerator_row(a: Accelerator) -> dict:
     return {"name": a.name, "vendor": a.vendor, "peak_flops_per_s": dict(a.peak_flops_per_s),
+            "unpublished_peaks": dict(a.unpublished_peaks), "power_w": a.power_w,
             "hbm_bytes": a.hbm_bytes, "hbm_bandwidth_bytes_per_s": a.hbm_bandwidth_bytes_per_s,
             "flops_per_byte_bf16": a.flops_per_byte("bf16") if "bf16" in a.peak_flops_per_s else None,
             "hbm_drain_s": a.hbm_drain_s, "status": a.status, "source": a.source, "as_of": a.as_of}
@@ -110,7 +111,8 @@ def accelerator_row(a: Accelerator) -> dict:
 def system_row(s: System) -> dict:
     def link(lk):
         return None if lk is None else {"name": lk.name, "bandwidth_bytes_per_s": lk.bandwidth_bytes_per_s,
-                                        "latency_s": lk.latency_s}
+                                        "latency_s": lk.latency_s, "topology": lk.topology,
+                                        "torus_dims": list(lk.torus_dims) or None}
     return {"name": s.name, "accelerator": s.accelerator.name, "chips": s.chips, "hbm_bytes": s.hbm_bytes,
             "hbm_bandwidth_bytes_per_s": s.hbm_bandwidth_bytes_per_s, "scale_up": link(s.scale_up),
             "scale_out": link(s.scale_out), "description": s.description, "source": s.source, "as_of": s.as_of}
