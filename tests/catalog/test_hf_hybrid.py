@@ -95,9 +95,10 @@ def test_glm52_shared_indexers_have_no_indexer_weights_or_cache():
     m = _read("zai-org--GLM-5.2")
     assert m.layer_sparsity.count("shared") == raw["indexer_types"].count("shared") == 57
     full = _read("zai-org--GLM-5.1")
-    # 78 layers of 576 bf16 latent + 128 fp8 indexer key on the 21 indexed layers only
-    assert m.kv_bytes_per_token() == 78 * 576 * 2 + 21 * 128 * 1
-    assert full.kv_bytes_per_token() == 78 * 576 * 2 + 78 * 128 * 1
+    # 78 layers of 576 bf16 latent + the fp8 indexer key (128 B + one fp32 scale per 128 values)
+    # on the 21 indexed layers only
+    assert m.kv_bytes_per_token() == 78 * 576 * 2 + 21 * (128 + 4)
+    assert full.kv_bytes_per_token() == 78 * 576 * 2 + 78 * (128 + 4)
 
 
 def test_minimax_m3_per_layer_moe_list_and_dense_width():

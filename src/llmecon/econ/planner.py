@@ -4,16 +4,18 @@ return the cheapest (or highest-throughput) deployment and the Pareto frontier (
 Serving is planned disaggregated, the way DeepSeek-V3's report deploys it (prefill and decode
 on separate units): the decode search picks plan and batch to minimise $ per output token with
 TPOT (one decode iteration) <= target; the prefill search picks plan and prefill batch to
-minimise $ per input token with TTFT (one prefill step of the whole batch) <= target. Both call
+minimise $ per input token with TTFT (one prefill step of the whole batch, plus the pipeline fill
+when pp > 1: ``StepResult.latency_s``) <= target. Both call
 ``inference.decode_step`` / ``prefill_step`` (the same functions as ``llmecon analyze``),
 vectorised over the batch grid, once per plan.
 
 Search space per system: stage widths W = tp·adp from ``stage_widths`` (inside one scale-up domain,
 or power-of-two multiples of a width filling most of one), tp a divisor of the heads within one domain,
-ep a divisor of the routed experts dividing W, pp from ``PP_CHOICES``, chips per replica up to
-``max_chips``; plans whose weights alone exceed HBM are dropped before evaluation. Replicas (dp)
+ep a divisor of the routed experts dividing W (or ep = W with the fewest redundant expert copies
+filling it, at most E/4: EP72 + 32 on an NVL72 rack, EP144 + 32 on two), pp from ``PP_CHOICES``,
+chips per replica up to ``max_chips``; plans whose weights alone exceed HBM are dropped before evaluation. Replicas (dp)
 scale throughput linearly and are not searched. Omitted: queueing (TTFT is the prefill step
-alone), prefill/decode interference (colocated serving; see the simulator), the KV transfer
+and its pipeline fill alone), prefill/decode interference (colocated serving; see the simulator), the KV transfer
 between the units, idle chips when W does not fill a domain (chips are billed per plan).
 """
 
@@ -27,7 +29,7 @@ import numpy as np
 
 from ..errors import InfeasibleError, SpecError, require_choice, require_number, require_whole
 from ..spec.hardware import System
-from ..step.inference import CommParts, comm_parts, decode_step, memory_per_chip, prefill_step
+from ..step.inference import CommParts, comm_parts, decode_step, memory_per_chip, pipeline_fill_factor, prefill_step
 from ..spec.efficiency import IDEAL, EfficiencyProfile
 from ..spec.model import Model
 from ..spec.plan import Plan
@@ -83,7 +85,7 @@ class SearchOptions:
     def __post_init__(self) -> None:
         require_whole("max_chips", self.max_chips)
         require_number("expert_imbalance", self.expert_imbalance, minimum=1,
-                       hint="the hottest expert rank's tokens over the mean; 1 = uniform routing")
+                       hint="the busiest expert group's tokens over uniform routing's; 1 = uniform routing")
 
 
 def _divisors(n: int) -> list[int]:
@@ -99,6 +101,19 @@ def stage_widths(domain: int, max_chips: int) -> list[int]:
     return sorted(w for w in set(inside) | across if w <= max_chips)
 
 
+def _expert_groups(model: Model, width: int) -> list[tuple[int, int]]:
+    """(ep, redundant experts) for a stage of ``width`` chips: every ep dividing both the routed experts
+    and the width (no copies), and ep = width when the experts do not divide it, with the fewest
+    copies filling it, up to E/4 (DeepSeek-V3's largest share: 64 of 256 on EP320)."""
+    if not model.is_moe:
+        return [(1, 0)]
+    e = model.moe.n_routed
+    out = [(x, 0) for x in _divisors(width) if e % x == 0]
+    if e % width and 4 * (-e % width) <= e:
+        out.append((width, -e % width))
+    return out
+
+
 def candidate_plans(model: Model, system: System, *, max_chips: int, pp_choices=PP_CHOICES) -> list[Plan]:
     """Every plan of the search space (module docstring) that is valid for ``model`` on ``system``."""
     d = system.chips
@@ -108,12 +123,12 @@ def candidate_plans(model: Model, system: System, *, max_chips: int, pp_choices=
         for tp in _divisors(min(w, d)):
             if w % tp or heads % tp or (not model.is_moe and tp != w):
                 continue  # dense models: attention data-parallel inside a stage is just dp
-            eps = [e for e in _divisors(w) if model.moe.n_routed % e == 0] if model.is_moe else [1]
-            for ep in eps:
+            eps = _expert_groups(model, w)
+            for ep, copies in eps:
                 for pp in pp_choices:
                     if w * pp > max_chips or pp > model.n_layers:
                         continue
-                    plan = Plan(tp=tp, adp=w // tp, ep=ep, pp=pp)
+                    plan = Plan(tp=tp, adp=w // tp, ep=ep, pp=pp, redundant_experts=copies)
                     try:
                         plan.validate(model, system)
                     except (SpecError, InfeasibleError):
@@ -130,6 +145,7 @@ class Point:
     plan: Plan
     batch: float
     step_s: float
+    latency_s: float                 # what the target bounds: TPOT = step; TTFT = step + pipeline fill
     tokens_per_s_per_chip: float
     tokens_per_s_per_user: float
     usd_per_mtok: float | None
@@ -238,6 +254,7 @@ def _point(a: dict, i: int, plan_list) -> Point:
     comp, mem, com = float(a["compute"][i]), float(a["memory"][i]), float(a["comm"][i])
     usd = None if np.isnan(a["usd"][i]) else float(a["usd"][i])
     return Point(system=system.name, plan=plan, batch=float(a["batch"][i]), step_s=float(a["step"][i]),
+                 latency_s=float(a["latency"][i]),
                  tokens_per_s_per_chip=float(a["per_chip"][i]), tokens_per_s_per_user=float(a["per_user"][i]),
                  usd_per_mtok=usd, memory_per_chip_bytes=float(a["mem"][i]), compute_s=comp, memory_s=mem,
                  comm_s=com, bound=("compute", "memory", "comm")[int(np.argmax([comp, mem, com]))])
@@ -251,11 +268,14 @@ def _search_phase(model, systems, plans_by_system, *, phase, targets, options, p
         return PhaseSearch(phase=phase, points_evaluated=0, points_fitting=0, points_meeting_slo=0, best=None,
                            frontier=(), best_achievable_s=math.inf)
     a["per_chip"] = a["tokens"] / a["step"] / a["chips"]
-    # decode: each sequence emits one token per iteration; prefill: a request's prompt per step
-    a["per_user"] = (1.0 if phase == "decode" else targets.prompt_tokens) / a["step"]
+    # what a request waits: decode, one iteration per token; prefill, the step plus the pipeline fill
+    a["latency"] = (a["step"] if phase == "decode" else
+                    a["step"] * pipeline_fill_factor(np.array([p.pp for _, p in plan_list])[a["plan"]]))
+    # decode: each sequence emits one token per iteration; prefill: a request's prompt per TTFT
+    a["per_user"] = (1.0 if phase == "decode" else targets.prompt_tokens) / a["latency"]
     a["usd"] = usd_per_mtok(a["step"] * a["chips"] / a["tokens"], price_per_chip_hour=1.0) * a["price"]
     fits = a["fits"]
-    ok = fits & (a["step"] <= slo) if slo is not None else fits.copy()
+    ok = fits & (a["latency"] <= slo) if slo is not None else fits.copy()
     frontier = []
     for si, system in enumerate(systems):
         idx = np.flatnonzero(fits & (a["sys"] == si))
@@ -270,7 +290,7 @@ def _search_phase(model, systems, plans_by_system, *, phase, targets, options, p
         scale = np.min(np.abs(first))
         if scale > 0:  # free chips ($0/h) make every cost 0: all tie
             first = np.round(first / scale, 6)  # equal within 1 ppm counts as a tie
-        key = np.lexsort((a["chips"][cand], a["step"][cand], first))
+        key = np.lexsort((a["chips"][cand], a["latency"][cand], first))
         best_i = int(cand[key[0]])
         best = _point(a, best_i, plan_list)
     comm, limited = None, ""
@@ -281,7 +301,7 @@ def _search_phase(model, systems, plans_by_system, *, phase, targets, options, p
         comm = comm_parts(model, prof.system(system), best.plan, tokens=tokens, dispatch_dtype=options.dispatch_dtype,
                           expert_imbalance=options.expert_imbalance, all_reduce=prof.all_reduce_algorithm)
         limited = _batch_limit(a, best_i, slo)
-    lowest = float(np.min(a["step"][fits])) if np.any(fits) else math.inf
+    lowest = float(np.min(a["latency"][fits])) if np.any(fits) else math.inf
     return PhaseSearch(phase=phase, points_evaluated=int(a["step"].size), points_fitting=int(np.sum(fits)),
                        points_meeting_slo=int(cand.size), best=best, frontier=tuple(frontier),
                        best_achievable_s=lowest, comm=comm, batch_limited_by=limited)
@@ -296,7 +316,7 @@ def _batch_limit(a: dict, i: int, slo) -> str:
         return "grid"
     if not a["fits"][nxt]:
         return "memory"
-    if slo is not None and a["step"][nxt] > slo:
+    if slo is not None and a["latency"][nxt] > slo:
         return "target"
     return "objective"
 

@@ -60,14 +60,16 @@ def model_dict(model: Model, kv_dtype: str | None = None) -> dict:
 
 
 def step_dict(result: StepResult, dep: Deployment) -> dict:
-    """``llmecon step --json``: one step's time breakdown. Bytes and FLOPs summed over all chips."""
+    """``llmecon step --json``: one step's time breakdown. Bytes and FLOPs summed over all chips, and
+    the weights the critical chip (the busiest expert group's) reads."""
     return {
         "model": dep.model.name, "system": dep.system.name, "phase": result.phase, "mode": result.mode,
         "profile": result.profile, "fidelity": dep.fidelity, "plan": dep.plan.as_dict(),
         **json_fields(result, "batch", "context"),
         **json_fields(result.time, "compute_s", "memory_s", "comm_s", "overhead_s"),
-        **json_fields(result, "step_s", "upper_s"), "bound": str(result.bound),
-        **json_fields(result, "tokens_per_s", "tokens", "flops", "weight_bytes", "kv_bytes", "memory_per_chip_bytes"),
+        **json_fields(result, "step_s", "upper_s", "latency_s"), "bound": str(result.bound),
+        **json_fields(result, "tokens_per_s", "tokens", "flops", "weight_bytes", "weight_bytes_per_chip",
+                      "expert_load_factor", "kv_bytes", "memory_per_chip_bytes"),
         "hbm_per_chip_bytes": result.hbm_per_chip_bytes, "fits": bool(np.all(result.fits)),
         "compute_dtype": result.compute_dtype,
         "weight_dtype": dep.weight_dtype or dep.model.weight_dtype, "kv_dtype": dep.kv_dtype or dep.model.kv_dtype,
@@ -116,6 +118,7 @@ def bound_spans(curve: BatchCurve) -> list[tuple[str, float, float]]:
 
 def accelerator_row(a: Accelerator) -> dict:
     return {"name": a.name, "vendor": a.vendor, "peak_flops_per_s": dict(a.peak_flops_per_s),
+            "unpublished_peaks": dict(a.unpublished_peaks), "power_w": a.power_w,
             "hbm_bytes": a.hbm_bytes, "hbm_bandwidth_bytes_per_s": a.hbm_bandwidth_bytes_per_s,
             "flops_per_byte_bf16": a.flops_per_byte("bf16") if "bf16" in a.peak_flops_per_s else None,
             "hbm_drain_s": a.hbm_drain_s, "status": a.status, "source": a.source, "as_of": a.as_of}
@@ -124,7 +127,8 @@ def accelerator_row(a: Accelerator) -> dict:
 def system_row(s: System) -> dict:
     def link(lk):
         return None if lk is None else {"name": lk.name, "bandwidth_bytes_per_s": lk.bandwidth_bytes_per_s,
-                                        "latency_s": lk.latency_s}
+                                        "latency_s": lk.latency_s, "topology": lk.topology,
+                                        "torus_dims": list(lk.torus_dims) or None}
     return {"name": s.name, "accelerator": s.accelerator.name, "chips": s.chips, "hbm_bytes": s.hbm_bytes,
             "hbm_bandwidth_bytes_per_s": s.hbm_bandwidth_bytes_per_s, "scale_up": link(s.scale_up),
             "scale_out": link(s.scale_out), "description": s.description, "source": s.source, "as_of": s.as_of}

@@ -23,6 +23,7 @@ units and code names: docs/notation.md.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -36,6 +37,11 @@ __all__ = ["ATTENTION_KINDS", "LINEAR_KINDS", "Attention", "LinearMixer", "Matmu
            "ParamCounts", "WeightBytes"]
 
 MIXERS = ("attention", "linear", "none")
+
+
+def _fp32_block_scales(elements: int, block: int = 128) -> float:
+    """Bytes of one fp32 scale per ``block`` values (DeepSeek's fp8 caches: 128-value blocks)."""
+    return 4.0 * math.ceil(elements / block)
 SPARSITY = ("dense", "indexed", "shared")
 
 
@@ -348,17 +354,32 @@ class Model:
         ``state_bytes_per_sequence``).
 
         MHA/GQA/MQA: 2·K·H per layer; MLA: kv_lora + rope per layer (DeepSeek-V3 bf16: 61·576·2 =
-        70,272 B); DSA adds the indexer's key cache (index_head_dim at ``index_dtype``, scale
-        factors omitted). Sliding layers hold at most their window: see ``kv_bytes``.
+        70,272 B); DSA adds the indexer's key cache. Sliding layers hold at most their window: see
+        ``kv_bytes``. The fp8 layouts of DSA are DeepSeek's own (``_kv_layer_bytes``).
         """
         return float(self._kv_sum(1.0, kv_dtype, holding_only=True, sparse=False))
 
     def _kv_layer_bytes(self, spec: Attention, kv_dtype: str | DType | None) -> tuple[float, float]:
+        """(cache bytes, indexer-key bytes) per token per layer of attention ``spec``.
+
+        DSA at 8 bits uses DeepSeek's published layouts (FlashMLA README, "FP8 KV cache" of the
+        sparse kernels; DeepSeek-V3.2-Exp inference/model.py): the latent in fp8 with one fp32 scale
+        per 128 values and the rope key kept in bf16, 512 + 4·4 + 64·2 = 656 B; the indexer key in
+        fp8 with one fp32 scale per 128 values, 128 + 4 = 132 B. Other 8-bit caches (dense MLA, GQA)
+        are counted with per-tensor scales (no per-token bytes) and every element at 8 bits.
+        """
         key = ("kv_layer_bytes", id(spec), kv_dtype)
         if key not in self._cache:  # computed once per format
-            kv_b = get_dtype(kv_dtype or self.kv_dtype).bytes
-            main = spec.kv_elements_per_token() * kv_b
-            index = spec.index_head_dim * get_dtype(self.index_dtype).bytes if spec.is_sparse else 0.0
+            kv = get_dtype(kv_dtype or self.kv_dtype)
+            main = spec.kv_elements_per_token() * kv.bytes
+            index = 0.0
+            if spec.is_sparse:
+                idx = get_dtype(self.index_dtype)
+                index = spec.index_head_dim * idx.bytes + (_fp32_block_scales(spec.index_head_dim) if idx.bits == 8
+                                                           else 0.0)
+                if spec.kind == "mla" and kv.bits == 8:
+                    main = (spec.kv_lora_rank * kv.bytes + _fp32_block_scales(spec.kv_lora_rank)
+                            + spec.qk_rope_head_dim * 2.0)
             self._cache[key] = (main, index)
         return self._cache[key]
 
@@ -366,6 +387,13 @@ class Model:
         """KV bytes held for one sequence of ``context`` tokens, plus the constant state of linear
         layers (broadcasts over numpy arrays)."""
         return self._kv_sum(context, kv_dtype, holding_only=True, sparse=False) + self.state_bytes_per_sequence()
+
+    def dense_kv_read_bytes(self, context, kv_dtype: str | DType | None = None):
+        """What dense attention over the same cache layout would read at ``context`` (no indexer, no
+        top-k): the comparison DSA's savings are stated against (SPEC B7). Linear layers' state
+        included, as in ``kv_read_bytes``."""
+        return (self._kv_sum(context, kv_dtype, holding_only=False, sparse=False, indexer=False)
+                + self.state_bytes_per_sequence())
 
     def kv_read_bytes(self, context, kv_dtype: str | DType | None = None, *, sparse: bool = True):
         """KV bytes one decode step reads for one sequence at ``context`` tokens.
@@ -377,14 +405,14 @@ class Model:
         """
         return self._kv_sum(context, kv_dtype, holding_only=False, sparse=sparse) + self.state_bytes_per_sequence()
 
-    def _kv_sum(self, context, kv_dtype, *, holding_only: bool, sparse: bool):
+    def _kv_sum(self, context, kv_dtype, *, holding_only: bool, sparse: bool, indexer: bool = True):
         context = np.asarray(context, dtype=float)
         total = 0.0
         for spec, window, sparsity, count in self._attention_groups(holding_only=holding_only):
             main, index = self._kv_layer_bytes(spec, kv_dtype)
             held = context if window == 0 else np.minimum(context, window)
             selected = np.minimum(held, spec.index_topk) if sparse and sparsity != "dense" else held
-            own_index = index if sparsity == "indexed" else 0.0
+            own_index = index if sparsity == "indexed" and indexer else 0.0
             total = total + count * (own_index * held + main * selected)
         return total
 

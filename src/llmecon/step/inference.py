@@ -6,10 +6,14 @@ as pp micro-batches of B/pp; one iteration (every sequence advances) costs pp st
 (pp-1) hops, so weights are re-read once per micro-batch (SPEC D18).
 
 Counted: matmul FLOPs (2 per weight per token), attention score/value FLOPs, weight reads (MoE:
-only the experts the batch touches, expected fraction 1-(1-k/E)^tokens under uniform routing),
-KV reads and the new tokens' KV writes, TP all-reduces (2 per layer), EP dispatch+combine
-all-to-alls (attention data-parallel plans), PP hops — each on the tier ``spec.plan.place``
-puts it (inside a scale-up domain, or hierarchical across domains). Omitted in ideal mode:
+only the experts the batch touches), KV reads and the new tokens' KV writes, TP all-reduces (2 per
+layer), EP dispatch+combine all-to-alls (attention data-parallel plans), PP hops — each on the tier
+``spec.plan.place`` puts it (inside a scale-up domain, or hierarchical across domains). MoE layers
+wait for their all-to-all, so the critical chip is the one of the *busiest* expert group
+(``expert_load``): its distinct experts read (exact expectation under uniform routing), its
+token-expert pairs computed and received (a documented approximation) — at batch 1 on DeepSeek-V3
+EP64 about 1.3 of a layer's 8 touched experts, 10x the mean 1/8. Step times use that chip;
+``weight_bytes`` and ``flops`` stay totals over all chips (the mean chip times the chips). Omitted in ideal mode:
 activation traffic, softmax/norm/elementwise FLOPs, the input embedding lookup (B rows), kernel
 launch and framework overheads. A non-ideal ``profile`` (or ``mode="calibrated"`` with the
 accelerator's default profile) prices the same work with achieved efficiencies, element-wise
@@ -26,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .calibrated import Work, calibrated_time
+from .expert_load import BusiestRank, busiest_rank, touched_expert_fraction
 from .collectives import all_reduce_s, all_to_all_s, p2p_s, two_tier_all_reduce_s, two_tier_all_to_all_s
 from ..dtypes import get_dtype
 from ..spec.efficiency import EfficiencyProfile
@@ -40,16 +45,20 @@ from .roofline import StepTime
 ACTIVATION_DTYPE = "bf16"  # activations and attention math; what all-reduces and all-to-alls carry
 
 
-def touched_expert_fraction(*, experts: int, active_experts: int, tokens):
-    """Expected fraction of E experts that at least one of ``tokens`` routes to, each token picking
-    k distinct experts uniformly: 1 - (1 - k/E)^tokens (SPEC A1; DeepSeek-V3: 3.1% at 1 token,
-    63.8% at 32, 98.3% at 128). Real routers are not uniform: this is the expected value."""
-    return 1.0 - np.power(1.0 - active_experts / experts, np.asarray(tokens, dtype=float))
+def pipeline_fill_factor(pp):
+    """A prefill's latency over its iteration time with ``pp`` stages: (2pp - 1)/pp (``StepResult.latency_s``)."""
+    pp = np.asarray(pp, dtype=float)
+    return (2.0 * pp - 1.0) / pp
 
 
 @dataclass(frozen=True, kw_only=True)
 class StepResult:
-    """One iteration of a deployment. Byte and FLOP totals are summed over all chips."""
+    """One iteration of a deployment. Byte and FLOP totals are summed over all chips (the mean chip's
+    expected work times the chips); ``weight_bytes_per_chip`` is what the critical chip reads (the
+    busiest expert group's experts), and ``routed_compute_s`` the part of ``time.compute_s`` spent on
+    its routed experts' FLOPs (at the rate the mode prices them), the one compute term that is not
+    additive over sequences (the serving simulator splits it off); ``expert_load_factor`` is that
+    group's token-expert pairs over the mean group's (1 for a dense model)."""
 
     phase: str
     mode: str
@@ -60,6 +69,9 @@ class StepResult:
     time: StepTime
     flops: object
     weight_bytes: object
+    weight_bytes_per_chip: object
+    routed_compute_s: object
+    expert_load_factor: object
     kv_bytes: object
     tokens: object
     memory_per_chip_bytes: object
@@ -79,6 +91,26 @@ class StepResult:
         return self.time.bound
 
     @property
+    def latency_s(self):
+        """Time from the step's start until its last sequence is done: what a request waits. Decode:
+        the iteration (a pipeline is kept full across iterations, so a token waits one iteration).
+        Prefill: the iteration plus the pipeline fill. The batch runs as pp micro-batches through pp
+        stages, (m + pp - 1) stage-steps for m = pp micro-batches (GPipe, Huang et al. 2019, sec. 2.2),
+        against the pp stage-steps ``step_s`` charges for throughput, so ``step_s·(2pp-1)/pp``. TTFT
+        is this, without queueing. Omitted: the fill's hops differ from the iteration's (pp-1 hops)
+        only in which micro-batch makes them."""
+        if self.phase != "prefill" or self.plan.pp == 1:
+            return self.step_s
+        return np.multiply(self.step_s, pipeline_fill_factor(self.plan.pp))
+
+    @property
+    def mean_compute_s(self):
+        """``time.compute_s`` with the routed experts at the mean group's load: what one sequence adds
+        to a large batch (additive over sequences; the balance batch and crossover context use it)."""
+        return np.asarray(self.time.compute_s) - np.asarray(self.routed_compute_s) * (
+            1.0 - 1.0 / np.asarray(self.expert_load_factor))
+
+    @property
     def tokens_per_s(self):
         return np.divide(self.tokens, self.step_s)
 
@@ -94,7 +126,7 @@ def _check_request(model: Model, system: System, plan: Plan, *, mode, profile, e
     prof = resolve(mode, profile, system.accelerator)
     plan.validate(model, system)
     require_number("expert_imbalance", expert_imbalance, minimum=1,
-                   hint="the hottest expert rank's tokens over the mean; 1 = uniform routing")
+                   hint="the busiest expert group's tokens over uniform routing's; 1 = uniform routing")
     for dt in dtypes:
         if dt is not None:
             get_dtype(dt)
@@ -103,15 +135,27 @@ def _check_request(model: Model, system: System, plan: Plan, *, mode, profile, e
 
 def weights_read_per_chip(model: Model, plan: Plan, *, weight_dtype=None, touched_fraction=1.0):
     """Weight bytes one stage-step reads per chip: the non-expert weights (less an untied input
-    embedding, which is only looked up) and the touched share of this chip's routed experts."""
+    embedding, which is only looked up) and the touched share of this chip's routed-expert slots
+    (1: all of them, redundant copies included)."""
     non_expert, experts = _weights_read_parts(model, plan, weight_dtype=weight_dtype, touched_fraction=touched_fraction)
     return non_expert + experts
 
 
 def _weights_read_parts(model: Model, plan: Plan, *, weight_dtype, touched_fraction):
+    """(non-expert, routed-expert) bytes per chip per stage-step: the chip holds (E + r)/ep slots of
+    each MoE layer, each a 1/expert_tp shard of one expert (E/E = 1 without redundant copies)."""
     w = model.weight_bytes(weight_dtype)
     phi = plan.stage_fraction(model)
-    return phi * w.non_expert_read_per_step / plan.tp, phi * touched_fraction * w.routed_experts / plan.width
+    slots = plan.expert_slots(model) / model.moe.n_routed if model.is_moe else 1.0
+    return (phi * w.non_expert_read_per_step / plan.tp,
+            phi * touched_fraction * slots * w.routed_experts / plan.width)
+
+
+def expert_load(model: Model, plan: Plan, *, tokens, expert_imbalance: float = 1.0) -> BusiestRank:
+    """The busiest expert group's load per MoE layer for a micro-batch of ``tokens`` tokens
+    (``expert_load.busiest_rank`` over the plan's E + r slots and ep groups)."""
+    return busiest_rank(slots=plan.expert_slots(model), active_experts=model.moe.top_k, ranks=plan.ep,
+                        tokens=tokens, expert_imbalance=expert_imbalance)
 
 
 def _tiered(tier: str, system: System, one_tier, two_tier, *, message_bytes, participants: int,
@@ -155,9 +199,20 @@ def comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dty
     ``all_reduce_algorithm``, "auto" = ring or one-shot; conservative for MoE layers with adp > 1,
     whose second one a fused combine can replace); for MoE layers with attention data-parallel (adp > 1) the dispatch
     (``dispatch_dtype``, default bf16) and combine (bf16) all-to-alls over the stage's chips, each
-    chip sending its 1/width share of the token-expert pairs to every expert-TP rank (the hottest
-    rank receives ``expert_imbalance`` x the mean). Per iteration: the pipeline hops, inside and
-    across domains. Omits overlap of communication with compute (the roofline takes the max)."""
+    chip sending its 1/width share of the token-expert pairs to every expert-TP rank, scaled by the
+    busiest expert group's load over the mean (``expert_load``: chance under uniform routing, times
+    the ``expert_imbalance`` skew): the all-to-all ends when its busiest receiver has its pairs.
+    Per iteration: the pipeline hops, inside and across domains. Omits overlap of communication
+    with compute (the roofline takes the max)."""
+    load = None
+    if model.is_moe:
+        load = expert_load(model, plan, tokens=np.asarray(tokens, dtype=float), expert_imbalance=expert_imbalance)
+    return _comm_parts(model, system, plan, tokens=tokens, dispatch_dtype=dispatch_dtype, load=load,
+                       all_reduce=all_reduce)
+
+
+def _comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dtype, load,
+                all_reduce: str = "best") -> CommParts:
     where = place(plan, system)
     act = get_dtype(ACTIVATION_DTYPE).bytes
     d = model.d_model
@@ -171,7 +226,7 @@ def comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dty
         domain_chips=where.chips_per_domain)
     ep_s, ep_bytes = zero, zero
     if model.is_moe and where.ep_tier != "none":
-        pairs = tokens / plan.width * model.moe.top_k * plan.expert_tp * expert_imbalance
+        pairs = tokens / plan.width * model.moe.top_k * plan.expert_tp * load.load_factor
         messages = [pairs * d * get_dtype(dt).bytes for dt in (dispatch_dtype or ACTIVATION_DTYPE, ACTIVATION_DTYPE)]
         layers = plan.pp * phi * model.n_moe_layers
         ep_s = zero + layers * sum(_tiered(where.ep_tier, system, all_to_all_s, two_tier_all_to_all_s,
@@ -203,9 +258,10 @@ def _assemble(model, system, plan, *, phase, mode, profile, batch, context, toke
               kv_read_per_seq, kv_write_per_seq, weight_dtype, kv_dtype, expert_imbalance,
               dispatch_dtype) -> StepResult:
     """Shared arithmetic of decode and prefill for one micro-batch of batch/pp sequences. The
-    hottest expert rank (``expert_imbalance`` x the mean tokens) sets the expert compute, the
-    touched share of its experts (1-(1-k/E)^(imbalance·tokens), an approximation) and the
-    all-to-all volume it receives. Ideal mode: the roofline of the sums; calibrated mode:
+    critical chip belongs to the busiest expert group (``expert_load``; ``expert_imbalance`` skews
+    it further): the distinct experts it reads, the token-expert pairs it computes (routed expert
+    FLOPs; shared experts are local, every chip computes its tokens' share) and the all-to-all
+    volume it receives. Ideal mode: the roofline of the sums; calibrated mode:
     ``calibrated.calibrated_time`` of the same work."""
     chip = system.accelerator
     pp = plan.pp
@@ -215,30 +271,42 @@ def _assemble(model, system, plan, *, phase, mode, profile, batch, context, toke
     mm = model.matmul_flops_per_token()
     w_dtype = weight_dtype or model.weight_dtype
     e_dtype = weight_dtype or model.expert_weight_dtype
-    touched = 0.0
+    routed_active = 2.0 * model.params.routed_experts_active  # FLOPs of one token's routed experts, all layers
+    routed = rows = load = 0.0
+    mean_touched = busy_touched = 0.0
+    factor = 1.0
     if model.is_moe:
-        touched = touched_expert_fraction(experts=model.moe.n_routed, active_experts=model.moe.top_k,
-                                          tokens=expert_imbalance * tokens)
-    ne_bytes, ex_bytes = _weights_read_parts(model, plan, weight_dtype=weight_dtype, touched_fraction=touched)
+        load = expert_load(model, plan, tokens=tokens, expert_imbalance=expert_imbalance)
+        routed = phi * load.pairs * (routed_active / model.moe.top_k) / plan.expert_tp
+        rows = load.rows_per_expert
+        factor = load.load_factor
+        busy_touched = load.touched_share
+        mean_touched = touched_expert_fraction(experts=plan.expert_slots(model), active_experts=model.moe.top_k,
+                                               tokens=tokens)
+    ne_bytes, ex_bytes = _weights_read_parts(model, plan, weight_dtype=weight_dtype, touched_fraction=busy_touched)
     attn_flops, kv_bytes = attention_work_per_chip(model, plan, flops_attn_per_seq=flops_attn_per_seq,
                                                    kv_read_per_seq=kv_read_per_seq, kv_write_per_seq=kv_write_per_seq)
     work = Work(tokens=tokens, ne_flops=phi / plan.width * tokens * mm.non_expert,
-                ex_flops=phi / plan.width * expert_imbalance * tokens * mm.expert,
+                ex_flops=phi / plan.width * tokens * (mm.expert - routed_active) + routed,
                 attn_flops=micro * attn_flops, ne_bytes=ne_bytes, ex_bytes=ex_bytes, kv_bytes=micro * kv_bytes,
-                touched=touched, ne_peak=chip.peak(w_dtype), ex_peak=chip.peak(e_dtype),
+                expert_rows=rows, ne_peak=chip.peak(w_dtype), ex_peak=chip.peak(e_dtype),
                 attn_peak=chip.peak(ACTIVATION_DTYPE), bandwidth=chip.hbm_bandwidth_bytes_per_s)
-    comm = comm_parts(model, profile.system(system), plan, tokens=tokens, dispatch_dtype=dispatch_dtype,
-                      expert_imbalance=expert_imbalance, all_reduce=profile.all_reduce_algorithm)
+    comm = _comm_parts(model, profile.system(system), plan, tokens=tokens, dispatch_dtype=dispatch_dtype, load=load,
+                       all_reduce=profile.all_reduce_algorithm)
+    routed_s = pp * routed / work.ex_peak
     if profile.is_ideal:
         time = StepTime(compute_s=pp * (work.ne_flops / work.ne_peak + work.attn_flops / work.attn_peak
                                         + work.ex_flops / work.ex_peak),
                         memory_s=pp * (ne_bytes + ex_bytes + work.kv_bytes) / work.bandwidth, comm_s=comm.total_s)
     else:
         time = calibrated_time(model, plan, work, profile, comm_s=comm.total_s, comm_tiers=comm.tiers)
+        routed_s = routed_s / profile.matmul_efficiency(np.maximum(rows, 1.0))  # as stage_time prices it
     flops = batch * tokens_per_seq * mm.total + batch * flops_attn_per_seq
+    _, ex_mean = _weights_read_parts(model, plan, weight_dtype=weight_dtype, touched_fraction=mean_touched)
     return StepResult(
         phase=phase, mode=mode, profile=profile.name, plan=plan, batch=batch, context=context, time=time,
-        flops=flops, weight_bytes=pp * (ne_bytes + ex_bytes) * plan.chips,
+        flops=flops, weight_bytes=pp * (ne_bytes + ex_mean) * plan.chips,
+        weight_bytes_per_chip=pp * (ne_bytes + ex_bytes), routed_compute_s=routed_s, expert_load_factor=factor,
         kv_bytes=batch * (kv_read_per_seq + kv_write_per_seq), tokens=batch * tokens_per_seq,
         memory_per_chip_bytes=memory_per_chip(model, plan, batch=batch, context=context + (
             tokens_per_seq if phase == "prefill" else 0), weight_dtype=weight_dtype, kv_dtype=kv_dtype),
