@@ -35,6 +35,20 @@ def test_model_json_keys_deepseek():
     assert d["is_moe"] is True and d["n_layers"] == 61
 
 
+def test_model_json_shows_layer_kinds_and_constant_state():
+    """Qwen3.5-397B-A17B: 45 Gated DeltaNet + 15 full-attention layers (layer_types); KV per token
+    15 x 2 x 2 x 256 x 2 B; state 45 x (64 x 128 x 128 x 4 B + 3 x 12,288 x 2 B) per sequence."""
+    d = run_json("model", "qwen3.5-397b-a17b")
+    assert d["layers"]["linear_gated_deltanet"] == 45 and d["layers"]["attention_gqa_full"] == 15
+    assert d["layers"]["ffn_moe"] == 60
+    assert d["kv_bytes_per_token"] == 30_720
+    assert d["state_bytes_per_sequence"] == 45 * (64 * 128 * 128 * 4 + 3 * 12_288 * 2)
+    assert d["linear_mixer"]["kind"] == "gated_deltanet" and d["mtp_layers"] == 1
+    assert d["params_by_component"]["linear_mixers"] > 0 and d["params_by_component"]["mtp"] > 0
+    text = run("model", "nemotron-3-super-120b-a12b").stdout
+    assert "linear_mamba2 40" in text and "state per sequence" in text
+
+
 def test_step_json_keys_and_values():
     d = run_json("step", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--tp", "4", "--batch", "1",
                  "--context", "2048")

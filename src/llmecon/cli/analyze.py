@@ -185,14 +185,33 @@ def model_cmd(
             ("layers", f"{d['n_layers']} x d_model {d['d_model']}, vocab {d['vocab_size']:,}"),
             ("attention", f"{d['attention']}: {d['n_heads']} heads, {d['n_kv_heads']} KV heads, head dim "
                           f"{d['head_dim']}"),
-            ("KV per token", f"{fmt_bytes(d['kv_bytes_per_token'])} at {d['kv_dtype']}"),
+            ("KV per token", f"{fmt_bytes(d['kv_bytes_per_token'])} at {d['kv_dtype']} (attention layers)"),
+            ("state per sequence", f"{fmt_bytes(d['state_bytes_per_sequence'])} (linear/SSM layers, constant)"),
+            ("layer kinds", ", ".join(f"{k} {v}" for k, v in d["layers"].items() if v)),
             ("weights", f"{fmt_bytes(d['weight_bytes'])} at {d['weight_dtype']}"
                         + (f" (experts {d['expert_weight_dtype']})" if d['expert_weight_dtype'] != d['weight_dtype']
                            else ""))]
+    if "windowed_attention" in d:
+        w = d["windowed_attention"]
+        rows.append(("windowed attention", f"{w['kind']}: {w['n_heads']} heads, {w['n_kv_heads']} KV heads, head dim "
+                                           f"{w['head_dim']}"))
+    if "linear_mixer" in d:
+        lm = d["linear_mixer"]
+        rows.append(("linear mixer", f"{lm['kind']} in {lm['layers']} layers: {lm['n_heads']} heads x "
+                                     f"{lm['key_dim']}x{lm['value_dim']} state at {lm['state_dtype']} "
+                                     f"({fmt_bytes(lm['state_bytes_per_layer'])}/layer)"))
+    if d["kv_bytes_per_sequence_at_max_context"]:
+        rows.append(("KV+state at max context", f"{fmt_bytes(d['kv_bytes_per_sequence_at_max_context'])} per "
+                                                f"sequence ({d['max_context']:,} tokens)"))
     if m.is_moe:
         mo = d["moe"]
         rows.append(("MoE", f"{mo['routed_experts']} routed (top {mo['experts_per_token']}) + {mo['shared_experts']} "
-                            f"shared, in {mo['moe_layers']} of {d['n_layers']} layers"))
+                            f"shared, in {mo['moe_layers']} of {d['n_layers']} layers"
+                            + (f", latent {mo['latent_dim']}" if mo["latent_dim"] else "")))
+    if d["mtp_layers"]:
+        rows.append(("MTP modules", f"{d['mtp_layers']} ({fmt_params(d['mtp_params'])}, not in the totals)"))
+    if d["encoder_params"]:
+        rows.append(("vision encoder", f"~{fmt_params(d['encoder_params'])} (estimated, not in the totals)"))
     for comp, count in d["params_by_component"].items():
         if count and comp not in ("total", "active"):
             rows.append((f"  {comp}", fmt_params(count)))

@@ -34,11 +34,27 @@ def model_dict(model: Model, kv_dtype: str | None = None) -> dict:
         "extra_layers_not_counted": model.extra_layers_not_counted,
         "assumptions": list(model.assumptions), "unrecognized_fields": list(model.unrecognized_fields),
         "source": model.source,
+        "layers": model.layer_breakdown(), "mtp_layers": model.mtp_layers, "mtp_params": p.mtp,
+        "encoder_params": model.encoder_params, "ffn_weight_dtype": model.ffn_weight_dtype or None,
+        "state_bytes_per_sequence": model.state_bytes_per_sequence(),
+        "kv_bytes_per_sequence_at_max_context": (float(model.kv_bytes(model.max_context, kv_dtype))
+                                                 if model.max_context else None),
     }
+    if model.local_attention is not None:
+        la = model.local_attention
+        out["windowed_attention"] = {"kind": la.kind, "n_heads": la.n_heads, "n_kv_heads": la.n_kv_heads,
+                                     "head_dim": la.head_dim, "v_head_dim": la.v_head_dim}
+    if model.linear is not None:
+        lin = model.linear
+        out["linear_mixer"] = {"kind": lin.kind, "n_heads": lin.n_heads, "n_key_heads": lin.n_key_heads,
+                               "key_dim": lin.key_dim, "value_dim": lin.value_dim, "conv_kernel": lin.conv_kernel,
+                               "state_dtype": lin.state_dtype, "state_bytes_per_layer": lin.state_bytes(),
+                               "layers": model.n_linear_layers}
     if model.is_moe:
         m = model.moe
         out["moe"] = {"routed_experts": m.n_routed, "experts_per_token": m.top_k, "shared_experts": m.n_shared,
-                      "expert_ffn_dim": m.expert_ffn_dim, "moe_layers": model.n_moe_layers,
+                      "expert_ffn_dim": m.expert_ffn_dim, "shared_ffn_dim": m.shared_ffn_dim or m.expert_ffn_dim,
+                      "latent_dim": m.latent_dim, "moe_layers": model.n_moe_layers,
                       "dense_layers": model.n_dense_layers}
     return out
 
