@@ -31,7 +31,7 @@ from ..spec.hardware import System
 from ..step.inference import CommParts, comm_parts, decode_step, memory_per_chip, prefill_step
 from ..spec.efficiency import IDEAL, EfficiencyProfile
 from ..spec.model import Model
-from ..spec.plan import Plan
+from ..spec.plan import Plan, place
 from ..spec.plan_array import PlanArray
 from .context import usd_per_mtok
 from ..units import fmt_seconds
@@ -116,6 +116,11 @@ def _expert_groups(model: Model, width: int) -> list[tuple[int, int]]:
 
 def candidate_plans(model: Model, system: System, *, max_chips: int, pp_choices=PP_CHOICES) -> list[Plan]:
     """Every plan of the search space (module docstring) that is valid for ``model`` on ``system``."""
+    return [plan for plan, _ in _candidates(model, system, max_chips=max_chips, pp_choices=pp_choices)]
+
+
+def _candidates(model: Model, system: System, *, max_chips: int, pp_choices=PP_CHOICES) -> list:
+    """(plan, placement) of every plan ``candidate_plans`` returns."""
     d = system.chips
     heads = model.attention.n_heads
     plans = []
@@ -131,9 +136,9 @@ def candidate_plans(model: Model, system: System, *, max_chips: int, pp_choices=
                     plan = Plan(tp=tp, adp=w // tp, ep=ep, pp=pp, redundant_experts=copies)
                     try:
                         plan.validate(model, system)
+                        plans.append((plan, place(plan, system)))
                     except (SpecError, InfeasibleError):
                         continue
-                    plans.append(plan)
     return plans
 
 
@@ -395,9 +400,8 @@ def plan_deployment(model: Model, systems: list[System], *, targets: PlanTargets
             except SpecError as exc:
                 raise SpecError(f"{exc.rule} for {n}", field=exc.field, value=p, fix=exc.fix,
                                 show_value=False) from None
-    plans = {s.name: candidate_plans(model, s, max_chips=options.max_chips, pp_choices=options.pp_choices)
-             for s in systems}
-    plans = {s.name: _fitting(model, s, PlanArray.from_plans(plans[s.name], s), options) for s in systems}
+    plans = {s.name: _fitting(model, s, PlanArray.from_placed(_candidates(
+        model, s, max_chips=options.max_chips, pp_choices=options.pp_choices)), options) for s in systems}
     if not any(len(t) for t in plans.values()):
         raise InfeasibleError(f"{model.name}'s weights do not fit any plan of up to {options.max_chips} chips on "
                               f"{', '.join(names)}", fix="raise {max_chips} or use a smaller {weight_dtype}")

@@ -61,11 +61,15 @@ class PlanArray:
     @classmethod
     def from_plans(cls, plans, system: System) -> "PlanArray":
         """One entry per plan, placed on ``system`` (each plan must already be valid there)."""
-        plans = tuple(plans)
+        return cls.from_placed([(p, place(p, system)) for p in plans])
+
+    @classmethod
+    def from_placed(cls, placed) -> "PlanArray":
+        """One entry per (plan, ``place(plan, system)``) pair."""
+        plans = tuple(p for p, _ in placed)
         cols = {k: [] for k in ("tp", "ep", "pp", "adp", "redundant_experts", "chips_per_domain", "tp_tier",
                                 "ep_tier", "pp_hops_up", "pp_hops_out")}
-        for p in plans:
-            where = place(p, system)
+        for p, where in placed:
             for k, v in (("tp", p.tp), ("ep", p.ep), ("pp", p.pp), ("adp", p.adp),
                          ("redundant_experts", p.redundant_experts), ("chips_per_domain", where.chips_per_domain),
                          ("tp_tier", STAGE_TIERS.index(where.tp_tier)), ("ep_tier", STAGE_TIERS.index(where.ep_tier)),

@@ -245,15 +245,17 @@ def _comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dt
 
 
 def _tiered_grouped(plans: PlanArray, tier: np.ndarray, participants, system: System, one_tier, two_tier, *,
-                    message_bytes) -> np.ndarray:
-    """``_tiered`` per entry of ``plans``: once per distinct (tier, participants, chips per domain)."""
-    out = np.zeros(plans.row.shape)
-    msg = np.broadcast_to(np.asarray(message_bytes, dtype=float), out.shape)
+                    messages) -> list[np.ndarray]:
+    """``_tiered`` per entry of ``plans`` for each of ``messages`` (bytes per entry): once per
+    distinct (tier, participants, chips per domain)."""
+    outs = [np.zeros(plans.row.shape) for _ in messages]
+    msgs = [np.broadcast_to(np.asarray(m, dtype=float), plans.row.shape) for m in messages]
     for (code, p, m), idx in plans.groups(tier, participants, plans.chips_per_domain):
         if STAGE_TIERS[code] != "none":
-            out[idx] = _tiered(STAGE_TIERS[code], system, one_tier, two_tier, message_bytes=msg[idx], participants=p,
-                               domain_chips=m)
-    return out
+            for out, msg in zip(outs, msgs):
+                out[idx] = _tiered(STAGE_TIERS[code], system, one_tier, two_tier, message_bytes=msg[idx],
+                                   participants=p, domain_chips=m)
+    return outs
 
 
 def _comm_parts_grouped(model: Model, system: System, plans: PlanArray, *, tokens, dispatch_dtype, load,
@@ -267,14 +269,14 @@ def _comm_parts_grouped(model: Model, system: System, plans: PlanArray, *, token
     tp_msg = tokens / plans.adp * d * act
     tp_s = zero + plans.pp * phi * model.n_layers * 2 * _tiered_grouped(
         plans, plans.tp_tier, plans.tp, system, functools.partial(all_reduce_s, algorithm=all_reduce),
-        functools.partial(two_tier_all_reduce_s, algorithm=all_reduce), message_bytes=tp_msg)
+        functools.partial(two_tier_all_reduce_s, algorithm=all_reduce), messages=[tp_msg])[0]
     ep_s, ep_bytes = zero, zero
     if model.is_moe and np.any(plans.ep_tier != 0):
         pairs = tokens / plans.width * model.moe.top_k * plans.expert_tp * load.load_factor
         messages = [pairs * d * get_dtype(dt).bytes for dt in (dispatch_dtype or ACTIVATION_DTYPE, ACTIVATION_DTYPE)]
         layers = plans.pp * phi * model.n_moe_layers
         ep_s = zero + layers * sum(_tiered_grouped(plans, plans.ep_tier, plans.width, system, all_to_all_s,
-                                                   two_tier_all_to_all_s, message_bytes=m) for m in messages)
+                                                   two_tier_all_to_all_s, messages=messages))
         ep_bytes = np.where(plans.ep_tier != 0, layers * sum(messages), zero)
     hop_msg = tokens * d * act / plans.width
     hops_s = zero
