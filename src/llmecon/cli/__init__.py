@@ -17,13 +17,32 @@ def flag(field: str) -> str:
     return field if field.startswith("-") else "--" + field.replace("_", "-")
 
 
-def build_app():
-    """The typer app with every command registered (each command module decorates ``options.app``)."""
+# the command modules that register each top-level command (tests/cli/test_lazy_commands.py checks it
+# against the full registration); ``main`` imports only the invoked command's, so that one command
+# does not pay for the imports and the parameter building of all the others
+COMMANDS = {"analyze": ("analyze",), "step": ("analyze",), "batch": ("analyze",), "model": ("analyze",),
+            "catalog": ("analyze", "context"), "context": ("context",), "cost": ("context",), "cache": ("context",),
+            "prices": ("context",), "simulate": ("serving",), "train": ("training",), "overtrain": ("training",),
+            "moe": ("moe",), "plan": ("plan",), "measure": ("measure",), "sweep": ("sweep",),
+            "predict": ("fidelity",), "calibrate": ("fidelity",), "validate": ("fidelity",), "web": ("web",),
+            "lecture": ("lecture",)}
+
+
+def _invoked(argv) -> str | None:
+    """The command word of ``argv`` (its first argument not starting with '-'), or None."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def build_app(argv: list[str] | None = None):
+    """The typer app with the command modules registered (each decorates ``options.app``): only
+    those of the command ``argv`` invokes when it names a known one, else all (help, no command, a
+    misspelt one: typer then lists every command or suggests the nearest)."""
     import importlib
 
     from .options import app
 
-    for name in COMMAND_MODULES:
+    names = COMMANDS.get(_invoked(argv or []), COMMAND_MODULES) if argv is not None else COMMAND_MODULES
+    for name in names:
         importlib.import_module(f".{name}", __name__)
     return app
 
@@ -34,7 +53,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from ..errors import LlmeconError
 
-    app = build_app()
+    app = build_app(sys.argv[1:] if argv is None else argv)
     try:
         app(args=argv, prog_name="llmecon", standalone_mode=True)
     except LlmeconError as exc:

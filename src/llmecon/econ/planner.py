@@ -32,7 +32,8 @@ from ..spec.hardware import System
 from ..step.inference import CommParts, comm_parts, decode_step, memory_per_chip, pipeline_fill_factor, prefill_step
 from ..spec.efficiency import IDEAL, EfficiencyProfile
 from ..spec.model import Model
-from ..spec.plan import Plan
+from ..spec.plan import Plan, place
+from ..spec.plan_array import PlanArray
 from .context import usd_per_mtok
 from ..units import fmt_seconds
 
@@ -116,6 +117,11 @@ def _expert_groups(model: Model, width: int) -> list[tuple[int, int]]:
 
 def candidate_plans(model: Model, system: System, *, max_chips: int, pp_choices=PP_CHOICES) -> list[Plan]:
     """Every plan of the search space (module docstring) that is valid for ``model`` on ``system``."""
+    return [plan for plan, _ in _candidates(model, system, max_chips=max_chips, pp_choices=pp_choices)]
+
+
+def _candidates(model: Model, system: System, *, max_chips: int, pp_choices=PP_CHOICES) -> list:
+    """(plan, placement) of every plan ``candidate_plans`` returns."""
     d = system.chips
     heads = model.attention.n_heads
     plans = []
@@ -131,9 +137,9 @@ def candidate_plans(model: Model, system: System, *, max_chips: int, pp_choices=
                     plan = Plan(tp=tp, adp=w // tp, ep=ep, pp=pp, redundant_experts=copies)
                     try:
                         plan.validate(model, system)
+                        plans.append((plan, place(plan, system)))
                     except (SpecError, InfeasibleError):
                         continue
-                    plans.append(plan)
     return plans
 
 
@@ -195,7 +201,29 @@ class PlanResult:
 
 def pareto_front(per_chip: np.ndarray, per_user: np.ndarray) -> np.ndarray:
     """Indices of the points no other point beats on both axes (higher is better on each), sorted
-    by per-user throughput descending. O(n log n): sort by per-user speed, keep running maxima."""
+    by per-user throughput descending; of points equal on both, the first. O(n log n): one sort by
+    per-user speed; a point is kept when it beats every faster point's per-chip throughput and is
+    the best (and first) of those equally fast. The same set and order as ranking by (per-user,
+    per-chip) descending and keeping running maxima (``_pareto_front_ranked``), without its slow
+    two-key sort."""
+    per_chip, per_user = np.asarray(per_chip, dtype=float), np.asarray(per_user, dtype=float)
+    if per_chip.size == 0 or not (np.all(np.isfinite(per_chip)) and np.all(np.isfinite(per_user))):
+        return _pareto_front_ranked(per_chip, per_user)
+    order = np.argsort(-per_user)
+    u, c = per_user[order], per_chip[order]
+    new = np.concatenate(([True], u[1:] != u[:-1]))                          # groups of equal per-user speed
+    starts, group = np.flatnonzero(new), np.cumsum(new) - 1
+    best = np.maximum.reduceat(c, starts)
+    faster = np.concatenate(([-np.inf], np.maximum.accumulate(best)[:-1]))  # best per-chip of every faster group
+    keep = (c == best[group]) & (c > faster[group])
+    # within a group the kept points are equal on both axes: the first (lowest index) stands for them
+    first = np.full(starts.size, per_chip.size, dtype=np.int64)
+    np.minimum.at(first, group[keep], order[keep])
+    return first[first < per_chip.size]
+
+
+def _pareto_front_ranked(per_chip: np.ndarray, per_user: np.ndarray) -> np.ndarray:
+    """``pareto_front`` by a two-key sort and running maxima (the reference; any floats)."""
     order = np.lexsort((-per_chip, -per_user))
     ranked = per_chip[order]
     before = np.concatenate([[-np.inf], np.maximum.accumulate(ranked)[:-1]])
@@ -212,39 +240,41 @@ def _grid(given, top: float, points: int, name: str) -> np.ndarray:
 
 
 def _evaluate(model, systems, plans_by_system, *, phase, targets, options, prices):
-    """Evaluate every (plan, batch) of one phase; returns flat arrays and the plan index."""
+    """Evaluate every (plan, batch) of one phase, one vectorised call per system (plans and batches
+    as arrays, ``spec.plan_array``); returns flat arrays (plan-major, batches ascending) and the plan
+    index (every plan of every system, in order)."""
     full = (_grid(options.batches, 2 ** 17, 128, "batches") if phase == "decode"
             else _grid(options.prefill_batches, 1024, 48, "prefill_batches"))
     cols = {k: [] for k in ("sys", "plan", "batch", "step", "tokens", "mem", "fits", "compute", "memory", "comm",
                             "chips", "price")}
     plan_list = []
     for si, system in enumerate(systems):
-        kw = dict(weight_dtype=options.weight_dtype, kv_dtype=options.kv_dtype, dispatch_dtype=options.dispatch_dtype,
-                  expert_imbalance=options.expert_imbalance, profile=options.profile_for(system))
-        for plan in plans_by_system[system.name]:
-            grid = full[full >= plan.adp * plan.pp]  # at least one sequence per attention group per micro-batch
-            if grid.size == 0:
-                continue
-            if phase == "decode":
-                r = decode_step(model, system, batch=grid, context=targets.context, plan=plan, **kw)
-            else:
-                r = prefill_step(model, system, batch=grid, prompt_tokens=targets.prompt_tokens, plan=plan, **kw)
-            pi = len(plan_list)
-            plan_list.append((system, plan))
-            n = grid.size
-            cols["sys"].append(np.full(n, si))
-            cols["plan"].append(np.full(n, pi))
-            cols["batch"].append(grid)
-            cols["step"].append(np.broadcast_to(r.step_s, grid.shape))
-            cols["tokens"].append(np.broadcast_to(r.tokens, grid.shape))
-            cols["mem"].append(np.broadcast_to(r.memory_per_chip_bytes, grid.shape))
-            cols["fits"].append(np.broadcast_to(r.fits, grid.shape))
-            cols["compute"].append(np.broadcast_to(r.time.compute_s, grid.shape))
-            cols["memory"].append(np.broadcast_to(r.time.memory_s, grid.shape))
-            cols["comm"].append(np.broadcast_to(r.time.comm_s, grid.shape))
-            cols["chips"].append(np.full(n, plan.chips))
-            cols["price"].append(np.full(n, np.nan if prices.get(system.name) is None else prices[system.name]))
-    if not plan_list:
+        table = plans_by_system[system.name]
+        # at least one sequence per attention group per micro-batch
+        rows, cols_b = np.nonzero(full[None, :] >= (table.adp * table.pp)[:, None])
+        offset = len(plan_list)
+        plan_list.extend((system, table.plans[i]) for i in table.row)
+        if rows.size == 0:
+            continue
+        pts, grid = table.take(rows), full[cols_b]
+        kw = dict(plan=pts, weight_dtype=options.weight_dtype, kv_dtype=options.kv_dtype,
+                  dispatch_dtype=options.dispatch_dtype, expert_imbalance=options.expert_imbalance,
+                  profile=options.profile_for(system))
+        if phase == "decode":
+            r = decode_step(model, system, batch=grid, context=targets.context, **kw)
+        else:
+            r = prefill_step(model, system, batch=grid, prompt_tokens=targets.prompt_tokens, **kw)
+        n = grid.size
+        cols["sys"].append(np.full(n, si))
+        cols["plan"].append(offset + rows)
+        cols["batch"].append(grid)
+        for key, value in (("step", r.step_s), ("tokens", r.tokens), ("mem", r.memory_per_chip_bytes),
+                           ("fits", r.fits), ("compute", r.time.compute_s), ("memory", r.time.memory_s),
+                           ("comm", r.time.comm_s)):
+            cols[key].append(np.broadcast_to(value, grid.shape))
+        cols["chips"].append(pts.chips)
+        cols["price"].append(np.full(n, np.nan if prices.get(system.name) is None else prices[system.name]))
+    if not cols["step"]:
         return None, []
     return {k: np.concatenate(v) for k, v in cols.items()}, plan_list
 
@@ -290,8 +320,7 @@ def _search_phase(model, systems, plans_by_system, *, phase, targets, options, p
         scale = np.min(np.abs(first))
         if scale > 0:  # free chips ($0/h) make every cost 0: all tie
             first = np.round(first / scale, 6)  # equal within 1 ppm counts as a tie
-        key = np.lexsort((a["chips"][cand], a["latency"][cand], first))
-        best_i = int(cand[key[0]])
+        best_i = int(cand[_first_min(first, a["latency"][cand], a["chips"][cand])])
         best = _point(a, best_i, plan_list)
     comm, limited = None, ""
     if best is not None:
@@ -305,6 +334,18 @@ def _search_phase(model, systems, plans_by_system, *, phase, targets, options, p
     return PhaseSearch(phase=phase, points_evaluated=int(a["step"].size), points_fitting=int(np.sum(fits)),
                        points_meeting_slo=int(cand.size), best=best, frontier=tuple(frontier),
                        best_achievable_s=lowest, comm=comm, batch_limited_by=limited)
+
+
+def _first_min(*keys) -> int:
+    """Position of the first entry that is smallest in ``keys[0]``, then ``keys[1]``, ... (what
+    ``np.lexsort(reversed(keys))[0]`` gives, in linear time)."""
+    if any(np.isnan(k).any() for k in keys):
+        return int(np.lexsort(tuple(reversed(keys)))[0])
+    at = np.arange(keys[0].size)
+    for key in keys:
+        k = key[at]
+        at = at[k == k.min()]
+    return int(at[0])
 
 
 def _batch_limit(a: dict, i: int, slo) -> str:
@@ -365,10 +406,9 @@ def plan_deployment(model: Model, systems: list[System], *, targets: PlanTargets
             except SpecError as exc:
                 raise SpecError(f"{exc.rule} for {n}", field=exc.field, value=p, fix=exc.fix,
                                 show_value=False) from None
-    plans = {s.name: candidate_plans(model, s, max_chips=options.max_chips, pp_choices=options.pp_choices)
-             for s in systems}
-    plans = {n: [p for p in ps if _weights_fit(model, s, p, options)] for (n, ps), s in zip(plans.items(), systems)}
-    if not any(plans.values()):
+    plans = {s.name: _fitting(model, s, PlanArray.from_placed(_candidates(
+        model, s, max_chips=options.max_chips, pp_choices=options.pp_choices)), options) for s in systems}
+    if not any(len(t) for t in plans.values()):
         raise InfeasibleError(f"{model.name}'s weights do not fit any plan of up to {options.max_chips} chips on "
                               f"{', '.join(names)}", fix="raise {max_chips} or use a smaller {weight_dtype}")
     phases = {ph: _search_phase(model, systems, plans, phase=ph, targets=targets, options=options, prices=prices,
@@ -386,6 +426,8 @@ def plan_deployment(model: Model, systems: list[System], *, targets: PlanTargets
                       decode=phases["decode"], prefill=phases["prefill"], fidelity=options.fidelity(systems))
 
 
-def _weights_fit(model: Model, system: System, plan: Plan, options: SearchOptions) -> bool:
-    return float(memory_per_chip(model, plan, batch=0.0, context=0.0, weight_dtype=options.weight_dtype,
-                                 kv_dtype=options.kv_dtype)) <= system.accelerator.hbm_bytes
+def _fitting(model: Model, system: System, table: PlanArray, options: SearchOptions) -> PlanArray:
+    """The plans of ``table`` whose weights alone fit in HBM."""
+    weights = memory_per_chip(model, table, batch=0.0, context=0.0, weight_dtype=options.weight_dtype,
+                              kv_dtype=options.kv_dtype)
+    return table.take(np.flatnonzero(np.broadcast_to(weights, table.row.shape) <= system.accelerator.hbm_bytes))

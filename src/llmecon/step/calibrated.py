@@ -124,7 +124,9 @@ def comm_overhead_s(model: Model, plan: Plan, tiers: dict, profile: EfficiencyPr
     per MoE layer, one per pipeline hop, each at its tier's ``op_overhead_s``."""
     phi = plan.stage_fraction(model)
 
-    def cost(tier: str, p2p: bool = False) -> float:
+    def cost(tier, p2p: bool = False):
+        if not isinstance(tier, str):  # one tier per plan (``spec.plan_array.CodedTier``)
+            return tier.lookup(lambda name: cost(name, p2p))
         if tier == "none":
             return 0.0
         eff = profile.scale_up if tier == "scale_up" else profile.scale_out

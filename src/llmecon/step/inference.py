@@ -40,6 +40,7 @@ from ..spec.hardware import System
 from ..spec.model import Model
 from ..spec.deployment import Deployment, kv_per_chip, memory_per_chip
 from ..spec.plan import Plan, place
+from ..spec.plan_array import STAGE_TIERS, PlanArray
 from .roofline import StepTime
 
 ACTIVATION_DTYPE = "bf16"  # activations and attention math; what all-reduces and all-to-alls carry
@@ -124,7 +125,8 @@ def _check_request(model: Model, system: System, plan: Plan, *, mode, profile, e
     """What decode and prefill both check before any arithmetic: mode and profile, plan, MoE
     options, formats. Returns the profile the step runs with (``IDEAL`` in ideal mode)."""
     prof = resolve(mode, profile, system.accelerator)
-    plan.validate(model, system)
+    if not isinstance(plan, PlanArray):  # a PlanArray's plans were validated when it was built
+        plan.validate(model, system)
     require_number("expert_imbalance", expert_imbalance, minimum=1,
                    hint="the busiest expert group's tokens over uniform routing's; 1 = uniform routing")
     for dt in dtypes:
@@ -153,9 +155,23 @@ def _weights_read_parts(model: Model, plan: Plan, *, weight_dtype, touched_fract
 
 def expert_load(model: Model, plan: Plan, *, tokens, expert_imbalance: float = 1.0) -> BusiestRank:
     """The busiest expert group's load per MoE layer for a micro-batch of ``tokens`` tokens
-    (``expert_load.busiest_rank`` over the plan's E + r slots and ep groups)."""
+    (``expert_load.busiest_rank`` over the plan's E + r slots and ep groups). A ``PlanArray`` with
+    one token count per entry runs ``busiest_rank`` once per distinct (slots, ep)."""
+    if isinstance(plan, PlanArray):
+        return _expert_load_grouped(model, plan, tokens=tokens, expert_imbalance=expert_imbalance)
     return busiest_rank(slots=plan.expert_slots(model), active_experts=model.moe.top_k, ranks=plan.ep,
                         tokens=tokens, expert_imbalance=expert_imbalance)
+
+
+def _expert_load_grouped(model: Model, plans: PlanArray, *, tokens, expert_imbalance: float) -> BusiestRank:
+    t = np.broadcast_to(np.asarray(tokens, dtype=float), plans.row.shape)
+    slots = plans.expert_slots(model)
+    experts, pairs, mean = np.empty(t.shape), np.empty(t.shape), np.empty(t.shape)
+    for (s, ep), idx in plans.groups(slots, plans.ep):
+        b = busiest_rank(slots=s, active_experts=model.moe.top_k, ranks=ep, tokens=t[idx],
+                         expert_imbalance=expert_imbalance)
+        experts[idx], pairs[idx], mean[idx] = b.experts, b.pairs, b.mean_pairs
+    return BusiestRank(experts=experts, pairs=pairs, mean_pairs=mean, slots_per_rank=slots // plans.ep)
 
 
 def _tiered(tier: str, system: System, one_tier, two_tier, *, message_bytes, participants: int,
@@ -213,6 +229,9 @@ def comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dty
 
 def _comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dtype, load,
                 all_reduce: str = "best") -> CommParts:
+    if isinstance(plan, PlanArray):
+        return _comm_parts_grouped(model, system, plan, tokens=tokens, dispatch_dtype=dispatch_dtype, load=load,
+                                   all_reduce=all_reduce)
     where = place(plan, system)
     act = get_dtype(ACTIVATION_DTYPE).bytes
     d = model.d_model
@@ -242,6 +261,53 @@ def _comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dt
     tp_bytes = zero + (plan.pp * phi * model.n_layers * 2 * tp_msg if plan.tp > 1 else 0.0)
     return CommParts(tp_all_reduce_s=tp_s, ep_all_to_all_s=ep_s, pp_hops_s=hops_s, tp_bytes=tp_bytes,
                      ep_bytes=ep_bytes, pp_hop_bytes=(plan.pp - 1) * hop_msg, tiers=where.tiers)
+
+
+def _tiered_grouped(plans: PlanArray, tier: np.ndarray, participants, system: System, one_tier, two_tier, *,
+                    messages) -> list[np.ndarray]:
+    """``_tiered`` per entry of ``plans`` for each of ``messages`` (bytes per entry): once per
+    distinct (tier, participants, chips per domain)."""
+    outs = [np.zeros(plans.row.shape) for _ in messages]
+    msgs = [np.broadcast_to(np.asarray(m, dtype=float), plans.row.shape) for m in messages]
+    for (code, p, m), idx in plans.groups(tier, participants, plans.chips_per_domain):
+        if STAGE_TIERS[code] != "none":
+            for out, msg in zip(outs, msgs):
+                out[idx] = _tiered(STAGE_TIERS[code], system, one_tier, two_tier, message_bytes=msg[idx],
+                                   participants=p, domain_chips=m)
+    return outs
+
+
+def _comm_parts_grouped(model: Model, system: System, plans: PlanArray, *, tokens, dispatch_dtype, load,
+                        all_reduce: str) -> CommParts:
+    """``_comm_parts`` for a ``PlanArray`` (one token count per entry): the same terms, the tiers as masks."""
+    act = get_dtype(ACTIVATION_DTYPE).bytes
+    d = model.d_model
+    phi = plans.stage_fraction(model)
+    tokens = np.broadcast_to(np.asarray(tokens, dtype=float), plans.row.shape)
+    zero = np.zeros_like(tokens)
+    tp_msg = tokens / plans.adp * d * act
+    tp_s = zero + plans.pp * phi * model.n_layers * 2 * _tiered_grouped(
+        plans, plans.tp_tier, plans.tp, system, functools.partial(all_reduce_s, algorithm=all_reduce),
+        functools.partial(two_tier_all_reduce_s, algorithm=all_reduce), messages=[tp_msg])[0]
+    ep_s, ep_bytes = zero, zero
+    if model.is_moe and np.any(plans.ep_tier != 0):
+        pairs = tokens / plans.width * model.moe.top_k * plans.expert_tp * load.load_factor
+        messages = [pairs * d * get_dtype(dt).bytes for dt in (dispatch_dtype or ACTIVATION_DTYPE, ACTIVATION_DTYPE)]
+        layers = plans.pp * phi * model.n_moe_layers
+        ep_s = zero + layers * sum(_tiered_grouped(plans, plans.ep_tier, plans.width, system, all_to_all_s,
+                                                   two_tier_all_to_all_s, messages=messages))
+        ep_bytes = np.where(plans.ep_tier != 0, layers * sum(messages), zero)
+    hop_msg = tokens * d * act / plans.width
+    hops_s = zero
+    for hops, link in ((plans.pp_hops_up, system.scale_up), (plans.pp_hops_out, system.scale_out)):
+        used = hops > 0
+        if np.any(used):
+            part = np.zeros_like(tokens)
+            part[used] = hops[used] * p2p_s(message_bytes=hop_msg[used], link=link)
+            hops_s = hops_s + part
+    tp_bytes = zero + np.where(plans.tp > 1, plans.pp * phi * model.n_layers * 2 * tp_msg, 0.0)
+    return CommParts(tp_all_reduce_s=tp_s, ep_all_to_all_s=ep_s, pp_hops_s=hops_s, tp_bytes=tp_bytes,
+                     ep_bytes=ep_bytes, pp_hop_bytes=(plans.pp - 1) * hop_msg, tiers=plans.tiers)
 
 
 def attention_work_per_chip(model: Model, plan: Plan, *, flops_attn_per_seq, kv_read_per_seq, kv_write_per_seq):
@@ -320,6 +386,8 @@ def decode_step(model: Model, system: System, *, batch, context, plan: Plan | No
     """One decode iteration: ``batch`` sequences each attend ``context`` cached tokens and emit one.
 
     ``batch`` and ``context`` broadcast as numpy arrays. Attention uses MLA's absorbed form.
+    ``plan`` may be a ``PlanArray`` (one plan per point, ``batch`` one value per point): every point
+    of a search in one call, with the numbers of the per-plan calls.
     """
     plan = plan or Plan()
     mode = mode or (profile.mode if profile is not None else "ideal")
