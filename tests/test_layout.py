@@ -22,11 +22,11 @@ RANKS = {
     "step": 3,
     "econ": 4,
     "serving": 5,
-    "sweep": 6, "fidelity": 6,
+    "sweep": 6, "fidelity": 6, "revnet": 6,  # revnet: a measured torch module, like fidelity/measure
     "lecture": 7,
     "resolve": 8,
     "report": 9,
-    "cli": 10, "web": 10, "revnet": 10,
+    "cli": 10, "web": 10,
 }
 MAX_LINES = 600
 MAX_ROOT_MODULES = 12

@@ -28,6 +28,7 @@ _EXPORTS = {
     "no_batching_cost_ratio": "econ.batching", "prefill_step": "step.inference", "require_fit": "econ.batching",
     "smallest_plan": "econ.batching", "speculative_tokens_per_step": "econ.batching", "step_time": "step.roofline",
     "throughput_tokens_per_s": "econ.batching", "touched_expert_fraction": "step.inference",
+    "busiest_rank_experts": "step.expert_load", "busiest_rank_pairs": "step.expert_load",
     # one Deployment with its efficiency profile (IDEAL or fitted), priced by every analysis
     "Analysis": "econ.batching", "EfficiencyProfile": "spec.efficiency", "IDEAL": "spec.efficiency",
     "analyze": "econ.batching", "decode_of": "step.inference", "default_profile": "catalog.efficiency",

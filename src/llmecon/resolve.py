@@ -36,9 +36,9 @@ def fidelity(mode: str, profile: str | EfficiencyProfile | None = None,
 def deployment(model: str, system: str, *, tp: int | None = None, ep: int | None = None, pp: int | None = None,
                adp: int | None = None, weight_dtype: str | None = None, kv_dtype: str | None = None,
                mode: str = "ideal", profile: str | EfficiencyProfile | None = None,
-               auto: bool = False) -> Deployment:
-    """Resolve names into a validated Deployment; with ``auto`` and no degree given, the smallest plan
-    that holds the weights in half of HBM (``batching.smallest_plan``)."""
+               auto: bool = False, redundant_experts: int | None = None) -> Deployment:
+    """Resolve names into a validated Deployment; with ``auto`` and no degree given (nor redundant
+    experts), the smallest plan that holds the weights in half of HBM (``batching.smallest_plan``)."""
     m, s = get_model(model), get_system(system)
     for field, dt in (("weight_dtype", weight_dtype), ("kv_dtype", kv_dtype)):
         if dt is not None:
@@ -47,10 +47,11 @@ def deployment(model: str, system: str, *, tp: int | None = None, ep: int | None
             except CatalogError as exc:
                 raise with_field(exc, field) from None
     plan = None
-    if auto and tp is None and ep is None and pp is None and adp is None:
+    if auto and tp is None and ep is None and pp is None and adp is None and not redundant_experts:
         plan = smallest_plan(m, s, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
     if plan is None:
-        plan = Plan(tp=1 if tp is None else tp, ep=1 if ep is None else ep, pp=1 if pp is None else pp, adp=adp)
+        plan = Plan(tp=1 if tp is None else tp, ep=1 if ep is None else ep, pp=1 if pp is None else pp, adp=adp,
+                    redundant_experts=redundant_experts or 0)
     _, prof = fidelity(mode, profile, s)
     return Deployment(model=m, system=s, plan=plan, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                       profile=prof or IDEAL)

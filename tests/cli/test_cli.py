@@ -4,6 +4,7 @@ input (no traceback, nothing written), and the no-argument main job."""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 from cli_run import run, run_json
@@ -34,6 +35,20 @@ def test_model_json_keys_deepseek():
     assert d["is_moe"] is True and d["n_layers"] == 61
 
 
+def test_model_json_shows_layer_kinds_and_constant_state():
+    """Qwen3.5-397B-A17B: 45 Gated DeltaNet + 15 full-attention layers (layer_types); KV per token
+    15 x 2 x 2 x 256 x 2 B; state 45 x (64 x 128 x 128 x 4 B + 3 x 12,288 x 2 B) per sequence."""
+    d = run_json("model", "qwen3.5-397b-a17b")
+    assert d["layers"]["linear_gated_deltanet"] == 45 and d["layers"]["attention_gqa_full"] == 15
+    assert d["layers"]["ffn_moe"] == 60
+    assert d["kv_bytes_per_token"] == 30_720
+    assert d["state_bytes_per_sequence"] == 45 * (64 * 128 * 128 * 4 + 3 * 12_288 * 2)
+    assert d["linear_mixer"]["kind"] == "gated_deltanet" and d["mtp_layers"] == 1
+    assert d["params_by_component"]["linear_mixers"] > 0 and d["params_by_component"]["mtp"] > 0
+    text = run("model", "nemotron-3-super-120b-a12b").stdout
+    assert "linear_mamba2 40" in text and "state per sequence" in text
+
+
 def test_step_json_keys_and_values():
     d = run_json("step", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--tp", "4", "--batch", "1",
                  "--context", "2048")
@@ -47,6 +62,25 @@ def test_step_json_keys_and_values():
     assert d["memory_s"] == pytest.approx(expected, rel=1e-9)  # 10.42 ms (PEERS.md: weights alone 10.5 ms)
     assert d["bound"] == "memory" and d["mode"] == "ideal"
     assert d["step_s"] <= d["upper_s"]
+
+
+def test_step_with_redundant_experts_and_the_busiest_chip():
+    """DeepSeek's EP144 needs 32 redundant experts (256 do not divide 144): the error names the flag
+    and the count; with them the plan holds 288 slots, and at batch 1 the critical chip reads more
+    than the mean chip (issue 18)."""
+    proc = run("step", "--model", "deepseek-v3", "--system", "gb200-nvl72", "--ep", "144", "--batch", "1")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == ("error: --ep 144: 256 routed experts do not divide evenly over 144 expert groups; "
+                                   "use a divisor of 256, or add --redundant-experts 32 (copies filling 288 slots, "
+                                   "2 per group)")
+    d = run_json("step", "--model", "deepseek-v3", "--system", "gb200-nvl72", "--ep", "144", "--redundant-experts",
+                 "32", "--batch", "1")
+    assert d["plan"]["redundant_experts"] == 32 and d["plan"]["label"] == "tp1·ep144·pp1·r32"
+    assert d["weight_bytes_per_chip"] > d["weight_bytes"] / d["plan"]["chips"]
+    # one token, 8 picks over 144 groups of 2 slots: the busiest holds 2 unless all 8 land in different
+    # groups (C(144, 8)·2^8 of the C(288, 8) choices); the mean group 8/144 pairs
+    busiest = 2 - math.comb(144, 8) * 2 ** 8 / math.comb(288, 8)
+    assert d["expert_load_factor"] == pytest.approx(busiest / (8 / 144), rel=1e-9)
 
 
 def test_prefill_is_compute_bound_at_long_prompt():

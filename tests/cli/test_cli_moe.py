@@ -39,7 +39,9 @@ def test_json_has_every_summary_field(nvl72):
 
 def test_ep_rows_divide_experts_and_stay_in_the_rack(nvl72):
     rows = nvl72["ep_rows"]
-    assert rows and all(256 % r["ep"] == 0 for r in rows)
+    # ep divides the experts, or redundant copies fill its groups (EP72/144/288 + 32 on 72-chip racks)
+    assert rows and all((256 + r["redundant_experts"]) % r["ep"] == 0 for r in rows)
+    assert {r["ep"] for r in rows if r["redundant_experts"]} == {72, 144, 288}
     assert all(r["chips"] == r["ep"] for r in rows)  # tp = 1, attention data-parallel over the EP group
     for r in rows:
         assert r["batch"] == pytest.approx(nvl72["batch_per_chip"] * r["chips"], rel=1e-12)

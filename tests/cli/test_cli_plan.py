@@ -10,7 +10,7 @@ import json
 import pytest
 from cli_run import run, run_json
 
-POINT_KEYS = {"system", "plan", "batch", "step_s", "tokens_per_s_per_chip", "tokens_per_s_per_user", "usd_per_mtok",
+POINT_KEYS = {"system", "plan", "batch", "step_s", "latency_s", "tokens_per_s_per_chip", "tokens_per_s_per_user", "usd_per_mtok",
               "memory_per_chip_bytes", "compute_s", "memory_s", "comm_s", "bound"}
 
 
@@ -53,7 +53,7 @@ def test_default_plan_meets_targets_and_frontier_is_non_dominated(default):
     assert default["targets"]["ttft_s"] == 2.0 and default["prices"] == {"gb200-nvl72": None, "hgx-h100": None}
     decode, prefill = default["best"]["decode"], default["best"]["prefill"]
     assert POINT_KEYS | {"comm", "hbm_per_chip_bytes", "batch_limited_by"} <= set(decode)
-    assert decode["step_s"] <= 0.05 and prefill["step_s"] <= 2.0
+    assert decode["step_s"] <= 0.05 and prefill["latency_s"] <= 2.0 and decode["latency_s"] == decode["step_s"]
     assert decode["memory_per_chip_bytes"] <= decode["hbm_per_chip_bytes"]
     assert decode["usd_per_mtok"] is None and default["usd_per_mtok_blended"] is None
     # decode: one token per sequence per step

@@ -91,3 +91,29 @@ def test_calibrated_ep_sweep_names_its_profile_and_is_no_faster_than_ideal():
     assert [r.ep for r in cal.ep_rows] == [r.ep for r in ideal.ep_rows]
     assert all(c.step_s >= i.step_s for c, i in zip(cal.ep_rows, ideal.ep_rows))
     assert any(c.step_s > 1.1 * i.step_s for c, i in zip(cal.ep_rows, ideal.ep_rows))
+
+
+def test_domain_filling_ep_sizes_use_redundant_experts(ds):
+    """On 72-chip NVL72 racks the sweep adds EP72, EP144 and EP288, which 256 experts do not divide,
+    with the fewest copies filling them (32: 288 slots = 72 x 4, 144 x 2, 288 x 1; DeepSeek serves
+    decode on EP144 with 32 redundant experts). EP72 holds as many expert slots per chip as EP64, so
+    its weights per chip match; every row reads at least as many experts on its busiest group."""
+    rows = {r.ep: r for r in ep_sweep(ds, get_system("gb200-nvl72"), batch_per_chip=1, context=1024)}
+    assert {e: rows[e].redundant_experts for e in (64, 72, 144, 288)} == {64: 0, 72: 32, 144: 32, 288: 32}
+    assert (rows[72].label, rows[72].chips, rows[72].tier) == ("ep72+32", 72, "scale_up")
+    assert rows[72].weights_per_chip_bytes == pytest.approx(rows[64].weights_per_chip_bytes, rel=1e-12)
+    assert all(r.busiest_experts >= r.mean_experts - 1e-9 and r.expert_load_factor >= 1.0 for r in rows.values())
+    # one sequence per chip: EP64 decodes 64 tokens; its busiest 4-expert group reads all 4 (mean 3.49)
+    assert rows[64].busiest_experts == pytest.approx(4.0, abs=1e-6)
+    assert rows[64].mean_experts == pytest.approx(4 * (1 - (1 - 8 / 256) ** 64), rel=1e-12)
+    assert rows[1].busiest_experts == pytest.approx(rows[1].mean_experts, rel=1e-12)
+
+
+def test_summary_shows_the_busiest_group_at_low_batch(ds):
+    """Issue 18: at one token the busiest of EP64's groups reads 1.297 experts per layer, the mean
+    group 8/64 = 0.125 (10.4x); by 128 tokens both read (nearly) all 4."""
+    s = moe_summary(ds, get_system("gb200-nvl72"), batch_per_chip=32, context=2048)
+    assert s.pp_ep == 64
+    assert s.busiest_experts[1] == pytest.approx(1.2970575560, rel=1e-9)
+    assert s.mean_experts[1] == pytest.approx(0.125, rel=1e-12)
+    assert s.busiest_experts[128] == pytest.approx(4.0, abs=1e-6) and s.mean_experts[128] > 3.9

@@ -60,6 +60,19 @@ def test_candidate_plans_are_valid_and_bounded(model_name, system_name):
         assert all(p.ep == 1 for p in plans)
 
 
+def test_candidate_plans_fill_wide_groups_with_redundant_experts():
+    """256 experts do not divide a 72- or 144-chip stage: the planner tries ep = W with the fewest
+    redundant copies (32: DeepSeek's EP144 decode layout), and never more than E/4 copies."""
+    m, s = get_model("deepseek-v3"), get_system("gb200-nvl72")
+    plans = candidate_plans(m, s, max_chips=144, pp_choices=(1,))
+    assert Plan(tp=1, adp=72, ep=72, redundant_experts=32) in plans
+    assert Plan(tp=1, adp=144, ep=144, redundant_experts=32) in plans
+    for p in plans:
+        assert (256 + p.redundant_experts) % p.ep == 0
+        if p.redundant_experts:
+            assert p.ep == p.width and 256 % p.ep and 4 * p.redundant_experts <= 256
+
+
 SMALL = dict(targets=PlanTargets(tpot_s=0.02, ttft_s=1.0, context=2048, prompt_tokens=1024, output_tokens=256),
              options=SearchOptions(max_chips=8, batches=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)))
 

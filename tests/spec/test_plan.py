@@ -62,6 +62,45 @@ def test_bad_plans_name_the_degree(kwargs, field):
         Plan(**kwargs)
 
 
+# --- redundant experts (DeepSeek's EP144 / EP320) ----------------------------------------------
+
+def test_redundant_experts_let_ep_exceed_and_not_divide_the_experts():
+    """DeepSeek-V3 decode on EP144 with 32 redundant experts: 288 slots, 2 per GPU (DeepSeek's
+    inference-system note); EP320 with 64 (the V3 report): 1 per GPU. Each slot costs memory:
+    the routed experts held per chip are (256 + 32)/256 of the stage's over its 144 chips."""
+    m, rack = get_model("deepseek-v3"), get_system("gb200-nvl72")
+    plan = Plan(ep=144, redundant_experts=32)
+    plan.validate(m, rack)
+    assert (plan.expert_slots(m), plan.slots_per_rank(m), plan.label()) == (288, 2, "tp1·ep144·pp1·r32")
+    assert plan.as_dict()["redundant_experts"] == 32
+    Plan(ep=320, redundant_experts=64).validate(m, get_system("hgx-h100"))
+    w = m.weight_bytes()
+    held = float(memory_per_chip(m, plan, batch=0.0, context=0.0))
+    assert held == pytest.approx(w.non_expert + 288 / 256 * w.routed_experts / 144, rel=1e-12)
+    plain = float(memory_per_chip(m, Plan(ep=128), batch=0.0, context=0.0))
+    assert plain == pytest.approx(w.non_expert + w.routed_experts / 128, rel=1e-12)
+
+
+@pytest.mark.parametrize("plan,match", [
+    (Plan(ep=144), r"^ep 144: 256 routed experts do not divide evenly over 144 expert groups; use a divisor of "
+                   r"256, or add redundant_experts 32 \(copies filling 288 slots, 2 per group\)"),
+    (Plan(ep=144, redundant_experts=30), r"^redundant_experts 30: .*use redundant_experts 32"),
+    (Plan(ep=2, redundant_experts=258), r"^redundant_experts 258: more copies than 2 expert groups"),
+])
+def test_redundant_expert_errors_name_the_fix(plan, match):
+    with pytest.raises(SpecError, match=match):
+        plan.validate(get_model("deepseek-v3"), get_system("gb200-nvl72"))
+
+
+def test_redundant_experts_need_expert_parallelism_and_a_moe(dense):
+    with pytest.raises(SpecError, match="^redundant_experts 8: .*with ep 1"):
+        Plan(redundant_experts=8)
+    with pytest.raises(SpecError, match="^redundant_experts 2: tiny-dense is dense"):
+        Plan(tp=2, ep=2, redundant_experts=2).validate(dense, PAIRS)
+    with pytest.raises(SpecError, match="^redundant_experts"):
+        Plan(ep=2, redundant_experts=-1)
+
+
 # --- placement ---------------------------------------------------------------------------------
 
 def test_stage_inside_one_domain():
@@ -111,28 +150,44 @@ def test_crossing_domains_needs_a_scale_out_link(dense):
 # --- communication on each tier, by hand -------------------------------------------------------
 
 def test_expert_all_to_all_across_domains(moe):
-    """Plan(ep=4): adp 4, W 4 over two 2-chip domains. B = 4, L = 0: 4 tokens, each chip owns
-    1 token x top-2 = 2 token-expert pairs (expert TP 1) -> 2·64·2 B = 256 B per all-to-all.
-    p = 4, m = 2: inside 1/4·256/1e8 + 1e-6 = 1.64e-6 s; out 2/4·256/1e7 + 1e-5 = 2.28e-5 s;
-    concurrent -> 2.28e-5 s. Dispatch + combine x 2 MoE layers = 9.12e-5 s; no TP, no hops."""
-    step = decode_step(moe, PAIRS, batch=4, context=0, plan=Plan(ep=4))
-    assert float(step.time.comm_s) == pytest.approx(9.12e-5, rel=EXACT)
-    parts = comm_parts(moe, PAIRS, Plan(ep=4), tokens=4)
-    assert float(parts.ep_all_to_all_s) == pytest.approx(9.12e-5, rel=EXACT)
-    assert float(parts.ep_bytes) == pytest.approx(2 * 2 * 256, rel=EXACT)  # 2 layers x (dispatch + combine)
+    """Plan(ep=4): adp 4, W 4 over two 2-chip domains, one expert per group. B = 1, L = 0: each
+    chip owns 1/4 token x top-2 = 1/2 token-expert pair on average, but the all-to-all waits for its
+    busiest receiver, and a touched 1-expert group receives exactly 1 pair (x2 the mean; issue 18 —
+    with the mean this was 64 B and 4·(0.5·64/1e7 + 1e-5) = 4.128e-5 s) -> 1·64·2 B = 128 B.
+    p = 4, m = 2: inside 1/4·128/1e8 + 1e-6 = 1.32e-6 s; out 2/4·128/1e7 + 1e-5 = 1.64e-5 s;
+    concurrent -> 1.64e-5 s. Dispatch + combine x 2 MoE layers = 6.56e-5 s; no TP, no hops."""
+    step = decode_step(moe, PAIRS, batch=1, context=0, plan=Plan(ep=4))
+    assert float(step.time.comm_s) == pytest.approx(6.56e-5, rel=EXACT)
+    parts = comm_parts(moe, PAIRS, Plan(ep=4), tokens=1)
+    assert float(parts.ep_all_to_all_s) == pytest.approx(6.56e-5, rel=EXACT)
+    assert float(parts.ep_bytes) == pytest.approx(2 * 2 * 128, rel=EXACT)  # 2 layers x (dispatch + combine)
     assert parts.tiers == {"tp": "none", "ep": "two_tier", "pp": "none"}
 
 
 def test_fp8_dispatch_and_expert_imbalance(moe):
-    """fp8 dispatch halves the dispatch message to 128 B: out 0.5·128/1e7 + 1e-5 = 1.64e-5 s;
-    combine stays bf16 2.28e-5 -> (1.64e-5 + 2.28e-5)·2 layers = 7.84e-5 s.
-    Imbalance 2 doubles what the hottest rank receives: 512 B -> 0.5·512/1e7 + 1e-5 = 3.56e-5 s,
-    x2 (dispatch, combine) x2 layers = 1.424e-4 s."""
-    fp8 = decode_step(moe, PAIRS, batch=4, context=0, plan=Plan(ep=4), dispatch_dtype="fp8")
-    assert float(fp8.time.comm_s) == pytest.approx(7.84e-5, rel=EXACT)
-    hot = decode_step(moe, PAIRS, batch=4, context=0, plan=Plan(ep=4), expert_imbalance=2.0)
-    assert float(hot.time.comm_s) == pytest.approx(1.424e-4, rel=EXACT)
-    even = decode_step(moe, PAIRS, batch=4, context=0, plan=Plan(ep=4))
+    """fp8 dispatch halves the dispatch message of the test above to 64 B: out 0.5·64/1e7 + 1e-5 =
+    1.32e-5 s; combine stays bf16 1.64e-5 -> (1.32e-5 + 1.64e-5)·2 layers = 5.92e-5 s. A skew cannot
+    push more than one pair per token onto a 1-expert group: imbalance 2 changes nothing there.
+
+    Skew on Plan(ep=2) (2 groups of 2 experts, inside one domain), B = 4, imbalance 1.5 (issue 18:
+    it now scales reads and FLOPs too, not only the all-to-all). Uniform routing's busiest group
+    gets 787/162 pairs (exact, tests/step/test_expert_load.py) -> 1.5·787/162 = 7.287 (under the
+    cap 4 tokens x 2 = 8); it reads the experts 1.5·4 = 6 uniformly routed tokens would touch,
+    23327/11664 of its 2 (brute force over 6^6 routings). Memory: 63,616 + (23327/23328)·196,608 +
+    512 B KV. Compute: 2 tokens x 62,976 + 1.5·787/162 x 98,304 FLOPs. All-to-all: each chip sends
+    2 tokens·2 pairs·64·2 = 512 B x 1.5·787/648, half of it to the other chip:
+    0.5·512·1.5·787/648/1e8 + 1e-6, x2 (dispatch, combine) x2 layers."""
+    fp8 = decode_step(moe, PAIRS, batch=1, context=0, plan=Plan(ep=4), dispatch_dtype="fp8")
+    assert float(fp8.time.comm_s) == pytest.approx(5.92e-5, rel=EXACT)
+    capped = decode_step(moe, PAIRS, batch=1, context=0, plan=Plan(ep=4), expert_imbalance=2.0)
+    assert float(capped.time.comm_s) == pytest.approx(6.56e-5, rel=EXACT)
+    hot = decode_step(moe, PAIRS, batch=4, context=0, plan=Plan(ep=2), expert_imbalance=1.5)
+    lam = 1.5 * 787 / 648
+    assert float(hot.time.memory_s) == pytest.approx((63_616 + 23_327 / 23_328 * 196_608 + 512) / 1e9, rel=EXACT)
+    assert float(hot.time.compute_s) == pytest.approx((2 * 62_976 + 1.5 * 787 / 162 * 98_304) / 1e12, rel=EXACT)
+    assert float(hot.time.comm_s) == pytest.approx(4 * (0.5 * 512 * lam / 1e8 + 1e-6), rel=EXACT)
+    even = decode_step(moe, PAIRS, batch=4, context=0, plan=Plan(ep=2))
+    assert float(hot.time.memory_s) > float(even.time.memory_s)
     assert float(hot.time.compute_s) > float(even.time.compute_s)
 
 

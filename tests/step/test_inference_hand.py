@@ -276,17 +276,26 @@ def test_tensor_parallel_4_ring_all_reduce(dense):
 
 
 def test_expert_parallel_all_to_all(moe):
-    """EP=2, B=4, L=0. 4 tokens touch 1 - (1/2)^4 = 15/16 of the experts.
-    Per chip: non-expert read 76,416 - 12,800 = 63,616 (replicated) + (15/16)·393,216/2 = 184,320
-    -> 247,936 B; KV writes 4·256/2 = 512 B -> 248,448 B -> 2.48448e-4 s. Compute 4·259,584/(2·1e12)
-    = 5.19168e-7 s. TP=1: no all-reduce.
+    """EP=2 (two groups of 2 experts), B=4, L=0. The critical chip is the busiest group's (issue 18;
+    the old mean-load numbers were 2.48448e-4 s memory, 5.19168e-7 s compute, 1.424e-5 s comm).
+    Over the 6^4 equally likely routings (tests/step/test_expert_load.py enumerates them) the busiest
+    group touches 647/324 of its 2 experts (the mean group 15/8) and receives 787/162 token-expert
+    pairs (the mean 4·2/2 = 4).
+    Per chip: non-expert read 76,416 - 12,800 = 63,616 (replicated) + (647/648)·393,216/2 =
+    196,304.59 -> plus KV writes 4·256/2 = 512 B = 260,432.59 B -> 2.6043259e-4 s.
+    Compute: non-expert 259,584 - 2·2·2·24,576 = 62,976 FLOPs/token x 2 tokens = 125,952, routed
+    787/162 pairs x 2·24,576 x 2 layers = 477,563.26 -> 603,515.26 / 1e12 = 6.0351526e-7 s. TP=1.
     All-to-all (SPEC D15: 2·k·D·bytes per token, x(1 - 1/EP)): each rank sends 2 tokens·2 experts·64·2 B
-    = 512 B, half of it off-chip: 256/1e8 + 1e-6 = 3.56e-6 s; dispatch + combine in 2 layers -> 1.424e-5 s.
+    = 512 B, x 787/648 for the busiest receiver, half of it off-chip: 256·787/648/1e8 + 1e-6 =
+    4.1091358e-6 s; dispatch + combine in 2 layers -> 1.6436543e-5 s.
     Held per chip: all non-expert bytes 76,416 (embedding included) + half the experts 393,216/2."""
     step = decode_step(moe, _system(chips=2), batch=4, context=0, plan=Plan(ep=2))
-    assert float(step.time.memory_s) == pytest.approx(2.48448e-4, rel=EXACT)
-    assert float(step.time.compute_s) == pytest.approx(5.19168e-7, rel=EXACT)
-    assert float(step.time.comm_s) == pytest.approx(1.424e-5, rel=EXACT)
+    assert float(step.time.memory_s) == pytest.approx((63_616 + 647 / 648 * 196_608 + 512) / 1e9, rel=EXACT)
+    assert float(step.time.compute_s) == pytest.approx((125_952 + 787 / 162 * 98_304) / 1e12, rel=EXACT)
+    assert float(step.time.comm_s) == pytest.approx(4 * (256 * 787 / 648 / 1e8 + 1e-6), rel=EXACT)
+    assert float(step.weight_bytes_per_chip) == pytest.approx(63_616 + 647 / 648 * 196_608, rel=EXACT)
+    # the total over both chips stays the mean's: 2 x (63,616 + (15/16)·196,608)
+    assert float(step.weight_bytes) == pytest.approx(2 * (63_616 + 15 / 16 * 196_608), rel=EXACT)
     assert float(memory_per_chip(moe, Plan(ep=2), batch=4, context=0)) == pytest.approx(
         76_416 + 393_216 / 2, rel=EXACT)
 

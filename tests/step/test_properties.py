@@ -154,7 +154,8 @@ def test_touched_fraction_is_probability_increasing_in_tokens(experts, data, t1,
 PLANS = {
     "llama-3.1-70b": [Plan(tp=t, pp=p) for t in (1, 2, 4, 8) for p in (1, 2, 3, 4, 7)],
     "qwen3-30b-a3b": [Plan(tp=t, ep=e, pp=p) for t in (1, 2, 4) for e in (1, 2, 8) for p in (1, 5)],
-    "deepseek-v3": [Plan(tp=t, ep=e, pp=p) for t in (1, 8) for e in (1, 8, 64) for p in (1, 2, 4)],
+    "deepseek-v3": [Plan(tp=t, ep=e, pp=p) for t in (1, 8) for e in (1, 8, 64) for p in (1, 2, 4)]
+    + [Plan(tp=t, ep=e, pp=p, redundant_experts=32) for t in (1, 8) for e in (36, 72, 144) for p in (1, 2)],
 }
 
 
@@ -163,14 +164,39 @@ PLANS = {
 @given(data=st.data())
 def test_weights_per_chip_times_chips_cover_the_model(model, data):
     """Sharding never loses weights: memory_per_chip x chips >= total weight bytes; tp-only plans
-    with pp dividing the layers conserve them exactly; EP replicates only the non-expert part."""
+    with pp dividing the layers conserve them exactly; EP replicates only the non-expert part, and
+    redundant expert copies add (E + r)/E of the routed experts."""
     m = get_model(model)
     plan = data.draw(st.sampled_from(PLANS[model]))
     held = float(memory_per_chip(m, plan, batch=0.0, context=0.0)) * plan.chips
     w = m.weight_bytes()
     assert held >= w.total * (1 - 1e-12)
     if m.n_layers % plan.pp == 0:
-        assert held == pytest.approx(plan.ep * w.non_expert + w.routed_experts, rel=1e-12)
+        copies = (m.moe.n_routed + plan.redundant_experts) / m.moe.n_routed if m.is_moe else 1.0
+        assert held == pytest.approx(plan.ep * w.non_expert + copies * w.routed_experts, rel=1e-12)
+
+
+MOE_PLANS = [("deepseek-v3", "gb200-nvl72", p) for p in (Plan(tp=8), Plan(tp=8, ep=8), Plan(ep=64),
+                                                        Plan(tp=8, adp=8, ep=64), Plan(ep=72, redundant_experts=32))]
+MOE_PLANS += [("qwen3-30b-a3b", "hgx-h100", p) for p in (Plan(ep=8), Plan(tp=2, ep=4), Plan(tp=8, ep=8, adp=1))]
+
+
+@pytest.mark.parametrize("deployment", MOE_PLANS, ids=[f"{m}:{p.label()}" for m, _, p in MOE_PLANS])
+@FAST
+@given(bs=st.lists(st.integers(min_value=1, max_value=20_000), min_size=2, max_size=6, unique=True))
+def test_critical_chip_reads_at_least_the_mean_and_grow_with_batch(deployment, bs):
+    """Issue 18: the busiest expert group's chip reads at least the mean chip's weights (equal when
+    one group holds every expert, ep 1), and both grow with the batch."""
+    dep = _dep(*deployment)
+    b = np.asarray(sorted(bs), dtype=float)
+    r = decode_of(dep, batch=b, context=1000.0)
+    busiest = np.asarray(r.weight_bytes_per_chip, dtype=float)
+    mean = np.asarray(r.weight_bytes, dtype=float) / dep.plan.chips
+    assert np.all(busiest >= mean * (1 - 1e-12))
+    if dep.plan.ep == 1:
+        assert np.allclose(busiest, mean, rtol=1e-12)
+    assert np.all(np.diff(busiest) >= -1e-9 * busiest[1:]) and np.all(np.diff(mean) >= -1e-9 * mean[1:])
+    assert np.all(np.asarray(r.expert_load_factor) >= 1 - 1e-12)
 
 
 @FAST

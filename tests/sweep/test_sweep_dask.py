@@ -123,3 +123,17 @@ def test_a_worker_killed_mid_sweep_loses_and_duplicates_nothing(work, reference,
     assert len(np.unique(ids)) == len(ids) == work.points
     assert run.rows_written == work.points
     _same_bits(t, reference)
+
+
+def test_workers_write_their_own_parts(work, reference, cluster, tmp_path, monkeypatch):
+    """With ``workers_write`` the analytic parts are written by the workers: this process writes
+    only the simulation parts (whose bytes still come back), and the rows are the same."""
+    from llmecon.sweep import runner
+
+    written_here = []
+    real = runner.write_part
+    monkeypatch.setattr(runner, "write_part", lambda out, cid, data: (written_here.append(cid), real(out, cid, data)))
+    out = tmp_path / "own.parquet"
+    run_sweep(work, out, scheduler=cluster.scheduler_address, workers_write=True)
+    _same_bits(pq.read_table(out), reference)
+    assert set(written_here) == {c.id for c in work.chunks if c.scenario >= 0}

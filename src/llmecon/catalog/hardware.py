@@ -19,7 +19,7 @@ from importlib import resources
 
 from .. import units
 from ..errors import CatalogError, LlmeconError, did_you_mean, require_whole, unknown_name
-from ..spec.hardware import TIER_KINDS, Accelerator, Link, MemoryTier, System
+from ..spec.hardware import TIER_KINDS, TOPOLOGIES, Accelerator, Link, MemoryTier, System
 from ._strict import check_keys, iso_date, read_toml as _read_toml, text as _text
 
 PEAK_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "fp4")
@@ -27,11 +27,12 @@ STATUSES = ("datasheet", "announced", "mixed")
 
 _ACCELERATOR_KEYS = dict(
     required=("vendor", "peak_flops", "hbm_capacity", "hbm_bandwidth", "status", "source", "as_of"),
-    optional=("power", "notes"),
+    optional=("power", "notes", "peak_unpublished"),
 )
 _SYSTEM_KEYS = dict(required=("accelerator", "chips", "description", "source", "as_of"),
                     optional=("scale_up", "scale_out", "tiers"))
-_LINK_KEYS = dict(required=("bandwidth", "latency", "source"), optional=("name", "in_switch_reduction"))
+_LINK_KEYS = dict(required=("bandwidth", "latency", "source"),
+                  optional=("name", "in_switch_reduction", "topology", "torus_dims"))
 # Tier status words of shared/reference/memory_tiers.yaml: verified (vendor's own document), secondary
 # (third-party material quoting the vendor), derived (arithmetic on those), assumed (a stated guess).
 TIER_STATUSES = ("verified", "secondary", "derived", "assumed")
@@ -74,6 +75,24 @@ def _peaks(entry: Mapping, where: str) -> dict[str, float]:
     return {dtype: _quantity(table, dtype, "flops_per_s", f"{where} peak_flops") for dtype in table}
 
 
+def _unpublished(entry: Mapping, where: str) -> dict[str, str]:
+    """``peak_unpublished = { dtype = "why no source states it" }``: formats the chip runs whose dense
+    peak is not published; a matmul that would run at one is refused naming the missing figure."""
+    table = entry.get("peak_unpublished", {})
+    if not isinstance(table, Mapping):
+        raise CatalogError(f"{where} peak_unpublished: expected a table of dtype = \"why no source states it\", "
+                           f"got {table!r}")
+    for dtype, why in table.items():
+        if dtype not in PEAK_DTYPES:
+            raise CatalogError(f"{where} peak_unpublished: unknown dtype '{dtype}'{did_you_mean(dtype, PEAK_DTYPES)}; "
+                               f"allowed: {', '.join(PEAK_DTYPES)}")
+        if not isinstance(why, str) or not why.strip():
+            raise CatalogError(f"{where} peak_unpublished.{dtype}: expected a non-empty reason (text), got {why!r}")
+        if dtype in entry["peak_flops"]:
+            raise CatalogError(f"{where} peak_unpublished.{dtype}: '{dtype}' also has a peak in peak_flops; keep one")
+    return dict(table)
+
+
 def load_accelerators(text: str, where: str = "accelerators.toml") -> dict[str, Accelerator]:
     """Parse accelerator tables from TOML ``text`` (``where`` names the file in errors)."""
     result = {}
@@ -96,6 +115,7 @@ def load_accelerators(text: str, where: str = "accelerators.toml") -> dict[str, 
                 source=_text(entry, "source", at),
                 as_of=_as_of(entry, at),
                 notes=_text(entry, "notes", at) if "notes" in entry else "",
+                unpublished_peaks=_unpublished(entry, at),
             )
         except CatalogError:
             raise
@@ -112,6 +132,18 @@ def _link(system: str, tier: str, entry: object, where: str) -> Link:
     in_switch = entry.get("in_switch_reduction", False)
     if not isinstance(in_switch, bool):
         raise CatalogError(f"{at} in_switch_reduction: expected true or false (a TOML boolean), got {in_switch!r}")
+    topology = _choice(entry, "topology", TOPOLOGIES, at) if "topology" in entry else "switch"
+    if tier != "scale_up" and "topology" in entry:
+        raise CatalogError(f"{at} topology: only a scale_up link has a topology (scale-out is a switched network); "
+                           f"drop it")
+    dims = entry.get("torus_dims", [])
+    if not isinstance(dims, list) or not all(isinstance(k, int) and not isinstance(k, bool) and k >= 2 for k in dims):
+        raise CatalogError(f"{at} torus_dims: expected a list of whole numbers >= 2 (chips per axis, e.g. [4, 4, 4]), "
+                           f"got {dims!r}")
+    if topology == "torus" and not dims:
+        raise CatalogError(f"{at} torus_dims: missing; a torus needs its chips per axis, e.g. torus_dims = [4, 4, 4]")
+    if topology != "torus" and dims:
+        raise CatalogError(f"{at} torus_dims: only a link with topology = \"torus\" has torus_dims")
     try:
         return Link(
             name=_text(entry, "name", at) if "name" in entry else f"{system} {tier}",
@@ -119,6 +151,8 @@ def _link(system: str, tier: str, entry: object, where: str) -> Link:
             latency_s=_quantity(entry, "latency", "s", at),
             source=_text(entry, "source", at),
             in_switch_reduction=in_switch,
+            topology=topology,
+            torus_dims=tuple(dims),
         )
     except CatalogError:
         raise

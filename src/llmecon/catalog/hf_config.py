@@ -20,6 +20,8 @@ from pathlib import Path
 
 from ..errors import CatalogError, SpecError
 from ..spec.model import Attention, Model, MoE
+from .hf_formats import check_refused, is_cosmetic, sibling_quant_config, vision_tower_params, weight_dtypes
+from .hf_layers import block_sparse_index, layer_attention, mtp_layers, read_structure
 
 # Per-architecture facts that are not config fields (transformers modeling code / model cards).
 _LLAMA = {"gated": True, "norm": "rms", "norms_per_layer": 2, "tie": False}
@@ -54,6 +56,26 @@ FAMILIES: dict[str, dict] = {
     # Linear biased, tied embeddings (GPT2Config, transformers gpt2/modeling_gpt2.py).
     "GPT2LMHeadModel": {"gated": False, "norm": "layer", "norms_per_layer": 2, "tie": True, "qkv_bias": True,
                         "o_bias": True, "ffn_bias": True, "ffn_width_default_mult": 4, "learned_positions": True},
+    # Qwen3.5 / 3.6: Qwen3-Next layout (q/k norms, Gated DeltaNet linear layers from layer_types).
+    "Qwen3_5ForConditionalGeneration": {**_LLAMA, "qk_norm": True, "multimodal": "vision"},
+    "Qwen3_5MoeForConditionalGeneration": {**_LLAMA, "qk_norm": True, "multimodal": "vision"},
+    "Qwen3VLForConditionalGeneration": {**_LLAMA, "qk_norm": True, "multimodal": "vision"},
+    "Qwen3VLMoeForConditionalGeneration": {**_LLAMA, "qk_norm": True, "multimodal": "vision"},
+    # Nemotron-H / Nemotron-3: hybrid Mamba-2 / attention / MLP / MoE blocks, 2-matrix relu² MLPs,
+    # e_score_correction_bias on the router (transformers nemotron_h modeling).
+    "NemotronHForCausalLM": {**_LLAMA, "gated": False, "norms_per_layer": 1, "router_bias": True},
+    # Gemma 4: Gemma 3 layout; global layers have their own KV heads and head dim (K = V).
+    "Gemma4ForConditionalGeneration": {**_LLAMA, "norms_per_layer": 4, "qk_norm": True, "tie": True,
+                                       "multimodal": "vision and audio", "moe_plus_dense": True},
+    "MiMoV2FlashForCausalLM": {**_LLAMA, "router_bias": True},
+    "MiMoForCausalLM": _LLAMA,
+    "DeciLMForCausalLM": _LLAMA,
+    "KimiLinearForCausalLM": {**_LLAMA, "router_bias": True},
+    "MiniMaxM2ForCausalLM": {**_LLAMA, "qk_norm": True},
+    "MiniMaxM3ForCausalLM": {**_LLAMA, "qk_norm": True},
+    "MiniMaxM3SparseForCausalLM": {**_LLAMA, "qk_norm": True, "multimodal": "vision"},
+    "GlmMoeDsaForCausalLM": _LLAMA,
+    "Step3p7FlashForCausalLM": _LLAMA,
     "PhiForCausalLM": {"gated": False, "norm": "layer", "norms_per_layer": 1, "tie": False, "qkv_bias": True,
                        "o_bias": True, "ffn_bias": True, "lm_head_bias": True},
 }
@@ -71,6 +93,25 @@ USED_FIELDS = {
     "tie_word_embeddings", "attention_bias", "mlp_bias", "use_qk_norm", "qk_layernorm", "torch_dtype",
     "dtype", "quantization_config", "max_position_embeddings", "num_nextn_predict_layers", "topk_method",
     "text_config", "multi_query", "n_embd", "n_layer", "n_head", "n_inner", "n_positions",
+    # per-layer structure and hybrid layers (hf_layers.read_structure)
+    "hybrid_override_pattern", "layers_block_type", "mamba_num_heads", "mamba_head_dim", "n_groups",
+    "ssm_state_size", "conv_kernel", "use_conv_bias", "use_bias", "mamba_proj_bias", "expand",
+    "linear_num_value_heads", "linear_num_key_heads", "linear_key_head_dim", "linear_value_head_dim",
+    "linear_conv_kernel_dim", "full_attention_interval", "linear_attn_config", "hybrid_layer_pattern",
+    "block_configs", "mlp_layer_types", "indexer_types", "index_topk_freq", "index_skip_topk_offset",
+    "index_topk_pattern", "sparse_attention_config", "dense_intermediate_size", "attention_head_dim",
+    "swa_num_attention_heads", "swa_num_key_value_heads", "swa_head_dim", "swa_v_head_dim", "sliding_window_size",
+    "add_swa_attention_sink_bias", "add_full_attention_sink_bias", "global_head_dim", "num_global_key_value_heads",
+    "attention_k_eq_v", "attn_output_gate", "attention_output_gate", "mla_use_output_gate", "qk_head_dim",
+    "hidden_size_per_layer_input", "vocab_size_per_layer_input", "num_kv_shared_layers", "use_double_wide_mlp",
+    # MoE variants
+    "num_experts_per_token", "top_k_experts", "num_shared_experts", "moe_shared_expert_intermediate_size",
+    "shared_intermediate_size", "share_expert_dim", "moe_latent_size", "routed_expert_hidden_size",
+    "latent_moe_use_norm", "use_routing_bias", "use_moe_router_bias", "enable_moe_block", "expert_intermediate_size",
+    # multi-token prediction modules
+    "mtp_num_hidden_layers", "mtp_use_dedicated_embeddings", "mtp_hybrid_override_pattern", "mtp_layers_block_type",
+    "num_mtp_modules", "mtp_transformer_layers", "use_mtp", "attn_type_list", "qkv_bias",
+    "mamba_ssm_cache_dtype", "mamba_ssm_dtype",
 }
 # Fields known to exist and known not to change counts, bytes or FLOPs.
 IGNORED_FIELDS = {
@@ -91,7 +132,6 @@ IGNORED_FIELDS = {
     "summary_first_dropout", "summary_proj_to_labels", "summary_type", "summary_use_proj", "scale_attn_weights",
     "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "task_specific_params",
 }
-_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
 
 # Plausibility bounds (issue 19): a config whose sizes no model could have (hidden_size 1e30) is refused
 # rather than carried into step times of 1e40 s. Each bound is >= 10x the largest published value we know
@@ -115,7 +155,7 @@ def load_config_file(path: str | Path, *, name: str | None = None) -> Model:
                      fix="give a config.json path or a catalogue name (llmecon catalog models)")
     config = parse_json(text, str(path))
     return model_from_hf_config(config, name=name or path.stem if path.stem != "config" else path.parent.name,
-                                where=str(path))
+                                where=str(path), hf_quant=sibling_quant_config(path))
 
 
 class _Fields:
@@ -173,6 +213,9 @@ def _flatten(config: Mapping, where: str) -> dict:
 
 
 def _check_unknown(flat: Mapping, where: str) -> tuple[str, ...]:
+    """Cosmetic keys (``hf_layers.COSMETIC_FIELDS`` / ``COSMETIC_PATTERNS``) are ignored and listed;
+    a near miss of a read key is a typo ("did you mean"); any other unknown key may change the
+    math and is refused, naming it."""
     known = USED_FIELDS | IGNORED_FIELDS
     unknown = []
     for key in flat:
@@ -181,15 +224,34 @@ def _check_unknown(flat: Mapping, where: str) -> tuple[str, ...]:
         close = difflib.get_close_matches(key, sorted(USED_FIELDS), n=1, cutoff=0.88)
         if close:
             raise CatalogError(f"{where}: unknown field '{key}' (did you mean '{close[0]}'?); fix the name")
+        if not is_cosmetic(key):
+            raise CatalogError(f"{where}: unknown field '{key}' may change parameters, bytes or FLOPs and is not "
+                               "read; remove it if it does not (or add it to hf_layers.COSMETIC_FIELDS with why)")
         unknown.append(key)
+    check_refused(flat, where)
     return tuple(sorted(unknown))
 
 
+# Architectures whose config defines layers this spec cannot yet represent: the missing fact is named.
+UNMODELLED = {
+    "DeepseekV4ForCausalLM": (
+        "DeepSeek-V4 attention is not modelled: compress_ratios (per-layer KV compression 4 or 128 beside a "
+        "sliding_window of raw tokens), o_lora_rank/o_groups (grouped low-rank output projection), hc_mult "
+        "(hyper-connections: 4 residual streams) and num_hash_layers (hash-routed MoE layers) are in the config, "
+        "but the compressor's and indexer's weight shapes and which layers carry an indexer are not; they are "
+        "defined only by DeepSeek's inference code"),
+}
+
+
 def model_from_hf_config(config: Mapping, *, name: str = "custom", where: str | None = None,
-                         source: str = "") -> Model:
-    """Build a ``Model`` from a parsed config.json mapping."""
+                         source: str = "", hf_quant: Mapping | None = None) -> Model:
+    """Build a ``Model`` from a parsed config.json mapping (and, when given, the parsed
+    ``hf_quant_config.json`` published beside it)."""
     where = where or f"config for {name}"
     flat = _flatten(config, where)
+    arch_list = flat.get("architectures") if isinstance(flat.get("architectures"), list) else []
+    if arch_list and arch_list[0] in UNMODELLED:
+        raise CatalogError(f"{where}: {UNMODELLED[arch_list[0]]}; no model is read")
     unrecognized = _check_unknown(flat, where)
     f = _Fields(flat, where)
     assumptions: list[str] = []
@@ -204,7 +266,13 @@ def model_from_hf_config(config: Mapping, *, name: str = "custom", where: str | 
     defaults = family.get("defaults", {})
 
     d = f.get("hidden_size", int, required=True, minimum=1)
+    if not f.has("num_hidden_layers") and isinstance(flat.get("layers_block_type"), list):
+        flat["num_hidden_layers"] = len(flat["layers_block_type"])
+        assumptions.append(f"num_hidden_layers absent: {flat['num_hidden_layers']} = entries of layers_block_type")
     n_layers = f.get("num_hidden_layers", int, required=True, minimum=1)
+    if f.has("attn_type_list") and set(f.get("attn_type_list", list)) != {1}:
+        raise CatalogError(f"{where}: attn_type_list has entries other than 1 (softmax attention); MiniMax "
+                           "lightning (linear) attention layers are not modelled")
     n_heads = f.get("num_attention_heads", int, required=True, minimum=1)
     vocab = f.get("vocab_size", int, minimum=1)
     if vocab is None:
@@ -225,9 +293,25 @@ def model_from_hf_config(config: Mapping, *, name: str = "custom", where: str | 
     if family.get("learned_positions"):
         positions = f.get("max_position_embeddings", int, default=0) or 0
         assumptions.append(f"learned position embeddings ({positions}·{d} parameters) not counted")
-    if dense_width is None and moe_mask.count(False):
+    if dense_width is None and moe_mask.count(False) and not (f.has("block_configs") or f.has("dense_intermediate_size")
+                                                              or f.has("hybrid_override_pattern")
+                                                              or f.has("layers_block_type")):
         raise CatalogError(f"{where}: missing required field 'intermediate_size' (FFN width of dense layers)")
 
+    if dense_width is None and f.has("dense_intermediate_size"):
+        dense_width = f.get("dense_intermediate_size", int, minimum=1)
+    structure = read_structure(f, n_layers=n_layers, d=d, attention=attention, windows=windows, moe_mask=moe_mask,
+                               dense_width=dense_width, where=where, assumptions=assumptions)
+    if family.get("moe_plus_dense") and moe is not None:
+        # Gemma 4 MoE: every layer runs its dense MLP (intermediate_size) and the MoE block side by side
+        structure["layer_ffn_dims"] = (dense_width or 0,) * n_layers
+        assumptions.append("MoE layers also run a dense MLP of intermediate_size in parallel (Gemma 4)")
+    attention, local = layer_attention(f, attention, structure, where)
+    encoder = vision_tower_params(config.get("vision_config") if isinstance(config, Mapping) else None)
+    if family.get("multimodal") or encoder:
+        assumptions.append(f"the {family.get('multimodal', 'vision')} encoder is not in the totals: llmecon costs the "
+                           f"language model a request runs through; estimated vision tower {encoder / 1e9:.2f}B "
+                           "(Model.encoder_params; published sizes may include it)")
     tie = f.get("tie_word_embeddings", bool)
     if tie is None:
         tie = family["tie"]
@@ -236,18 +320,20 @@ def model_from_hf_config(config: Mapping, *, name: str = "custom", where: str | 
         else:
             assumptions.append(f"tie_word_embeddings absent: assumed {tie}")
 
-    weight_dtype, expert_dtype = _weight_dtypes(f, where, assumptions)
+    weight_dtype, expert_dtype, ffn_dtype = weight_dtypes(f, where, assumptions, hf_quant, moe is not None)
     mlp_bias = bool(f.get("mlp_bias", bool, default=False))
+    structure.pop("decilm_kv_heads", None)
+    norms = structure.pop("norms_per_layer", family["norms_per_layer"])
     return Model(
         name=name, d_model=d, n_layers=n_layers, vocab_size=vocab, attention=attention,
         dense_ffn_dim=dense_width or 0, ffn_gated=family["gated"],
-        ffn_bias=family.get("ffn_bias", False) or mlp_bias, moe=moe, moe_layers=tuple(moe_mask),
-        layer_windows=tuple(windows), tie_embeddings=tie, norm=family["norm"],
-        norms_per_layer=family["norms_per_layer"], lm_head_bias=family.get("lm_head_bias", False),
-        weight_dtype=weight_dtype, expert_weight_dtype=expert_dtype,
+        ffn_bias=family.get("ffn_bias", False) or mlp_bias, moe=moe, **structure, local_attention=local,
+        tie_embeddings=tie, norm=family["norm"],
+        norms_per_layer=norms, lm_head_bias=family.get("lm_head_bias", False),
+        weight_dtype=weight_dtype, expert_weight_dtype=expert_dtype, ffn_weight_dtype=ffn_dtype,
         max_context=f.get("max_position_embeddings", int, default=0) or 0, source=source,
         assumptions=tuple(assumptions), unrecognized_fields=unrecognized,
-        extra_layers_not_counted=f.get("num_nextn_predict_layers", int, default=0) or 0,
+        extra_layers_not_counted=mtp_layers(f, where, assumptions), encoder_params=encoder,
     )
 
 
@@ -255,6 +341,8 @@ def _attention(f: _Fields, family: dict, defaults: dict, d: int, n_heads: int, w
                assumptions: list[str]) -> Attention:
     bias = f.get("attention_bias", bool)
     qkv_bias = family.get("qkv_bias", False) if bias is None else bias
+    if f.has("qkv_bias"):
+        qkv_bias = f.get("qkv_bias", bool)
     o_bias = family.get("o_bias", False) if bias is None else (bias and family.get("o_bias", True))
     qk_field = family.get("qk_norm_field")
     if qk_field:
@@ -271,9 +359,13 @@ def _attention(f: _Fields, family: dict, defaults: dict, d: int, n_heads: int, w
             index = {"index_n_heads": f.get("index_n_heads", int, required=True, minimum=1),
                      "index_head_dim": f.get("index_head_dim", int, required=True, minimum=1),
                      "index_topk": f.get("index_topk", int, required=True, minimum=1)}
+        if f.has("qk_head_dim") and f.get("qk_head_dim", int) != nope + rope:
+            raise CatalogError(f"{where}: qk_head_dim ({f.get('qk_head_dim', int)}) must equal qk_nope_head_dim + "
+                               f"qk_rope_head_dim ({nope + rope})")
         return Attention(kind="mla", n_heads=n_heads, n_kv_heads=1, head_dim=nope + rope, v_head_dim=v,
                          q_lora_rank=f.get("q_lora_rank", int, default=0, minimum=0) or 0,
                          kv_lora_rank=f.get("kv_lora_rank", int, minimum=1), qk_rope_head_dim=rope,
+                         output_gate=f.get("mla_use_output_gate", bool, default=False),
                          **index, **{**common, "qkv_bias": False, "o_bias": False, "qk_norm": False})
     n_kv = 1 if f.get("multi_query", bool, default=False) else f.get("num_key_value_heads", int, default=n_heads,
                                                                         minimum=1)
@@ -287,36 +379,50 @@ def _attention(f: _Fields, family: dict, defaults: dict, d: int, n_heads: int, w
                             "and no head_dim is given; add head_dim")
         head_dim = d // n_heads
     kind = "mha" if n_kv == n_heads else ("mqa" if n_kv == 1 else "gqa")
-    return Attention(kind=kind, n_heads=n_heads, n_kv_heads=n_kv, head_dim=head_dim, v_head_dim=head_dim, **common)
+    gate = bool(f.get("attn_output_gate", bool, default=False) or f.get("attention_output_gate", bool, default=False))
+    return Attention(kind=kind, n_heads=n_heads, n_kv_heads=n_kv, head_dim=head_dim, output_gate=gate,
+                     v_head_dim=f.get("v_head_dim", int, default=head_dim, minimum=1),
+                     **block_sparse_index(f, where, assumptions), **common)
 
 
 def _moe(f: _Fields, family: dict, defaults: dict, n_layers: int, where: str,
          assumptions: list[str]) -> tuple[MoE | None, list[bool]]:
     n_routed = f.first(("n_routed_experts", "num_local_experts", "num_experts"), int, minimum=0)
-    if not n_routed:
+    if not n_routed or f.get("enable_moe_block", bool, default=True) is False:
         return None, [False] * n_layers
-    top_k = f.first(("num_experts_per_tok", "experts_per_token"), int, minimum=1)
+    top_k = f.first(("num_experts_per_tok", "experts_per_token", "num_experts_per_token", "top_k_experts"), int,
+                    minimum=1)
     if top_k is None:
         raise CatalogError(f"{where}: MoE config ({n_routed} experts) is missing 'num_experts_per_tok'")
     width = f.first(("moe_intermediate_size", "intermediate_size"), int, minimum=1)
     if width is None:
         raise CatalogError(f"{where}: MoE config is missing 'moe_intermediate_size' or 'intermediate_size'")
-    n_shared = f.get("n_shared_experts", int, default=None, minimum=0)
-    shared_width = 0
-    if n_shared is None and f.has("shared_expert_intermediate_size"):
-        n_shared, shared_width = 1, f.get("shared_expert_intermediate_size", int, minimum=1)
+    n_shared = f.first(("n_shared_experts", "num_shared_experts"), int, minimum=0)
+    shared_width = f.first(("shared_expert_intermediate_size", "moe_shared_expert_intermediate_size",
+                            "shared_intermediate_size", "share_expert_dim"), int, minimum=0)
+    if shared_width == 0:  # Qwen3-Coder-480B: shared_expert_intermediate_size 0 = no shared expert
+        n_shared, shared_width = 0, 0
+    elif n_shared is None and shared_width:
+        n_shared = 1
+    shared_width = shared_width or 0
     if n_shared is None:
         n_shared = family.get("shared_experts", 0)
         if n_shared:
             assumptions.append(f"{n_shared} always-on shared expert per MoE layer (hard-coded in the modeling "
                                "code, no config field)")
-    router_bias = family.get("router_bias", False) or f.get("topk_method", str, default="") == "noaux_tc"
+    router_bias = (family.get("router_bias", False) or f.get("topk_method", str, default="") == "noaux_tc"
+                   or f.get("use_routing_bias", bool, default=False)
+                   or f.get("use_moe_router_bias", bool, default=False))
+    latent = f.first(("moe_latent_size", "routed_expert_hidden_size"), int, minimum=1) or 0
     moe = MoE(n_routed=n_routed, top_k=top_k, expert_ffn_dim=width, n_shared=n_shared, shared_ffn_dim=shared_width,
-              router_bias=router_bias, expert_bias=family.get("expert_bias", False))
+              router_bias=router_bias, expert_bias=family.get("expert_bias", False), latent_dim=latent,
+              latent_norm=bool(latent and f.get("latent_moe_use_norm", bool, default=False)))
     return moe, _moe_mask(f, defaults, n_layers, where, assumptions)
 
 
 def _moe_mask(f: _Fields, defaults: dict, n_layers: int, where: str, assumptions: list[str]) -> list[bool]:
+    if isinstance(f.config.get("moe_layer_freq"), list):
+        return [True] * n_layers  # a per-layer list: read by hf_layers.read_structure
     if f.has("first_k_dense_replace") or f.has("moe_layer_freq"):
         # DeepSeek modeling: MoE iff layer >= first_k_dense_replace and layer % moe_layer_freq == 0
         first = f.get("first_k_dense_replace", int, default=0, minimum=0)
@@ -356,12 +462,23 @@ def _windows(f: _Fields, family: dict, defaults: dict, n_layers: int, where: str
                 if window is None:
                     raise CatalogError(f"{where}: layer_types[{i}] is sliding_attention but 'sliding_window' is unset")
                 out.append(window)
+            elif t in ("linear_attention", "deepseek_sparse_attention"):
+                out.append(0)  # linear layers hold no window; DSA layers attend the full context
             elif t == "chunked_attention":
                 out.append(f.get("attention_chunk_size", int, required=True, minimum=1))
             else:
-                raise CatalogError(f"{where}: layer_types[{i}] = {t!r} is not full_attention, sliding_attention "
-                                   "or chunked_attention")
+                raise CatalogError(f"{where}: layer_types[{i}] = {t!r} is not full_attention, sliding_attention, "
+                                   "chunked_attention, linear_attention or deepseek_sparse_attention")
         return out
+    if f.has("hybrid_layer_pattern"):
+        # MiMo-V2: 1 = sliding-window layer (its own swa_* heads), 0 = full attention
+        pattern = f.get("hybrid_layer_pattern", list)
+        if len(pattern) != n_layers or any(p not in (0, 1) for p in pattern):
+            raise CatalogError(f"{where}: field 'hybrid_layer_pattern' must list 0 or 1 for each of {n_layers} layers")
+        size = f.first(("sliding_window_size", "sliding_window"), int, minimum=1)
+        if size is None and any(pattern):
+            raise CatalogError(f"{where}: hybrid_layer_pattern marks sliding layers but 'sliding_window' is unset")
+        return [size if p else 0 for p in pattern]
     if f.has("attention_chunk_size"):
         # Llama 4 iRoPE: RoPE layers use chunked local attention; every no_rope_layer_interval-th
         # layer is a global NoPE layer. KV held is bounded by the chunk (an upper bound: a chunk
@@ -382,21 +499,3 @@ def _windows(f: _Fields, family: dict, defaults: dict, n_layers: int, where: str
     if pattern:
         return [0 if (i + 1) % pattern == 0 else window for i in range(n_layers)]
     return [window] * n_layers
-
-
-def _weight_dtypes(f: _Fields, where: str, assumptions: list[str]) -> tuple[str, str]:
-    quant = f.get("quantization_config", dict, default={})
-    method = str(quant.get("quant_method", "")).lower()
-    raw = f.first(("torch_dtype", "dtype"), str)
-    base = _DTYPES.get(raw or "", None)
-    if base is None:
-        base = "bf16"
-        assumptions.append(f"torch_dtype {'absent' if raw is None else repr(raw)}: weights taken as bf16")
-    if method == "fp8":
-        return "fp8", "fp8"
-    if method == "mxfp4":
-        # gpt-oss: modules_to_not_convert keeps attention, router, embeddings, head in bf16.
-        return base, "mxfp4"
-    if method:
-        assumptions.append(f"quantization_config quant_method '{method}' not modelled: weights taken as {base}")
-    return base, base

@@ -16,13 +16,32 @@ def flag(field: str) -> str:
     return field if field.startswith("-") else "--" + field.replace("_", "-")
 
 
-def build_app():
-    """The typer app with every command registered (each command module decorates ``options.app``)."""
+# the command modules that register each top-level command (tests/cli/test_lazy_commands.py checks it
+# against the full registration); ``main`` imports only the invoked command's, so that one command
+# does not pay for the imports and the parameter building of all the others
+COMMANDS = {"analyze": ("analyze",), "step": ("analyze",), "batch": ("analyze",), "model": ("analyze",),
+            "catalog": ("analyze", "context"), "context": ("context",), "cost": ("context",), "cache": ("context",),
+            "prices": ("context",), "simulate": ("serving",), "train": ("training",), "overtrain": ("training",),
+            "moe": ("moe",), "plan": ("plan",), "measure": ("measure",), "sweep": ("sweep",),
+            "predict": ("fidelity",), "calibrate": ("fidelity",), "validate": ("fidelity",), "web": ("web",),
+            "lecture": ("lecture",)}
+
+
+def _invoked(argv) -> str | None:
+    """The command word of ``argv`` (its first argument not starting with '-'), or None."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def build_app(argv: list[str] | None = None):
+    """The typer app with the command modules registered (each decorates ``options.app``): only
+    those of the command ``argv`` invokes when it names a known one, else all (help, no command, a
+    misspelt one: typer then lists every command or suggests the nearest)."""
     import importlib
 
     from .options import app
 
-    for name in COMMAND_MODULES:
+    names = COMMANDS.get(_invoked(argv or []), COMMAND_MODULES) if argv is not None else COMMAND_MODULES
+    for name in names:
         importlib.import_module(f".{name}", __name__)
     return app
 
@@ -75,8 +94,9 @@ def _one_line(message: str) -> None:
     typer.echo(f"error: {' '.join(message.split())}", err=True)
 
 
-def command():
-    """The click command behind ``llmecon``: every command registered, float options finite, and
+def command(argv: list[str] | None = None):
+    """The click command behind ``llmecon`` (the modules ``argv`` needs registered, all without it), its
+    options hardened (``_harden``), and
     bad input as one line and exit 2 (``LlmeconError``; ``OSError`` on a path the user gave;
     ``MemoryError`` from sizes past what the machine holds). ``main`` runs it; tests drive it with
     ``typer.testing.CliRunner`` as a user does."""
@@ -84,7 +104,7 @@ def command():
 
     from ..errors import LlmeconError
 
-    cmd = typer.main.get_command(build_app())
+    cmd = typer.main.get_command(build_app(argv))
     _harden(cmd)
     invoke = cmd.invoke
 
@@ -105,5 +125,8 @@ def command():
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: run the app, turning bad input into one line and exit code 2."""
-    command().main(args=argv, prog_name="llmecon", standalone_mode=True)
+    """Entry point: run the app (only the invoked command's module registered, ``build_app``), turning
+    bad input into one line and exit code 2."""
+    import sys
+
+    command(sys.argv[1:] if argv is None else argv).main(args=argv, prog_name="llmecon", standalone_mode=True)

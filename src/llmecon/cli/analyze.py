@@ -8,8 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, AdpOpt, EpOpt, JsonOpt, KvDtypeOpt, Mode, ModeOpt, ModelOpt,
-                      Phase, PpOpt, ProfileOpt, SystemOpt, TpOpt, WeightDtypeOpt, _check_plot_path, _console,
-                      _deployment, _emit_json, _kv_table, app, catalog_app)
+                      Phase, PpOpt, ProfileOpt, RedundantOpt, SystemOpt, TpOpt, WeightDtypeOpt, _check_plot_path,
+                      _console, _deployment, _emit_json, _kv_table, app, catalog_app)
 
 
 @app.command()
@@ -19,7 +19,8 @@ def analyze(
     batch: Annotated[Optional[float], typer.Option("--batch", "-b", help="Batch to show (default: min(balance "
                                                                          "batch, memory limit)).")] = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, adp: AdpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None,
+    pp: PpOpt = None, adp: AdpOpt = None, redundant_experts: RedundantOpt = None, mode: ModeOpt = Mode.ideal,
+    profile: ProfileOpt = None,
     as_json: JsonOpt = False,
     report: Annotated[Optional[str], typer.Option("--report", help="Also write a self-contained HTML report "
                                                                    "(headline numbers, figures, assumptions).")] = None,
@@ -33,7 +34,8 @@ def analyze(
     from ..report.html import check_html_path
 
     report_path = check_html_path(report, "--report") if report is not None else None
-    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, adp=adp, profile=profile)
+    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, adp=adp, profile=profile,
+                      redundant_experts=redundant_experts)
     a = analyze_deployment(dep, context=context, batch=batch)
     e = a.economics
     if report_path is not None:
@@ -61,9 +63,9 @@ def _print_bounds(console, e) -> None:
     console.print("[bold cyan]bound by batch[/bold cyan]  " + "; ".join(spans))
 
 
-def _chosen_plan(dep, tp, ep, pp, adp) -> str | None:
+def _chosen_plan(dep, tp, ep, pp, adp, redundant_experts) -> str | None:
     """The line saying the plan was picked for the user (no --tp/--ep/--pp/--adp given), as analyze does."""
-    if (tp, ep, pp, adp) != (None, None, None, None):
+    if (tp, ep, pp, adp) != (None, None, None, None) or redundant_experts:
         return None
     return (f"{dep.plan.label()}: the smallest that holds the weights in half of HBM (chosen for you; "
             "give --tp/--ep/--pp to choose)")
@@ -78,7 +80,8 @@ def step(
     context: Annotated[float, typer.Option("--context", "-L", help="decode: cached tokens attended; prefill: "
                                                                    "prompt tokens.")] = 4096,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, adp: AdpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None,
+    pp: PpOpt = None, adp: AdpOpt = None, redundant_experts: RedundantOpt = None, mode: ModeOpt = Mode.ideal,
+    profile: ProfileOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Time of one decode or prefill step, and which of compute, memory or communication binds.
@@ -90,8 +93,9 @@ def step(
     from ..report.analyze import step_dict
     from ..units import fmt_bytes, fmt_seconds
 
-    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, adp=adp, profile=profile)
-    chosen = _chosen_plan(dep, tp, ep, pp, adp)
+    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, adp=adp, profile=profile,
+                      redundant_experts=redundant_experts)
+    chosen = _chosen_plan(dep, tp, ep, pp, adp, redundant_experts)
     if phase is Phase.decode:
         result = decode_of(dep, batch=batch, context=context)
     else:
@@ -112,9 +116,14 @@ def step(
     rows += [("step time", f"{fmt_seconds(d['step_s'])} ({d['bound']}-bound); " + (
                 "kernel classes in sequence, communication not overlapped" if calibrated
                 else f"no overlap: {fmt_seconds(d['upper_s'])}")),
+            *([("TTFT", f"{fmt_seconds(d['latency_s'])}: the step plus the pipeline fill of pp {dep.plan.pp} "
+                        "((2pp-1)/pp of it), no queueing")] if d["latency_s"] != d["step_s"] else []),
             ("throughput", f"{d['tokens_per_s']:,.0f} tokens/s"),
             ("traffic", f"weights {fmt_bytes(d['weight_bytes'])}, KV {fmt_bytes(d['kv_bytes'])}, "
                         f"{d['flops']:.3g} FLOP (all chips)"),
+            ("critical chip", f"reads {fmt_bytes(d['weight_bytes_per_chip'])} of weights per step" + (
+                f"; its expert group computes {d['expert_load_factor']:.3g}x the mean group's token-expert pairs"
+                if dep.plan.ep > 1 else "")),
             ("memory per chip", f"{fmt_bytes(d['memory_per_chip_bytes'])} of {fmt_bytes(d['hbm_per_chip_bytes'])}")]
     _console().print(_kv_table("llmecon step", rows))
 
@@ -126,7 +135,8 @@ def batch_cmd(
     plot: Annotated[Optional[str], typer.Option("--plot", help="Write latency/cost-vs-batch figure (PNG/SVG/PDF).")]
     = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, adp: AdpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None,
+    pp: PpOpt = None, adp: AdpOpt = None, redundant_experts: RedundantOpt = None, mode: ModeOpt = Mode.ideal,
+    profile: ProfileOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Latency and cost per token against batch; balance batch, latency floor, drain time, and the
@@ -140,8 +150,9 @@ def batch_cmd(
 
     if plot:
         _check_plot_path(plot)
-    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, adp=adp, profile=profile)
-    chosen = _chosen_plan(dep, tp, ep, pp, adp)
+    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, adp=adp, profile=profile,
+                      redundant_experts=redundant_experts)
+    chosen = _chosen_plan(dep, tp, ep, pp, adp, redundant_experts)
     e = batch_economics(dep, context=context)
     if plot:
         plot_batch_curve(e.curve, dep, plot, economics=e)
@@ -193,14 +204,33 @@ def model_cmd(
             ("layers", f"{d['n_layers']} x d_model {d['d_model']}, vocab {d['vocab_size']:,}"),
             ("attention", f"{d['attention']}: {d['n_heads']} heads, {d['n_kv_heads']} KV heads, head dim "
                           f"{d['head_dim']}"),
-            ("KV per token", f"{fmt_bytes(d['kv_bytes_per_token'])} at {d['kv_dtype']}"),
+            ("KV per token", f"{fmt_bytes(d['kv_bytes_per_token'])} at {d['kv_dtype']} (attention layers)"),
+            ("state per sequence", f"{fmt_bytes(d['state_bytes_per_sequence'])} (linear/SSM layers, constant)"),
+            ("layer kinds", ", ".join(f"{k} {v}" for k, v in d["layers"].items() if v)),
             ("weights", f"{fmt_bytes(d['weight_bytes'])} at {d['weight_dtype']}"
                         + (f" (experts {d['expert_weight_dtype']})" if d['expert_weight_dtype'] != d['weight_dtype']
                            else ""))]
+    if "windowed_attention" in d:
+        w = d["windowed_attention"]
+        rows.append(("windowed attention", f"{w['kind']}: {w['n_heads']} heads, {w['n_kv_heads']} KV heads, head dim "
+                                           f"{w['head_dim']}"))
+    if "linear_mixer" in d:
+        lm = d["linear_mixer"]
+        rows.append(("linear mixer", f"{lm['kind']} in {lm['layers']} layers: {lm['n_heads']} heads x "
+                                     f"{lm['key_dim']}x{lm['value_dim']} state at {lm['state_dtype']} "
+                                     f"({fmt_bytes(lm['state_bytes_per_layer'])}/layer)"))
+    if d["kv_bytes_per_sequence_at_max_context"]:
+        rows.append(("KV+state at max context", f"{fmt_bytes(d['kv_bytes_per_sequence_at_max_context'])} per "
+                                                f"sequence ({d['max_context']:,} tokens)"))
     if m.is_moe:
         mo = d["moe"]
         rows.append(("MoE", f"{mo['routed_experts']} routed (top {mo['experts_per_token']}) + {mo['shared_experts']} "
-                            f"shared, in {mo['moe_layers']} of {d['n_layers']} layers"))
+                            f"shared, in {mo['moe_layers']} of {d['n_layers']} layers"
+                            + (f", latent {mo['latent_dim']}" if mo["latent_dim"] else "")))
+    if d["mtp_layers"]:
+        rows.append(("MTP modules", f"{d['mtp_layers']} ({fmt_params(d['mtp_params'])}, not in the totals)"))
+    if d["encoder_params"]:
+        rows.append(("vision encoder", f"~{fmt_params(d['encoder_params'])} (estimated, not in the totals)"))
     for comp, count in d["params_by_component"].items():
         if count and comp not in ("total", "active"):
             rows.append((f"  {comp}", fmt_params(count)))
@@ -228,7 +258,8 @@ def catalog_accelerators(as_json: JsonOpt = False) -> None:
     table = Table("name", "bf16", "fp8", "fp4", "HBM", "HBM BW", "FLOP/B", "drain", "status")
     for r in rows:
         peaks = r["peak_flops_per_s"]
-        table.add_row(r["name"], *(fmt_rate(peaks[k], "FLOP/s") if k in peaks else "-" for k in ("bf16", "fp8", "fp4")),
+        table.add_row(r["name"], *(fmt_rate(peaks[k], "FLOP/s") if k in peaks else
+                                   "unpublished" if k in r["unpublished_peaks"] else "-" for k in ("bf16", "fp8", "fp4")),
                       fmt_bytes(r["hbm_bytes"]), fmt_rate(r["hbm_bandwidth_bytes_per_s"]),
                       f"{r['flops_per_byte_bf16']:.0f}" if r["flops_per_byte_bf16"] else "-",
                       fmt_seconds(r["hbm_drain_s"]), r["status"])

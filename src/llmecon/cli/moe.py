@@ -60,9 +60,11 @@ def moe_cmd(
     dispatch_dtype: Annotated[str, typer.Option("--dispatch-dtype", help="Format of the all-to-all dispatch "
                                                                          "(fp8 as DeepSeek-V3, or bf16); the "
                                                                          "combine is bf16.")] = "fp8",
-    expert_imbalance: Annotated[float, typer.Option("--expert-imbalance", help="Hottest expert rank's tokens over "
-                                                                               "the mean (>= 1; 1 = uniform "
-                                                                               "routing).")] = 1.0,
+    expert_imbalance: Annotated[float, typer.Option("--expert-imbalance", help="Routing skew: the busiest expert "
+                                                                               "group's tokens over what uniform "
+                                                                               "routing gives it (>= 1; 1 = uniform; "
+                                                                               "scales its reads, FLOPs and "
+                                                                               "all-to-all).")] = 1.0,
     max_ep: Annotated[int, typer.Option("--max-ep", help="Largest expert-parallel group to sweep.")] = 1024,
     law: Annotated[Optional[str], typer.Option("--law", help="Routed scaling-law coefficient file (TOML, "
                                                              "docs/routed_scaling.md); default: the lecture's "
@@ -117,6 +119,8 @@ def _print_sparsity(console, r) -> None:
                        f"S = total/active = {r.sparsity:.2f}"),
         ("routed experts", f"{r.expert_weight_fraction:.1%} of the weight bytes"),
         ("experts touched", f"by a batch of tokens: {touched}"),
+        (f"busiest ep{r.pp_ep} group", "experts read per MoE layer, busiest / mean group, by a batch of tokens: "
+         + ", ".join(f"{b:,}: {r.busiest_experts[b]:.3g} / {r.mean_experts[b]:.3g}" for b in r.busiest_experts)),
         ("balance batch", f"{r.balance_batch:,.0f} sequences (SPEC A3: weights amortised, KV ignored)")]))
 
 
@@ -128,22 +132,25 @@ def _print_ep(console, r, system, *, default_batch: bool) -> None:
 
     how = " (default: B*/8, capped so KV fills at most half of HBM)" if default_batch else ""
     console.print()
-    table = Table("ep", "chips", "domains", "all-to-all tier", "fits", "weights/chip", "all-to-all", "step",
-                  "bound", "chip-µs/token",
+    table = Table("ep", "chips", "domains", "all-to-all tier", "fits", "weights/chip", "experts read", "all-to-all",
+                  "step", "bound", "chip-µs/token",
                   title=f"Expert parallelism at B = {r.batch_per_chip:,.0f} per chip{how}, context "
                         f"{r.context:,.0f}, dispatch {r.dispatch_dtype}, imbalance {r.expert_imbalance:g}",
                   title_justify="left")
     for row in r.ep_rows:
-        table.add_row(str(row.ep), str(row.chips), str(row.domains), tier_label(row.tier),
+        table.add_row(row.label[2:], str(row.chips), str(row.domains), tier_label(row.tier),
                       "yes" if row.fits else "no", fmt_bytes(row.weights_per_chip_bytes),
+                      f"{row.busiest_experts:.3g} / {row.mean_experts:.3g}",
                       fmt_seconds(row.all_to_all_s) if row.all_to_all_s else "-", fmt_seconds(row.step_s),
                       row.bound, f"{row.chip_s_per_token * 1e6:,.1f}", style=None if row.fits else "dim")
     console.print(table)
     domain = "" if f"{system.chips}-chip" in r.ep_limit_note else f" (scale-up domain: {system.chips} chips)"
+    console.print("experts read: per MoE layer and step, by the busiest expert group (which every layer waits "
+                  "for) / the mean group; ep N+r: r redundant expert copies fill the groups")
     console.print(f"[bold cyan]EP verdict[/bold cyan]  {r.ep_limit_note}{domain}")
     if r.ep_best is not None:
         best = next(row for row in r.ep_rows if row.ep == r.ep_best)
-        console.print(f"[bold cyan]best EP[/bold cyan]  ep{best.ep}: {best.chip_s_per_token * 1e6:,.1f} chip-µs "
+        console.print(f"[bold cyan]best EP[/bold cyan]  {best.label}: {best.chip_s_per_token * 1e6:,.1f} chip-µs "
                       f"per token, {tier_label(best.tier)}, {best.bound}-bound")
 
 

@@ -1,5 +1,5 @@
 """The typer app and the options every command shares: --model, --system, --weight-dtype,
---kv-dtype, --tp, --ep, --pp, --adp, --mode, --profile, --json, and the helpers that turn them into
+--kv-dtype, --tp, --ep, --pp, --adp, --redundant-experts, --mode, --profile, --json, and the helpers that turn them into
 a Deployment, print tables and fail with one line. Command modules import from here; nothing here
 imports a command module (``cli/__init__.py`` registers them)."""
 
@@ -56,6 +56,10 @@ EpOpt = Annotated[Optional[int], typer.Option("--ep", help="Expert-parallel degr
 PpOpt = Annotated[Optional[int], typer.Option("--pp", help="Pipeline stages (default 1).")]
 AdpOpt = Annotated[Optional[int], typer.Option("--adp", help="Attention data-parallel groups per stage (default: "
                                                              "= --ep, DeepSeek's layout; 1 = TP attention + EP).")]
+RedundantOpt = Annotated[Optional[int], typer.Option("--redundant-experts", help="MoE: extra routed-expert copies "
+                                                                             "spread over the --ep groups (E + r "
+                                                                             "divisible by ep; DeepSeek: EP144 "
+                                                                             "with 32). Default 0.")]
 ModeOpt = Annotated[Mode, typer.Option("--mode", help="ideal = datasheet peaks, perfect overlap (a lower bound); "
                                                       "calibrated = the accelerator's shipped efficiency profile.")]
 ProfileOpt = Annotated[Optional[str], typer.Option("--profile", help="Efficiency profile TOML (llmecon calibrate "
@@ -77,12 +81,12 @@ def _emit_json(obj: dict) -> None:
 
 
 def _deployment(model: str, system: str, tp, ep, pp, weight_dtype, kv_dtype, mode: Mode, *, auto: bool = False,
-                adp=None, profile: str | None = None):
+                adp=None, profile: str | None = None, redundant_experts=None):
     """Resolve names into a Deployment (``resolve.deployment``, shared with the web API)."""
     from ..resolve import deployment
 
     return deployment(model, system, tp=tp, ep=ep, pp=pp, adp=adp, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-                      mode=mode.value, profile=profile, auto=auto)
+                      mode=mode.value, profile=profile, auto=auto, redundant_experts=redundant_experts)
 
 
 def _fidelity(mode: Mode, profile: str | None, system=None):

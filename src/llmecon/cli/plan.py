@@ -66,8 +66,8 @@ def plan_cmd(
                                                                  "(llmecon catalog systems).")] = PLAN_SYSTEMS,
     tpot: Annotated[str, typer.Option("--tpot", help="Time per output token target: one decode step "
                                                      "('50ms', '0.05' = seconds).")] = "50ms",
-    ttft: Annotated[str, typer.Option("--ttft", help="Time to first token target: one prefill step, no "
-                                                     "queueing ('2s').")] = "2s",
+    ttft: Annotated[str, typer.Option("--ttft", help="Time to first token target: one prefill step (plus "
+                                                     "the pipeline fill when pp > 1), no queueing ('2s').")] = "2s",
     price_per_chip_hour: Annotated[Optional[str], typer.Option(
         "--price-per-chip-hour", help="USD per chip-hour: one number for all systems or a comma list in "
                                       "--systems order. Without it $ figures are absent.")] = None,
@@ -84,7 +84,8 @@ def plan_cmd(
     dispatch_dtype: Annotated[Optional[str], typer.Option(
         "--dispatch-dtype", help="MoE all-to-all dispatch format (e.g. fp8); combine stays bf16.")] = None,
     expert_imbalance: Annotated[float, typer.Option(
-        "--expert-imbalance", help="Hottest expert rank's tokens over the mean (>= 1; 1 = uniform).")] = 1.0,
+        "--expert-imbalance", help="Routing skew: the busiest expert group's tokens over what uniform routing "
+                                   "gives it (>= 1; 1 = uniform; scales its reads, FLOPs and all-to-all).")] = 1.0,
     top: Annotated[int, typer.Option("--top", help="Frontier rows shown, spread along the frontier "
                                                    "(fastest per user first).")] = 10,
     plot: Annotated[Optional[str], typer.Option("--plot", help="Write the decode frontier figure "
@@ -104,7 +105,7 @@ def plan_cmd(
         _check_plot_path(plot)
     require_number("--top", top, minimum=1)
     require_number("--expert-imbalance", expert_imbalance, minimum=1,
-                   hint="hottest expert rank's tokens over the mean; 1 = uniform routing")
+                   hint="the busiest expert group's tokens over uniform routing's; 1 = uniform routing")
     names = _names(systems, "--systems")
     prices = _prices(price_per_chip_hour, names)
     targets = PlanTargets(tpot_s=_duration(tpot, "--tpot"), ttft_s=_duration(ttft, "--ttft"), context=context,
@@ -161,7 +162,7 @@ def plan_cmd(
                       "units together)")
     else:
         console.print("[bold cyan]blended[/bold cyan]  - (give --price-per-chip-hour for $ per M tokens)")
-    console.print("[dim]assumptions: disaggregated prefill/decode; TTFT = one prefill step, no queueing; ideal "
-                  "roofline (a lower bound on time); chips billed per plan[/dim]")
+    console.print("[dim]assumptions: disaggregated prefill/decode; TTFT = one prefill step (+ pipeline fill), "
+                  "no queueing; ideal roofline (a lower bound on time); chips billed per plan[/dim]")
     if plot:
         console.print(f"figure written to {plot}", soft_wrap=True, markup=False, highlight=False)

@@ -339,7 +339,11 @@ def _kv_minus_compute_s(dep: Deployment, contexts, *, attention: bool = True) ->
     base = decode_of(dep, batch=1.0, context=0.0)
     step = decode_of(dep, batch=1.0, context=contexts)
     kv_s = np.asarray(step.time.memory_s, dtype=float) - float(base.time.memory_s)
-    compute_s = np.asarray(step.time.compute_s, dtype=float) if attention else float(base.time.compute_s)
+    # the routed experts at the mean expert group's load (what one sequence adds to a large batch,
+    # whose busiest group is near the mean), not batch 1's busiest group
+    mean_s = float(base.mean_compute_s)
+    compute_s = (np.asarray(step.time.compute_s, dtype=float) - float(base.time.compute_s) + mean_s
+                 if attention else mean_s)
     return kv_s - compute_s
 
 
@@ -380,8 +384,10 @@ def full_weight_read_s(dep: Deployment) -> float:
 
 def balance_batch_of(dep: Deployment) -> float:
     """The deployment's balance batch B*: full weight-read time over one sequence's compute time
-    at zero context (SPEC A3, measured on the step function rather than the closed form)."""
-    return full_weight_read_s(dep) / float(decode_of(roofline_twin(dep), batch=1.0, context=0.0).time.compute_s)
+    at zero context (SPEC A3, measured on the step function rather than the closed form), the routed
+    experts at the mean expert group's load (``StepResult.mean_compute_s``: what a sequence adds to a
+    large batch, whose busiest group is near the mean)."""
+    return full_weight_read_s(dep) / float(decode_of(roofline_twin(dep), batch=1.0, context=0.0).mean_compute_s)
 
 
 def balance_batch_at_context_of(dep: Deployment, context) -> float:

@@ -8,7 +8,12 @@ Every number comes from the same functions as the rest of llmecon (``inference.d
 module only chooses what to evaluate. The EP sweep holds the batch *per chip* fixed (default:
 the balance batch of an 8-chip group per chip, B*/8, capped so that KV fills at most half of a
 chip's HBM at the context) and grows the expert-parallel group with attention
-data-parallel (tp = 1, adp = ep), the layout of DeepSeek-V3's decode units.
+data-parallel (tp = 1, adp = ep), the layout of DeepSeek-V3's decode units: the power-of-two
+divisors of the routed experts (and E itself), plus groups filling whole scale-up domains (D, 2D,
+4D, ... chips) that E does not divide, with the fewest redundant expert copies that fill them
+(EP72 and EP144 with 32 copies on NVL72 racks, as DeepSeek's EP144). Each step is priced on the
+busiest expert group's chip (``step.expert_load``); rows say how many experts it reads per layer
+against the mean group.
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ from ..dtypes import get_dtype
 from ..errors import InfeasibleError, SpecError, require_number
 from ..spec.hardware import System
 from ..spec.efficiency import IDEAL, EfficiencyProfile
-from ..step.inference import ACTIVATION_DTYPE, comm_parts, decode_step, memory_per_chip, touched_expert_fraction
+from ..step.inference import (ACTIVATION_DTYPE, comm_parts, decode_step, expert_load, memory_per_chip,
+                              touched_expert_fraction)
 from ..spec.model import Model
 from ..spec.plan import Plan, pipeline_stage_time_ratio, place
 from .routed_scaling import effective_ratio, experts_for_ratio
@@ -37,6 +43,7 @@ class EpRow:
     """One expert-parallel group size at a fixed batch per chip (decode)."""
 
     ep: int
+    redundant_experts: int    # expert copies beyond the routed experts (filling E + r = ep·slots per group)
     chips: int
     domains: int
     tier: str                 # where the all-to-all runs: "scale_up" or "two_tier"
@@ -47,6 +54,14 @@ class EpRow:
     step_s: float
     bound: str
     chip_s_per_token: float
+    busiest_experts: float    # expected distinct experts the busiest group reads per MoE layer per step
+    mean_experts: float       # ... and the mean group
+    expert_load_factor: float  # the busiest group's token-expert pairs over the mean group's
+
+    @property
+    def label(self) -> str:
+        """"ep64", or "ep144+32" with redundant expert copies."""
+        return f"ep{self.ep}" + (f"+{self.redundant_experts}" if self.redundant_experts else "")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,6 +88,8 @@ class MoeSummary:
     sparsity: float
     expert_weight_fraction: float
     touched: dict                      # batch -> expected fraction of experts touched
+    busiest_experts: dict              # batch -> experts the busiest group of pp_ep reads per MoE layer
+    mean_experts: dict                 # batch -> ... and the mean group
     balance_batch: float               # SPEC A3 closed form (weights amortised, KV ignored)
     batch_per_chip: float
     context: float
@@ -92,9 +109,18 @@ class MoeSummary:
     experts_for_10x: float | None       # None: the law saturates below 10x
 
 
-def _ep_sizes(model: Model, limit: int) -> list[int]:
-    return [e for e in range(1, model.moe.n_routed + 1) if model.moe.n_routed % e == 0 and e <= limit
-            and (e & (e - 1) == 0 or e == model.moe.n_routed)]
+def _ep_sizes(model: Model, limit: int, domain: int) -> list[tuple[int, int]]:
+    """(ep, redundant experts): power-of-two divisors of E and E itself (no copies), and domain-filling
+    sizes D·2^j that E does not divide, with the fewest copies r = -E mod ep filling them, up to E/4
+    copies (DeepSeek-V3's largest share: 64 of 256 on EP320)."""
+    e = model.moe.n_routed
+    sizes = {(x, 0) for x in range(1, e + 1) if e % x == 0 and x <= limit and (x & (x - 1) == 0 or x == e)}
+    x = domain
+    while x <= limit:
+        if e % x and 4 * (-e % x) <= e:
+            sizes.add((x, -e % x))
+        x *= 2
+    return sorted(sizes)
 
 
 def ep_sweep(model: Model, system: System, *, batch_per_chip: float, context: float, max_ep: int = 1024,
@@ -106,8 +132,8 @@ def ep_sweep(model: Model, system: System, *, batch_per_chip: float, context: fl
     priced with ``profile`` (IDEAL: the roofline; a fitted profile: calibrated mode)."""
     links = profile.system(system)  # the links the step's communication runs on
     rows = []
-    for ep in _ep_sizes(model, max_ep):
-        plan = Plan(tp=1, ep=ep)
+    for ep, copies in _ep_sizes(model, max_ep, system.chips):
+        plan = Plan(tp=1, ep=ep, redundant_experts=copies)
         try:
             plan.validate(model, system)
         except (SpecError, InfeasibleError):
@@ -118,11 +144,16 @@ def ep_sweep(model: Model, system: System, *, batch_per_chip: float, context: fl
                         expert_imbalance=expert_imbalance, profile=profile, **kw)
         c = comm_parts(model, links, plan, tokens=batch, dispatch_dtype=dispatch_dtype,
                        expert_imbalance=expert_imbalance, all_reduce=profile.all_reduce_algorithm)
-        rows.append(EpRow(ep=ep, chips=plan.chips, domains=place(plan, system).domains,
+        load = expert_load(model, plan, tokens=batch, expert_imbalance=expert_imbalance)
+        mean = plan.slots_per_rank(model) * float(touched_expert_fraction(
+            experts=plan.expert_slots(model), active_experts=model.moe.top_k, tokens=batch))
+        rows.append(EpRow(ep=ep, redundant_experts=copies, chips=plan.chips, domains=place(plan, system).domains,
                           tier=c.tiers["ep"], batch=batch, fits=bool(r.fits),
                           weights_per_chip_bytes=float(memory_per_chip(model, plan, batch=0.0, context=0.0, **kw)),
                           all_to_all_s=float(c.ep_all_to_all_s), step_s=float(r.step_s), bound=str(r.bound),
-                          chip_s_per_token=float(r.step_s) * plan.chips / batch))
+                          chip_s_per_token=float(r.step_s) * plan.chips / batch,
+                          busiest_experts=float(load.experts), mean_experts=mean,
+                          expert_load_factor=float(load.load_factor)))
     return rows
 
 
@@ -140,18 +171,18 @@ def _ep_verdict(rows: list[EpRow], domain: int, hbm_bytes: float) -> tuple[int |
         return best.ep, f"every fitting EP size stays inside one {domain}-chip domain"
     if best.tier == "two_tier":
         if not inside:
-            return best.ep, (f"only EP across domains fits; ep{best.ep} is the cheapest per token "
+            return best.ep, (f"only EP across domains fits; {best.label} is the cheapest per token "
                              f"({best.bound}-bound)")
         home = min(inside, key=lambda r: r.chip_s_per_token)
         saving = 1.0 - best.chip_s_per_token / home.chip_s_per_token
         tail = ("; beyond it the scale-out all-to-all costs more than the smaller weight share saves"
                 if best.ep < max(r.ep for r in rows) else " (the largest size tried: it still pays there)")
-        return best.ep, (f"EP across domains pays up to ep{best.ep}: {saving:.0%} cheaper per token than the best "
-                         f"in-domain size ep{home.ep} ({best.bound}-bound){tail}")
+        return best.ep, (f"EP across domains pays up to {best.label}: {saving:.0%} cheaper per token than the best "
+                         f"in-domain size {home.label} ({best.bound}-bound){tail}")
     first = min(across, key=lambda r: r.ep)
     gap = first.chip_s_per_token / best.chip_s_per_token
-    return best.ep, (f"EP stops paying at the domain edge: ep{first.ep} (scale-out all-to-all) costs "
-                     f"{gap:.2f}x per token of the best in-domain size ep{best.ep}")
+    return best.ep, (f"EP stops paying at the domain edge: {first.label} (scale-out all-to-all) costs "
+                     f"{gap:.2f}x per token of the best in-domain size {best.label}")
 
 
 def moe_summary(model: Model, system: System, *, batch_per_chip: float | None = None, context: float = 4096.0,
@@ -192,7 +223,13 @@ def moe_summary(model: Model, system: System, *, batch_per_chip: float | None = 
             active_experts=moe.top_k, layers_per_stage=layers, bandwidth_ratio=ratio))}
         min_layers = math.ceil(ratio / (2.0 * moe.top_k))
     pp_ep = ep_best or max((r.ep for r in rows), default=1)
-    pp_rows = _pp_rows(model, system, ep=pp_ep, micro_batch=batch_per_chip * pp_ep, context=context,
+    copies = next((r.redundant_experts for r in rows if r.ep == pp_ep), 0)
+    low = np.asarray(TOUCHED_BATCHES, dtype=float)
+    busy_plan = Plan(tp=1, ep=pp_ep, redundant_experts=copies)
+    busiest = expert_load(model, busy_plan, tokens=low, expert_imbalance=expert_imbalance).experts
+    mean = busy_plan.slots_per_rank(model) * touched_expert_fraction(
+        experts=busy_plan.expert_slots(model), active_experts=moe.top_k, tokens=low)
+    pp_rows = _pp_rows(model, system, ep=pp_ep, copies=copies, micro_batch=batch_per_chip * pp_ep, context=context,
                        weight_dtype=weight_dtype, kv_dtype=kv_dtype)
     eff = float(effective_ratio(p.active, moe.n_routed, law))
     return MoeSummary(
@@ -201,6 +238,8 @@ def moe_summary(model: Model, system: System, *, batch_per_chip: float | None = 
         expert_weight_fraction=model.weight_bytes(weight_dtype).routed_experts / model.weight_bytes(weight_dtype).total,
         touched={b: float(touched_expert_fraction(experts=moe.n_routed, active_experts=moe.top_k, tokens=b))
                  for b in TOUCHED_BATCHES},
+        busiest_experts={b: float(v) for b, v in zip(TOUCHED_BATCHES, busiest)},
+        mean_experts={b: float(v) for b, v in zip(TOUCHED_BATCHES, mean)},
         balance_batch=b_star, batch_per_chip=float(batch_per_chip), context=float(context),
         dispatch_dtype=dispatch_dtype or ACTIVATION_DTYPE, expert_imbalance=expert_imbalance,
         ep_rows=tuple(rows), ep_best=ep_best, ep_limit_note=note, scale_out_ratio=ratio,
@@ -218,7 +257,7 @@ def _experts_for_10x(law, active_params: float) -> float | None:
         return None
 
 
-def _pp_rows(model, system, *, ep, micro_batch, context, weight_dtype, kv_dtype) -> list[PpRow]:
+def _pp_rows(model, system, *, ep, copies, micro_batch, context, weight_dtype, kv_dtype) -> list[PpRow]:
     """SPEC D18: P stages with P micro-batches of ``micro_batch`` in flight. Weights per chip fall
     as 1/P; each chip holds the KV of its L/P layers for all P·micro_batch sequences, which is
     unchanged in P; one token's activations make P-1 hops (inside or across domains)."""
@@ -226,7 +265,7 @@ def _pp_rows(model, system, *, ep, micro_batch, context, weight_dtype, kv_dtype)
     for pp in PP_STAGES:
         if pp > model.n_layers:
             continue
-        plan = Plan(tp=1, ep=ep, pp=pp)
+        plan = Plan(tp=1, ep=ep, pp=pp, redundant_experts=copies)
         try:
             plan.validate(model, system)
         except (SpecError, InfeasibleError):

@@ -4,16 +4,18 @@ return the cheapest (or highest-throughput) deployment and the Pareto frontier (
 Serving is planned disaggregated, the way DeepSeek-V3's report deploys it (prefill and decode
 on separate units): the decode search picks plan and batch to minimise $ per output token with
 TPOT (one decode iteration) <= target; the prefill search picks plan and prefill batch to
-minimise $ per input token with TTFT (one prefill step of the whole batch) <= target. Both call
+minimise $ per input token with TTFT (one prefill step of the whole batch, plus the pipeline fill
+when pp > 1: ``StepResult.latency_s``) <= target. Both call
 ``inference.decode_step`` / ``prefill_step`` (the same functions as ``llmecon analyze``),
 vectorised over the batch grid, once per plan.
 
 Search space per system: stage widths W = tp·adp from ``stage_widths`` (inside one scale-up domain,
 or power-of-two multiples of a width filling most of one), tp a divisor of the heads within one domain,
-ep a divisor of the routed experts dividing W, pp from ``PP_CHOICES``, chips per replica up to
-``max_chips``; plans whose weights alone exceed HBM are dropped before evaluation. Replicas (dp)
+ep a divisor of the routed experts dividing W (or ep = W with the fewest redundant expert copies
+filling it, at most E/4: EP72 + 32 on an NVL72 rack, EP144 + 32 on two), pp from ``PP_CHOICES``,
+chips per replica up to ``max_chips``; plans whose weights alone exceed HBM are dropped before evaluation. Replicas (dp)
 scale throughput linearly and are not searched. Omitted: queueing (TTFT is the prefill step
-alone), prefill/decode interference (colocated serving; see the simulator), the KV transfer
+and its pipeline fill alone), prefill/decode interference (colocated serving; see the simulator), the KV transfer
 between the units, idle chips when W does not fill a domain (chips are billed per plan).
 """
 
@@ -27,10 +29,11 @@ import numpy as np
 
 from ..errors import InfeasibleError, SpecError, require_choice, require_number, require_whole
 from ..spec.hardware import System
-from ..step.inference import CommParts, comm_parts, decode_step, memory_per_chip, prefill_step
+from ..step.inference import CommParts, comm_parts, decode_step, memory_per_chip, pipeline_fill_factor, prefill_step
 from ..spec.efficiency import IDEAL, EfficiencyProfile
 from ..spec.model import Model
-from ..spec.plan import Plan
+from ..spec.plan import Plan, place
+from ..spec.plan_array import PlanArray
 from .context import usd_per_mtok
 from ..units import fmt_seconds
 
@@ -83,7 +86,7 @@ class SearchOptions:
     def __post_init__(self) -> None:
         require_whole("max_chips", self.max_chips)
         require_number("expert_imbalance", self.expert_imbalance, minimum=1,
-                       hint="the hottest expert rank's tokens over the mean; 1 = uniform routing")
+                       hint="the busiest expert group's tokens over uniform routing's; 1 = uniform routing")
 
 
 def _divisors(n: int) -> list[int]:
@@ -99,8 +102,26 @@ def stage_widths(domain: int, max_chips: int) -> list[int]:
     return sorted(w for w in set(inside) | across if w <= max_chips)
 
 
+def _expert_groups(model: Model, width: int) -> list[tuple[int, int]]:
+    """(ep, redundant experts) for a stage of ``width`` chips: every ep dividing both the routed experts
+    and the width (no copies), and ep = width when the experts do not divide it, with the fewest
+    copies filling it, up to E/4 (DeepSeek-V3's largest share: 64 of 256 on EP320)."""
+    if not model.is_moe:
+        return [(1, 0)]
+    e = model.moe.n_routed
+    out = [(x, 0) for x in _divisors(width) if e % x == 0]
+    if e % width and 4 * (-e % width) <= e:
+        out.append((width, -e % width))
+    return out
+
+
 def candidate_plans(model: Model, system: System, *, max_chips: int, pp_choices=PP_CHOICES) -> list[Plan]:
     """Every plan of the search space (module docstring) that is valid for ``model`` on ``system``."""
+    return [plan for plan, _ in _candidates(model, system, max_chips=max_chips, pp_choices=pp_choices)]
+
+
+def _candidates(model: Model, system: System, *, max_chips: int, pp_choices=PP_CHOICES) -> list:
+    """(plan, placement) of every plan ``candidate_plans`` returns."""
     d = system.chips
     heads = model.attention.n_heads
     plans = []
@@ -108,17 +129,17 @@ def candidate_plans(model: Model, system: System, *, max_chips: int, pp_choices=
         for tp in _divisors(min(w, d)):
             if w % tp or heads % tp or (not model.is_moe and tp != w):
                 continue  # dense models: attention data-parallel inside a stage is just dp
-            eps = [e for e in _divisors(w) if model.moe.n_routed % e == 0] if model.is_moe else [1]
-            for ep in eps:
+            eps = _expert_groups(model, w)
+            for ep, copies in eps:
                 for pp in pp_choices:
                     if w * pp > max_chips or pp > model.n_layers:
                         continue
-                    plan = Plan(tp=tp, adp=w // tp, ep=ep, pp=pp)
+                    plan = Plan(tp=tp, adp=w // tp, ep=ep, pp=pp, redundant_experts=copies)
                     try:
                         plan.validate(model, system)
+                        plans.append((plan, place(plan, system)))
                     except (SpecError, InfeasibleError):
                         continue
-                    plans.append(plan)
     return plans
 
 
@@ -130,6 +151,7 @@ class Point:
     plan: Plan
     batch: float
     step_s: float
+    latency_s: float                 # what the target bounds: TPOT = step; TTFT = step + pipeline fill
     tokens_per_s_per_chip: float
     tokens_per_s_per_user: float
     usd_per_mtok: float | None
@@ -179,7 +201,29 @@ class PlanResult:
 
 def pareto_front(per_chip: np.ndarray, per_user: np.ndarray) -> np.ndarray:
     """Indices of the points no other point beats on both axes (higher is better on each), sorted
-    by per-user throughput descending. O(n log n): sort by per-user speed, keep running maxima."""
+    by per-user throughput descending; of points equal on both, the first. O(n log n): one sort by
+    per-user speed; a point is kept when it beats every faster point's per-chip throughput and is
+    the best (and first) of those equally fast. The same set and order as ranking by (per-user,
+    per-chip) descending and keeping running maxima (``_pareto_front_ranked``), without its slow
+    two-key sort."""
+    per_chip, per_user = np.asarray(per_chip, dtype=float), np.asarray(per_user, dtype=float)
+    if per_chip.size == 0 or not (np.all(np.isfinite(per_chip)) and np.all(np.isfinite(per_user))):
+        return _pareto_front_ranked(per_chip, per_user)
+    order = np.argsort(-per_user)
+    u, c = per_user[order], per_chip[order]
+    new = np.concatenate(([True], u[1:] != u[:-1]))                          # groups of equal per-user speed
+    starts, group = np.flatnonzero(new), np.cumsum(new) - 1
+    best = np.maximum.reduceat(c, starts)
+    faster = np.concatenate(([-np.inf], np.maximum.accumulate(best)[:-1]))  # best per-chip of every faster group
+    keep = (c == best[group]) & (c > faster[group])
+    # within a group the kept points are equal on both axes: the first (lowest index) stands for them
+    first = np.full(starts.size, per_chip.size, dtype=np.int64)
+    np.minimum.at(first, group[keep], order[keep])
+    return first[first < per_chip.size]
+
+
+def _pareto_front_ranked(per_chip: np.ndarray, per_user: np.ndarray) -> np.ndarray:
+    """``pareto_front`` by a two-key sort and running maxima (the reference; any floats)."""
     order = np.lexsort((-per_chip, -per_user))
     ranked = per_chip[order]
     before = np.concatenate([[-np.inf], np.maximum.accumulate(ranked)[:-1]])
@@ -196,39 +240,41 @@ def _grid(given, top: float, points: int, name: str) -> np.ndarray:
 
 
 def _evaluate(model, systems, plans_by_system, *, phase, targets, options, prices):
-    """Evaluate every (plan, batch) of one phase; returns flat arrays and the plan index."""
+    """Evaluate every (plan, batch) of one phase, one vectorised call per system (plans and batches
+    as arrays, ``spec.plan_array``); returns flat arrays (plan-major, batches ascending) and the plan
+    index (every plan of every system, in order)."""
     full = (_grid(options.batches, 2 ** 17, 128, "batches") if phase == "decode"
             else _grid(options.prefill_batches, 1024, 48, "prefill_batches"))
     cols = {k: [] for k in ("sys", "plan", "batch", "step", "tokens", "mem", "fits", "compute", "memory", "comm",
                             "chips", "price")}
     plan_list = []
     for si, system in enumerate(systems):
-        kw = dict(weight_dtype=options.weight_dtype, kv_dtype=options.kv_dtype, dispatch_dtype=options.dispatch_dtype,
-                  expert_imbalance=options.expert_imbalance, profile=options.profile_for(system))
-        for plan in plans_by_system[system.name]:
-            grid = full[full >= plan.adp * plan.pp]  # at least one sequence per attention group per micro-batch
-            if grid.size == 0:
-                continue
-            if phase == "decode":
-                r = decode_step(model, system, batch=grid, context=targets.context, plan=plan, **kw)
-            else:
-                r = prefill_step(model, system, batch=grid, prompt_tokens=targets.prompt_tokens, plan=plan, **kw)
-            pi = len(plan_list)
-            plan_list.append((system, plan))
-            n = grid.size
-            cols["sys"].append(np.full(n, si))
-            cols["plan"].append(np.full(n, pi))
-            cols["batch"].append(grid)
-            cols["step"].append(np.broadcast_to(r.step_s, grid.shape))
-            cols["tokens"].append(np.broadcast_to(r.tokens, grid.shape))
-            cols["mem"].append(np.broadcast_to(r.memory_per_chip_bytes, grid.shape))
-            cols["fits"].append(np.broadcast_to(r.fits, grid.shape))
-            cols["compute"].append(np.broadcast_to(r.time.compute_s, grid.shape))
-            cols["memory"].append(np.broadcast_to(r.time.memory_s, grid.shape))
-            cols["comm"].append(np.broadcast_to(r.time.comm_s, grid.shape))
-            cols["chips"].append(np.full(n, plan.chips))
-            cols["price"].append(np.full(n, np.nan if prices.get(system.name) is None else prices[system.name]))
-    if not plan_list:
+        table = plans_by_system[system.name]
+        # at least one sequence per attention group per micro-batch
+        rows, cols_b = np.nonzero(full[None, :] >= (table.adp * table.pp)[:, None])
+        offset = len(plan_list)
+        plan_list.extend((system, table.plans[i]) for i in table.row)
+        if rows.size == 0:
+            continue
+        pts, grid = table.take(rows), full[cols_b]
+        kw = dict(plan=pts, weight_dtype=options.weight_dtype, kv_dtype=options.kv_dtype,
+                  dispatch_dtype=options.dispatch_dtype, expert_imbalance=options.expert_imbalance,
+                  profile=options.profile_for(system))
+        if phase == "decode":
+            r = decode_step(model, system, batch=grid, context=targets.context, **kw)
+        else:
+            r = prefill_step(model, system, batch=grid, prompt_tokens=targets.prompt_tokens, **kw)
+        n = grid.size
+        cols["sys"].append(np.full(n, si))
+        cols["plan"].append(offset + rows)
+        cols["batch"].append(grid)
+        for key, value in (("step", r.step_s), ("tokens", r.tokens), ("mem", r.memory_per_chip_bytes),
+                           ("fits", r.fits), ("compute", r.time.compute_s), ("memory", r.time.memory_s),
+                           ("comm", r.time.comm_s)):
+            cols[key].append(np.broadcast_to(value, grid.shape))
+        cols["chips"].append(pts.chips)
+        cols["price"].append(np.full(n, np.nan if prices.get(system.name) is None else prices[system.name]))
+    if not cols["step"]:
         return None, []
     return {k: np.concatenate(v) for k, v in cols.items()}, plan_list
 
@@ -238,6 +284,7 @@ def _point(a: dict, i: int, plan_list) -> Point:
     comp, mem, com = float(a["compute"][i]), float(a["memory"][i]), float(a["comm"][i])
     usd = None if np.isnan(a["usd"][i]) else float(a["usd"][i])
     return Point(system=system.name, plan=plan, batch=float(a["batch"][i]), step_s=float(a["step"][i]),
+                 latency_s=float(a["latency"][i]),
                  tokens_per_s_per_chip=float(a["per_chip"][i]), tokens_per_s_per_user=float(a["per_user"][i]),
                  usd_per_mtok=usd, memory_per_chip_bytes=float(a["mem"][i]), compute_s=comp, memory_s=mem,
                  comm_s=com, bound=("compute", "memory", "comm")[int(np.argmax([comp, mem, com]))])
@@ -251,11 +298,14 @@ def _search_phase(model, systems, plans_by_system, *, phase, targets, options, p
         return PhaseSearch(phase=phase, points_evaluated=0, points_fitting=0, points_meeting_slo=0, best=None,
                            frontier=(), best_achievable_s=math.inf)
     a["per_chip"] = a["tokens"] / a["step"] / a["chips"]
-    # decode: each sequence emits one token per iteration; prefill: a request's prompt per step
-    a["per_user"] = (1.0 if phase == "decode" else targets.prompt_tokens) / a["step"]
+    # what a request waits: decode, one iteration per token; prefill, the step plus the pipeline fill
+    a["latency"] = (a["step"] if phase == "decode" else
+                    a["step"] * pipeline_fill_factor(np.array([p.pp for _, p in plan_list])[a["plan"]]))
+    # decode: each sequence emits one token per iteration; prefill: a request's prompt per TTFT
+    a["per_user"] = (1.0 if phase == "decode" else targets.prompt_tokens) / a["latency"]
     a["usd"] = usd_per_mtok(a["step"] * a["chips"] / a["tokens"], price_per_chip_hour=1.0) * a["price"]
     fits = a["fits"]
-    ok = fits & (a["step"] <= slo) if slo is not None else fits.copy()
+    ok = fits & (a["latency"] <= slo) if slo is not None else fits.copy()
     frontier = []
     for si, system in enumerate(systems):
         idx = np.flatnonzero(fits & (a["sys"] == si))
@@ -270,8 +320,7 @@ def _search_phase(model, systems, plans_by_system, *, phase, targets, options, p
         scale = np.min(np.abs(first))
         if scale > 0:  # free chips ($0/h) make every cost 0: all tie
             first = np.round(first / scale, 6)  # equal within 1 ppm counts as a tie
-        key = np.lexsort((a["chips"][cand], a["step"][cand], first))
-        best_i = int(cand[key[0]])
+        best_i = int(cand[_first_min(first, a["latency"][cand], a["chips"][cand])])
         best = _point(a, best_i, plan_list)
     comm, limited = None, ""
     if best is not None:
@@ -281,10 +330,22 @@ def _search_phase(model, systems, plans_by_system, *, phase, targets, options, p
         comm = comm_parts(model, prof.system(system), best.plan, tokens=tokens, dispatch_dtype=options.dispatch_dtype,
                           expert_imbalance=options.expert_imbalance, all_reduce=prof.all_reduce_algorithm)
         limited = _batch_limit(a, best_i, slo)
-    lowest = float(np.min(a["step"][fits])) if np.any(fits) else math.inf
+    lowest = float(np.min(a["latency"][fits])) if np.any(fits) else math.inf
     return PhaseSearch(phase=phase, points_evaluated=int(a["step"].size), points_fitting=int(np.sum(fits)),
                        points_meeting_slo=int(cand.size), best=best, frontier=tuple(frontier),
                        best_achievable_s=lowest, comm=comm, batch_limited_by=limited)
+
+
+def _first_min(*keys) -> int:
+    """Position of the first entry that is smallest in ``keys[0]``, then ``keys[1]``, ... (what
+    ``np.lexsort(reversed(keys))[0]`` gives, in linear time)."""
+    if any(np.isnan(k).any() for k in keys):
+        return int(np.lexsort(tuple(reversed(keys)))[0])
+    at = np.arange(keys[0].size)
+    for key in keys:
+        k = key[at]
+        at = at[k == k.min()]
+    return int(at[0])
 
 
 def _batch_limit(a: dict, i: int, slo) -> str:
@@ -296,7 +357,7 @@ def _batch_limit(a: dict, i: int, slo) -> str:
         return "grid"
     if not a["fits"][nxt]:
         return "memory"
-    if slo is not None and a["step"][nxt] > slo:
+    if slo is not None and a["latency"][nxt] > slo:
         return "target"
     return "objective"
 
@@ -345,10 +406,9 @@ def plan_deployment(model: Model, systems: list[System], *, targets: PlanTargets
             except SpecError as exc:
                 raise SpecError(f"{exc.rule} for {n}", field=exc.field, value=p, fix=exc.fix,
                                 show_value=False) from None
-    plans = {s.name: candidate_plans(model, s, max_chips=options.max_chips, pp_choices=options.pp_choices)
-             for s in systems}
-    plans = {n: [p for p in ps if _weights_fit(model, s, p, options)] for (n, ps), s in zip(plans.items(), systems)}
-    if not any(plans.values()):
+    plans = {s.name: _fitting(model, s, PlanArray.from_placed(_candidates(
+        model, s, max_chips=options.max_chips, pp_choices=options.pp_choices)), options) for s in systems}
+    if not any(len(t) for t in plans.values()):
         raise InfeasibleError(f"{model.name}'s weights do not fit any plan of up to {options.max_chips} chips on "
                               f"{', '.join(names)}", fix="raise {max_chips} or use a smaller {weight_dtype}")
     phases = {ph: _search_phase(model, systems, plans, phase=ph, targets=targets, options=options, prices=prices,
@@ -366,6 +426,8 @@ def plan_deployment(model: Model, systems: list[System], *, targets: PlanTargets
                       decode=phases["decode"], prefill=phases["prefill"], fidelity=options.fidelity(systems))
 
 
-def _weights_fit(model: Model, system: System, plan: Plan, options: SearchOptions) -> bool:
-    return float(memory_per_chip(model, plan, batch=0.0, context=0.0, weight_dtype=options.weight_dtype,
-                                 kv_dtype=options.kv_dtype)) <= system.accelerator.hbm_bytes
+def _fitting(model: Model, system: System, table: PlanArray, options: SearchOptions) -> PlanArray:
+    """The plans of ``table`` whose weights alone fit in HBM."""
+    weights = memory_per_chip(model, table, batch=0.0, context=0.0, weight_dtype=options.weight_dtype,
+                              kv_dtype=options.kv_dtype)
+    return table.take(np.flatnonzero(np.broadcast_to(weights, table.row.shape) <= system.accelerator.hbm_bytes))

@@ -160,6 +160,7 @@ def _predict_group(key, idx, shapes, out, *, mode, profile) -> None:
         r = decode_of(dep, batch=col["batch"], context=col["context"])
     elif phase == "prefill":
         r = prefill_of(dep, batch=col["batch"], prompt_tokens=col["prompt_tokens"], cached_tokens=col["context"])
+        extra = {"ttft_s": r.latency_s}  # the step plus the pipeline fill when pp > 1
     else:
         from ..serving.steady_state import steady_state
 

@@ -29,6 +29,8 @@ FIVE_T_PARAMS = 5e12                 # SPEC A4/A6: "a 5T-param fp8 model"
 LECTURE_DRAIN_CAPACITY_BYTES = 288e9  # "288 GB ÷ 20 TB/s" (seed summaries; SPEC A4/G: Rubin, not B300)
 LECTURE_DRAIN_BANDWIDTH = 20e12       # ibid.
 FAST_MODE_PROVIDER, FAST_MODE_MODEL = "anthropic", "claude-opus-4.6"  # "6× price for 2.5× speed" (SPEC A5)
+FAST_MODE_DEPLOYMENT = ("llama-3.1-70b", "hgx-h100", 8)  # a dense deployment to recompute A5 on (model, system, tp)
+FAST_MODE_CONTEXT = 4096.0           # the same batches at a real context (A5's note)
 
 # ---- B. KV and context -----------------------------------------------------------------------------
 DSA_CONTEXT = 128 * 1024             # SPEC B7: "~5× less than dense at long L" (DeepSeek-V3.2-Exp at 128K, fp8 KV)

@@ -34,24 +34,42 @@ def model_dict(model: Model, kv_dtype: str | None = None) -> dict:
         "extra_layers_not_counted": model.extra_layers_not_counted,
         "assumptions": list(model.assumptions), "unrecognized_fields": list(model.unrecognized_fields),
         "source": model.source,
+        "layers": model.layer_breakdown(), "mtp_layers": model.mtp_layers, "mtp_params": p.mtp,
+        "encoder_params": model.encoder_params, "ffn_weight_dtype": model.ffn_weight_dtype or None,
+        "state_bytes_per_sequence": model.state_bytes_per_sequence(),
+        "kv_bytes_per_sequence_at_max_context": (float(model.kv_bytes(model.max_context, kv_dtype))
+                                                 if model.max_context else None),
     }
+    if model.local_attention is not None:
+        la = model.local_attention
+        out["windowed_attention"] = {"kind": la.kind, "n_heads": la.n_heads, "n_kv_heads": la.n_kv_heads,
+                                     "head_dim": la.head_dim, "v_head_dim": la.v_head_dim}
+    if model.linear is not None:
+        lin = model.linear
+        out["linear_mixer"] = {"kind": lin.kind, "n_heads": lin.n_heads, "n_key_heads": lin.n_key_heads,
+                               "key_dim": lin.key_dim, "value_dim": lin.value_dim, "conv_kernel": lin.conv_kernel,
+                               "state_dtype": lin.state_dtype, "state_bytes_per_layer": lin.state_bytes(),
+                               "layers": model.n_linear_layers}
     if model.is_moe:
         m = model.moe
         out["moe"] = {"routed_experts": m.n_routed, "experts_per_token": m.top_k, "shared_experts": m.n_shared,
-                      "expert_ffn_dim": m.expert_ffn_dim, "moe_layers": model.n_moe_layers,
+                      "expert_ffn_dim": m.expert_ffn_dim, "shared_ffn_dim": m.shared_ffn_dim or m.expert_ffn_dim,
+                      "latent_dim": m.latent_dim, "moe_layers": model.n_moe_layers,
                       "dense_layers": model.n_dense_layers}
     return out
 
 
 def step_dict(result: StepResult, dep: Deployment) -> dict:
-    """``llmecon step --json``: one step's time breakdown. Bytes and FLOPs summed over all chips."""
+    """``llmecon step --json``: one step's time breakdown. Bytes and FLOPs summed over all chips, and
+    the weights the critical chip (the busiest expert group's) reads."""
     return {
         "model": dep.model.name, "system": dep.system.name, "phase": result.phase, "mode": result.mode,
         "profile": result.profile, "fidelity": dep.fidelity, "plan": dep.plan.as_dict(),
         **json_fields(result, "batch", "context"),
         **json_fields(result.time, "compute_s", "memory_s", "comm_s", "overhead_s"),
-        **json_fields(result, "step_s", "upper_s"), "bound": str(result.bound),
-        **json_fields(result, "tokens_per_s", "tokens", "flops", "weight_bytes", "kv_bytes", "memory_per_chip_bytes"),
+        **json_fields(result, "step_s", "upper_s", "latency_s"), "bound": str(result.bound),
+        **json_fields(result, "tokens_per_s", "tokens", "flops", "weight_bytes", "weight_bytes_per_chip",
+                      "expert_load_factor", "kv_bytes", "memory_per_chip_bytes"),
         "hbm_per_chip_bytes": result.hbm_per_chip_bytes, "fits": bool(np.all(result.fits)),
         "compute_dtype": result.compute_dtype,
         "weight_dtype": dep.weight_dtype or dep.model.weight_dtype, "kv_dtype": dep.kv_dtype or dep.model.kv_dtype,
@@ -100,6 +118,7 @@ def bound_spans(curve: BatchCurve) -> list[tuple[str, float, float]]:
 
 def accelerator_row(a: Accelerator) -> dict:
     return {"name": a.name, "vendor": a.vendor, "peak_flops_per_s": dict(a.peak_flops_per_s),
+            "unpublished_peaks": dict(a.unpublished_peaks), "power_w": a.power_w,
             "hbm_bytes": a.hbm_bytes, "hbm_bandwidth_bytes_per_s": a.hbm_bandwidth_bytes_per_s,
             "flops_per_byte_bf16": a.flops_per_byte("bf16") if "bf16" in a.peak_flops_per_s else None,
             "hbm_drain_s": a.hbm_drain_s, "status": a.status, "source": a.source, "as_of": a.as_of}
@@ -108,7 +127,8 @@ def accelerator_row(a: Accelerator) -> dict:
 def system_row(s: System) -> dict:
     def link(lk):
         return None if lk is None else {"name": lk.name, "bandwidth_bytes_per_s": lk.bandwidth_bytes_per_s,
-                                        "latency_s": lk.latency_s}
+                                        "latency_s": lk.latency_s, "topology": lk.topology,
+                                        "torus_dims": list(lk.torus_dims) or None}
     return {"name": s.name, "accelerator": s.accelerator.name, "chips": s.chips, "hbm_bytes": s.hbm_bytes,
             "hbm_bandwidth_bytes_per_s": s.hbm_bandwidth_bytes_per_s, "scale_up": link(s.scale_up),
             "scale_out": link(s.scale_out), "description": s.description, "source": s.source, "as_of": s.as_of}

@@ -17,6 +17,8 @@ TIER_COLOURS = {"none": "0.5", "scale_up": "C0", "two_tier": "C3"}
 MOE_UNITS = ("SI: *_params are parameter counts, *_bytes bytes, *_s seconds; chip_s_per_token is chip-seconds "
              "per generated token (step_s x chips / batch); batch_per_chip and batch are sequences decoding one "
              "token per step; touched maps a batch of tokens to the expected fraction of routed experts hit; "
+             "busiest_experts/mean_experts map it to the experts per MoE layer the busiest/mean expert group of "
+             "ep pp_ep reads; "
              "stage_ratios maps layers per pipeline stage to 2kL/(BW_up/BW_out), viable where >= 1")
 
 

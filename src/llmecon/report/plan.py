@@ -14,7 +14,7 @@ from .figure import pyplot, save_figure
 ASSUMPTIONS = (
     "disaggregated serving: prefill and decode run on separate units, each planned on its own "
     "(the KV transfer between them is omitted)",
-    "TTFT = one prefill step of the whole prefill batch, without queueing",
+    "TTFT = one prefill step of the whole prefill batch plus the pipeline fill when pp > 1, without queueing",
     "roofline, ideal mode: datasheet peaks and perfect overlap (step = max of compute, memory, "
     "communication), a lower bound on time",
     "chips are billed per plan (tp·adp·pp of one replica); chips a plan leaves idle in a scale-up "
@@ -35,7 +35,7 @@ COMM_PARTS = (("TP all-reduce", "tp_all_reduce_s", "tp_bytes_per_chip", "tp"),
 def point_dict(p: Point) -> dict:
     """One evaluated (system, plan, batch): the frontier rows of ``--json``."""
     return {"system": p.system, "plan": p.plan.as_dict(), "batch": p.batch,
-            "step_s": p.step_s, "tokens_per_s_per_chip": p.tokens_per_s_per_chip,
+            "step_s": p.step_s, "latency_s": p.latency_s, "tokens_per_s_per_chip": p.tokens_per_s_per_chip,
             "tokens_per_s_per_user": p.tokens_per_s_per_user, "usd_per_mtok": json_num(p.usd_per_mtok),
             "memory_per_chip_bytes": p.memory_per_chip_bytes, "compute_s": p.compute_s, "memory_s": p.memory_s,
             "comm_s": p.comm_s, "bound": p.bound}
@@ -57,6 +57,8 @@ def why_line(search: PhaseSearch, *, hbm_bytes: float, target_s: float | None) -
     words = PHASE_WORDS[search.phase]
     flag = words["target"].upper()
     step = f"the step is {p.bound}-bound ({fmt_seconds(p.step_s)}"
+    if p.latency_s != p.step_s:
+        step += f"; {fmt_seconds(p.latency_s)} with the pipeline fill"
     step += f" of the {fmt_seconds(target_s)} {flag})" if target_s else ")"
     mem = f"{fmt_bytes(p.memory_per_chip_bytes)} of {fmt_bytes(hbm_bytes)} HBM per chip"
     limit = search.batch_limited_by
@@ -164,7 +166,9 @@ def best_rows(search: PhaseSearch, *, hbm_bytes: float, target_s: float | None) 
                  f"expert-TP {plan.expert_tp}, ep {plan.ep}"),
         ("batch", f"{p.batch:,.0f} {w['batch']} per replica"),
         ("step", f"{fmt_seconds(p.step_s)} ({p.bound}-bound: compute {fmt_seconds(p.compute_s)}, memory "
-                 f"{fmt_seconds(p.memory_s)}, comm {fmt_seconds(p.comm_s)})"),
+                 f"{fmt_seconds(p.memory_s)}, comm {fmt_seconds(p.comm_s)})" + (
+                     f"; {w['target'].upper()} {fmt_seconds(p.latency_s)} with the pipeline fill of pp {plan.pp}"
+                     if p.latency_s != p.step_s else "")),
         ("throughput", f"{fmt_rate(p.tokens_per_s_per_chip)} tokens/s per chip, {fmt_rate(p.tokens_per_s_per_user)} "
                        f"{w['user']}"),
         ("cost", f"{fmt_usd_per_mtok(p.usd_per_mtok)} per M {w['tokens']} tokens" if p.usd_per_mtok is not None

@@ -95,8 +95,10 @@ def steady_state(dep: Deployment, *, concurrency, prompt_tokens, output_tokens) 
 
     def latencies(x):
         """(TTFT in the engine, TPOT) when x prompts arrive per iteration (steps 3 and 5)."""
-        p_x = np.asarray(prefill_of(dep, batch=np.maximum(x, 1.0), prompt_tokens=p).step_s, dtype=float)
-        return t_it + prof.ttft_prefill_factor * p_x, t_it + prof.prefill_stall_factor * np.minimum(x, 1.0) * p_x
+        pf = prefill_of(dep, batch=np.maximum(x, 1.0), prompt_tokens=p)
+        p_x = np.asarray(pf.step_s, dtype=float)  # what the prefill iteration stalls decode for
+        wait = np.asarray(pf.latency_s, dtype=float)  # what its prompts wait: + the pipeline fill when pp > 1
+        return t_it + prof.ttft_prefill_factor * wait, t_it + prof.prefill_stall_factor * np.minimum(x, 1.0) * p_x
 
     x = np.zeros_like(t_it)
     for _ in range(ITERATIONS):

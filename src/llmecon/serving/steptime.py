@@ -6,14 +6,17 @@ exactly into a per-iteration part that depends only on the number of tokens N in
 a per-sequence part that is additive over sequences:
 
 * compute  = sum over sequences of their batch-1 compute (matmul FLOPs are linear in tokens,
-  attention FLOPs are per sequence) -> ``c(L)`` per decode sequence, ``Fc`` table for prefill;
+  attention FLOPs are per sequence) -> ``c(L)`` per decode sequence, ``Fc`` table for prefill,
+  less the routed experts' FLOPs on the busiest expert group, which depend on the iteration's N
+  (``inference.expert_load``) and enter as ``base_s(N)``;
 * memory   = weight reads W(N) (MoE: touched experts depend on N) + per-sequence KV traffic
   ``k(L)`` (read of the cache + write of the new token(s));
 * comm     = comm(N) (TP all-reduces, EP all-to-alls, PP hops: functions of N only).
 
 step_s = max(compute, memory, comm), inference's perfect-overlap lower bound. The per-sequence
 parts are taken from inference's own ``StepResult`` at batch 1 (memory minus the weight-read time
-``weight_bytes/(chips·BW)``), the per-iteration parts from a decode step at batch N and context 0.
+``weight_bytes_per_chip/BW``, compute minus ``routed_compute_s``), the per-iteration parts from a
+decode step at batch N and context 0.
 For identical sequences this reproduces ``decode_step``/``prefill_step`` to rounding (tested);
 for a mixed batch it *is* the roofline of the sum of the work, which inference cannot express.
 
@@ -96,8 +99,7 @@ class StepModel:
     def __init__(self, dep: Deployment, *, hbm_fraction: float = 1.0, max_tokens: int = 1 << 14):
         self.dep = dep
         self.chips = dep.plan.chips
-        bw = dep.system.accelerator.hbm_bandwidth_bytes_per_s
-        self._wscale = 1.0 / (self.chips * bw)
+        self._wscale = 1.0 / dep.system.accelerator.hbm_bandwidth_bytes_per_s  # critical chip's bytes -> s
         free = hbm_fraction * dep.system.accelerator.hbm_bytes - dep.weights_per_chip_bytes
         if free <= 0:
             from ..econ.batching import require_fit
@@ -121,7 +123,7 @@ class StepModel:
         def dec(L):
             return self._decode(batch=1.0, context=L)
 
-        self.dec_compute = _fit(lambda L: dec(L).time.compute_s, thetas)
+        self.dec_compute = _fit(lambda L: self._seq_compute(dec(L)), thetas)
         self.dec_kv = _fit(lambda L: self._kv_time(dec(L)), thetas)
 
     # ---- inference calls -----------------------------------------------------------------------
@@ -133,7 +135,12 @@ class StepModel:
 
     def _kv_time(self, r):
         """Memory time minus the weight-read time: the KV traffic's share of the memory term."""
-        return np.asarray(r.time.memory_s) - np.asarray(r.weight_bytes) * self._wscale
+        return np.asarray(r.time.memory_s) - np.asarray(r.weight_bytes_per_chip) * self._wscale
+
+    @staticmethod
+    def _seq_compute(r):
+        """Compute time minus the busiest expert group's routed FLOPs: the part additive over sequences."""
+        return np.asarray(r.time.compute_s) - np.asarray(r.routed_compute_s)
 
     def _verify(self) -> None:
         hi = max((*self.thetas, 4096.0)) * 4.0
@@ -143,7 +150,7 @@ class StepModel:
         mem = np.asarray(r.time.memory_s, dtype=float)
         held = np.asarray(self.dep.kv_per_sequence_per_chip_bytes(L), dtype=float)
         # errors relative to the roofline term each part enters (KV time: the whole memory time)
-        for name, fit, truth, scale in (("decode compute", self.dec_compute, r.time.compute_s, r.time.compute_s),
+        for name, fit, truth, scale in (("decode compute", self.dec_compute, self._seq_compute(r), r.time.compute_s),
                                         ("decode KV time", self.dec_kv, self._kv_time(r), mem),
                                         ("held KV", self.held, held, held)):
             truth = np.asarray(truth, dtype=float)
@@ -156,13 +163,18 @@ class StepModel:
     def _tables(self, n: int) -> None:
         N = np.arange(1, n + 1, dtype=float)
         r = self._decode(batch=N, context=0.0)
-        self._w = [0.0] + np.broadcast_to(np.asarray(r.weight_bytes, dtype=float) * self._wscale, N.shape).tolist()
+        self._w = [0.0] + np.broadcast_to(np.asarray(r.weight_bytes_per_chip, dtype=float) * self._wscale,
+                                          N.shape).tolist()
         self._x = [0.0] + np.broadcast_to(np.asarray(r.time.comm_s, dtype=float), N.shape).tolist()
-        self._extra: dict[int, tuple[float, float]] = {}
+        self._b = [0.0] + np.broadcast_to(np.asarray(r.routed_compute_s, dtype=float), N.shape).tolist()
+        self._extra: dict[int, tuple[float, float, float]] = {}
 
     def base_s(self, n: int) -> float:
-        """Time an iteration of ``n`` tokens adds to its compute side (0 on the roofline)."""
-        return 0.0
+        """Time an iteration of ``n`` tokens adds to its compute side: the busiest expert group's
+        routed-expert FLOPs (0 for a dense model)."""
+        if n < len(self._b):
+            return self._b[n]
+        return self._big(n)[2]
 
     def weights_s(self, n: int) -> float:
         """Weight-read time of an iteration of ``n`` tokens (MoE: experts the n tokens touch)."""
@@ -175,11 +187,12 @@ class StepModel:
             return self._x[n]
         return self._big(n)[1]
 
-    def _big(self, n: int) -> tuple[float, float]:
+    def _big(self, n: int) -> tuple[float, float, float]:
         got = self._extra.get(n)
         if got is None:
             r = self._decode(batch=float(n), context=0.0)
-            got = self._extra[n] = (float(r.weight_bytes) * self._wscale, float(r.time.comm_s))
+            got = self._extra[n] = (float(r.weight_bytes_per_chip) * self._wscale, float(r.time.comm_s),
+                                    float(r.routed_compute_s))
         return got
 
     # ---- prefill: cumulative tables over prompt position ---------------------------------------
@@ -193,7 +206,7 @@ class StepModel:
         x = np.arange(0.0, max_tokens + 1.0)
         x1 = np.maximum(x, 1.0)
         full = self._prefill(prompt_tokens=x1, cached_tokens=0.0)
-        fc = np.asarray(full.time.compute_s, dtype=float).copy()
+        fc = np.asarray(self._seq_compute(full), dtype=float).copy()
         kw = self._kv_time(full).astype(float).copy()
         fc[0] = kw[0] = 0.0
         one = self._prefill(prompt_tokens=1.0, cached_tokens=x)
@@ -252,6 +265,9 @@ class FixedService(StepModel):
         self.kv_capacity_bytes = math.inf
         self.chips = 1
         self.dep = None
+
+    def base_s(self, n: int) -> float:
+        return 0.0
 
     def weights_s(self, n: int) -> float:
         return self.decode_step if n > 0 else 0.0

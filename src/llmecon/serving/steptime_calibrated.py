@@ -83,13 +83,13 @@ class CalibratedStepModel(StepModel):
         x = self._base(np.arange(1, n + 1, dtype=float)) + over
         self._w = [0.0] + np.asarray(x, dtype=float).tolist()
         self._x = self._w
-        self._extra: dict[int, tuple[float, float]] = {}
+        self._extra: dict[int, tuple[float, float, float]] = {}
 
-    def _big(self, n: int) -> tuple[float, float]:
+    def _big(self, n: int) -> tuple[float, float, float]:
         got = self._extra.get(n)
         if got is None:
             x = float(self._base(float(n))) + self.dep.profile.iteration_overhead_s
-            got = self._extra[n] = (x, x)
+            got = self._extra[n] = (x, x, x)
         return got
 
     def base_s(self, n: int) -> float:

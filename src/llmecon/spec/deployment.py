@@ -9,8 +9,8 @@ with it. Names become a Deployment in ``resolve.deployment`` (the one place defa
 
 Also here, because they are facts of the placement and not of one step: the bytes each chip of
 the largest pipeline stage holds (``memory_per_chip``, ``kv_per_chip``). Weights: a stage holds the
-share ``phi`` of the layers; non-expert weights are split over tp, routed experts over the stage's
-tp·adp chips. KV: split over the plan's KV shards and the attention-DP groups.
+share ``phi`` of the layers; non-expert weights are split over tp, routed experts (with any
+redundant copies) over the stage's tp·adp chips. KV: split over the plan's KV shards and the attention-DP groups.
 """
 
 from __future__ import annotations
@@ -29,10 +29,13 @@ from .plan import Placement, Plan, place
 
 
 def memory_per_chip(model: Model, plan: Plan, *, batch, context, weight_dtype=None, kv_dtype=None):
-    """Bytes held per chip on the largest stage: weights + KV of every sequence at ``context``."""
+    """Bytes held per chip on the largest stage: weights + KV of every sequence at ``context``. The
+    routed experts count every slot the chip holds, redundant copies included: (E + r)/E of the
+    stage's experts over its tp·adp chips."""
     phi = plan.stage_fraction(model)
     w = model.weight_bytes(weight_dtype)
-    weights = phi * (w.non_expert / plan.tp + w.routed_experts / plan.width)
+    slots = plan.expert_slots(model) / model.moe.n_routed if model.is_moe else 1.0
+    weights = phi * (w.non_expert / plan.tp + slots * w.routed_experts / plan.width)
     return weights + kv_per_chip(model, plan, batch=batch, context=context, kv_dtype=kv_dtype)
 
 

@@ -7,8 +7,9 @@ decimal bytes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from ..dtypes import DType, get_dtype
@@ -17,7 +18,12 @@ from ..errors import SpecError, require_choice, require_number, require_whole
 
 @dataclass(frozen=True, kw_only=True)
 class Accelerator:
-    """One chip (package): dense peak FLOP/s per dtype, HBM capacity and bandwidth."""
+    """One chip (package): dense peak FLOP/s per dtype, HBM capacity and bandwidth.
+
+    ``unpublished_peaks`` maps a dtype the chip runs but whose dense peak no source states to why
+    (e.g. Rubin's bf16 and fp8): a matmul that would run at that format is refused with an error
+    naming the missing fact, instead of silently falling back to a slower format it has a peak for.
+    """
 
     name: str
     vendor: str
@@ -29,9 +35,15 @@ class Accelerator:
     source: str = ""
     as_of: str = ""
     notes: str = ""
+    unpublished_peaks: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "peak_flops_per_s", MappingProxyType(dict(self.peak_flops_per_s)))
+        object.__setattr__(self, "unpublished_peaks", MappingProxyType(dict(self.unpublished_peaks)))
+        both = sorted(set(self.peak_flops_per_s) & set(self.unpublished_peaks))
+        if both:
+            raise SpecError(f"accelerator {self.name}: {', '.join(both)} has both a peak and an unpublished "
+                            f"reason; keep one")
         if not self.peak_flops_per_s:
             raise SpecError(f"accelerator {self.name}: peak_flops_per_s needs at least one dtype")
         owner = f"accelerator {self.name}"
@@ -44,13 +56,21 @@ class Accelerator:
     def compute_dtype(self, dtype: str | DType) -> str:
         """The tensor-core format a matmul on ``dtype`` weights runs at on this chip.
 
-        The first of ``DType.compute`` this chip has a peak for (fp16 shares the bf16 peak).
+        The first of ``DType.compute`` this chip has a peak for (fp16 shares the bf16 peak). A format
+        listed in ``unpublished_peaks`` before it stops the search with an error naming the missing
+        figure: the chip has those units, so falling back would price a slower format it would not use.
         """
         d = get_dtype(dtype)
         for candidate in d.compute:
             key = "bf16" if candidate == "fp16" and "fp16" not in self.peak_flops_per_s else candidate
             if key in self.peak_flops_per_s:
                 return key
+            if key in self.unpublished_peaks:
+                raise SpecError(
+                    f"accelerator {self.name} has no published dense {key} peak ({self.unpublished_peaks[key]}), "
+                    f"so a {d.name} matmul cannot be timed on it", field="system",
+                    fix=f"pick another system, or formats whose matmuls run at a published peak of {self.name} "
+                        f"({', '.join(self.peak_flops_per_s)}) where the analysis allows")
         raise SpecError(
             f"accelerator {self.name}: no dense peak for {d.name} or any format it can run at "
             f"({', '.join(d.compute)}); known peaks: {', '.join(self.peak_flops_per_s)}"
@@ -74,6 +94,13 @@ class Accelerator:
 class Link:
     """One network tier as seen by one chip: per-direction bandwidth and latencies.
 
+    ``topology`` says how the chips of the tier are wired: ``"switch"`` (every chip reaches every
+    other at its full ``bandwidth_bytes_per_s``: NVSwitch, InfiniBand, UB switches) or ``"torus"``
+    (TPU ICI, Trainium NeuronLink: each chip has 2 links per axis to its neighbours, wrapping
+    around; ``torus_dims`` = chips per axis; ``bandwidth_bytes_per_s`` is still the chip's
+    per-direction total over all its links). Collectives on a torus are priced by
+    ``step.torus`` (dimension-ordered rings), not the switch formulas.
+
     ``latency_s`` is the tier's per-operation latency floor: every collective or send on the tier
     pays it once, whatever its step count (``collectives``; the catalogue's values are lower
     bounds on every measured operation, docs/assumptions.md "Collectives"). ``step_latency_s`` is
@@ -92,6 +119,8 @@ class Link:
     source: str = ""
     in_switch_reduction: bool = False
     step_latency_s: float = 0.0
+    topology: str = "switch"
+    torus_dims: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         owner = f"link {self.name}"
@@ -100,6 +129,35 @@ class Link:
         require_number("step_latency_s", self.step_latency_s, minimum=0, owner=owner)
         if not isinstance(self.in_switch_reduction, bool):
             raise SpecError(f"{owner}: in_switch_reduction must be True or False, got {self.in_switch_reduction!r}")
+        require_choice("topology", self.topology, TOPOLOGIES, owner=owner)
+        if isinstance(self.torus_dims, (str, bytes)) or not hasattr(self.torus_dims, "__iter__"):
+            raise SpecError(f"{owner}: torus_dims must be a sequence of whole numbers, got {self.torus_dims!r}")
+        object.__setattr__(self, "torus_dims", tuple(self.torus_dims))
+        if self.topology == "torus":
+            if not self.torus_dims:
+                raise SpecError(f"{owner}: a torus needs torus_dims, its chips along each axis (e.g. (4, 4, 4))",
+                                field="torus_dims", fix="give torus_dims = [4, 4, 4] (chips per axis)")
+            for i, k in enumerate(self.torus_dims):
+                require_whole(f"torus_dims[{i}]", k, minimum=2, owner=owner)
+            if self.in_switch_reduction:
+                raise SpecError(f"{owner}: a torus has no switches, so in_switch_reduction must be False",
+                                field="in_switch_reduction", fix="drop in_switch_reduction or use topology 'switch'")
+        elif self.torus_dims:
+            raise SpecError(f"{owner}: torus_dims {self.torus_dims} given for topology '{self.topology}'",
+                            field="torus_dims", fix="set topology = 'torus' or drop torus_dims")
+
+    @property
+    def torus_chips(self) -> int:
+        """Chips in the torus (the product of ``torus_dims``); 0 for a switch."""
+        return math.prod(self.torus_dims) if self.torus_dims else 0
+
+    @property
+    def torus_link_bytes_per_s(self) -> float:
+        """Per-direction bandwidth of ONE torus link: the chip's per-direction total spread evenly over
+        its 2 links per axis (2·len(torus_dims) links: 6 in a 3D torus). SpecError on a switch."""
+        if self.topology != "torus":
+            raise SpecError(f"link {self.name}: per-link bandwidth is defined for a torus only")
+        return self.bandwidth_bytes_per_s / (2 * len(self.torus_dims))
 
     @classmethod
     def from_bidirectional(cls, *, name: str, bidirectional_bytes_per_s: float, latency_s: float,
@@ -116,6 +174,7 @@ class Link:
                    in_switch_reduction=in_switch_reduction)
 
 
+TOPOLOGIES = ("switch", "torus")
 TIER_KINDS = ("hbm", "host_dram", "cpu_lpddr", "local_nvme", "flash", "hdd", "network_disk")
 
 
@@ -216,6 +275,15 @@ class System:
         require_whole("chips", self.chips, owner=f"system {self.name}")
         if self.chips > 1 and self.scale_up is None:
             raise SpecError(f"system {self.name}: a domain of {self.chips} chips needs a scale_up link")
+        up = self.scale_up
+        if up is not None and up.topology == "torus" and up.torus_chips != self.chips:
+            dims = "x".join(map(str, up.torus_dims))
+            raise SpecError(f"system {self.name}: scale_up torus {dims} has {up.torus_chips} chips, the system "
+                            f"{self.chips}", field="scale_up.torus_dims",
+                            fix="make the product of torus_dims equal chips")
+        if self.scale_out is not None and self.scale_out.topology != "switch":
+            raise SpecError(f"system {self.name}: scale_out must be a switched network (topology 'switch'); "
+                            f"a torus is a scale-up domain", field="scale_out.topology", fix="drop topology there")
 
     @property
     def hbm_bytes(self) -> float:

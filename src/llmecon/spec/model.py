@@ -1,12 +1,20 @@
 """Model spec: a decoder-only transformer, dense or MoE, with MHA/GQA/MQA, MLA, sliding or
-chunked local layers, and DeepSeek sparse attention (DSA).
+chunked local layers (optionally with their own head counts), DeepSeek sparse attention (DSA),
+linear-attention / state-space layers (Gated DeltaNet, Kimi Delta Attention, Mamba-2), layers
+without a mixer or without an FFN (heterogeneous blocks), and multi-token-prediction modules.
 
 Facts live in frozen dataclasses; every count is derived. Parameter counting conventions
-(checked against published totals in tests/test_model_params.py, method of
+(checked against published totals in tests/catalog/test_model_params.py, method of
 ``reference/models/README.md``): gated MLPs (SwiGLU/GeGLU) have 3 matrices of d x f, plain MLPs
 2; RMSNorm has d weights, LayerNorm 2d; an untied output head counts V x d again; biases, sinks,
-router biases are counted where the architecture has them. Multi-token-prediction layers
-(``num_nextn_predict_layers``) are not part of the main model and are not counted.
+router biases are counted where the architecture has them. Multi-token-prediction modules
+(``mtp_layers``) are counted apart (``ParamCounts.mtp``), not as decoder layers nor in ``total``.
+
+Per layer i: ``layer_mixers[i]`` is "attention", "linear" or "none"; an attention layer uses
+``local_attention`` when it is windowed (``layer_windows[i] > 0``) and one is given, else
+``attention``; ``layer_sparsity[i]`` is "dense", "indexed" (DSA with its own indexer) or "shared"
+(DSA reusing an earlier layer's top-k: no indexer of its own); ``moe_layers[i]`` says whether it
+has an MoE block and ``layer_ffn_dims[i]`` the width of its dense FFN (0: none; both may be set).
 
 Reading a Hugging Face ``config.json`` into this spec is ``hf_config.model_from_hf_config``.
 Symbols used in docstrings here and elsewhere (N_total, N_active, S, E, k, kv, W, B, L, ...), their
@@ -15,129 +23,34 @@ units and code names: docs/notation.md.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ..dtypes import DType, get_dtype
 from ..errors import SpecError, require_choice, require_whole
+from .counts import MatmulFlops, ParamCounts, WeightBytes, _causal_sum
+from .layers import ATTENTION_KINDS, LINEAR_KINDS, Attention, LinearMixer, MoE
 
-ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla")
+__all__ = ["ATTENTION_KINDS", "LINEAR_KINDS", "Attention", "LinearMixer", "MatmulFlops", "Model", "MoE",
+           "ParamCounts", "WeightBytes"]
 
-
-@dataclass(frozen=True, kw_only=True)
-class Attention:
-    """Attention block shape. For MLA, ``head_dim`` is the q/k dim (nope + rope) per head."""
-
-    kind: str
-    n_heads: int
-    n_kv_heads: int
-    head_dim: int
-    v_head_dim: int
-    q_lora_rank: int = 0
-    kv_lora_rank: int = 0
-    qk_rope_head_dim: int = 0
-    qkv_bias: bool = False
-    o_bias: bool = False
-    qk_norm: bool = False
-    sinks: bool = False
-    index_n_heads: int = 0
-    index_head_dim: int = 0
-    index_topk: int = 0
-
-    def __post_init__(self) -> None:
-        owner = "attention"
-        require_choice("kind", self.kind, ATTENTION_KINDS, owner=owner)
-        for name in ("n_heads", "n_kv_heads", "head_dim", "v_head_dim"):
-            require_whole(name, getattr(self, name), owner=owner)
-        if self.kind == "mla":
-            require_whole("kv_lora_rank", self.kv_lora_rank, owner=f"{owner} (MLA)")
-        elif self.n_heads % self.n_kv_heads:
-            raise SpecError(f"{owner}: num_attention_heads ({self.n_heads}) must be a multiple of "
-                            f"num_key_value_heads ({self.n_kv_heads}); fix the config")
-        if (self.index_topk > 0) != (self.index_head_dim > 0):
-            raise SpecError(f"{owner}: sparse attention needs both index_topk and index_head_dim")
-
-    @property
-    def is_sparse(self) -> bool:
-        """DeepSeek sparse attention: a lightning indexer picks ``index_topk`` tokens per query."""
-        return self.index_topk > 0
-
-    def params_per_layer(self, d_model: int) -> int:
-        """Weights of one attention block (projections, biases, q/k norms, sinks, DSA indexer)."""
-        n, h = self.n_heads, self.head_dim
-        if self.kind == "mla":
-            nope = h - self.qk_rope_head_dim
-            if self.q_lora_rank:
-                q = d_model * self.q_lora_rank + self.q_lora_rank + self.q_lora_rank * n * h
-            else:
-                q = d_model * n * h
-            kv = (d_model * (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank
-                  + self.kv_lora_rank * n * (nope + self.v_head_dim))
-            out = n * self.v_head_dim * d_model
-            params = q + kv + out
-        else:
-            kvw = self.n_kv_heads * h
-            params = d_model * n * h + 2 * d_model * kvw + n * self.v_head_dim * d_model
-            if self.qkv_bias:
-                params += n * h + 2 * kvw
-        if self.o_bias:
-            params += d_model
-        if self.qk_norm:
-            params += 2 * h
-        if self.sinks:
-            params += n
-        if self.is_sparse:
-            # DeepSeek-V3.2-Exp inference/model.py Indexer: wq_b (q_lora -> heads*dim), wk (d -> dim),
-            # k_norm LayerNorm(dim) with bias, weights_proj (d -> heads).
-            params += (self.q_lora_rank * self.index_n_heads * self.index_head_dim
-                       + d_model * self.index_head_dim + 2 * self.index_head_dim + d_model * self.index_n_heads)
-        return params
-
-    def kv_elements_per_token(self) -> int:
-        """Cached values per token per layer: K and V for each KV head, or MLA's latent + rope key."""
-        if self.kind == "mla":
-            return self.kv_lora_rank + self.qk_rope_head_dim
-        return 2 * self.n_kv_heads * self.head_dim
-
-    def score_value_dims(self, *, absorbed: bool) -> tuple[int, int]:
-        """Per-head dims of the q.k product and the weights.v product.
-
-        MLA decode runs "absorbed" (DeepSeek-V2 §2.1.2): scores and values over the compressed
-        latent (kv_lora + rope, kv_lora); the absorbed projections equal kv_b's weights, which
-        the per-token matmul count already includes. Prefill runs unabsorbed (nope+rope, v).
-        """
-        if self.kind == "mla" and absorbed:
-            return self.kv_lora_rank + self.qk_rope_head_dim, self.kv_lora_rank
-        return self.head_dim, self.v_head_dim
+MIXERS = ("attention", "linear", "none")
 
 
-@dataclass(frozen=True, kw_only=True)
-class MoE:
-    """Routed experts (top-k of E) plus always-on shared experts, in the layers marked MoE."""
-
-    n_routed: int
-    top_k: int
-    expert_ffn_dim: int
-    n_shared: int = 0
-    shared_ffn_dim: int = 0
-    router_bias: bool = False
-    expert_bias: bool = False
-
-    def __post_init__(self) -> None:
-        owner = "moe"
-        require_whole("n_routed", self.n_routed, owner=owner)
-        if not 1 <= self.top_k <= self.n_routed:
-            raise SpecError(f"{owner}: experts per token ({self.top_k}) must be between 1 and the expert count "
-                            f"({self.n_routed})")
-        require_whole("expert_ffn_dim", self.expert_ffn_dim, owner=owner)
-        require_whole("n_shared", self.n_shared, 0, owner=owner)
+def _fp32_block_scales(elements: int, block: int = 128) -> float:
+    """Bytes of one fp32 scale per ``block`` values (DeepSeek's fp8 caches: 128-value blocks)."""
+    return 4.0 * math.ceil(elements / block)
+SPARSITY = ("dense", "indexed", "shared")
 
 
 @dataclass(frozen=True, kw_only=True)
 class Model:
     """A decoder-only transformer. ``layer_windows[i]`` is 0 for full attention, else the number of
-    most recent tokens layer i attends to (sliding window, or chunk size for chunked attention)."""
+    most recent tokens layer i attends to (sliding window, or chunk size for chunked attention).
+    ``encoder_params``: a multimodal wrapper's vision encoder (estimated by the reader), reported
+    apart and never in ``params`` (serving cost is the language model's)."""
 
     name: str
     d_model: int
@@ -151,12 +64,18 @@ class Model:
     moe_layers: tuple[bool, ...] = ()
     layer_windows: tuple[int, ...] = ()
     kv_holding: tuple[bool, ...] = ()
+    layer_mixers: tuple[str, ...] = ()
+    layer_ffn_dims: tuple[int, ...] = ()
+    layer_sparsity: tuple[str, ...] = ()
+    local_attention: Attention | None = None
+    linear: LinearMixer | None = None
     tie_embeddings: bool = False
     norm: str = "rms"
     norms_per_layer: int = 2
     lm_head_bias: bool = False
     weight_dtype: str = "bf16"
     expert_weight_dtype: str = ""
+    ffn_weight_dtype: str = ""
     kv_dtype: str = "bf16"
     index_dtype: str = "fp8"
     max_context: int = 0
@@ -164,6 +83,7 @@ class Model:
     assumptions: tuple[str, ...] = ()
     unrecognized_fields: tuple[str, ...] = ()
     extra_layers_not_counted: int = 0
+    encoder_params: int = 0
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -171,30 +91,49 @@ class Model:
         for name in ("d_model", "n_layers", "vocab_size"):
             require_whole(name, getattr(self, name), owner=owner)
         require_choice("norm", self.norm, ("rms", "layer"), owner=owner)
-        if not self.moe_layers:
-            object.__setattr__(self, "moe_layers", (self.moe is not None,) * self.n_layers)
-        if not self.layer_windows:
-            object.__setattr__(self, "layer_windows", (0,) * self.n_layers)
-        if not self.kv_holding:
-            object.__setattr__(self, "kv_holding", (True,) * self.n_layers)
+        n = self.n_layers
+        defaults = {"moe_layers": (self.moe is not None,) * n, "layer_windows": (0,) * n,
+                    "kv_holding": (True,) * n, "layer_mixers": ("attention",) * n,
+                    "layer_sparsity": (("indexed" if self.attention.is_sparse else "dense"),) * n}
+        for name, value in defaults.items():
+            if not getattr(self, name):
+                object.__setattr__(self, name, value)
+        if not self.layer_ffn_dims:
+            object.__setattr__(self, "layer_ffn_dims", tuple(0 if m else self.dense_ffn_dim for m in self.moe_layers))
         if not self.expert_weight_dtype:
             object.__setattr__(self, "expert_weight_dtype", self.weight_dtype)
-        for name in ("moe_layers", "layer_windows"):
-            if len(getattr(self, name)) != self.n_layers:
-                raise SpecError(f"{owner}: {name} has {len(getattr(self, name))} entries for {self.n_layers} layers")
+        for name in ("moe_layers", "layer_windows", "kv_holding", "layer_mixers", "layer_ffn_dims", "layer_sparsity"):
+            if len(getattr(self, name)) != n:
+                raise SpecError(f"{owner}: {name} has {len(getattr(self, name))} entries for {n} layers")
         if any(w < 0 for w in self.layer_windows):
             raise SpecError(f"{owner}: layer windows must be >= 0")
-        if len(self.kv_holding) != self.n_layers or not any(self.kv_holding):
-            raise SpecError(f"{owner}: kv_holding needs one flag per layer ({self.n_layers}) and at least one layer "
-                            "holding KV")
+        if any(w < 0 for w in self.layer_ffn_dims):
+            raise SpecError(f"{owner}: layer FFN widths must be >= 0")
+        for i, (mixer, sparsity) in enumerate(zip(self.layer_mixers, self.layer_sparsity)):
+            require_choice(f"layer_mixers[{i}]", mixer, MIXERS, owner=owner)
+            require_choice(f"layer_sparsity[{i}]", sparsity, SPARSITY, owner=owner)
+            if sparsity != "dense" and not self._attention_of(i).is_sparse:
+                raise SpecError(f"{owner}: layer {i} is marked sparse but its attention has no indexer")
+        if "linear" in self.layer_mixers and self.linear is None:
+            raise SpecError(f"{owner}: linear-mixer layers marked but no linear mixer spec")
+        if "attention" in self.layer_mixers and not any(
+                h for h, m in zip(self.kv_holding, self.layer_mixers) if m == "attention"):
+            raise SpecError(f"{owner}: kv_holding needs at least one attention layer holding KV")
         if self.moe is None and any(self.moe_layers):
             raise SpecError(f"{owner}: MoE layers marked but no MoE spec")
-        if self.n_dense_layers and self.dense_ffn_dim < 1:
+        if self.n_dense_layers and self.dense_ffn_dim < 1 and not any(self.layer_ffn_dims):
             raise SpecError(f"{owner}: {self.n_dense_layers} dense layers need an FFN width >= 1")
         for name in ("weight_dtype", "expert_weight_dtype", "kv_dtype", "index_dtype"):
             get_dtype(getattr(self, name))
+        if self.ffn_weight_dtype:
+            get_dtype(self.ffn_weight_dtype)
 
     # ---- layer structure -------------------------------------------------------------------
+    def _attention_of(self, i: int) -> Attention:
+        if self.layer_windows[i] and self.local_attention is not None:
+            return self.local_attention
+        return self.attention
+
     @property
     def n_moe_layers(self) -> int:
         return sum(self.moe_layers)
@@ -204,42 +143,91 @@ class Model:
         return self.n_layers - self.n_moe_layers
 
     @property
+    def n_attention_layers(self) -> int:
+        return self.layer_mixers.count("attention")
+
+    @property
+    def n_linear_layers(self) -> int:
+        return self.layer_mixers.count("linear")
+
+    @property
     def is_moe(self) -> bool:
         return self.moe is not None and self.n_moe_layers > 0
 
     @property
+    def mtp_layers(self) -> int:
+        """Multi-token-prediction modules shipped beside the main model (not decoder layers)."""
+        return self.extra_layers_not_counted
+
+    @property
     def attention_label(self) -> str:
-        """Human label: 'gqa', 'mla+dsa', 'gqa+sliding(4096)', 'gqa+local(1024):global 5:1'..."""
+        """Human label: 'gqa', 'mla+dsa', 'gqa+sliding(4096)', 'gqa+local(1024):global 5:1',
+        'gqa+gated_deltanet 45:15'..."""
         label = self.attention.kind + ("+dsa" if self.attention.is_sparse else "")
-        windows = [w for w in self.layer_windows if w]
+        windows = [w for w, m in zip(self.layer_windows, self.layer_mixers) if w and m == "attention"]
         if windows:
             w = max(set(windows), key=windows.count)
             n_local = len(windows)
-            if n_local == self.n_layers:
+            if n_local == self.n_attention_layers:
                 label += f"+sliding({w})"
             else:
-                label += f"+local({w})/global {n_local}:{self.n_layers - n_local}"
+                label += f"+local({w})/global {n_local}:{self.n_attention_layers - n_local}"
+        if self.n_linear_layers:
+            label += f"+{self.linear.kind} {self.n_linear_layers}:{self.n_attention_layers}"
         return label
 
+    def layer_breakdown(self) -> dict[str, int]:
+        """Layer counts per kind: mixers (attention full/windowed/sparse, linear, none) and FFNs."""
+        out: dict[str, int] = {}
+        for i, mixer in enumerate(self.layer_mixers):
+            if mixer == "attention":
+                kind = self._attention_of(i).kind
+                key = f"attention_{kind}_" + ("windowed" if self.layer_windows[i] else "full")
+                if self.layer_sparsity[i] != "dense":
+                    key += f"_sparse_{self.layer_sparsity[i]}"
+            elif mixer == "linear":
+                key = f"linear_{self.linear.kind}"
+            else:
+                key = "no_mixer"
+            out[key] = out.get(key, 0) + 1
+        out["ffn_moe"] = self.n_moe_layers
+        out["ffn_dense"] = sum(1 for w in self.layer_ffn_dims if w)
+        out["ffn_moe_and_dense"] = sum(1 for m, w in zip(self.moe_layers, self.layer_ffn_dims) if m and w)
+        out["ffn_none"] = sum(1 for m, w in zip(self.moe_layers, self.layer_ffn_dims) if not m and not w)
+        return out
+
+    def _attention_groups(self, *, holding_only: bool) -> tuple[tuple[Attention, int, str, int], ...]:
+        """(attention spec, window, sparsity, layer count) over attention layers (cached)."""
+        key = ("attention_groups", holding_only)
+        groups = self._cache.get(key)
+        if groups is None:
+            counts: dict[tuple, int] = {}
+            for i, (w, holds, mixer) in enumerate(zip(self.layer_windows, self.kv_holding, self.layer_mixers)):
+                if mixer == "attention" and (holds or not holding_only):
+                    k = (id(self._attention_of(i)), w, self.layer_sparsity[i])
+                    counts[k] = counts.get(k, 0) + 1
+            specs = {id(self.attention): self.attention}
+            if self.local_attention is not None:
+                specs[id(self.local_attention)] = self.local_attention
+            groups = self._cache[key] = tuple((specs[s], w, sp, c) for (s, w, sp), c in sorted(
+                counts.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0] != id(self.attention))))
+        return groups
+
     def window_groups(self, *, holding_only: bool = False) -> tuple[tuple[int, int], ...]:
-        """(window, layer count) pairs; window 0 = full attention (cached: called per step).
+        """(window, attention-layer count) pairs; window 0 = full attention.
 
         ``holding_only`` counts only layers that keep their own KV cache (cross-layer sharing).
         """
-        key = "kv_window_groups" if holding_only else "window_groups"
-        groups = self._cache.get(key)
-        if groups is None:
-            counts: dict[int, int] = {}
-            for w, holds in zip(self.layer_windows, self.kv_holding):
-                if holds or not holding_only:
-                    counts[w] = counts.get(w, 0) + 1
-            groups = self._cache[key] = tuple(sorted(counts.items()))
-        return groups
+        counts: dict[int, int] = {}
+        for _, w, _, c in self._attention_groups(holding_only=holding_only):
+            counts[w] = counts.get(w, 0) + c
+        return tuple(sorted(counts.items()))
 
     @property
     def kv_sharing_factor(self) -> float:
-        """Layers per distinct KV cache (1 without cross-layer sharing; CLA2 = 2)."""
-        return self.n_layers / sum(self.kv_holding)
+        """Attention layers per distinct KV cache (1 without cross-layer sharing; CLA2 = 2)."""
+        held = sum(h for h, m in zip(self.kv_holding, self.layer_mixers) if m == "attention")
+        return self.n_attention_layers / held if held else 1.0
 
     def with_kv_sharing(self, factor: int) -> "Model":
         """This model with every ``factor`` adjacent layers sharing one KV cache: cross-layer
@@ -265,40 +253,65 @@ class Model:
             params += (2 if self.ffn_gated else 1) * width + self.d_model
         return params
 
-    def _expert_params(self, width: int) -> int:
+    def _expert_params(self, width: int, d_in: int | None = None) -> int:
         mats = 3 if self.ffn_gated else 2
-        params = mats * self.d_model * width
+        d_in = d_in or self.d_model
+        params = mats * d_in * width
         if self.moe is not None and self.moe.expert_bias:
-            params += (2 if self.ffn_gated else 1) * width + self.d_model
+            params += (2 if self.ffn_gated else 1) * width + d_in
         return params
 
     @property
-    def params(self) -> "ParamCounts":
+    def params(self) -> ParamCounts:
         """Parameter counts per component (exact integers)."""
         if "params" not in self._cache:
             self._cache["params"] = self._count_params()
         return self._cache["params"]
 
-    def _count_params(self) -> "ParamCounts":
+    def _moe_layer_params(self) -> tuple[int, int, int, int, int]:
+        """One MoE layer: (one routed expert, shared experts, router, latent projections+norm)."""
+        m, d = self.moe, self.d_model
+        expert = self._expert_params(m.expert_ffn_dim, m.latent_dim or d)
+        shared = m.n_shared * self._expert_params(m.shared_ffn_dim or m.expert_ffn_dim)
+        router = d * m.n_routed + (m.n_routed if m.router_bias else 0)
+        latent = (2 * d * m.latent_dim + (m.latent_dim if m.latent_norm else 0)) if m.latent_dim else 0
+        return expert, shared, router, latent, m.n_routed * expert
+
+    def _count_params(self) -> ParamCounts:
         d, v = self.d_model, self.vocab_size
         norm_w = d if self.norm == "rms" else 2 * d
-        attention = self.n_layers * self.attention.params_per_layer(d)
-        dense_ffn = self.n_dense_layers * self._ffn_params(self.dense_ffn_dim)
-        routed = shared = router = 0
-        expert = 0
+        attention = sum(self._attention_of(i).params_per_layer(d, indexer=self.layer_sparsity[i] == "indexed")
+                        for i, m in enumerate(self.layer_mixers) if m == "attention")
+        linear = self.n_linear_layers * self.linear.params_per_layer(d) if self.linear is not None else 0
+        dense_ffn = sum(self._ffn_params(w) for w in self.layer_ffn_dims if w)
+        routed = shared = router = latent = routed_active = 0
         if self.moe is not None:
-            m = self.moe
-            expert = self._expert_params(m.expert_ffn_dim)
-            routed = self.n_moe_layers * m.n_routed * expert
-            shared = self.n_moe_layers * m.n_shared * self._expert_params(m.shared_ffn_dim or m.expert_ffn_dim)
-            router = self.n_moe_layers * (d * m.n_routed + (m.n_routed if m.router_bias else 0))
+            expert, shared1, router1, latent1, routed1 = self._moe_layer_params()
+            k = self.n_moe_layers
+            routed, shared, router, latent = k * routed1, k * shared1, k * router1, k * latent1
+            routed_active = k * self.moe.top_k * expert
         norms = self.n_layers * self.norms_per_layer * norm_w + norm_w
         embedding = v * d
         lm_head = (0 if self.tie_embeddings else v * d) + (v if self.lm_head_bias else 0)
-        routed_active = 0 if self.moe is None else self.n_moe_layers * self.moe.top_k * expert
         return ParamCounts(embedding=embedding, lm_head=lm_head, attention=attention, dense_ffn=dense_ffn,
                            routed_experts=routed, routed_experts_active=routed_active, shared_experts=shared,
-                           router=router, norms=norms, head_matmul=v * d)
+                           router=router, norms=norms, head_matmul=v * d, linear_mixers=linear, moe_latent=latent,
+                           mtp=self.mtp_layers * self._mtp_module_params())
+
+    def _mtp_module_params(self) -> int:
+        """One multi-token-prediction module (DeepSeek-V3 §2.2, Fig. 3): embedding and hidden-state
+        RMSNorms (2d), the projection of their concatenation (2d x d), one decoder layer with full
+        attention and the FFN kind of the model's last layer, its norms, and a final norm.
+        Embedding and output head are shared with the main model (not counted again)."""
+        d, last = self.d_model, self.n_layers - 1
+        layer = self.attention.params_per_layer(d) + self.norms_per_layer * d
+        if self.moe_layers[last]:
+            expert, shared, router, latent, routed = self._moe_layer_params()
+            layer += routed + shared + router + latent
+        layer += self._ffn_params(self.layer_ffn_dims[last]) if self.layer_ffn_dims[last] else 0
+        if not self.moe_layers[last] and not self.layer_ffn_dims[last] and self.dense_ffn_dim:
+            layer += self._ffn_params(self.dense_ffn_dim)
+        return 2 * d + 2 * d * d + layer + d
 
     @property
     def sparsity(self) -> float:
@@ -307,11 +320,13 @@ class Model:
         return p.total / p.active
 
     # ---- bytes -------------------------------------------------------------------------------
-    def weight_bytes(self, weight_dtype: str | DType | None = None) -> "WeightBytes":
+    def weight_bytes(self, weight_dtype: str | DType | None = None) -> WeightBytes:
         """Stored weight bytes, split into non-expert (dense) and routed-expert parts.
 
-        ``weight_dtype`` overrides both the dense and the expert format; None keeps the native
-        ones (gpt-oss: MXFP4 experts, bf16 elsewhere). Shared experts use the expert format.
+        ``weight_dtype`` overrides every format; None keeps the native ones: ``weight_dtype`` for
+        attention, mixers, embeddings, head and norms, ``ffn_weight_dtype`` for dense FFNs and
+        shared experts (when set; else dense FFNs at ``weight_dtype`` and shared experts at the
+        expert format), ``expert_weight_dtype`` for routed experts (gpt-oss: MXFP4 experts).
         """
         key = ("weight_bytes", weight_dtype)
         if key in self._cache:  # every step of a sweep asks again: computed once per format
@@ -319,185 +334,138 @@ class Model:
         p = self.params
         dense_b = get_dtype(weight_dtype or self.weight_dtype).bytes
         expert_b = get_dtype(weight_dtype or self.expert_weight_dtype).bytes
-        non_expert = (p.total - p.routed_experts - p.shared_experts) * dense_b + p.shared_experts * expert_b
+        ffn_b = get_dtype(weight_dtype or self.ffn_weight_dtype).bytes if self.ffn_weight_dtype else None
+        shared_b = expert_b if ffn_b is None else ffn_b
+        dense_ffn_b = dense_b if ffn_b is None else ffn_b
+        non_expert = ((p.total - p.routed_experts - p.shared_experts - p.dense_ffn) * dense_b
+                      + p.dense_ffn * dense_ffn_b + p.shared_experts * shared_b)
         out = self._cache[key] = WeightBytes(non_expert=non_expert, routed_experts=p.routed_experts * expert_b,
                                              input_embedding=0.0 if self.tie_embeddings else p.embedding * dense_b)
         return out
 
+    def state_bytes_per_sequence(self) -> float:
+        """Constant per-sequence state of the linear-attention / state-space layers (recurrent +
+        conv state, at their own formats): it replaces a growing KV cache in those layers."""
+        return self.n_linear_layers * self.linear.state_bytes() if self.linear is not None else 0.0
+
     def kv_bytes_per_token(self, kv_dtype: str | DType | None = None) -> float:
-        """KV-cache bytes per token summed over all layers, at short context (every layer holds it).
+        """KV-cache bytes per token summed over the attention layers, at short context (every
+        layer holds it); the constant state of linear layers is not per token (see
+        ``state_bytes_per_sequence``).
 
         MHA/GQA/MQA: 2·K·H per layer; MLA: kv_lora + rope per layer (DeepSeek-V3 bf16: 61·576·2 =
-        70,272 B); DSA adds the indexer's key cache (index_head_dim at ``index_dtype``, scale
-        factors omitted). Sliding layers hold at most their window: see ``kv_bytes``.
+        70,272 B); DSA adds the indexer's key cache. Sliding layers hold at most their window: see
+        ``kv_bytes``. The fp8 layouts of DSA are DeepSeek's own (``_kv_layer_bytes``).
         """
-        return float(self.kv_bytes(1, kv_dtype))
+        return float(self._kv_sum(1.0, kv_dtype, holding_only=True, sparse=False))
 
-    def _kv_layer_bytes(self, kv_dtype: str | DType | None) -> tuple[float, float]:
-        key = ("kv_layer_bytes", kv_dtype)
+    def _kv_layer_bytes(self, spec: Attention, kv_dtype: str | DType | None) -> tuple[float, float]:
+        """(cache bytes, indexer-key bytes) per token per layer of attention ``spec``.
+
+        DSA at 8 bits uses DeepSeek's published layouts (FlashMLA README, "FP8 KV cache" of the
+        sparse kernels; DeepSeek-V3.2-Exp inference/model.py): the latent in fp8 with one fp32 scale
+        per 128 values and the rope key kept in bf16, 512 + 4·4 + 64·2 = 656 B; the indexer key in
+        fp8 with one fp32 scale per 128 values, 128 + 4 = 132 B. Other 8-bit caches (dense MLA, GQA)
+        are counted with per-tensor scales (no per-token bytes) and every element at 8 bits.
+        """
+        key = ("kv_layer_bytes", id(spec), kv_dtype)
         if key not in self._cache:  # computed once per format
-            kv_b = get_dtype(kv_dtype or self.kv_dtype).bytes
-            main = self.attention.kv_elements_per_token() * kv_b
-            index = (self.attention.index_head_dim * get_dtype(self.index_dtype).bytes if self.attention.is_sparse
-                     else 0.0)
+            kv = get_dtype(kv_dtype or self.kv_dtype)
+            main = spec.kv_elements_per_token() * kv.bytes
+            index = 0.0
+            if spec.is_sparse:
+                idx = get_dtype(self.index_dtype)
+                index = spec.index_head_dim * idx.bytes + (_fp32_block_scales(spec.index_head_dim) if idx.bits == 8
+                                                           else 0.0)
+                if spec.kind == "mla" and kv.bits == 8:
+                    main = (spec.kv_lora_rank * kv.bytes + _fp32_block_scales(spec.kv_lora_rank)
+                            + spec.qk_rope_head_dim * 2.0)
             self._cache[key] = (main, index)
         return self._cache[key]
 
     def kv_bytes(self, context, kv_dtype: str | DType | None = None):
-        """KV bytes held for one sequence of ``context`` tokens (broadcasts over numpy arrays)."""
-        return self._kv_sum(context, kv_dtype, self.window_groups(holding_only=True), sparse=False)
+        """KV bytes held for one sequence of ``context`` tokens, plus the constant state of linear
+        layers (broadcasts over numpy arrays)."""
+        return self._kv_sum(context, kv_dtype, holding_only=True, sparse=False) + self.state_bytes_per_sequence()
+
+    def dense_kv_read_bytes(self, context, kv_dtype: str | DType | None = None):
+        """What dense attention over the same cache layout would read at ``context`` (no indexer, no
+        top-k): the comparison DSA's savings are stated against (SPEC B7). Linear layers' state
+        included, as in ``kv_read_bytes``."""
+        return (self._kv_sum(context, kv_dtype, holding_only=False, sparse=False, indexer=False)
+                + self.state_bytes_per_sequence())
 
     def kv_read_bytes(self, context, kv_dtype: str | DType | None = None, *, sparse: bool = True):
         """KV bytes one decode step reads for one sequence at ``context`` tokens.
 
         Every attending layer reads its cache (a layer sharing another's cache reads it again).
-        Dense attention reads all it holds; DSA (``sparse``) reads the whole indexer cache plus
-        the top-k selected entries: L·b_index + min(L, k)·b_kv per layer (SPEC B7).
+        Dense attention reads all it holds; DSA (``sparse``) reads the indexer cache plus the
+        top-k selected entries: L·b_index + min(L, k)·b_kv per layer (SPEC B7). Linear layers read
+        their constant state once per step (writing it back is omitted).
         """
-        return self._kv_sum(context, kv_dtype, self.window_groups(), sparse=sparse and self.attention.is_sparse)
+        return self._kv_sum(context, kv_dtype, holding_only=False, sparse=sparse) + self.state_bytes_per_sequence()
 
-    def _kv_sum(self, context, kv_dtype, groups, *, sparse: bool):
+    def _kv_sum(self, context, kv_dtype, *, holding_only: bool, sparse: bool, indexer: bool = True):
         context = np.asarray(context, dtype=float)
-        main, index = self._kv_layer_bytes(kv_dtype)
         total = 0.0
-        for window, count in groups:
+        for spec, window, sparsity, count in self._attention_groups(holding_only=holding_only):
+            main, index = self._kv_layer_bytes(spec, kv_dtype)
             held = context if window == 0 else np.minimum(context, window)
-            selected = np.minimum(held, self.attention.index_topk) if sparse else held
-            total = total + count * (index * held + main * selected)
+            selected = np.minimum(held, spec.index_topk) if sparse and sparsity != "dense" else held
+            own_index = index if sparsity == "indexed" and indexer else 0.0
+            total = total + count * (own_index * held + main * selected)
         return total
 
     # ---- FLOPs ---------------------------------------------------------------------------------
-    def attention_flops_per_token(self, context, *, absorbed: bool = True):
-        """Score and value FLOPs of one query token attending ``context`` cached tokens.
+    def _linear_flops_per_token(self) -> float:
+        return self.n_linear_layers * self.linear.recurrent_flops_per_token() if self.linear is not None else 0.0
 
-        Per layer ``2·N·(d_qk + d_v)·L_eff`` (Kaplan et al. 2020 form, 4·N·H·L for d_qk = d_v = H),
-        with L_eff = min(L, window) and, for DSA, min(L, top-k) plus the indexer's
-        2·index_heads·index_dim·L. Softmax and masking are omitted.
+    def attention_flops_per_token(self, context, *, absorbed: bool = True):
+        """Score and value FLOPs of one query token attending ``context`` cached tokens, plus the
+        context-independent recurrence FLOPs of linear layers (``LinearMixer``).
+
+        Per attention layer ``2·N·(d_qk + d_v)·L_eff`` (Kaplan et al. 2020 form, 4·N·H·L for
+        d_qk = d_v = H), with L_eff = min(L, window) and, for DSA, min(L, top-k) plus the
+        indexer's 2·index_heads·index_dim·L on layers with their own indexer. Softmax and masking
+        are omitted.
         """
         context = np.asarray(context, dtype=float)
-        a = self.attention
-        d_qk, d_v = a.score_value_dims(absorbed=absorbed)
-        per_token = 2.0 * a.n_heads * (d_qk + d_v)
         total = 0.0
-        for window, count in self.window_groups():
+        for spec, window, sparsity, count in self._attention_groups(holding_only=False):
+            d_qk, d_v = spec.score_value_dims(absorbed=absorbed)
             held = context if window == 0 else np.minimum(context, window)
-            attended = np.minimum(held, a.index_topk) if a.is_sparse else held
-            total = total + count * per_token * attended
-            if a.is_sparse:
-                total = total + count * 2.0 * a.index_n_heads * a.index_head_dim * held
-        return total
+            attended = np.minimum(held, spec.index_topk) if sparsity != "dense" else held
+            total = total + count * 2.0 * spec.n_heads * (d_qk + d_v) * attended
+            if sparsity == "indexed":
+                total = total + count * 2.0 * spec.index_n_heads * spec.index_head_dim * held
+        return total + self._linear_flops_per_token()
 
     def prefill_attention_flops(self, prompt_tokens, cached_tokens=0):
         """Causal attention FLOPs for ``prompt_tokens`` new tokens after ``cached_tokens`` cached ones.
 
         Token at position p (1-based) attends min(p, window) tokens; the sum over the prompt is
         closed-form: S(L0+T) - S(L0) with S(x) = sum_{p<=x} min(p, W). Unabsorbed MLA dims.
-        DSA prefill is counted as dense (its top-k applies per query; at p <= k they coincide).
+        DSA: min(p, k) attended plus the indexer over all p. Linear layers add their per-token
+        recurrence FLOPs for each prompt token.
         """
         t = np.asarray(prompt_tokens, dtype=float)
         l0 = np.asarray(cached_tokens, dtype=float)
-        a = self.attention
-        d_qk, d_v = a.score_value_dims(absorbed=False)
-        per_token = 2.0 * a.n_heads * (d_qk + d_v)
         total = 0.0
-        for window, count in self.window_groups():
-            attended = _causal_sum(l0 + t, window) - _causal_sum(l0, window)
-            if a.is_sparse:
-                k = float(a.index_topk)
+        for spec, window, sparsity, count in self._attention_groups(holding_only=False):
+            d_qk, d_v = spec.score_value_dims(absorbed=False)
+            full = _causal_sum(l0 + t, window) - _causal_sum(l0, window)
+            attended = full
+            if sparsity != "dense":
+                k = float(spec.index_topk)
                 attended = _causal_sum(l0 + t, k) - _causal_sum(l0, k)
-                full = _causal_sum(l0 + t, window) - _causal_sum(l0, window)
-                total = total + count * 2.0 * a.index_n_heads * a.index_head_dim * full
-            total = total + count * per_token * attended
-        return total
+            if sparsity == "indexed":
+                total = total + count * 2.0 * spec.index_n_heads * spec.index_head_dim * full
+            total = total + count * 2.0 * spec.n_heads * (d_qk + d_v) * attended
+        return total + t * self._linear_flops_per_token()
 
-    def matmul_flops_per_token(self) -> "MatmulFlops":
+    def matmul_flops_per_token(self) -> MatmulFlops:
         """2 FLOPs per weight used by one token (FLOPs, not MACs), split dense vs expert."""
         p = self.params
-        dense = 2.0 * (p.attention + p.dense_ffn + p.router + p.head_matmul)
+        dense = 2.0 * (p.attention + p.linear_mixers + p.dense_ffn + p.router + p.moe_latent + p.head_matmul)
         expert = 2.0 * (p.shared_experts + p.routed_experts_active)
         return MatmulFlops(non_expert=dense, expert=expert)
-
-
-def _causal_sum(x, window):
-    """sum_{p=1}^{x} min(p, W) for W > 0, or x(x+1)/2 for W = 0 (full attention)."""
-    x = np.asarray(x, dtype=float)
-    full = x * (x + 1.0) / 2.0
-    if not window:
-        return full
-    w = float(window)
-    return np.where(x <= w, full, w * (w + 1.0) / 2.0 + (x - w) * w)
-
-
-@dataclass(frozen=True, kw_only=True)
-class ParamCounts:
-    """Parameter counts per component. ``head_matmul`` is V·d used by the output matmul even when
-    tied (then it is not stored twice)."""
-
-    embedding: int
-    lm_head: int
-    attention: int
-    dense_ffn: int
-    routed_experts: int
-    routed_experts_active: int
-    shared_experts: int
-    router: int
-    norms: int
-    head_matmul: int
-
-    @property
-    def total(self) -> int:
-        return (self.embedding + self.lm_head + self.attention + self.dense_ffn + self.routed_experts
-                + self.shared_experts + self.router + self.norms)
-
-    @property
-    def active(self) -> int:
-        """Parameters one token uses, embedding and head included (model-card convention)."""
-        return self.total - self.routed_experts + self.routed_experts_active
-
-    @property
-    def active_excluding_embedding(self) -> int:
-        return self.active - self.embedding
-
-    @property
-    def non_embedding(self) -> int:
-        """Total without the input embedding and an untied head (Qwen cards' 'non-embedding')."""
-        return self.total - self.embedding - self.lm_head
-
-    def as_dict(self) -> dict[str, int]:
-        return {"embedding": self.embedding, "lm_head": self.lm_head, "attention": self.attention,
-                "dense_ffn": self.dense_ffn, "routed_experts": self.routed_experts,
-                "shared_experts": self.shared_experts, "router": self.router, "norms": self.norms,
-                "total": self.total, "active": self.active}
-
-
-@dataclass(frozen=True, kw_only=True)
-class WeightBytes:
-    """Stored weight bytes: everything but routed experts (incl. the input embedding), and the
-    routed experts."""
-
-    non_expert: float
-    routed_experts: float
-    input_embedding: float = 0.0
-
-    @property
-    def non_expert_read_per_step(self) -> float:
-        """Non-expert bytes a step reads: an untied input embedding is only looked up (B rows,
-        omitted); a tied one is read whole as the output head."""
-        return self.non_expert - self.input_embedding
-
-    @property
-    def total(self) -> float:
-        return self.non_expert + self.routed_experts
-
-
-@dataclass(frozen=True, kw_only=True)
-class MatmulFlops:
-    """Matmul FLOPs per token: non-expert (attention projections, dense FFN, router, head) and
-    expert (shared + top-k routed)."""
-
-    non_expert: float
-    expert: float
-
-    @property
-    def total(self) -> float:
-        return self.non_expert + self.expert

@@ -10,6 +10,15 @@ attention data-parallel: each EP rank group holds the attention weights). pp spl
 the slowest stage holding ceil(L/pp) of them; dp is whole replicas, which exchange nothing at
 inference. One replica spans ``width·pp`` chips; a deployment ``chips·dp``.
 
+Redundant experts (``redundant_experts`` r, DeepSeek-V3 report §3.4 and DeepSeek's inference-system
+note: decode on EP144 holds 256 + 32 = 288 routed-expert copies, 2 per GPU; the report's EP320, 1 per
+GPU, has 64 GPUs of redundant and shared experts): the stage holds E + r expert *slots*, (E + r)/ep
+on each expert group, the r extra slots copies of experts chosen by the load balancer. ep need not
+divide E, but must divide E + r; every slot costs its memory. Under uniform routing llmecon treats
+the E + r slots as interchangeable: a token's k experts land on k distinct slots and a replicated
+expert's tokens split evenly over its copies (what the balancer aims for); which experts are hot
+and copied is not modelled (``expert_imbalance`` is the skew left after replication).
+
 Placement over scale-up domains of D chips (``place``): ranks are numbered tp innermost, then
 adp, then pp, then dp. Stages of width W ≤ D pack floor(D/W) per domain (the remainder idles:
 EP64 on a 72-chip rack leaves 8 chips for other work); a stage wider than D uses m chips in each
@@ -35,19 +44,26 @@ DEGREES = ("tp", "ep", "pp", "dp", "adp")
 
 @dataclass(frozen=True, kw_only=True)
 class Plan:
-    """Degrees of parallelism; ``adp`` None means "equal to ep" (see the module docstring)."""
+    """Degrees of parallelism; ``adp`` None means "equal to ep"; ``redundant_experts`` extra routed-
+    expert copies spread over the ep groups (see the module docstring)."""
 
     tp: int = 1
     ep: int = 1
     pp: int = 1
     dp: int = 1
     adp: int | None = None
+    redundant_experts: int = 0
 
     def __post_init__(self) -> None:
         if self.adp is None:
             object.__setattr__(self, "adp", self.ep)
         for name in DEGREES:
             object.__setattr__(self, name, require_whole(name, getattr(self, name)))
+        object.__setattr__(self, "redundant_experts", require_whole("redundant_experts", self.redundant_experts, 0))
+        if self.redundant_experts and self.ep == 1:
+            raise SpecError("redundant expert copies need expert parallelism: with ep 1 every expert is on every "
+                            "chip already", field="redundant_experts", value=self.redundant_experts,
+                            fix="set {ep} > 1 or {redundant_experts} 0")
         if self.width % self.ep:
             raise SpecError(f"expert groups must tile the stage's tp·adp = {self.width} chips", field="ep",
                             value=self.ep,
@@ -79,14 +95,25 @@ class Plan:
             parts.append(f"adp{self.adp}")
         if self.dp > 1:
             parts.append(f"dp{self.dp}")
+        if self.redundant_experts:
+            parts.append(f"r{self.redundant_experts}")
         return "·".join(parts)
+
+    def expert_slots(self, model: Model) -> int:
+        """Routed-expert slots of one stage (per MoE layer): E + redundant_experts (0 for a dense model)."""
+        return model.moe.n_routed + self.redundant_experts if model.is_moe else 0
+
+    def slots_per_rank(self, model: Model) -> int:
+        """Routed-expert slots each expert group holds per MoE layer: (E + r)/ep (after ``validate``)."""
+        return self.expert_slots(model) // self.ep
 
     def as_dict(self) -> dict:
         """The plan as every ``--json`` object and web response shows it (docs/json.md): the degrees,
-        the derived ``expert_tp``, ``chips`` (one replica), ``total_chips`` (chips·dp) and the label."""
+        the redundant expert copies, the derived ``expert_tp``, ``chips`` (one replica), ``total_chips``
+        (chips·dp) and the label."""
         return {"tp": self.tp, "ep": self.ep, "pp": self.pp, "dp": self.dp, "adp": self.adp,
-                "expert_tp": self.expert_tp, "chips": self.chips, "total_chips": self.total_chips,
-                "label": self.label()}
+                "redundant_experts": self.redundant_experts, "expert_tp": self.expert_tp, "chips": self.chips,
+                "total_chips": self.total_chips, "label": self.label()}
 
     def stage_fraction(self, model: Model) -> float:
         """Share of the layers on the slowest pipeline stage: ceil(L/pp)/L."""
@@ -98,6 +125,24 @@ class Plan:
         if model.attention.kind == "mla":
             return 1
         return min(model.attention.n_kv_heads, self.tp)
+
+    def _validate_slots(self, model: Model) -> None:
+        """ep groups must hold equal shares of the E + r expert slots, and a group never holds two
+        copies of one expert (so r <= E·(ep - 1))."""
+        e, r = model.moe.n_routed, self.redundant_experts
+        if (e + r) % self.ep:
+            fill = -e % self.ep
+            if r == 0:
+                raise SpecError(f"{e} routed experts do not divide evenly over {self.ep} expert groups", field="ep",
+                                value=self.ep, fix=f"use a divisor of {e}, or add {{redundant_experts}} {fill} "
+                                f"(copies filling {e + fill} slots, {(e + fill) // self.ep} per group)")
+            raise SpecError(f"{e} routed experts + {r} copies = {e + r} slots do not divide evenly over {self.ep} "
+                            "expert groups", field="redundant_experts", value=r,
+                            fix=f"use {{redundant_experts}} {fill} (or {fill} plus a multiple of {self.ep})")
+        if r > e * (self.ep - 1):
+            raise SpecError(f"more copies than {self.ep} expert groups can hold without one group holding an "
+                            f"expert twice ({e}·({self.ep} - 1) = {e * (self.ep - 1)})", field="redundant_experts",
+                            value=r, fix=f"use at most {e * (self.ep - 1)}")
 
     def validate(self, model: Model, system: System) -> None:
         """Raise SpecError for a plan the model cannot be split by or the domains cannot hold
@@ -111,13 +156,14 @@ class Plan:
             if (k >= self.tp and k % self.tp) or (k < self.tp and self.tp % k):
                 raise SpecError(f"{model.name} has {k} KV heads", field="tp", value=self.tp,
                                 fix="tp must divide it or be a multiple of it")
+        if self.redundant_experts and not model.is_moe:
+            raise SpecError(f"{model.name} is dense", field="redundant_experts", value=self.redundant_experts,
+                            fix="redundant experts need a MoE model")
         if self.ep > 1:
             if not model.is_moe:
                 raise SpecError(f"{model.name} is dense", field="ep", value=self.ep,
                                 fix="expert parallelism needs a MoE model (use {tp})")
-            if model.moe.n_routed % self.ep:
-                raise SpecError(f"{model.moe.n_routed} routed experts do not divide evenly", field="ep",
-                                value=self.ep, fix=f"use a divisor of {model.moe.n_routed}")
+            self._validate_slots(model)
         if self.pp > model.n_layers:
             raise SpecError(f"more stages than the {model.n_layers} layers of {model.name}", field="pp",
                             value=self.pp)

@@ -7,8 +7,8 @@ rate, bytes at the achieved bandwidth) (the roofline of that class, Williams et 
 
 * non-expert GEMMs (attention projections, dense FFN, router, head): η(m) with m = tokens per
   attention group; bytes = the non-expert weights this chip reads;
-* expert GEMMs: η(m) with m = tokens per touched expert, tokens·k·imbalance/(E·touched share);
-  bytes = the touched experts' weights;
+* expert GEMMs: η(m) with m = tokens per touched expert on the busiest expert group (its
+  token-expert pairs over its distinct experts, ``expert_load``); bytes = its touched experts' weights;
 * attention core: FLOPs at ``attention_fraction`` of the bf16 peak; bytes = KV read + written;
 * element-wise kernels: activation traffic, per token per layer (2·norms + 6)·d·2 bytes on each
   attention group (norm read+write, two residual adds reading 2d writing d) plus 3·F·2 bytes of
@@ -50,7 +50,7 @@ class Work:
     ne_bytes: object            # non-expert weight bytes read
     ex_bytes: object            # routed-expert weight bytes read
     kv_bytes: object            # KV bytes read + written
-    touched: object             # touched share of routed experts (0 for dense)
+    expert_rows: object         # tokens per touched expert on the busiest expert group (0 for dense)
     ne_peak: float
     ex_peak: float
     attn_peak: float
@@ -100,8 +100,7 @@ def stage_time(model: Model, plan: Plan, work: Work, profile: EfficiencyProfile)
     gemm_m = work.ne_bytes / bw
     ex_c = ex_m = 0.0 * m_ne
     if model.is_moe:
-        touched = np.maximum(work.touched, 1e-12)
-        m_ex = np.maximum(work.tokens * model.moe.top_k / (model.moe.n_routed * touched), 1.0)
+        m_ex = np.maximum(work.expert_rows, 1.0)
         ex_c = work.ex_flops / (profile.matmul_efficiency(m_ex) * work.ex_peak)
         ex_m = work.ex_bytes / bw
     elif np.any(np.asarray(work.ex_flops) > 0):  # a dense model has no expert work
@@ -125,7 +124,9 @@ def comm_overhead_s(model: Model, plan: Plan, tiers: dict, profile: EfficiencyPr
     per MoE layer, one per pipeline hop, each at its tier's ``op_overhead_s``."""
     phi = plan.stage_fraction(model)
 
-    def cost(tier: str, p2p: bool = False) -> float:
+    def cost(tier, p2p: bool = False):
+        if not isinstance(tier, str):  # one tier per plan (``spec.plan_array.CodedTier``)
+            return tier.lookup(lambda name: cost(name, p2p))
         if tier == "none":
             return 0.0
         eff = profile.scale_up if tier == "scale_up" else profile.scale_out

@@ -38,8 +38,12 @@ link are the fewest without in-switch reduction); they win only where per-step l
 (calibrated mode). ``participants`` <= 1 costs nothing. Omitted throughout: congestion and
 oversubscription, the topology-aware trees NCCL builds (chains inside a node, trees across
 nodes), NCCL's protocol switching by size (LL / LL128 / Simple change both the latency and the
-achieved bandwidth), SM contention with concurrent compute, the reduction arithmetic itself, and
-the torus of TPU ICI (treated like a switch at the per-chip injection bandwidth).
+achieved bandwidth), SM contention with concurrent compute and the reduction arithmetic itself.
+
+Torus links (``Link.topology == "torus"``: TPU ICI, NeuronLink) take their (n_steps, f) from
+``step.torus`` instead: dimension-ordered rings ("ring", "reduce_scatter", "all_gather"), the
+multi-axis ingress bound ("multi_axis", all-reduce only), bisection-bound all-to-all, one-link
+sends; the switch algorithms tree, one-shot and in-switch are refused there.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ import numpy as np
 
 from ..errors import SpecError, did_you_mean, require_whole
 from ..spec.hardware import Link
+from . import torus
 
 _COUNTS: dict[str, Callable[[int], tuple[float, float]]] = {
     "ring": lambda p: (2.0 * (p - 1), 2.0 * (p - 1) / p),
@@ -65,10 +70,16 @@ _COUNTS: dict[str, Callable[[int], tuple[float, float]]] = {
 COLLECTIVE_KINDS = tuple(_COUNTS)
 
 
-def alpha_beta_counts(kind: str, participants: int) -> tuple[float, float]:
+def alpha_beta_counts(kind: str, participants: int, link: Link | None = None) -> tuple[float, float]:
     """(n_steps, f) of ``t = alpha + n_steps * step + f * S / BW`` for collective ``kind`` over
     ``participants`` chips (table in the module docstring); (0, 0) for one participant (which
-    costs nothing, not even alpha), except ``p2p``, which is one send whatever ``participants`` is."""
+    costs nothing, not even alpha), except ``p2p``, which is one send whatever ``participants`` is.
+    On a torus ``link`` the counts are ``step.torus.counts`` (f still per byte at the chip's total BW)."""
+    if link is not None and link.topology == "torus":
+        return torus.counts(kind, require_whole("participants", participants), link)
+    if kind == "multi_axis":
+        raise SpecError("algorithm: 'multi_axis' is a torus all-reduce; this link is a switch", field="algorithm",
+                        value=kind, fix="use 'ring', 'tree', 'one_shot', 'in_switch', 'auto' or 'best'")
     if kind not in _COUNTS:
         raise SpecError(f"kind: unknown collective '{kind}'{did_you_mean(kind, _COUNTS)}; "
                         f"choose one of {', '.join(_COUNTS)}")
@@ -84,13 +95,15 @@ def _link_cost(link: Link, n_steps: float, per_byte: float, s):
 
 
 def _cost(kind: str, message_bytes, participants: int, link: Link | None, what: str):
-    n_steps, per_byte = alpha_beta_counts(kind, participants)
     s = np.asarray(message_bytes, dtype=float)
-    if n_steps == 0.0 and per_byte == 0.0:
+    if link is None and alpha_beta_counts(kind, participants) == (0.0, 0.0):
         return np.zeros_like(s)
     if link is None:
         raise SpecError(f"{what}: no link to run a {kind} over {participants} chips on; give the system "
                         f"a scale-up (or scale-out) link")
+    n_steps, per_byte = alpha_beta_counts(kind, participants, link)
+    if n_steps == 0.0 and per_byte == 0.0:
+        return np.zeros_like(s)
     return _link_cost(link, n_steps, per_byte, s)
 
 
@@ -131,33 +144,45 @@ def in_switch_all_reduce_s(*, message_bytes, participants: int, link: Link):
     return _cost("in_switch", message_bytes, participants, link, "in-switch all-reduce")
 
 
+def multi_axis_all_reduce_s(*, message_bytes, participants: int, link: Link):
+    """All-reduce on a torus with every axis of the group busy at once (the data split per axis
+    order; "How to Scale Your Model", part 3): the ingress bound 2(p-1)/p·S over all the chip's
+    links of the group (``step.torus``). Only on a torus link; SpecError on a switch."""
+    return _cost("multi_axis", message_bytes, participants, link, "multi-axis all-reduce")
+
+
 ALL_REDUCE_ALGORITHMS: dict[str, Callable] = {
     "ring": ring_all_reduce_s, "tree": tree_all_reduce_s, "one_shot": one_shot_all_reduce_s,
-    "in_switch": in_switch_all_reduce_s,
+    "in_switch": in_switch_all_reduce_s, "multi_axis": multi_axis_all_reduce_s,
 }
 ALL_REDUCE_CHOICES = ("auto", "best", *ALL_REDUCE_ALGORITHMS)
 
 
 def supported_all_reduce_algorithms(link: Link | None) -> tuple[str, ...]:
-    """The all-reduce algorithms ``link`` can run: all but ``in_switch`` unless it has in-switch reduction."""
+    """The all-reduce algorithms ``link`` can run: on a torus the dimension-ordered ring and the
+    multi-axis schedule; on a switch all the others, ``in_switch`` only with in-switch reduction."""
+    if link is not None and link.topology == "torus":
+        return ("ring", "multi_axis")
     in_switch = link is not None and link.in_switch_reduction
-    return tuple(a for a in ALL_REDUCE_ALGORITHMS if a != "in_switch" or in_switch)
+    return tuple(a for a in ALL_REDUCE_ALGORITHMS if a != "multi_axis" and (a != "in_switch" or in_switch))
 
 
 def all_reduce_s(*, message_bytes, participants: int, link: Link, algorithm: str = "auto"):
     """All-reduce of ``message_bytes`` per chip with ``algorithm``:
 
     - ``"auto"`` (default): the faster of ring and one-shot per message size (what calibrated mode
-      prices: the algorithms the shipped profiles were fitted on);
+      prices: the algorithms the shipped profiles were fitted on); on a torus the dimension-ordered
+      ring;
     - ``"best"``: the fastest of every algorithm the link supports (ring, tree, one-shot, and
       in-switch where ``link.in_switch_reduction``), elementwise over message sizes, i.e. what an
       ideal NCCL tuner would pick, and what ideal mode prices (``EfficiencyProfile.all_reduce_algorithm``);
-    - ``"ring"``, ``"tree"``, ``"one_shot"``, ``"in_switch"``: that algorithm alone.
+    - ``"ring"``, ``"tree"``, ``"one_shot"``, ``"in_switch"``, ``"multi_axis"`` (torus only): that
+      algorithm alone.
     """
     if algorithm in ALL_REDUCE_ALGORITHMS:
         return ALL_REDUCE_ALGORITHMS[algorithm](message_bytes=message_bytes, participants=participants, link=link)
     if algorithm == "auto":
-        names = ("ring", "one_shot")
+        names = ("ring",) if link is not None and link.topology == "torus" else ("ring", "one_shot")
     elif algorithm == "best":
         names = supported_all_reduce_algorithms(link)
     else:
@@ -221,7 +246,8 @@ def two_tier_all_to_all_s(*, message_bytes, participants: int, domain_chips: int
     if m > 1:
         if scale_up is None:
             raise SpecError(f"scale_up: no scale-up link for an all-to-all among {m} chips of one domain")
-        inside = _link_cost(scale_up, 1.0, (m - 1) / p, s)
+        n_steps, per_byte = alpha_beta_counts("all_to_all", m, scale_up)   # S·m/p of it stays in the domain
+        inside = _link_cost(scale_up, n_steps, per_byte * m / p, s)
     if p == m:
         return inside
     if scale_out is None:
@@ -259,6 +285,6 @@ def two_tier_all_reduce_s(*, message_bytes, participants: int, domain_chips: int
         return across
     if scale_up is None:
         raise SpecError(f"scale_up: no scale-up link for the reduce-scatter among {m} chips of one domain")
-    n_steps, per_byte = alpha_beta_counts("reduce_scatter", m)
+    n_steps, per_byte = alpha_beta_counts("reduce_scatter", m, scale_up)
     inside = n_steps * scale_up.step_latency_s + per_byte * s / scale_up.bandwidth_bytes_per_s
     return scale_up.latency_s + 2.0 * inside + across

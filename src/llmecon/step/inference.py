@@ -6,10 +6,14 @@ as pp micro-batches of B/pp; one iteration (every sequence advances) costs pp st
 (pp-1) hops, so weights are re-read once per micro-batch (SPEC D18).
 
 Counted: matmul FLOPs (2 per weight per token), attention score/value FLOPs, weight reads (MoE:
-only the experts the batch touches, expected fraction 1-(1-k/E)^tokens under uniform routing),
-KV reads and the new tokens' KV writes, TP all-reduces (2 per layer), EP dispatch+combine
-all-to-alls (attention data-parallel plans), PP hops — each on the tier ``spec.plan.place``
-puts it (inside a scale-up domain, or hierarchical across domains). Omitted in ideal mode:
+only the experts the batch touches), KV reads and the new tokens' KV writes, TP all-reduces (2 per
+layer), EP dispatch+combine all-to-alls (attention data-parallel plans), PP hops — each on the tier
+``spec.plan.place`` puts it (inside a scale-up domain, or hierarchical across domains). MoE layers
+wait for their all-to-all, so the critical chip is the one of the *busiest* expert group
+(``expert_load``): its distinct experts read (exact expectation under uniform routing), its
+token-expert pairs computed and received (a documented approximation) — at batch 1 on DeepSeek-V3
+EP64 about 1.3 of a layer's 8 touched experts, 10x the mean 1/8. Step times use that chip;
+``weight_bytes`` and ``flops`` stay totals over all chips (the mean chip times the chips). Omitted in ideal mode:
 activation traffic, softmax/norm/elementwise FLOPs, the input embedding lookup (B rows), kernel
 launch and framework overheads. A non-ideal ``profile`` (or ``mode="calibrated"`` with the
 accelerator's default profile) prices the same work with achieved efficiencies, element-wise
@@ -26,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .calibrated import Work, calibrated_time
+from .expert_load import BusiestRank, busiest_rank, touched_expert_fraction
 from .collectives import all_reduce_s, all_to_all_s, p2p_s, two_tier_all_reduce_s, two_tier_all_to_all_s
 from ..dtypes import get_dtype
 from ..spec.efficiency import EfficiencyProfile
@@ -35,21 +40,26 @@ from ..spec.hardware import System
 from ..spec.model import Model
 from ..spec.deployment import Deployment, kv_per_chip, memory_per_chip
 from ..spec.plan import Plan, place
+from ..spec.plan_array import STAGE_TIERS, PlanArray
 from .roofline import StepTime
 
 ACTIVATION_DTYPE = "bf16"  # activations and attention math; what all-reduces and all-to-alls carry
 
 
-def touched_expert_fraction(*, experts: int, active_experts: int, tokens):
-    """Expected fraction of E experts that at least one of ``tokens`` routes to, each token picking
-    k distinct experts uniformly: 1 - (1 - k/E)^tokens (SPEC A1; DeepSeek-V3: 3.1% at 1 token,
-    63.8% at 32, 98.3% at 128). Real routers are not uniform: this is the expected value."""
-    return 1.0 - np.power(1.0 - active_experts / experts, np.asarray(tokens, dtype=float))
+def pipeline_fill_factor(pp):
+    """A prefill's latency over its iteration time with ``pp`` stages: (2pp - 1)/pp (``StepResult.latency_s``)."""
+    pp = np.asarray(pp, dtype=float)
+    return (2.0 * pp - 1.0) / pp
 
 
 @dataclass(frozen=True, kw_only=True)
 class StepResult:
-    """One iteration of a deployment. Byte and FLOP totals are summed over all chips."""
+    """One iteration of a deployment. Byte and FLOP totals are summed over all chips (the mean chip's
+    expected work times the chips); ``weight_bytes_per_chip`` is what the critical chip reads (the
+    busiest expert group's experts), and ``routed_compute_s`` the part of ``time.compute_s`` spent on
+    its routed experts' FLOPs (at the rate the mode prices them), the one compute term that is not
+    additive over sequences (the serving simulator splits it off); ``expert_load_factor`` is that
+    group's token-expert pairs over the mean group's (1 for a dense model)."""
 
     phase: str
     mode: str
@@ -60,6 +70,9 @@ class StepResult:
     time: StepTime
     flops: object
     weight_bytes: object
+    weight_bytes_per_chip: object
+    routed_compute_s: object
+    expert_load_factor: object
     kv_bytes: object
     tokens: object
     memory_per_chip_bytes: object
@@ -79,6 +92,26 @@ class StepResult:
         return self.time.bound
 
     @property
+    def latency_s(self):
+        """Time from the step's start until its last sequence is done: what a request waits. Decode:
+        the iteration (a pipeline is kept full across iterations, so a token waits one iteration).
+        Prefill: the iteration plus the pipeline fill. The batch runs as pp micro-batches through pp
+        stages, (m + pp - 1) stage-steps for m = pp micro-batches (GPipe, Huang et al. 2019, sec. 2.2),
+        against the pp stage-steps ``step_s`` charges for throughput, so ``step_s·(2pp-1)/pp``. TTFT
+        is this, without queueing. Omitted: the fill's hops differ from the iteration's (pp-1 hops)
+        only in which micro-batch makes them."""
+        if self.phase != "prefill" or self.plan.pp == 1:
+            return self.step_s
+        return np.multiply(self.step_s, pipeline_fill_factor(self.plan.pp))
+
+    @property
+    def mean_compute_s(self):
+        """``time.compute_s`` with the routed experts at the mean group's load: what one sequence adds
+        to a large batch (additive over sequences; the balance batch and crossover context use it)."""
+        return np.asarray(self.time.compute_s) - np.asarray(self.routed_compute_s) * (
+            1.0 - 1.0 / np.asarray(self.expert_load_factor))
+
+    @property
     def tokens_per_s(self):
         return np.divide(self.tokens, self.step_s)
 
@@ -92,9 +125,10 @@ def _check_request(model: Model, system: System, plan: Plan, *, mode, profile, e
     """What decode and prefill both check before any arithmetic: mode and profile, plan, MoE
     options, formats. Returns the profile the step runs with (``IDEAL`` in ideal mode)."""
     prof = resolve(mode, profile, system.accelerator)
-    plan.validate(model, system)
+    if not isinstance(plan, PlanArray):  # a PlanArray's plans were validated when it was built
+        plan.validate(model, system)
     require_number("expert_imbalance", expert_imbalance, minimum=1,
-                   hint="the hottest expert rank's tokens over the mean; 1 = uniform routing")
+                   hint="the busiest expert group's tokens over uniform routing's; 1 = uniform routing")
     for dt in dtypes:
         if dt is not None:
             get_dtype(dt)
@@ -103,15 +137,41 @@ def _check_request(model: Model, system: System, plan: Plan, *, mode, profile, e
 
 def weights_read_per_chip(model: Model, plan: Plan, *, weight_dtype=None, touched_fraction=1.0):
     """Weight bytes one stage-step reads per chip: the non-expert weights (less an untied input
-    embedding, which is only looked up) and the touched share of this chip's routed experts."""
+    embedding, which is only looked up) and the touched share of this chip's routed-expert slots
+    (1: all of them, redundant copies included)."""
     non_expert, experts = _weights_read_parts(model, plan, weight_dtype=weight_dtype, touched_fraction=touched_fraction)
     return non_expert + experts
 
 
 def _weights_read_parts(model: Model, plan: Plan, *, weight_dtype, touched_fraction):
+    """(non-expert, routed-expert) bytes per chip per stage-step: the chip holds (E + r)/ep slots of
+    each MoE layer, each a 1/expert_tp shard of one expert (E/E = 1 without redundant copies)."""
     w = model.weight_bytes(weight_dtype)
     phi = plan.stage_fraction(model)
-    return phi * w.non_expert_read_per_step / plan.tp, phi * touched_fraction * w.routed_experts / plan.width
+    slots = plan.expert_slots(model) / model.moe.n_routed if model.is_moe else 1.0
+    return (phi * w.non_expert_read_per_step / plan.tp,
+            phi * touched_fraction * slots * w.routed_experts / plan.width)
+
+
+def expert_load(model: Model, plan: Plan, *, tokens, expert_imbalance: float = 1.0) -> BusiestRank:
+    """The busiest expert group's load per MoE layer for a micro-batch of ``tokens`` tokens
+    (``expert_load.busiest_rank`` over the plan's E + r slots and ep groups). A ``PlanArray`` with
+    one token count per entry runs ``busiest_rank`` once per distinct (slots, ep)."""
+    if isinstance(plan, PlanArray):
+        return _expert_load_grouped(model, plan, tokens=tokens, expert_imbalance=expert_imbalance)
+    return busiest_rank(slots=plan.expert_slots(model), active_experts=model.moe.top_k, ranks=plan.ep,
+                        tokens=tokens, expert_imbalance=expert_imbalance)
+
+
+def _expert_load_grouped(model: Model, plans: PlanArray, *, tokens, expert_imbalance: float) -> BusiestRank:
+    t = np.broadcast_to(np.asarray(tokens, dtype=float), plans.row.shape)
+    slots = plans.expert_slots(model)
+    experts, pairs, mean = np.empty(t.shape), np.empty(t.shape), np.empty(t.shape)
+    for (s, ep), idx in plans.groups(slots, plans.ep):
+        b = busiest_rank(slots=s, active_experts=model.moe.top_k, ranks=ep, tokens=t[idx],
+                         expert_imbalance=expert_imbalance)
+        experts[idx], pairs[idx], mean[idx] = b.experts, b.pairs, b.mean_pairs
+    return BusiestRank(experts=experts, pairs=pairs, mean_pairs=mean, slots_per_rank=slots // plans.ep)
 
 
 def _tiered(tier: str, system: System, one_tier, two_tier, *, message_bytes, participants: int,
@@ -155,9 +215,23 @@ def comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dty
     ``all_reduce_algorithm``, "auto" = ring or one-shot; conservative for MoE layers with adp > 1,
     whose second one a fused combine can replace); for MoE layers with attention data-parallel (adp > 1) the dispatch
     (``dispatch_dtype``, default bf16) and combine (bf16) all-to-alls over the stage's chips, each
-    chip sending its 1/width share of the token-expert pairs to every expert-TP rank (the hottest
-    rank receives ``expert_imbalance`` x the mean). Per iteration: the pipeline hops, inside and
-    across domains. Omits overlap of communication with compute (the roofline takes the max)."""
+    chip sending its 1/width share of the token-expert pairs to every expert-TP rank, scaled by the
+    busiest expert group's load over the mean (``expert_load``: chance under uniform routing, times
+    the ``expert_imbalance`` skew): the all-to-all ends when its busiest receiver has its pairs.
+    Per iteration: the pipeline hops, inside and across domains. Omits overlap of communication
+    with compute (the roofline takes the max)."""
+    load = None
+    if model.is_moe:
+        load = expert_load(model, plan, tokens=np.asarray(tokens, dtype=float), expert_imbalance=expert_imbalance)
+    return _comm_parts(model, system, plan, tokens=tokens, dispatch_dtype=dispatch_dtype, load=load,
+                       all_reduce=all_reduce)
+
+
+def _comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dtype, load,
+                all_reduce: str = "best") -> CommParts:
+    if isinstance(plan, PlanArray):
+        return _comm_parts_grouped(model, system, plan, tokens=tokens, dispatch_dtype=dispatch_dtype, load=load,
+                                   all_reduce=all_reduce)
     where = place(plan, system)
     act = get_dtype(ACTIVATION_DTYPE).bytes
     d = model.d_model
@@ -171,7 +245,7 @@ def comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dty
         domain_chips=where.chips_per_domain)
     ep_s, ep_bytes = zero, zero
     if model.is_moe and where.ep_tier != "none":
-        pairs = tokens / plan.width * model.moe.top_k * plan.expert_tp * expert_imbalance
+        pairs = tokens / plan.width * model.moe.top_k * plan.expert_tp * load.load_factor
         messages = [pairs * d * get_dtype(dt).bytes for dt in (dispatch_dtype or ACTIVATION_DTYPE, ACTIVATION_DTYPE)]
         layers = plan.pp * phi * model.n_moe_layers
         ep_s = zero + layers * sum(_tiered(where.ep_tier, system, all_to_all_s, two_tier_all_to_all_s,
@@ -189,6 +263,53 @@ def comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dty
                      ep_bytes=ep_bytes, pp_hop_bytes=(plan.pp - 1) * hop_msg, tiers=where.tiers)
 
 
+def _tiered_grouped(plans: PlanArray, tier: np.ndarray, participants, system: System, one_tier, two_tier, *,
+                    messages) -> list[np.ndarray]:
+    """``_tiered`` per entry of ``plans`` for each of ``messages`` (bytes per entry): once per
+    distinct (tier, participants, chips per domain)."""
+    outs = [np.zeros(plans.row.shape) for _ in messages]
+    msgs = [np.broadcast_to(np.asarray(m, dtype=float), plans.row.shape) for m in messages]
+    for (code, p, m), idx in plans.groups(tier, participants, plans.chips_per_domain):
+        if STAGE_TIERS[code] != "none":
+            for out, msg in zip(outs, msgs):
+                out[idx] = _tiered(STAGE_TIERS[code], system, one_tier, two_tier, message_bytes=msg[idx],
+                                   participants=p, domain_chips=m)
+    return outs
+
+
+def _comm_parts_grouped(model: Model, system: System, plans: PlanArray, *, tokens, dispatch_dtype, load,
+                        all_reduce: str) -> CommParts:
+    """``_comm_parts`` for a ``PlanArray`` (one token count per entry): the same terms, the tiers as masks."""
+    act = get_dtype(ACTIVATION_DTYPE).bytes
+    d = model.d_model
+    phi = plans.stage_fraction(model)
+    tokens = np.broadcast_to(np.asarray(tokens, dtype=float), plans.row.shape)
+    zero = np.zeros_like(tokens)
+    tp_msg = tokens / plans.adp * d * act
+    tp_s = zero + plans.pp * phi * model.n_layers * 2 * _tiered_grouped(
+        plans, plans.tp_tier, plans.tp, system, functools.partial(all_reduce_s, algorithm=all_reduce),
+        functools.partial(two_tier_all_reduce_s, algorithm=all_reduce), messages=[tp_msg])[0]
+    ep_s, ep_bytes = zero, zero
+    if model.is_moe and np.any(plans.ep_tier != 0):
+        pairs = tokens / plans.width * model.moe.top_k * plans.expert_tp * load.load_factor
+        messages = [pairs * d * get_dtype(dt).bytes for dt in (dispatch_dtype or ACTIVATION_DTYPE, ACTIVATION_DTYPE)]
+        layers = plans.pp * phi * model.n_moe_layers
+        ep_s = zero + layers * sum(_tiered_grouped(plans, plans.ep_tier, plans.width, system, all_to_all_s,
+                                                   two_tier_all_to_all_s, messages=messages))
+        ep_bytes = np.where(plans.ep_tier != 0, layers * sum(messages), zero)
+    hop_msg = tokens * d * act / plans.width
+    hops_s = zero
+    for hops, link in ((plans.pp_hops_up, system.scale_up), (plans.pp_hops_out, system.scale_out)):
+        used = hops > 0
+        if np.any(used):
+            part = np.zeros_like(tokens)
+            part[used] = hops[used] * p2p_s(message_bytes=hop_msg[used], link=link)
+            hops_s = hops_s + part
+    tp_bytes = zero + np.where(plans.tp > 1, plans.pp * phi * model.n_layers * 2 * tp_msg, 0.0)
+    return CommParts(tp_all_reduce_s=tp_s, ep_all_to_all_s=ep_s, pp_hops_s=hops_s, tp_bytes=tp_bytes,
+                     ep_bytes=ep_bytes, pp_hop_bytes=(plans.pp - 1) * hop_msg, tiers=plans.tiers)
+
+
 def attention_work_per_chip(model: Model, plan: Plan, *, flops_attn_per_seq, kv_read_per_seq, kv_write_per_seq):
     """(attention FLOPs, KV bytes read + written) that one sequence puts on the critical chip of the
     largest stage: its layers' share ``phi`` of the sequence's attention, split over the stage's
@@ -203,9 +324,10 @@ def _assemble(model, system, plan, *, phase, mode, profile, batch, context, toke
               kv_read_per_seq, kv_write_per_seq, weight_dtype, kv_dtype, expert_imbalance,
               dispatch_dtype) -> StepResult:
     """Shared arithmetic of decode and prefill for one micro-batch of batch/pp sequences. The
-    hottest expert rank (``expert_imbalance`` x the mean tokens) sets the expert compute, the
-    touched share of its experts (1-(1-k/E)^(imbalance·tokens), an approximation) and the
-    all-to-all volume it receives. Ideal mode: the roofline of the sums; calibrated mode:
+    critical chip belongs to the busiest expert group (``expert_load``; ``expert_imbalance`` skews
+    it further): the distinct experts it reads, the token-expert pairs it computes (routed expert
+    FLOPs; shared experts are local, every chip computes its tokens' share) and the all-to-all
+    volume it receives. Ideal mode: the roofline of the sums; calibrated mode:
     ``calibrated.calibrated_time`` of the same work."""
     chip = system.accelerator
     pp = plan.pp
@@ -215,30 +337,42 @@ def _assemble(model, system, plan, *, phase, mode, profile, batch, context, toke
     mm = model.matmul_flops_per_token()
     w_dtype = weight_dtype or model.weight_dtype
     e_dtype = weight_dtype or model.expert_weight_dtype
-    touched = 0.0
+    routed_active = 2.0 * model.params.routed_experts_active  # FLOPs of one token's routed experts, all layers
+    routed = rows = load = 0.0
+    mean_touched = busy_touched = 0.0
+    factor = 1.0
     if model.is_moe:
-        touched = touched_expert_fraction(experts=model.moe.n_routed, active_experts=model.moe.top_k,
-                                          tokens=expert_imbalance * tokens)
-    ne_bytes, ex_bytes = _weights_read_parts(model, plan, weight_dtype=weight_dtype, touched_fraction=touched)
+        load = expert_load(model, plan, tokens=tokens, expert_imbalance=expert_imbalance)
+        routed = phi * load.pairs * (routed_active / model.moe.top_k) / plan.expert_tp
+        rows = load.rows_per_expert
+        factor = load.load_factor
+        busy_touched = load.touched_share
+        mean_touched = touched_expert_fraction(experts=plan.expert_slots(model), active_experts=model.moe.top_k,
+                                               tokens=tokens)
+    ne_bytes, ex_bytes = _weights_read_parts(model, plan, weight_dtype=weight_dtype, touched_fraction=busy_touched)
     attn_flops, kv_bytes = attention_work_per_chip(model, plan, flops_attn_per_seq=flops_attn_per_seq,
                                                    kv_read_per_seq=kv_read_per_seq, kv_write_per_seq=kv_write_per_seq)
     work = Work(tokens=tokens, ne_flops=phi / plan.width * tokens * mm.non_expert,
-                ex_flops=phi / plan.width * expert_imbalance * tokens * mm.expert,
+                ex_flops=phi / plan.width * tokens * (mm.expert - routed_active) + routed,
                 attn_flops=micro * attn_flops, ne_bytes=ne_bytes, ex_bytes=ex_bytes, kv_bytes=micro * kv_bytes,
-                touched=touched, ne_peak=chip.peak(w_dtype), ex_peak=chip.peak(e_dtype),
+                expert_rows=rows, ne_peak=chip.peak(w_dtype), ex_peak=chip.peak(e_dtype),
                 attn_peak=chip.peak(ACTIVATION_DTYPE), bandwidth=chip.hbm_bandwidth_bytes_per_s)
-    comm = comm_parts(model, profile.system(system), plan, tokens=tokens, dispatch_dtype=dispatch_dtype,
-                      expert_imbalance=expert_imbalance, all_reduce=profile.all_reduce_algorithm)
+    comm = _comm_parts(model, profile.system(system), plan, tokens=tokens, dispatch_dtype=dispatch_dtype, load=load,
+                       all_reduce=profile.all_reduce_algorithm)
+    routed_s = pp * routed / work.ex_peak
     if profile.is_ideal:
         time = StepTime(compute_s=pp * (work.ne_flops / work.ne_peak + work.attn_flops / work.attn_peak
                                         + work.ex_flops / work.ex_peak),
                         memory_s=pp * (ne_bytes + ex_bytes + work.kv_bytes) / work.bandwidth, comm_s=comm.total_s)
     else:
         time = calibrated_time(model, plan, work, profile, comm_s=comm.total_s, comm_tiers=comm.tiers)
+        routed_s = routed_s / profile.matmul_efficiency(np.maximum(rows, 1.0))  # as stage_time prices it
     flops = batch * tokens_per_seq * mm.total + batch * flops_attn_per_seq
+    _, ex_mean = _weights_read_parts(model, plan, weight_dtype=weight_dtype, touched_fraction=mean_touched)
     return StepResult(
         phase=phase, mode=mode, profile=profile.name, plan=plan, batch=batch, context=context, time=time,
-        flops=flops, weight_bytes=pp * (ne_bytes + ex_bytes) * plan.chips,
+        flops=flops, weight_bytes=pp * (ne_bytes + ex_mean) * plan.chips,
+        weight_bytes_per_chip=pp * (ne_bytes + ex_bytes), routed_compute_s=routed_s, expert_load_factor=factor,
         kv_bytes=batch * (kv_read_per_seq + kv_write_per_seq), tokens=batch * tokens_per_seq,
         memory_per_chip_bytes=memory_per_chip(model, plan, batch=batch, context=context + (
             tokens_per_seq if phase == "prefill" else 0), weight_dtype=weight_dtype, kv_dtype=kv_dtype),
@@ -252,6 +386,8 @@ def decode_step(model: Model, system: System, *, batch, context, plan: Plan | No
     """One decode iteration: ``batch`` sequences each attend ``context`` cached tokens and emit one.
 
     ``batch`` and ``context`` broadcast as numpy arrays. Attention uses MLA's absorbed form.
+    ``plan`` may be a ``PlanArray`` (one plan per point, ``batch`` one value per point): every point
+    of a search in one call, with the numbers of the per-plan calls.
     """
     plan = plan or Plan()
     mode = mode or (profile.mode if profile is not None else "ideal")

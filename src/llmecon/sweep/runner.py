@@ -9,9 +9,11 @@
 On Dask the analytic points are one ``dask.array.arange`` of point ids chunked at the sweep's
 chunk boundaries, ``map_blocks``-ed through ``analytic.evaluate_points`` (the very function the
 in-process loop calls on the same id ranges, so rows are bitwise identical); its pending blocks
-are computed as futures, and each simulation scenario is one ``client.submit`` task. Results stream back through
-``distributed.as_completed`` to this process, which writes each chunk's part file (so workers need
-no shared file system) and reports progress. A worker that dies loses only its running tasks,
+are computed as futures, and each simulation scenario is one ``client.submit`` task. On a local
+cluster (or with ``workers_write``) each worker writes the part files of its chunks itself and only
+their sizes come back; otherwise the bytes stream back through ``distributed.as_completed`` to this
+process, which writes each part (so remote workers need no shared file system). Either way this
+process reports progress. A worker that dies loses only its running tasks,
 which the scheduler reruns elsewhere; ``retries`` more attempts cover task errors. Parts are keyed
 by chunk id and written once, so a rerun task cannot duplicate rows. Omitted: bounding the number of
 in-flight futures (every pending chunk is submitted at once; fine up to ~10^5 chunks).
@@ -67,6 +69,13 @@ def chunk_bytes(work: Work, chunk: Chunk) -> bytes:
     return encode_analytic(rows, groups=work.groups, first_points=work.first_points, outputs=outputs)
 
 
+def _write_on_worker(data: bytes, out: str, chunk_id: int) -> int:
+    """A part's bytes written by the worker that made them (``store.write_part``: atomic); returns
+    the size, so that only a number travels back to the client."""
+    write_part(Path(out), chunk_id, data)
+    return len(data)
+
+
 def check_mode(scheduler: str | None, workers: int | None) -> None:
     """Reject a bad scheduler/workers pair, and Dask modes without Dask, before any work."""
     if workers is not None:
@@ -117,10 +126,14 @@ def _workers(client) -> int:
 
 
 def run_sweep(work: Work, out: str | Path, *, scheduler: str | None = None, workers: int | None = None,
-              client=None, force: bool = False, progress: Progress | None = None, retries: int = 3) -> SweepRun:
+              client=None, force: bool = False, progress: Progress | None = None, retries: int = 3,
+              workers_write: bool | None = None) -> SweepRun:
     """Compute every chunk of ``work`` not already finished under ``out`` and write ``out``.
 
     ``client``: an open ``distributed.Client`` to use instead of ``scheduler`` (benchmarks, tests).
+    ``workers_write``: Dask workers write their own part files (they must see ``out``'s folder: true
+    of a local cluster, the default there) instead of sending the bytes to this process (the default
+    for a remote scheduler, which needs no shared file system).
     Raises SpecError for a bad mode or an ``out`` made by another spec (unless ``force``)."""
     out = Path(out)
     if not out.parent.is_dir():
@@ -143,8 +156,12 @@ def run_sweep(work: Work, out: str | Path, *, scheduler: str | None = None, work
         total = work.points
         state = {"points": sum(c.n_points for c in work.chunks if c.id in done)}
 
-        def finished(chunk: Chunk, data: bytes) -> None:
-            write_part(out, chunk.id, data)
+        if workers_write is None:
+            workers_write = cluster is not None
+
+        def finished(chunk: Chunk, data) -> None:
+            if not isinstance(data, int):  # an int: the worker wrote the part itself
+                write_part(out, chunk.id, data)
             state["points"] += chunk.n_points
             if progress is not None:
                 progress(state["points"], total)
@@ -156,7 +173,8 @@ def run_sweep(work: Work, out: str | Path, *, scheduler: str | None = None, work
             for chunk in pending:
                 finished(chunk, chunk_bytes(work, chunk))
         elif pending:
-            _run_dask(client, work, pending, finished, retries=retries)
+            _run_dask(client, work, pending, finished, retries=retries,
+                      write_to=str(out.resolve()) if workers_write else None)
         elapsed = time.perf_counter() - start
     finally:
         if own:
@@ -169,7 +187,7 @@ def run_sweep(work: Work, out: str | Path, *, scheduler: str | None = None, work
                     computed_points=sum(c.n_points for c in pending), rows_written=rows, elapsed_s=elapsed)
 
 
-def _run_dask(client, work: Work, pending: list[Chunk], finished, *, retries: int) -> None:
+def _run_dask(client, work: Work, pending: list[Chunk], finished, *, retries: int, write_to: str | None) -> None:
     import dask
     import dask.array as da
     from distributed import as_completed
@@ -192,6 +210,10 @@ def _run_dask(client, work: Work, pending: list[Chunk], finished, *, retries: in
         encode = dask.delayed(encode_analytic, pure=True)
         parts = [encode(blocks[k], groups=groups, first_points=firsts, outputs=outputs,
                         dask_key_name=f"llmecon-part-{tag}-{k}") for k in wanted]
+        if write_to is not None:
+            write = dask.delayed(_write_on_worker, pure=True)
+            parts = [write(p, write_to, analytic[k].id, dask_key_name=f"llmecon-write-{tag}-{k}")
+                     for p, k in zip(parts, wanted)]
         futures.update(zip(client.compute(parts, retries=retries), [analytic[k] for k in wanted]))
     for c in pending:
         if c.scenario >= 0:

@@ -64,7 +64,8 @@ def _dep(body: S.DeploymentIn):
     from ..resolve import deployment
 
     return deployment(body.model, body.system, tp=body.tp, ep=body.ep, pp=body.pp, adp=body.adp,
-                      weight_dtype=body.weight_dtype, kv_dtype=body.kv_dtype, mode=body.mode, auto=True)
+                      weight_dtype=body.weight_dtype, kv_dtype=body.kv_dtype, mode=body.mode, auto=True,
+                      redundant_experts=body.redundant_experts)
 
 
 @lru_cache(maxsize=1)

@@ -47,6 +47,8 @@ class DeploymentIn(_Body):
     ep: Optional[int] = Degree
     pp: Optional[int] = Degree
     adp: Optional[int] = Degree
+    redundant_experts: Optional[int] = Field(None, ge=0, le=65536, description="MoE: extra routed-expert copies "
+                                             "spread over the ep groups (E + r divisible by ep). Default 0.")
     weight_dtype: Optional[DtypeName] = DtypeOpt
     kv_dtype: Optional[DtypeName] = DtypeOpt
     mode: Literal["ideal", "calibrated"] = Field("ideal", description="ideal = datasheet peaks (a lower bound); "

@@ -1,0 +1,104 @@
+"""Parameter, weight-byte and FLOP counts of a ``Model`` (result objects of ``spec/model.py``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def _causal_sum(x, window):
+    """sum_{p=1}^{x} min(p, W) for W > 0, or x(x+1)/2 for W = 0 (full attention)."""
+    x = np.asarray(x, dtype=float)
+    full = x * (x + 1.0) / 2.0
+    if not window:
+        return full
+    w = float(window)
+    return np.where(x <= w, full, w * (w + 1.0) / 2.0 + (x - w) * w)
+
+
+
+@dataclass(frozen=True, kw_only=True)
+class ParamCounts:
+    """Parameter counts per component. ``head_matmul`` is V·d used by the output matmul even when
+    tied (then it is not stored twice). ``linear_mixers``: linear-attention / state-space mixers;
+    ``moe_latent``: latent-MoE down/up projections (always active); ``mtp``: multi-token-prediction
+    modules, a separate count not in ``total`` (published totals exclude them: DeepSeek-V3's 671B)."""
+
+    embedding: int
+    lm_head: int
+    attention: int
+    dense_ffn: int
+    routed_experts: int
+    routed_experts_active: int
+    shared_experts: int
+    router: int
+    norms: int
+    head_matmul: int
+    linear_mixers: int = 0
+    moe_latent: int = 0
+    mtp: int = 0
+
+    @property
+    def total(self) -> int:
+        return (self.embedding + self.lm_head + self.attention + self.dense_ffn + self.routed_experts
+                + self.shared_experts + self.router + self.norms + self.linear_mixers + self.moe_latent)
+
+    @property
+    def total_with_mtp(self) -> int:
+        """Total plus the multi-token-prediction modules shipped beside the main model."""
+        return self.total + self.mtp
+
+    @property
+    def active(self) -> int:
+        """Parameters one token uses, embedding and head included (model-card convention)."""
+        return self.total - self.routed_experts + self.routed_experts_active
+
+    @property
+    def active_excluding_embedding(self) -> int:
+        return self.active - self.embedding
+
+    @property
+    def non_embedding(self) -> int:
+        """Total without the input embedding and an untied head (Qwen cards' 'non-embedding')."""
+        return self.total - self.embedding - self.lm_head
+
+    def as_dict(self) -> dict[str, int]:
+        return {"embedding": self.embedding, "lm_head": self.lm_head, "attention": self.attention,
+                "dense_ffn": self.dense_ffn, "routed_experts": self.routed_experts,
+                "shared_experts": self.shared_experts, "router": self.router, "norms": self.norms,
+                "linear_mixers": self.linear_mixers, "moe_latent": self.moe_latent, "mtp": self.mtp,
+                "total": self.total, "active": self.active}
+
+
+@dataclass(frozen=True, kw_only=True)
+class WeightBytes:
+    """Stored weight bytes: everything but routed experts (incl. the input embedding), and the
+    routed experts."""
+
+    non_expert: float
+    routed_experts: float
+    input_embedding: float = 0.0
+
+    @property
+    def non_expert_read_per_step(self) -> float:
+        """Non-expert bytes a step reads: an untied input embedding is only looked up (B rows,
+        omitted); a tied one is read whole as the output head."""
+        return self.non_expert - self.input_embedding
+
+    @property
+    def total(self) -> float:
+        return self.non_expert + self.routed_experts
+
+
+@dataclass(frozen=True, kw_only=True)
+class MatmulFlops:
+    """Matmul FLOPs per token: non-expert (attention projections, dense FFN, router, head) and
+    expert (shared + top-k routed)."""
+
+    non_expert: float
+    expert: float
+
+    @property
+    def total(self) -> float:
+        return self.non_expert + self.expert
