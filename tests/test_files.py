@@ -180,3 +180,17 @@ def test_a_target_that_is_no_regular_file_is_written_in_place(tmp_path):
 def test_check_output_turns_os_refusals_into_one_line(tmp_path, name, words):
     with pytest.raises(SpecError, match=words):
         check_output(str(tmp_path / name), field="out", suffixes=(".csv",))
+
+
+def test_a_hostile_quantization_config_beside_a_config_is_one_line(tmp_path):
+    """``hf_quant_config.json`` is read when present beside a config.json: not UTF-8 or too deep is refused."""
+    import shutil
+    from importlib import resources
+
+    from llmecon.catalog.models import get_model
+
+    shutil.copy(resources.files("llmecon.catalog") / "models" / "llama-3.1-8b.json", tmp_path / "config.json")
+    for data in (b"\xff", b"[" * 100_000 + b"]" * 100_000):
+        (tmp_path / "hf_quant_config.json").write_bytes(data)
+        with pytest.raises(CatalogError, match="hf_quant_config.json"):
+            get_model(str(tmp_path / "config.json"))

@@ -73,7 +73,7 @@ def test_sweep_past_a_million_points_needs_yes_and_says_its_size(tmp_path):
                     'contexts = {start = 1, stop = 100000, num = 1000}\n')
     text = fails(["sweep", str(spec), "--out", str(tmp_path / "o.parquet")], "--yes", "--dry-run")
     points = int(re.search(r"expands to ([\d,]+) points", text).group(1).replace(",", ""))
-    assert points > 1_000_000 and "GB of memory" in text
+    assert points == 2_000_000 and "about 900 MB of memory and 100 MB on disk" in text  # 900 B x 1e6, 50 B x 2e6
     code, out = invoke(["sweep", str(spec), "--out", str(tmp_path / "o.parquet"), "--dry-run"])
     assert code == 0 and f"{points:,} points, about" in out
     assert not (tmp_path / "o.parquet").exists()

@@ -250,7 +250,7 @@ def model_from_hf_config(config: Mapping, *, name: str = "custom", where: str | 
     where = where or f"config for {name}"
     flat = _flatten(config, where)
     arch_list = flat.get("architectures") if isinstance(flat.get("architectures"), list) else []
-    if arch_list and arch_list[0] in UNMODELLED:
+    if arch_list and isinstance(arch_list[0], str) and arch_list[0] in UNMODELLED:  # a config may hold anything
         raise CatalogError(f"{where}: {UNMODELLED[arch_list[0]]}; no model is read")
     unrecognized = _check_unknown(flat, where)
     f = _Fields(flat, where)

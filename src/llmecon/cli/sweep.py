@@ -13,9 +13,11 @@ from .options import JsonOpt, _console, _emit_json, app
 
 PIPE_WIDTH = 140  # text width when stdout is not a terminal and COLUMNS is unset
 CONFIRM_POINTS = 1_000_000  # a bigger sweep runs only with --yes
-# measured on an 882,000-point decode sweep (llama-3.1-8b / hgx-h100, plans auto; issue 19): peak tracemalloc
-# 744 MB (the summary reads every row back) and a 42.7 MB Parquet file, rounded up
+# measured: an 882,000-point decode sweep (llama-3.1-8b / hgx-h100, plans auto; issue 19) peaked at 743 MB
+# (tracemalloc) and wrote a 42.7 MB Parquet file; past ~1e6 points memory stops growing (streamed final file and
+# summary: 0.91 GB peak RSS at 1e7 rows, benchmarks/results/fast_2026-11-25.md). Rounded up.
 MEMORY_BYTES_PER_POINT = 900
+MEMORY_PLATEAU_POINTS = 1_000_000
 DISK_BYTES_PER_POINT = 50
 
 
@@ -74,7 +76,8 @@ def sweep_cmd(
     check_output(out, field="out", folder=not out.endswith(".parquet"))
     work = expand(load_spec(spec))   # every spec, catalogue and plan check: nothing runs before this
     check_mode(scheduler, workers)
-    size = (f"{work.points:,} points, about {fmt_bytes(work.points * MEMORY_BYTES_PER_POINT)} of memory and "
+    memory = MEMORY_BYTES_PER_POINT * min(work.points, MEMORY_PLATEAU_POINTS)
+    size = (f"{work.points:,} points, about {fmt_bytes(memory)} of memory and "
             f"{fmt_bytes(work.points * DISK_BYTES_PER_POINT)} on disk")
     if work.points > CONFIRM_POINTS and not (yes or dry_run):
         raise SpecError(f"{spec} expands to {size}, more than {CONFIRM_POINTS:,} points", field="yes",

@@ -23,6 +23,7 @@ import numpy as np
 from ..errors import SpecError, did_you_mean, require_number, require_whole
 
 ARRIVALS = ("poisson", "gamma", "constant")
+MAX_LENGTH_TOKENS = 1 << 40  # no request is longer (10^12 tokens); keeps lengths and their sums inside int64
 TRACE_REQUIRED = ("arrival_s", "prompt_tokens", "output_tokens")
 TRACE_OPTIONAL = ("class", "prefix_id")
 
@@ -220,8 +221,14 @@ def parse_lengths(text: str, *, field: str) -> Lengths:
     parts = str(text).split(":")
     try:
         if len(parts) == 1:
-            return replace(fixed(int(parts[0])), field=field)
+            n = int(parts[0])
+            if abs(n) > MAX_LENGTH_TOKENS:  # int64 arrays of lengths (and their sums) must not overflow
+                raise SpecError(f"must be at most {MAX_LENGTH_TOKENS:,} tokens", field=field, value=n)
+            return replace(fixed(n), field=field)
         kind, args = parts[0], [float(p) for p in parts[1:]]
+        if any(not math.isfinite(a) or abs(a) > MAX_LENGTH_TOKENS for a in args):
+            raise SpecError(f"every number must be finite and at most {MAX_LENGTH_TOKENS:,} tokens", field=field,
+                            value=repr(text))
         if kind == "fixed" and len(args) == 1 and args[0].is_integer():
             return replace(fixed(int(args[0])), field=field)
         if kind == "uniform" and len(args) == 2 and all(a.is_integer() for a in args):
@@ -229,6 +236,9 @@ def parse_lengths(text: str, *, field: str) -> Lengths:
         if kind == "lognormal" and len(args) in (2, 4):
             extra = {} if len(args) == 2 else {"low": int(args[2]), "high": int(args[3])}
             return replace(lognormal(args[0], args[1], **extra), field=field)
+    except SpecError as exc:
+        if exc.field == field:  # the bound above, said as such
+            raise
     except ValueError:
         pass
     raise SpecError("expected N, fixed:N, uniform:LOW:HIGH or lognormal:MEDIAN:SIGMA[:LOW:HIGH] (whole token counts), "
