@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import subprocess
 import sys
+import traceback
+
+from llmecon.cli import command
+
+CMD = command()  # the click command ``llmecon`` runs, with its error handling (exit 2, one line)
 
 
 def run(*args: str, cwd=None) -> subprocess.CompletedProcess:
@@ -18,3 +25,19 @@ def run_json(*args: str) -> dict:
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     return json.loads(proc.stdout)
+
+
+def invoke(args: list[str]) -> tuple[object, str]:
+    """Run ``llmecon args`` in this process, as ``python -m llmecon`` does but ~100x faster: (exit code,
+    stdout + stderr). An exception that escapes is returned as the code "traceback" with its text."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            CMD.main(args=list(args), prog_name="llmecon", standalone_mode=True)
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        except BaseException:  # noqa: BLE001 - anything that escapes is what the caller looks for
+            code = "traceback"
+            err.write(traceback.format_exc())
+    return code, out.getvalue() + err.getvalue()

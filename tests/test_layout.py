@@ -16,7 +16,7 @@ PKG = Path(__file__).resolve().parents[1] / "src" / "llmecon"
 
 # Rank of each top-level module or folder: a module may import only from its own rank or below.
 RANKS = {
-    "errors": 0, "units": 0, "dtypes": 0,
+    "errors": 0, "units": 0, "dtypes": 0, "files": 0,
     "spec": 1,
     "catalog": 2,
     "step": 3,

@@ -50,7 +50,8 @@ def deployment(model: str, system: str, *, tp: int | None = None, ep: int | None
     if auto and tp is None and ep is None and pp is None and adp is None and not redundant_experts:
         plan = smallest_plan(m, s, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
     if plan is None:
-        plan = Plan(tp=tp or 1, ep=ep or 1, pp=pp or 1, adp=adp, redundant_experts=redundant_experts or 0)
+        plan = Plan(tp=1 if tp is None else tp, ep=1 if ep is None else ep, pp=1 if pp is None else pp, adp=adp,
+                    redundant_experts=redundant_experts or 0)
     _, prof = fidelity(mode, profile, s)
     return Deployment(model=m, system=s, plan=plan, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                       profile=prof or IDEAL)

@@ -65,7 +65,8 @@ def _factor(unit: str, dimension: str, field: str, text: object) -> float:
             if dim != dimension:
                 continue
             return _PREFIX[unit[: len(unit) - len(symbol)]] * factor
-    raise UnitError(f"{field}: '{text}' is not a quantity in {dimension}; check the unit (e.g. GB, TB/s, TFLOP/s, us)")
+    raise UnitError(f"{field}: '{text}' is not a quantity in {dimension}; write e.g. "
+                    f"{_EXAMPLES.get(dimension, _EXAMPLES['bytes'])}")  # the example is of the dimension asked for
 
 
 def _fmt(value: float, unit: str, prefixes: tuple[tuple[float, str], ...], digits: int) -> str:

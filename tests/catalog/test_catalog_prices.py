@@ -334,7 +334,7 @@ def test_load_price_file(tmp_path):
     path = tmp_path / "mine.toml"
     path.write_text(GOOD, encoding="utf-8")
     assert set(cat.load_price_file(path)) == {("acme", "m1")}
-    with pytest.raises(CatalogError, match=r"no\.toml: no such price file"):
+    with pytest.raises(CatalogError, match=r"no\.toml: no such file \(price file\)"):
         cat.load_price_file(tmp_path / "no.toml")
     path.write_text(GOOD.replace("input = 1.0", "input = -1.0"), encoding="utf-8")
     with pytest.raises(CatalogError, match=r"mine\.toml \[acme/m1\] input: expected a price"):

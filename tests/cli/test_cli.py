@@ -113,14 +113,14 @@ def test_catalog_json():
     (("step", "--context", "-1"), "--context"),
     (("step", "--weight-dtype", "fp9"), "did you mean 'fp8'"),
     (("step", "--kv-dtype", "int3"), "unknown dtype"),
-    (("step", "--model", "llama-3.1-70b", "--system", "h100-sxm"), "does not fit"),
+    (("step", "--model", "llama-3.1-70b", "--system", "h100-sxm", "--tp", "1"), "does not fit"),
     (("step", "--model", "llama-3.1-8b", "--system", "h100-sxm", "--batch", "100000", "--context", "100000"),
      "per chip"),
     (("step", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--tp", "3"), "--tp 3"),
     (("step", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--ep", "2"), "dense"),
     (("step", "--model", "llama-3.1-70b", "--system", "mi300x-8", "--tp", "16"), "needs 16 chips"),
     (("step", "--mode", "calibrated"), "calibrated"),
-    (("model", "/no/such/config.json"), "cannot read"),
+    (("model", "/no/such/config.json"), "no such file"),
 ])
 def test_bad_input_exits_2_with_one_line(args, needle):
     proc = run(*args)

@@ -76,7 +76,7 @@ def test_overtrain_plot(tmp_path):
     (("train", "--plot", "x.txt"), "--plot"),
     (("train", "--price-per-gpu-hour", "-1"), "--price-per-gpu-hour"),
     (("overtrain", "--active-params", "0"), "params"),
-    (("overtrain", "--inference-efficiency", "-1"), "inference_efficiency"),
+    (("overtrain", "--inference-efficiency", "-1"), "--inference-efficiency"),
 ])
 def test_bad_input_exits_2_with_one_line(args, field, tmp_path):
     proc = run(*args, cwd=tmp_path)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime
 import re
-import tomllib
 from collections.abc import Iterable, Mapping
 
 from ..errors import CatalogError, did_you_mean
@@ -14,10 +13,9 @@ _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 def read_toml(text: str, where: str) -> dict:
     """Parse TOML ``text``; a syntax error is a CatalogError naming ``where`` (and line/column)."""
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:  # message carries "(at line L, column C)"
-        raise CatalogError(f"{where}: invalid TOML: {exc}") from exc
+    from ..files import parse_toml
+
+    return parse_toml(text, where)
 
 
 def text(entry: Mapping, key: str, where: str) -> str:

@@ -58,7 +58,10 @@ def load_profile(path: str | Path) -> EfficiencyProfile:
     p = Path(path)
     if not p.is_file():
         raise CatalogError(f"no such file {p}", field="profile", fix="write one with `llmecon calibrate`")
-    return parse_profile(p.read_text(encoding="utf-8"), where=str(p))
+    from ..files import read_text
+
+    return parse_profile(read_text(p, field="profile", what="profile", fix="write one with `llmecon calibrate`"),
+                         where=str(p))
 
 
 @functools.lru_cache(maxsize=None)

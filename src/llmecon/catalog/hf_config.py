@@ -14,7 +14,7 @@ kept in ``Model.unrecognized_fields`` (configs carry many fields irrelevant to c
 from __future__ import annotations
 
 import difflib
-import json
+import math
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -133,19 +133,27 @@ IGNORED_FIELDS = {
     "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "task_specific_params",
 }
 
+# Plausibility bounds (issue 19): a config whose sizes no model could have (hidden_size 1e30) is refused
+# rather than carried into step times of 1e40 s. Each bound is >= 10x the largest published value we know
+# (hidden_size 16,384 Llama 3.1 405B / 18,432 Nemotron-4 340B; 126 layers Llama 3.1 405B; vocab 262,144
+# Gemma 3; 384 routed experts Kimi K2; 10M-token context Llama 4 Scout); other whole-number fields stop at 2^31.
+MAX_CONFIG_BYTES = 16 << 20  # a config.json is a few kB
+PLAUSIBLE_MAX = {"hidden_size": 1 << 18, "num_hidden_layers": 1 << 14, "num_attention_heads": 1 << 14,
+                 "num_key_value_heads": 1 << 14, "head_dim": 1 << 14, "vocab_size": 1 << 24,
+                 "intermediate_size": 1 << 22, "moe_intermediate_size": 1 << 22, "intermediate_size_mlp": 1 << 22,
+                 "n_routed_experts": 1 << 16, "num_local_experts": 1 << 16, "num_experts": 1 << 16,
+                 "max_position_embeddings": 1 << 31}
+PLAUSIBLE_MAX_DEFAULT = 1 << 31
+
 
 def load_config_file(path: str | Path, *, name: str | None = None) -> Model:
     """Read a config.json from disk (errors name the file)."""
+    from ..files import parse_json, read_text
+
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CatalogError(f"cannot read the file ({exc.strerror})", field="model", value=path,
-                           fix="give a config.json path or a catalogue name (llmecon catalog models)") from None
-    try:
-        config = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CatalogError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    text = read_text(path, field="model", what="config file", max_bytes=MAX_CONFIG_BYTES,
+                     fix="give a config.json path or a catalogue name (llmecon catalog models)")
+    config = parse_json(text, str(path))
     return model_from_hf_config(config, name=name or path.stem if path.stem != "config" else path.parent.name,
                                 where=str(path), hf_quant=sibling_quant_config(path))
 
@@ -172,6 +180,12 @@ class _Fields:
             raise CatalogError(f"{self.where}: field '{key}' must be {expected}, got {value!r}")
         if minimum is not None and value < minimum:
             raise CatalogError(f"{self.where}: field '{key}' must be >= {minimum}, got {value!r}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise CatalogError(f"{self.where}: field '{key}' must be a finite number, got {value!r}")
+        limit = PLAUSIBLE_MAX.get(key, PLAUSIBLE_MAX_DEFAULT)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and kind is not float and value > limit:
+            raise CatalogError(f"{self.where}: field '{key}' = {value:,} is implausibly large (at most {limit:,}, "
+                               f"far above any published model); check the config")
         return value
 
     def first(self, keys: tuple[str, ...], kind: type, default=None, *, minimum: int | None = None):
@@ -236,7 +250,7 @@ def model_from_hf_config(config: Mapping, *, name: str = "custom", where: str | 
     where = where or f"config for {name}"
     flat = _flatten(config, where)
     arch_list = flat.get("architectures") if isinstance(flat.get("architectures"), list) else []
-    if arch_list and arch_list[0] in UNMODELLED:
+    if arch_list and isinstance(arch_list[0], str) and arch_list[0] in UNMODELLED:  # a config may hold anything
         raise CatalogError(f"{where}: {UNMODELLED[arch_list[0]]}; no model is read")
     unrecognized = _check_unknown(flat, where)
     f = _Fields(flat, where)

@@ -11,7 +11,6 @@ estimates a multimodal wrapper's vision encoder (reported apart, never in the to
 from __future__ import annotations
 
 import re
-import json
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -218,10 +217,9 @@ def sibling_quant_config(path: Path) -> Mapping | None:
     candidate = path.with_name(f"{stem}hf_quant_config.json")
     if not candidate.is_file():
         return None
-    try:
-        data = json.loads(candidate.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise CatalogError(f"{candidate}: cannot read the quantization config ({exc})") from None
+    from ..files import parse_json, read_text  # not UTF-8, too deep, unreadable: one line naming the file
+
+    data = parse_json(read_text(candidate, what="quantization config", max_bytes=16 << 20), str(candidate))
     if not isinstance(data, Mapping):
         raise CatalogError(f"{candidate}: must be a JSON object")
     return data

@@ -226,13 +226,10 @@ def load_price_sheets(text: str, where: str = PRICE_FILE) -> dict[tuple[str, str
 def load_price_file(path: str | Path) -> dict[tuple[str, str], PriceSheet]:
     """Read a user price file (same schema as the packaged ``prices.toml``)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise CatalogError(f"{path}: no such price file; give the path of a TOML file of [[sheet]] tables "
-                           f"(schema: llmecon.catalog.prices)") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CatalogError(f"{path}: cannot read the price file ({exc}); give a readable UTF-8 TOML file") from exc
+    from ..files import read_text
+
+    text = read_text(path, what="price file", fix="give the path of a UTF-8 TOML file of [[sheet]] tables "
+                                                   "(schema: llmecon.catalog.prices)")
     return load_price_sheets(text, str(path))
 
 

@@ -6,7 +6,6 @@ Flags mean the same in every command (``options.py``). Bad input exits 2 with on
 
 from __future__ import annotations
 
-import sys
 
 COMMAND_MODULES = ("analyze", "context", "serving", "training", "moe", "plan", "measure", "sweep", "fidelity", "web",
                    "lecture")
@@ -47,15 +46,87 @@ def build_app(argv: list[str] | None = None):
     return app
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Entry point: run the app, turning library errors into one line and exit code 2."""
+#: the largest magnitude any numeric option takes: no quantity llmecon reads is near it (a frontier
+#: training run is ~1e27 FLOP but no option takes FLOPs; token counts stay below 1e15, prices below 1e6)
+MAX_FLOAT_OPTION = 1e24
+MAX_INT_OPTION = 2 ** 62  # numpy's int64 arrays hold it (larger whole numbers overflow them)
+
+
+def _bad_value(value) -> str | None:
+    """What is wrong with a parsed option value (or each item of a repeated one), or None."""
+    import math
+
+    for v in value if isinstance(value, (list, tuple)) else (value,):
+        if isinstance(v, float) and not math.isfinite(v):
+            return f"must be a finite number, got {v!r}"
+        if isinstance(v, float) and abs(v) > MAX_FLOAT_OPTION:
+            return f"must be at most {MAX_FLOAT_OPTION:g} in size (no input llmecon takes is larger), got {v:g}"
+        if isinstance(v, int) and not isinstance(v, bool) and abs(v) > MAX_INT_OPTION:
+            return f"must be at most 2^62 in size, got {v:,}"
+        if isinstance(v, str) and not v.strip():
+            return "is empty; give a value or leave the option out"
+    return None
+
+
+def _harden(cmd) -> None:
+    """Walk the command tree: every option refuses, in one line with exit 2, a value that would be
+    silently reinterpreted or reach a formula as garbage: NaN and infinity (``--context nan``), numbers
+    past any sensible size, and empty strings (``--plot ''`` would otherwise mean "no plot")."""
+    from ..errors import SpecError
+
+    for param in getattr(cmd, "params", ()):
+        def process(ctx, value, _orig=param.process_value, _param=param):
+            v = _orig(ctx, value)
+            problem = _bad_value(v) if v is not None else None
+            if problem:
+                name = max(getattr(_param, "opts", None) or [_param.name], key=len)
+                raise SpecError(problem, field=name)
+            return v
+
+        param.process_value = process
+    for sub in getattr(cmd, "commands", {}).values():
+        _harden(sub)
+
+
+def _one_line(message: str) -> None:
+    import typer
+
+    typer.echo(f"error: {' '.join(message.split())}", err=True)
+
+
+def command(argv: list[str] | None = None):
+    """The click command behind ``llmecon`` (the modules ``argv`` needs registered, all without it), its
+    options hardened (``_harden``), and
+    bad input as one line and exit 2 (``LlmeconError``; ``OSError`` on a path the user gave;
+    ``MemoryError`` from sizes past what the machine holds). ``main`` runs it; tests drive it with
+    ``typer.testing.CliRunner`` as a user does."""
     import typer
 
     from ..errors import LlmeconError
 
-    app = build_app(sys.argv[1:] if argv is None else argv)
-    try:
-        app(args=argv, prog_name="llmecon", standalone_mode=True)
-    except LlmeconError as exc:
-        typer.echo(f"error: {exc.render(flag)}", err=True)
-        sys.exit(2)
+    cmd = typer.main.get_command(build_app(argv))
+    _harden(cmd)
+    invoke = cmd.invoke
+
+    def guarded(ctx):
+        try:
+            return invoke(ctx)
+        except LlmeconError as exc:
+            _one_line(exc.render(flag))
+        except OSError as exc:  # a path the checks could not foresee (disk full, a name too long)
+            where = f" {exc.filename}" if exc.filename else ""
+            _one_line(f"cannot use{where}: {exc.strerror or exc}; check the path and the free space")
+        except MemoryError:
+            _one_line("ran out of memory; make the run smaller (fewer requests or tokens, a shorter sweep)")
+        raise typer.Exit(2)
+
+    cmd.invoke = guarded
+    return cmd
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the app (only the invoked command's module registered, ``build_app``), turning
+    bad input into one line and exit code 2."""
+    import sys
+
+    command(sys.argv[1:] if argv is None else argv).main(args=argv, prog_name="llmecon", standalone_mode=True)

@@ -63,6 +63,14 @@ def _print_bounds(console, e) -> None:
     console.print("[bold cyan]bound by batch[/bold cyan]  " + "; ".join(spans))
 
 
+def _chosen_plan(dep, tp, ep, pp, adp, redundant_experts) -> str | None:
+    """The line saying the plan was picked for the user (no --tp/--ep/--pp/--adp given), as analyze does."""
+    if (tp, ep, pp, adp) != (None, None, None, None) or redundant_experts:
+        return None
+    return (f"{dep.plan.label()}: the smallest that holds the weights in half of HBM (chosen for you; "
+            "give --tp/--ep/--pp to choose)")
+
+
 @app.command()
 def step(
     model: ModelOpt = DEFAULT_MODEL, system: SystemOpt = DEFAULT_SYSTEM,
@@ -76,14 +84,18 @@ def step(
     profile: ProfileOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Time of one decode or prefill step, and which of compute, memory or communication binds."""
+    """Time of one decode or prefill step, and which of compute, memory or communication binds.
+
+    Without --tp/--ep/--pp the plan is the smallest that holds the weights in half of HBM.
+    """
     from ..econ.batching import require_fit
     from ..step.inference import decode_of, prefill_of
     from ..report.analyze import step_dict
     from ..units import fmt_bytes, fmt_seconds
 
-    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, adp=adp, profile=profile,
+    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, adp=adp, profile=profile,
                       redundant_experts=redundant_experts)
+    chosen = _chosen_plan(dep, tp, ep, pp, adp, redundant_experts)
     if phase is Phase.decode:
         result = decode_of(dep, batch=batch, context=context)
     else:
@@ -95,6 +107,7 @@ def step(
         return
     calibrated = dep.mode != "ideal"
     rows = [("deployment", f"{dep.model.name} on {dep.system.name}, {dep.plan.label()}, {dep.fidelity}"),
+            *([("plan", chosen)] if chosen else []),
             ("step", f"{phase.value}, batch {batch:g}, context {context:g}"),
             ("compute", fmt_seconds(d["compute_s"])), ("memory", fmt_seconds(d["memory_s"])),
             ("communication", fmt_seconds(d["comm_s"]))]
@@ -127,16 +140,21 @@ def batch_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Latency and cost per token against batch; balance batch, latency floor, drain time, and the
-    cost of not batching."""
+    cost of not batching.
+
+    Without --tp/--ep/--pp the plan is the smallest that holds the weights in half of HBM.
+    """
     from ..econ.batching import batch_economics
     from ..report.analyze import economics_dict, fmt_tokens, plot_batch_curve
     from ..units import fmt_seconds
 
-    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, adp=adp, profile=profile,
-                      redundant_experts=redundant_experts)
-    e = batch_economics(dep, context=context)
     if plot:
         _check_plot_path(plot)
+    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, adp=adp, profile=profile,
+                      redundant_experts=redundant_experts)
+    chosen = _chosen_plan(dep, tp, ep, pp, adp, redundant_experts)
+    e = batch_economics(dep, context=context)
+    if plot:
         plot_batch_curve(e.curve, dep, plot, economics=e)
     d = economics_dict(e, dep)
     if as_json:
@@ -146,6 +164,7 @@ def batch_cmd(
 
     console = _console()
     console.print(_kv_table(f"llmecon batch: {dep.model.name} on {dep.system.name} ({dep.plan.label()})", [
+        *([("plan", chosen)] if chosen else []),
         ("balance batch", f"{e.balance_batch:,.0f} (short context), {fmt_tokens(e.balance_batch_at_context)} at "
                           f"{fmt_tokens(context)} tokens"),
         ("latency floor", fmt_seconds(e.latency_floor_s)), ("HBM drain time", fmt_seconds(e.hbm_drain_s)),

@@ -9,6 +9,10 @@ import typer
 
 from .options import JsonOpt, Mode, ModeOpt, ProfileOpt, _console, _emit_json, _fail, _fidelity, app
 
+#: most rows ``predict`` takes in one run: each case holds a few hundred bytes of Python objects
+#: (~1 kB measured with tracemalloc), so a million is ~1 GB
+MAX_CASES = 1_000_000
+
 OutOpt = Annotated[Optional[str], typer.Option("--out", "-o", help="Write the result to this file.")]
 
 
@@ -26,8 +30,14 @@ def predict(
 
     from ..fidelity.predict import predict_cases, read_cases, write_cases
 
+    if out is not None:
+        from ..files import check_output
+
+        check_output(out, field="out", suffixes=(".csv",))
     mode_name, prof = _fidelity(mode, profile)  # each case's accelerator picks its default profile
     rows = read_cases(cases)
+    if len(rows) > MAX_CASES:
+        _fail(f"{cases}: {len(rows):,} cases, more than the {MAX_CASES:,} predict takes in one run; split the file")
     t0 = time.perf_counter()
     result = predict_cases(rows, mode=mode_name, profile=prof, where=cases)
     elapsed = time.perf_counter() - t0
@@ -61,7 +71,9 @@ def calibrate(
     from ..fidelity.accuracy import accelerator_of, evaluate
     from ..fidelity.calibrate import fit_profile
     from ..fidelity.measurements import read_csv
+    from ..files import check_output, write_text
 
+    check_output(out, field="out", suffixes=(".toml",))  # before the fit: it fails now, not after
     rows = read_csv(measurements)
     accels = sorted({accelerator_of(r).name for r in rows})
     if accelerator is None and len(accels) > 1:
@@ -73,7 +85,7 @@ def calibrate(
     prof, report = fit_profile(rows, name=name or chosen, accelerators=(chosen,), use_split=not all_rows,
                                derivation=f"llmecon calibrate {Path(measurements).name} "
                                           f"({'all rows' if all_rows else 'fit split'})")
-    Path(out).write_text(prof.as_toml(), encoding="utf-8")
+    write_text(out, prof.as_toml())
     ev = evaluate(rows, prof)
     if as_json:
         _emit_json({"profile": out, "stages": report, "errors": ev.metrics})
@@ -98,6 +110,12 @@ def validate(
 
     rows = read_csv(measurements)
     ev = evaluate(rows, _fidelity(mode, profile)[1])
+    if not any(splits["all"]["n"] for modes in ev.metrics.values() for splits in modes.values()):
+        from ..errors import InfeasibleError
+
+        why = "; ".join(f"{p} ({n}x)" for p, n in sorted(ev.problems.items(), key=lambda kv: -kv[1])[:3])
+        raise InfeasibleError(f"nothing in {measurements} could be predicted" + (f": {why}" if why else ""),
+                              fix="check the rows' model, system and plan columns (llmecon predict shows why)")
     if as_json:
         _emit_json(ev.as_dict())
         return

@@ -46,7 +46,9 @@ def _fit_profile(result, path: Path) -> str:
     for obj in answer if isinstance(answer, tuple) else (answer,):
         text = obj.as_toml() if hasattr(obj, "as_toml") else obj.to_toml() if hasattr(obj, "to_toml") else None
         if isinstance(text, str):
-            path.write_text(text, encoding="utf-8")
+            from ..files import write_text
+
+            write_text(path, text)
             return f"wrote profile {path}"
     return f"note: no profile written to {path}: fit_profile returned {type(answer).__name__}, which has no as_toml()"
 
@@ -90,13 +92,11 @@ def measure_cmd(
     from ..fidelity.measure.runner import run
     from ..fidelity.measurements import write_csv
 
-    out_path = Path(out)
-    if out_path.suffix.lower() != ".csv":
-        _fail(f"--out: expected a .csv path, got {out}")
-    if not out_path.parent.is_dir():
-        _fail(f"--out: folder {out_path.parent} does not exist")
-    if profile_out is not None and not Path(profile_out).parent.is_dir():
-        _fail(f"--profile-out: folder {Path(profile_out).parent} does not exist")
+    from ..files import check_output
+
+    out_path = check_output(out, field="out", suffixes=(".csv",))
+    if profile_out is not None:
+        check_output(profile_out, field="profile_out", suffixes=(".toml",))
     result = run(model=model, device=device, preset="quick" if quick else "full", accelerator=accelerator,
                  system=system, cuda_graph=not eager, progress=not as_json)
     if not result.rows:

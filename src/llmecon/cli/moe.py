@@ -90,6 +90,11 @@ def moe_cmd(
         _check_plot_path(plot)
     the_law = _load_law(law)
     m, s = _resolve("--model", get_model, model), _resolve("--system", get_system, system)
+    if m.max_context and context > m.max_context:  # as context, simulate and predict: no silent extrapolation
+        from ..errors import SpecError
+
+        raise SpecError(f"longer than {m.name}'s {m.max_context:,}-token context (max_position_embeddings)",
+                        field="context", value=context, fix=f"keep it <= {m.max_context:,}")
     summary = moe_summary(m, s, batch_per_chip=batch_per_chip, context=context, weight_dtype=weight_dtype,
                           kv_dtype=kv_dtype, dispatch_dtype=dispatch_dtype, expert_imbalance=expert_imbalance,
                           max_ep=max_ep, law=the_law, profile=_fidelity(mode, profile, s)[1] or IDEAL)

@@ -12,7 +12,22 @@ from typing import Annotated, Optional
 import typer
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_enable=False,
+                  context_settings={"help_option_names": ["-h", "--help"]},
                   help="llmecon: step time, batch economics and $/token of LLM serving, from any config.json.")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        typer.echo(f"llmecon {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", "-V", callback=_version, is_eager=True,
+                                                help="Print the version and exit.")] = False) -> None:
+    """llmecon: step time, batch economics and $/token of LLM serving, from any config.json."""
 catalog_app = typer.Typer(add_completion=False, no_args_is_help=True, help="List the built-in catalogue.")
 app.add_typer(catalog_app, name="catalog")
 
@@ -81,10 +96,31 @@ def _fidelity(mode: Mode, profile: str | None, system=None):
     return fidelity(mode.value, profile, system)
 
 
-def _console():
-    from rich.console import Console
+PIPE_WIDTH = 160  # text width when stdout is not a terminal and COLUMNS is unset (rich's default is 80)
 
-    return Console()
+
+def _console():
+    """The console every command prints to. Tables never cut a cell to "…": every column folds
+    (wraps) what does not fit, so a name stays whole and copyable; piped output is widened to
+    ``PIPE_WIDTH`` unless COLUMNS says otherwise."""
+    import os
+
+    from rich.console import Console
+    from rich.table import Table
+
+    class _Folding(Console):
+        def print(self, *objects, **kwargs):
+            for obj in objects:
+                if isinstance(obj, Table):
+                    for i, column in enumerate(obj.columns):
+                        column.overflow = "fold"
+                        column.no_wrap = column.no_wrap or i == 0  # the name column shrinks last
+            return super().print(*objects, **kwargs)
+
+    console = _Folding()
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = max(console.width, PIPE_WIDTH)
+    return console
 
 
 def _kv_table(title: str, rows: list[tuple[str, str]]):
@@ -98,11 +134,8 @@ def _kv_table(title: str, rows: list[tuple[str, str]]):
     return table
 
 
-def _check_plot_path(path: str) -> None:
-    from pathlib import Path
+def _check_plot_path(path: str, field: str = "plot") -> None:
+    """A --plot path checked before any work (``files.check_output``)."""
+    from ..files import check_output
 
-    p = Path(path)
-    if p.suffix.lower() not in (".png", ".svg", ".pdf"):
-        _fail(f"--plot {path}: use a .png, .svg or .pdf file name")
-    if not p.parent.exists():
-        _fail(f"--plot {path}: folder {p.parent} does not exist; create it or pick another path")
+    check_output(path, field=field, suffixes=(".png", ".svg", ".pdf"))

@@ -10,7 +10,8 @@ import typer
 from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, EpOpt, JsonOpt, KvDtypeOpt, Mode, ModelOpt, ModeOpt, PpOpt,
     ProfileOpt, SystemOpt, TpOpt, WeightDtypeOpt, _check_plot_path, _console, _deployment, _emit_json, _kv_table, app)
 
-PROGRESS_MIN_REQUESTS = 50_000  # show a progress bar (stderr TTY only) for runs at least this large
+PROGRESS_MIN_REQUESTS = 50_000
+_SYNTHETIC_DEFAULTS = {"rate": 10.0, "arrival": "poisson"}  # show a progress bar (stderr TTY only) for runs at least this large
 
 
 def _opt(help_: str, *names: str):
@@ -70,20 +71,22 @@ def _mix(items: list[str]) -> dict[str, float] | None:
 def simulate_cmd(
     model: ModelOpt = DEFAULT_MODEL, system: SystemOpt = DEFAULT_SYSTEM,
     rate: Annotated[float, _opt("Mean arrival rate, requests per second.", "--rate")] = 10.0,
-    duration: Annotated[float, _opt("Seconds of arrivals; the run ends then (in-flight requests are reported).",
-                                    "--duration")] = 60.0,
+    duration: Annotated[Optional[float], _opt("Seconds of arrivals (default 60); the run ends then (in-flight "
+                                              "requests are reported).", "--duration")] = None,
     requests: Annotated[Optional[int], _opt("Number of requests instead of --duration (the run ends at the "
                                             "last arrival unless --drain).", "--requests")] = None,
     arrival: Annotated[str, _opt("Arrival process: poisson, gamma (bursty, see --cv) or constant.",
                                  "--arrival")] = "poisson",
-    cv: Annotated[float, _opt("Coefficient of variation of gamma inter-arrival times (>1 bursty).", "--cv")] = 1.0,
-    prompt: Annotated[str, _opt("Prompt tokens: N, uniform:LO:HI or lognormal:MEDIAN:SIGMA[:LO:HI].",
-                                "--prompt")] = "1024",
-    output: Annotated[str, _opt("Output tokens (first token included), same forms as --prompt.",
-                                "--output")] = "256",
+    cv: Annotated[Optional[float], _opt("Coefficient of variation of gamma inter-arrival times (>1 bursty; "
+                                        "default 1).", "--cv")] = None,
+    prompt: Annotated[Optional[str], _opt("Prompt tokens: N, uniform:LO:HI or lognormal:MEDIAN:SIGMA[:LO:HI] "
+                                          "(default 1024).", "--prompt")] = None,
+    output: Annotated[Optional[str], _opt("Output tokens (first token included), same forms as --prompt "
+                                          "(default 256).", "--output")] = None,
     trace: Annotated[Optional[str], _opt("Replay a CSV/JSONL trace (arrival_s, prompt_tokens, output_tokens, "
                                          "[class], [prefix_id]) instead of a synthetic workload.", "--trace")] = None,
-    time_scale: Annotated[float, _opt("Replay the trace this many times faster.", "--time-scale")] = 1.0,
+    time_scale: Annotated[Optional[float], _opt("Replay the trace this many times faster (default 1).",
+                                                "--time-scale")] = None,
     policy: Annotated[str, _opt("train, adaptive, continuous or disaggregated.", "--policy")] = "continuous",
     batch_cap: Annotated[Optional[int], _opt("Most sequences in a batch (default 256, vLLM's max_num_seqs).",
                                              "--batch-cap")] = None,
@@ -114,6 +117,8 @@ def simulate_cmd(
     max_queue: Annotated[Optional[int], _opt("Reject arrivals that find this many waiting.", "--max-queue")] = None,
     drain: Annotated[bool, _opt("Run until every admitted request finishes.", "--drain")] = False,
     seed: Annotated[int, _opt("Random seed (workload and prefix hits).", "--seed")] = 0,
+    max_memory: Annotated[str, _opt("Refuse a run estimated to need more memory than this (e.g. 16GB); the "
+                                    "estimate is in the error.", "--max-memory")] = "4GB",
     plot: Annotated[Optional[str], _opt("Write latency CDFs and queue length over time (PNG/SVG/PDF).",
                                         "--plot")] = None,
     requests_out: Annotated[Optional[str], _opt("Write the per-request table (.csv, or .parquet with pyarrow).",
@@ -126,17 +131,21 @@ def simulate_cmd(
 
     Without --tp/--ep/--pp the plan is the smallest that holds the weights in half of HBM.
     """
-    from ..errors import require_number
+    from ..errors import SpecError, require_number, require_whole
     from ..serving import SLO, PrefixCache, SimConfig
+    from ..serving.budget import expected_requests, pool_sizes, require_memory, simulation_bytes
     from ..serving.policies import policy_from_name
     from ..report.serving import check_requests_path, plot_simulation, simulation_dict, write_requests
     from ..serving.workload import load_trace, parse_lengths, synthetic
+    from ..units import parse
 
     # validate everything before running (nothing is written half-way)
     if plot:
         _check_plot_path(plot)
     if requests_out:
         check_requests_path(requests_out)
+    limit = require_number("max_memory", parse(max_memory, "bytes", field="--max-memory"), minimum=0, exclusive=True,
+                           hint="e.g. --max-memory 16GB")
     pol = policy_from_name(policy, batch_cap=batch_cap, tau_s=tau, deadline_s=deadline, chunk_tokens=chunk_tokens,
                            max_batched_tokens=max_batched_tokens, preemption=preemption,
                            prefill_replicas=prefill_replicas, decode_replicas=decode_replicas)
@@ -144,22 +153,53 @@ def simulate_cmd(
     prefix = None
     if prefix_tokens is not None or prefix_hit_rate is not None:
         if prefix_tokens is None:
-            from ..errors import SpecError
-
             raise SpecError("--prefix-hit-rate needs --prefix-tokens (how many prompt tokens a hit skips)")
         prefix = PrefixCache(prefix_tokens=prefix_tokens, hit_rate=prefix_hit_rate)
     cfg = SimConfig(policy=pol, replicas=replicas, classes=classes, prefix_cache=prefix,
                     slo=SLO(ttft_s=slo_ttft, tpot_s=slo_tpot), price_per_chip_hour=price_per_chip_hour,
                     hbm_fraction=require_number("hbm_fraction", hbm_fraction, minimum=0, exclusive=True, maximum=1),
                     max_queue=max_queue, drain=drain, seed=seed)
+    n_replicas, slots = pool_sizes(cfg)
     if trace:
-        wl = load_trace(trace, time_scale=time_scale)
+        require_memory(simulation_bytes(requests=0, replicas=n_replicas, batch_slots=slots), limit,
+                       what=f"{n_replicas:,} replicas, {slots:,} batch slots", fix="lower the replicas or batch caps")
     else:
-        wl = synthetic(rate_per_s=rate, prompt=parse_lengths(prompt, field="prompt"),
-                       output=parse_lengths(output, field="output"), seed=seed,
-                       n=requests, duration_s=None if requests is not None else duration, arrival=arrival, cv=cv,
-                       classes=_mix(class_mix))
+        if time_scale is not None:
+            raise SpecError("applies to a replayed trace only", field="time_scale", fix="drop it, or give {trace}")
+        if requests is not None and duration is not None:
+            raise SpecError("give one of {duration} (seconds of arrivals) or {requests} (a count), not both",
+                            field="duration", value=duration, show_value=False, fix="drop one")
+        if requests is not None:
+            require_whole("requests", requests, minimum=1)
+        if cv is not None and arrival != "gamma":
+            raise SpecError(f"applies to --arrival gamma only, not {arrival}", field="cv",
+                            fix="drop it, or use {arrival} gamma")
+        duration = 60.0 if requests is None and duration is None else duration
+        n = expected_requests(rate_per_s=require_number("rate", rate, minimum=0, exclusive=True),
+                              duration_s=duration, requests=requests)
+        require_memory(simulation_bytes(requests=n, replicas=n_replicas, batch_slots=slots), limit,
+                       what=f"{n:,.0f} requests at ~3.2 kB each, {n_replicas:,} replicas, {slots:,} batch slots",
+                       fix="lower {rate}, {duration} or {requests}, the replicas or the batch caps")
+    if trace:
+        wl = load_trace(trace, time_scale=1.0 if time_scale is None else time_scale, max_memory_bytes=limit)
+        # a synthetic workload's options mean nothing with a trace: refused, not ignored
+        for name, value in (("rate", rate), ("duration", duration), ("requests", requests), ("arrival", arrival),
+                            ("cv", cv), ("prompt", prompt), ("output", output), ("class_mix", class_mix or None)):
+            if value is not None and not (name in ("rate", "arrival") and value == _SYNTHETIC_DEFAULTS[name]):
+                raise SpecError("describes a synthetic workload; the trace gives arrivals and lengths",
+                                field=name, fix="drop it, or drop {trace}")
+    else:
+        wl = synthetic(rate_per_s=rate, prompt=parse_lengths(prompt or "1024", field="prompt"),
+                       output=parse_lengths(output or "256", field="output"), seed=seed,
+                       n=requests, duration_s=None if requests is not None else duration, arrival=arrival,
+                       cv=1.0 if cv is None else cv, classes=_mix(class_mix))
     dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, profile=profile)
+    wl.require_within_context(dep.model.max_context, model_name=dep.model.name)  # before sizing tables by it
+    longest = int((wl.prompt_tokens + wl.output_tokens).max()) if wl.n else 0
+    require_memory(simulation_bytes(requests=wl.n, longest_tokens=longest, replicas=n_replicas, batch_slots=slots),
+                   limit,
+                   what=f"{wl.n:,} requests at ~3.2 kB each, tables over the longest request of {longest:,} "
+                        "tokens at ~0.5 kB per token", fix="shorten the run or the requests")
     res = _run(dep, wl, cfg)
     d = simulation_dict(dep, wl, res)
     if requests_out:

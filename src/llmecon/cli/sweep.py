@@ -12,6 +12,13 @@ import typer
 from .options import JsonOpt, _console, _emit_json, app
 
 PIPE_WIDTH = 140  # text width when stdout is not a terminal and COLUMNS is unset
+CONFIRM_POINTS = 1_000_000  # a bigger sweep runs only with --yes
+# measured: an 882,000-point decode sweep (llama-3.1-8b / hgx-h100, plans auto; issue 19) peaked at 743 MB
+# (tracemalloc) and wrote a 42.7 MB Parquet file; past ~1e6 points memory stops growing (streamed final file and
+# summary: 0.91 GB peak RSS at 1e7 rows, benchmarks/results/fast_2026-11-25.md). Rounded up.
+MEMORY_BYTES_PER_POINT = 900
+MEMORY_PLATEAU_POINTS = 1_000_000
+DISK_BYTES_PER_POINT = 50
 
 
 class _Bar:
@@ -52,6 +59,8 @@ def sweep_cmd(
                                                         "(needed when they were written for another spec).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Check the spec and show what it expands to; "
                                                             "compute nothing.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help=f"Run a sweep of more than {CONFIRM_POINTS:,} points "
+                                                          "(refused without it, with its size).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Sweep a design space: models x systems x plans x phases x batches x contexts x prices through the
@@ -60,14 +69,26 @@ def sweep_cmd(
     from ..sweep import expand, load_spec, run_sweep, summarise
     from ..sweep.runner import check_mode
 
+    from ..errors import SpecError
+    from ..files import check_output
+    from ..units import fmt_bytes
+
+    check_output(out, field="out", folder=not out.endswith(".parquet"))
     work = expand(load_spec(spec))   # every spec, catalogue and plan check: nothing runs before this
     check_mode(scheduler, workers)
+    memory = MEMORY_BYTES_PER_POINT * min(work.points, MEMORY_PLATEAU_POINTS)
+    size = (f"{work.points:,} points, about {fmt_bytes(memory)} of memory and "
+            f"{fmt_bytes(work.points * DISK_BYTES_PER_POINT)} on disk")
+    if work.points > CONFIRM_POINTS and not (yes or dry_run):
+        raise SpecError(f"{spec} expands to {size}, more than {CONFIRM_POINTS:,} points", field="yes",
+                        show_value=False, fix="add {yes} to run it, {dry_run} to see what it expands to, or "
+                                              "shrink the axes")
     if dry_run:
         if as_json:
             _emit_json(work_dict(work))
             return
         d = work_dict(work)
-        _console().print(f"{spec}: {d['points']:,} points ({d['analytic_points']:,} analytic in {d['groups']:,} "
+        _console().print(f"{spec}: {size}; {d['points']:,} points ({d['analytic_points']:,} analytic in {d['groups']:,} "
                          f"groups, {d['simulations']:,} simulations) in {d['chunks']:,} chunks; "
                          f"{d['skipped_points']:,} points skipped in {len(d['skipped']):,} combination(s)",
                          soft_wrap=True, highlight=False)

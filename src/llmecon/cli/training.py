@@ -96,12 +96,15 @@ def train_cmd(
     eff = MEGATRON_A100_EFFICIENCY if efficiency is None else efficiency
     st = train_step(m, s, plan, seq_len=seq_len, global_batch_tokens=global_batch_tokens, efficiency=eff,
                     dp_overlap=dp_overlap)
+    if not st.memory.fits:  # a plan that cannot run is an error, not numbers with a warning
+        from ..errors import InfeasibleError
+
+        raise InfeasibleError(f"{m.name} under {plan.label()} needs {fmt_bytes(st.memory.total)} per GPU but "
+                              f"{s.name} has {fmt_bytes(st.memory.hbm)} of HBM",
+                              fix="raise {zero}, {tp} or {pp}, use {recompute} full, or shrink {micro_batch}")
     d = train_dict(st, m, s.name, tokens=tokens, price_per_gpu_hour=price_per_gpu_hour, dp_overlap=dp_overlap)
     if plot:
         plot_train(st, m, s.name, plot)
-    if not st.memory.fits:
-        typer.echo(f"warning: {fmt_bytes(st.memory.total)} per GPU does not fit in {fmt_bytes(st.memory.hbm)} of HBM; "
-                   "raise --zero, --tp/--pp, use --recompute full, or shrink --micro-batch", err=True)
     if as_json:
         _emit_json(d)
         return
@@ -154,8 +157,17 @@ def overtrain_cmd(
         pretrain_tokens_matching_inference)
     from ..units import fmt_count
 
+    from ..errors import require_number
+
     if plot:
         _check_plot_path(plot)
+    # checked here, in the user's terms: the closed forms name their own parameters (params, seconds)
+    for name, value in (("active_params", active_params), ("inference_tokens_per_s", inference_tokens_per_s),
+                        ("deployment_days", deployment_days), ("inference_efficiency", inference_efficiency),
+                        ("rl_flops_per_param_token", rl_flops_per_param_token), ("rl_efficiency", rl_efficiency),
+                        ("tokens_per_param", tokens_per_param)) + ((("rl_tokens", rl_tokens),) if rl_tokens is not None
+                                                                    else ()):
+        require_number(name, value, minimum=0, exclusive=True)
     d_inf = float(inference_tokens(tokens_per_s=inference_tokens_per_s, seconds=deployment_days * 86400.0))
     d_pre = float(pretrain_tokens_matching_inference(inference_tokens=d_inf, inference_efficiency=inference_efficiency))
     d_rl = 6.0 * rl_efficiency * d_pre / rl_flops_per_param_token if rl_tokens is None else rl_tokens

@@ -27,12 +27,32 @@ def web_cmd(
     except ImportError as exc:
         _fail(f"llmecon web needs the [web] extra ({exc.name} is missing): pip install -e '.[web]'")
     sock = _bind(host, port)  # bound before announcing: a taken port is a one-line error, not a traceback
+    if not _local(host):
+        typer.echo(f"warning: --host {host} serves the API beyond this machine, and it has no authentication: "
+                   "anyone who can reach the port can use it (and its CPU); use --host 127.0.0.1 unless that is "
+                   "what you want", err=True)
     typer.echo(f"llmecon web: open http://{host}:{port}/ (API schema at /openapi.json); Ctrl-C stops it")
     server = uvicorn.Server(uvicorn.Config(application, log_level="warning"))
     try:
         server.run(sockets=[sock])
     finally:
         sock.close()
+
+
+def _local(host: str) -> bool:
+    """Whether ``host`` is a loopback address (reachable from this machine only)."""
+    import ipaddress
+    import socket
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        try:
+            return all(ipaddress.ip_address(info[4][0]).is_loopback for info in socket.getaddrinfo(host, None))
+        except (OSError, ValueError):
+            return False
 
 
 def _bind(host: str, port: int):

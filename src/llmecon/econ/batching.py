@@ -469,7 +469,11 @@ def shown_batch(e: BatchEconomics) -> float:
 
 def analyze(dep: Deployment, *, context: float, batch: float | None = None) -> Analysis:
     """The main job's numbers (``llmecon analyze`` and the web page): economics, the batch shown
-    (``shown_batch`` unless given), checked to fit, and its decode step."""
+    (``shown_batch`` unless given), checked to fit, and its decode step. ``context`` >= 1: the
+    analysis is of sequences that hold KV (at 0 the memory limit and the KV terms it reports vanish)."""
+    from ..errors import require_number
+
+    require_number("context", context, minimum=1, hint="tokens of KV per sequence, e.g. 4096")
     e = batch_economics(dep, context=context)
     show = batch if batch is not None else shown_batch(e)
     require_fit(dep, batch=show, context=context)

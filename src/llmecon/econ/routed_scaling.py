@@ -265,11 +265,9 @@ def load_routed_law(path_or_text) -> RoutedLaw | PowerFit:
     if not isinstance(path_or_text, (str, os.PathLike)):
         raise CatalogError(f"routed law: expected a path or TOML text, got {type(path_or_text).__name__}")
     path = Path(path_or_text)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CatalogError(f"{path}: cannot read the routed-law file ({exc.strerror or exc}); give the path of "
-                           "a .toml file or the TOML text itself") from exc
+    from ..files import read_text
+
+    text = read_text(path, what="routed-law file", fix="give the path of a .toml file or the TOML text itself")
     return _parse(text, str(path))
 
 

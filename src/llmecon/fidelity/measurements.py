@@ -197,15 +197,17 @@ def make(row: Mapping, where: str = "measurement") -> Measurement:
 
 def read_csv(path: str | Path) -> list[Measurement]:
     """Read a measurement CSV (header row required). Errors name the file, the line and the column."""
+    from ..files import read_text
+
     p = Path(path)
-    if not p.is_file():
-        raise CatalogError(f"{p}: no such measurement file")
-    return parse_csv(p.read_text(encoding="utf-8"), where=str(p))
+    return parse_csv(read_text(p, field="measurements", what="measurement file"), where=str(p))
 
 
 def parse_csv(text: str, *, where: str = "measurements") -> list[Measurement]:
-    reader = csv.DictReader(io.StringIO(text))
-    if not reader.fieldnames:
+    from ..files import csv_rows
+
+    header, reader = csv_rows(text, where)
+    if not header:
         raise CatalogError(f"{where}: empty file; expected a header row with at least 'kind'")
     rows = [make({k: v for k, v in r.items() if k is not None}, f"{where} line {i + 2}")
             for i, r in enumerate(reader)]
@@ -222,7 +224,9 @@ def write_csv(rows: Iterable[Measurement], path: str | Path | None = None) -> st
     for r in rows:
         writer.writerow({k: ("" if getattr(r, k) is None else getattr(r, k)) for k in COLUMNS})
     if path is not None:
-        Path(path).write_text(buf.getvalue(), encoding="utf-8")
+        from ..files import write_text
+
+        write_text(path, buf.getvalue())
     return buf.getvalue()
 
 

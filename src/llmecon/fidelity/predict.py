@@ -44,16 +44,18 @@ _NEEDS = {"decode": ("batch", "context"), "prefill": ("batch", "prompt_tokens"),
 
 
 def read_cases(path: str | Path) -> list[dict]:
+    from ..files import read_text
+
     p = Path(path)
-    if not p.is_file():
-        raise CatalogError(f"{p}: no such cases file")
-    return parse_cases(p.read_text(encoding="utf-8"), where=str(p))
+    return parse_cases(read_text(p, field="cases", what="cases file"), where=str(p))
 
 
 def parse_cases(text: str, *, where: str = "cases") -> list[dict]:
     """Rows of a cases CSV as dicts of text, with the header checked (unknown columns: did you mean)."""
-    reader = csv.DictReader(io.StringIO(text))
-    header = reader.fieldnames or []
+    from ..files import csv_rows
+
+    header, reader = csv_rows(text, where)
+    header = header or []
     allowed = INPUT_COLUMNS + OPTIONAL_COLUMNS
     for col in header:
         if col not in allowed:
@@ -190,5 +192,7 @@ def write_cases(rows: list[dict], path: str | Path | None = None) -> str:
     for r in rows:
         w.writerow({c: (f"{r[c]:.6g}" if isinstance(r.get(c), float) else r.get(c, "")) for c in cols})
     if path is not None:
-        Path(path).write_text(buf.getvalue(), encoding="utf-8")
+        from ..files import write_text
+
+        write_text(path, buf.getvalue())
     return buf.getvalue()

@@ -217,7 +217,9 @@ def batch_curve_figure(curve: BatchCurve, dep: Deployment, *, economics: BatchEc
 
 def plot_batch_curve(curve: BatchCurve, dep: Deployment, path: str | Path, *, economics: BatchEconomics | None = None):
     """Write :func:`batch_curve_figure` to ``path`` (PNG/SVG/PDF by its suffix). Needs matplotlib."""
-    batch_curve_figure(curve, dep, economics=economics).savefig(path, dpi=120)
+    from .figure import write_figure
+
+    write_figure(batch_curve_figure(curve, dep, economics=economics), path)
 
 
 def analysis_dict(a: Analysis, *, page: bool = False, price_per_chip_hour: float | None = None) -> dict:

@@ -132,7 +132,9 @@ def context_figure(e: ContextEconomics, dep: Deployment, *, price_per_chip_hour:
 def plot_context(e: ContextEconomics, dep: Deployment, path: str | Path, *, price_per_chip_hour: float | None = None,
                  utilization: float = 1.0):
     """Write :func:`context_figure` to ``path`` (PNG/SVG/PDF by its suffix). Needs matplotlib."""
-    context_figure(e, dep, price_per_chip_hour=price_per_chip_hour, utilization=utilization).savefig(path, dpi=120)
+    from .figure import write_figure
+
+    write_figure(context_figure(e, dep, price_per_chip_hour=price_per_chip_hour, utilization=utilization), path)
 
 
 def cost_dict(c: ServingCost, dep: Deployment, sheet: PriceSheet | None = None) -> dict:

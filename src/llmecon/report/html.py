@@ -24,7 +24,6 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import SpecError
 
 __all__ = ["Badge", "Document", "Section", "check_html_path", "figure_svg", "write_html"]
 
@@ -75,32 +74,17 @@ def check_html_path(path: str, flag: str = "--out") -> Path:
     """``path`` as a Path if it names a new or existing .html file in an existing folder;
     else SpecError naming the flag and the fix (checked before any work, so nothing is written
     half-way)."""
-    p = Path(path)
-    if p.suffix.lower() != ".html":
-        raise SpecError(f"{flag} {path}: use a file name ending in .html")
-    if p.is_dir():
-        raise SpecError(f"{flag} {path}: is a folder; give a file name ending in .html")
-    if not p.parent.is_dir():
-        raise SpecError(f"{flag} {path}: folder {p.parent} does not exist; create it or pick another path")
-    return p
+    from ..files import check_output
+
+    return check_output(path, field=flag, suffixes=(".html",))
 
 
 def write_html(path: str | Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same folder and an atomic rename,
     so a reader never sees half a report."""
-    import os
-    import tempfile
+    from ..files import write_text
 
-    p = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; a report is meant to be shared
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text(path, text)
 
 
 def figure_svg(fig, *, close: bool = True) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import math
-from pathlib import Path
 
 import numpy as np
 
@@ -50,12 +49,9 @@ def simulation_dict(dep, workload, res: SimResult) -> dict:
 
 def check_requests_path(path: str) -> str:
     """Validate the output path before a run (nothing is written half-way): returns 'csv'/'parquet'."""
-    p = Path(path)
-    suffix = p.suffix.lower()
-    if suffix not in (".csv", ".parquet"):
-        raise SpecError(f"--requests-out {path}: use a .csv or .parquet file name")
-    if not p.parent.exists():
-        raise SpecError(f"--requests-out {path}: folder {p.parent} does not exist; create it or pick another path")
+    from ..files import check_output
+
+    suffix = check_output(path, field="requests_out", suffixes=(".csv", ".parquet")).suffix.lower()
     if suffix == ".parquet":
         import importlib.util
 
@@ -66,19 +62,22 @@ def check_requests_path(path: str) -> str:
 
 
 def write_requests(res: SimResult, path: str) -> None:
+    from ..files import atomic_path
+
     kind = check_requests_path(path)
     cols = requests_columns(res)
-    if kind == "parquet":
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+    with atomic_path(path) as tmp:
+        if kind == "parquet":
+            import pyarrow as pa
+            import pyarrow.parquet as pq
 
-        pq.write_table(pa.table({k: (v.astype(str) if v.dtype == object else v) for k, v in cols.items()}), path)
-        return
-    with open(path, "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(REQUEST_COLUMNS)
-        rows = zip(*(cols[k].tolist() for k in REQUEST_COLUMNS))
-        w.writerows([["" if isinstance(x, float) and math.isnan(x) else x for x in row] for row in rows])
+            pq.write_table(pa.table({k: (v.astype(str) if v.dtype == object else v) for k, v in cols.items()}), tmp)
+            return
+        with open(tmp, "w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(REQUEST_COLUMNS)
+            rows = zip(*(cols[k].tolist() for k in REQUEST_COLUMNS))
+            w.writerows([["" if isinstance(x, float) and math.isnan(x) else x for x in row] for row in rows])
 
 
 def plot_simulation(res: SimResult, path: str, *, title: str = "") -> None:

@@ -105,6 +105,7 @@ class SimConfig:
                             show_value=False, fix=f"use one of {', '.join(c.__name__ for c in POLICIES.values())} "
                                                   "(policy_from_name builds one from its name)")
         require_whole("replicas", self.replicas)
+        require_whole("seed", self.seed, minimum=0)
         if self.price_per_chip_hour is not None:
             require_number("price_per_chip_hour", self.price_per_chip_hour, minimum=0)
         if self.horizon_s is not None and not (self.horizon_s > 0 and math.isfinite(self.horizon_s)):

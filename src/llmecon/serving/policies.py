@@ -481,4 +481,10 @@ def policy_from_name(name: str, **kw) -> ServingPolicy:
                         show_value=False, fix=f"use one of {', '.join(POLICIES)}")
     cls = POLICIES[name]
     names = {f.name for f in fields(cls)}
-    return cls(**{k: v for k, v in kw.items() if k in names and v is not None})
+    for key, value in kw.items():  # an option the policy has no use for is refused, never silently dropped
+        if value is not None and key not in names:
+            users = [n for n, c in POLICIES.items() if key in {f.name for f in fields(c)}]
+            raise SpecError(f"does not apply to the {name} policy (only to {', '.join(users) or 'none'})",
+                            field=key.removesuffix("_s"), value=value, show_value=False,
+                            fix=f"drop it, or choose {{policy}} {users[0]}" if users else "drop it")
+    return cls(**{k: v for k, v in kw.items() if v is not None})

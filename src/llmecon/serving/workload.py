@@ -14,8 +14,6 @@ Traces replay recorded arrivals from CSV or JSONL with columns ``arrival_s``, ``
 
 from __future__ import annotations
 
-import csv
-import json
 import math
 from dataclasses import dataclass, field as dataclass_field, replace
 from pathlib import Path
@@ -25,6 +23,7 @@ import numpy as np
 from ..errors import SpecError, did_you_mean, require_number, require_whole
 
 ARRIVALS = ("poisson", "gamma", "constant")
+MAX_LENGTH_TOKENS = 1 << 40  # no request is longer (10^12 tokens); keeps lengths and their sums inside int64
 TRACE_REQUIRED = ("arrival_s", "prompt_tokens", "output_tokens")
 TRACE_OPTIONAL = ("class", "prefix_id")
 
@@ -222,8 +221,14 @@ def parse_lengths(text: str, *, field: str) -> Lengths:
     parts = str(text).split(":")
     try:
         if len(parts) == 1:
-            return replace(fixed(int(parts[0])), field=field)
+            n = int(parts[0])
+            if abs(n) > MAX_LENGTH_TOKENS:  # int64 arrays of lengths (and their sums) must not overflow
+                raise SpecError(f"must be at most {MAX_LENGTH_TOKENS:,} tokens", field=field, value=n)
+            return replace(fixed(n), field=field)
         kind, args = parts[0], [float(p) for p in parts[1:]]
+        if any(not math.isfinite(a) or abs(a) > MAX_LENGTH_TOKENS for a in args):
+            raise SpecError(f"every number must be finite and at most {MAX_LENGTH_TOKENS:,} tokens", field=field,
+                            value=repr(text))
         if kind == "fixed" and len(args) == 1 and args[0].is_integer():
             return replace(fixed(int(args[0])), field=field)
         if kind == "uniform" and len(args) == 2 and all(a.is_integer() for a in args):
@@ -231,6 +236,9 @@ def parse_lengths(text: str, *, field: str) -> Lengths:
         if kind == "lognormal" and len(args) in (2, 4):
             extra = {} if len(args) == 2 else {"low": int(args[2]), "high": int(args[3])}
             return replace(lognormal(args[0], args[1], **extra), field=field)
+    except SpecError as exc:
+        if exc.field == field:  # the bound above, said as such
+            raise
     except ValueError:
         pass
     raise SpecError("expected N, fixed:N, uniform:LOW:HIGH or lognormal:MEDIAN:SIGMA[:LOW:HIGH] (whole token counts), "
@@ -244,7 +252,7 @@ def synthetic(*, rate_per_s: float, prompt: Lengths, output: Lengths, seed: int 
               duration_s: float | None = None, arrival: str = "poisson", cv: float = 1.0,
               classes: dict[str, float] | None = None) -> Workload:
     """A seeded synthetic workload. ``classes`` maps class name -> share of requests (sums to 1)."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(require_whole("seed", seed, minimum=0))
     t = arrival_times(arrival, rate_per_s=rate_per_s, rng=rng, n=n, duration_s=duration_s, cv=cv)
     m = t.shape[0]
     names: tuple[str, ...] = ("default",)
@@ -276,33 +284,36 @@ def _check_columns(columns, where: str) -> None:
                         fix=f"required: {', '.join(TRACE_REQUIRED)}")
 
 
-def _rows(path: Path) -> list[dict]:
+def _rows(path: Path, max_memory_bytes: float | None) -> list[dict]:
+    from ..files import csv_rows, parse_json, read_text
+
     where = str(path)
+    if path.suffix.lower() not in (".csv", ".jsonl", ".ndjson"):
+        raise SpecError("use a .csv or .jsonl file", field="trace", value=where)
+    text = read_text(path, field="trace", what="trace", error=SpecError)
+    if max_memory_bytes is not None:  # sized by its lines before parsing: a row parses to ~40x its text
+        from .budget import require_memory, simulation_bytes
+
+        lines = text.count("\n") + 1
+        require_memory(simulation_bytes(requests=lines, trace_rows=lines), max_memory_bytes,
+                       what=f"a trace of {lines:,} lines at ~3.8 kB per request", fix="replay a shorter trace")
     if path.suffix.lower() == ".csv":
-        with path.open(newline="") as fh:
-            reader = csv.DictReader(fh)
-            if reader.fieldnames is None:
-                raise SpecError(f"trace {where}: empty file",
-                                fix=f"expected a header row with {', '.join(TRACE_REQUIRED)}")
-            _check_columns([c.strip() for c in reader.fieldnames], where)
-            return [{k.strip(): v for k, v in row.items()} for row in reader]
-    if path.suffix.lower() in (".jsonl", ".ndjson"):
-        rows = []
-        with path.open() as fh:
-            for i, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise SpecError(f"trace {where} line {i}: not JSON ({exc.msg})",
-                                    fix="one object per line") from None
-                if not isinstance(obj, dict):
-                    raise SpecError(f"trace {where} line {i}: expected a JSON object per line")
-                _check_columns(list(obj), f"{where} line {i}")
-                rows.append(obj)
-        return rows
-    raise SpecError("use a .csv or .jsonl file", field="trace", value=where)
+        header, rows = csv_rows(text, f"trace {where}")
+        if header is None:
+            raise SpecError(f"trace {where}: empty file",
+                            fix=f"expected a header row with {', '.join(TRACE_REQUIRED)}")
+        _check_columns([c.strip() for c in header], where)
+        return [{k.strip(): v for k, v in row.items() if k is not None} for row in rows]
+    rows = []
+    for i, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        obj = parse_json(line, f"trace {where} line {i}")
+        if not isinstance(obj, dict):
+            raise SpecError(f"trace {where} line {i}: expected a JSON object per line")
+        _check_columns(list(obj), f"{where} line {i}")
+        rows.append(obj)
+    return rows
 
 
 def _num(row: dict, key: str, i: int, where: str, *, integer: bool, minimum: float):
@@ -317,14 +328,13 @@ def _num(row: dict, key: str, i: int, where: str, *, integer: bool, minimum: flo
     return int(v) if integer else v
 
 
-def load_trace(path: str | Path, *, time_scale: float = 1.0) -> Workload:
+def load_trace(path: str | Path, *, time_scale: float = 1.0, max_memory_bytes: float | None = None) -> Workload:
     """Replay a trace (CSV or JSONL). Rows are sorted by arrival (stable); arrivals are shifted so
-    the first is at 0 and divided by ``time_scale`` (2 = replay twice as fast)."""
+    the first is at 0 and divided by ``time_scale`` (2 = replay twice as fast). ``max_memory_bytes``:
+    refuse, before parsing, a trace whose simulation would need more (``budget``)."""
     p = Path(path)
-    if not p.is_file():
-        raise SpecError("no such file", field="trace", value=str(path))
     require_number("time_scale", time_scale, minimum=0, exclusive=True)
-    rows = _rows(p)
+    rows = _rows(p, max_memory_bytes)
     if not rows:
         raise SpecError(f"trace {path}: no requests")
     where = str(path)

@@ -31,6 +31,7 @@ from ..spec.plan import Plan
 from .spec import PlanAxis, SweepSpec, WorkloadSpec
 
 FORMAT_VERSION = 1  # bump when the row layout or the chunking changes (old parts are then refused)
+MAX_CHUNKS = 1_000_000  # chunks one sweep may hold (a Chunk object each): 10^11+ points at the default chunk size
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -276,6 +277,9 @@ def expand(spec: SweepSpec) -> Work:
     if not groups and not scenarios:
         reasons = "; ".join(f"{s.what}: {template(s.error) if s.error else s.reason}" for s in skipped[:3])
         raise SpecError(f"{spec.source}: nothing to run, every combination was skipped ({reasons})")
+    if first // spec.chunk_points > MAX_CHUNKS:  # refuse before building millions of chunk objects
+        raise SpecError(f"{spec.name}: {first:,} analytic points make {first // spec.chunk_points:,} chunks, more "
+                        f"than {MAX_CHUNKS:,}; shrink the axes (or raise chunk_points)")
     chunks: list[Chunk] = []
     for start in range(0, first, spec.chunk_points):
         chunks.append(Chunk(id=len(chunks), start=start, stop=min(start + spec.chunk_points, first)))

@@ -35,6 +35,8 @@ from ..spec.plan import Plan
 PHASES = ("decode", "prefill")
 PLAN_MODES = ("auto", "smallest")
 DEFAULT_CHUNK_POINTS = 262_144   # ~1/40 s of decode evaluation on one core (benchmarks/sweep_throughput.py)
+MAX_CHUNK_POINTS = 1 << 22       # 4M points: ~4 GB of arrays at ~1 kB per point in flight
+MAX_RANGE_NUM = 1_000_000        # values one range table may expand to (np.linspace holds them all)
 DEFAULT_MAX_CHIPS = 512          # the planner's default (planner.SearchOptions.max_chips)
 ANALYTIC_OUTPUTS = ("step_s", "compute_s", "memory_s", "comm_s", "bound", "tokens_per_s", "tokens_per_s_per_chip",
                     "tokens_per_s_per_user", "usd_per_mtok", "fits", "memory_per_chip_bytes")
@@ -145,10 +147,10 @@ class SweepSpec:
 
 def load_spec(path: str | Path) -> SweepSpec:
     """Read and check a sweep spec file (module docstring); SpecError/CatalogError name the key."""
+    from ..files import read_text
+
     p = Path(path)
-    if not p.is_file():
-        raise SpecError(f"sweep spec {path}: no such file; give a TOML file (see docs/sweep.md)")
-    return parse_spec(p.read_text(encoding="utf-8"), where=str(p))
+    return parse_spec(read_text(p, what="sweep spec", fix="give a TOML file (see docs/sweep.md)"), where=str(p))
 
 
 def parse_spec(text: str, *, where: str = "sweep spec") -> SweepSpec:
@@ -160,6 +162,9 @@ def parse_spec(text: str, *, where: str = "sweep spec") -> SweepSpec:
     if not isinstance(name, str):
         raise SpecError(f"{where} name: expected a string, got {name!r}")
     chunk = require_whole("chunk_points", raw.get("chunk_points", DEFAULT_CHUNK_POINTS), owner=where)
+    if chunk > MAX_CHUNK_POINTS:  # one chunk's arrays are held in memory at once (~1 kB per point)
+        raise SpecError(f"{where}: chunk_points {chunk:,} is more than {MAX_CHUNK_POINTS:,}; use the default "
+                        f"{DEFAULT_CHUNK_POINTS:,}")
     outputs = _outputs(raw.get("outputs"), where)
     analytic = _analytic(raw["analytic"], f"{where} [analytic]") if "analytic" in raw else None
     simulation = _simulation(raw["simulation"], f"{where} [simulation]") if "simulation" in raw else None
@@ -248,6 +253,12 @@ def _workload(t, where: str, index: int) -> WorkloadSpec:
         require_number("duration", duration, minimum=0, exclusive=True, hint="a time in seconds", owner=where)
     if requests is not None:
         requests = require_whole("requests", requests, owner=where)
+    from ..serving.budget import DEFAULT_MAX_MEMORY_BYTES, expected_requests, simulation_bytes
+
+    n = expected_requests(rate_per_s=rate, duration_s=duration, requests=requests)
+    if simulation_bytes(requests=n) > DEFAULT_MAX_MEMORY_BYTES:  # each simulation holds its requests in memory
+        raise SpecError(f"{where}: {n:,.0f} requests need about {simulation_bytes(requests=n) / 1e9:,.1f} GB per "
+                        f"simulation, more than {DEFAULT_MAX_MEMORY_BYTES / 1e9:g} GB; lower rate, duration or requests")
     prompt, output = str(t.get("prompt", "1024")), str(t.get("output", "256"))
     parse_lengths(prompt, field=f"{where} prompt")
     parse_lengths(output, field=f"{where} output")
@@ -298,6 +309,8 @@ def _numbers(value, where: str, *, minimum: float, whole: bool = False) -> tuple
         require_number("start", start, owner=where)
         require_number("stop", stop, minimum=start, hint="start <= stop", owner=where)
         num = require_whole("num", num, owner=where)
+        if num > MAX_RANGE_NUM:
+            raise SpecError(f"{where}: num {num:,} is more than {MAX_RANGE_NUM:,} values on one axis; use fewer")
         if scale == "log" and start <= 0:
             raise SpecError(f"{where}: a log range needs start > 0, got {start!r}")
         grid = np.geomspace(start, stop, num) if scale == "log" else np.linspace(start, stop, num)

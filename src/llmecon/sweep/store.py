@@ -49,7 +49,7 @@ def _part(folder: Path, chunk_id: int) -> Path:
 def _manifest(folder: Path) -> dict | None:
     try:
         return json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         return None
 
 

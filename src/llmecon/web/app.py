@@ -28,6 +28,9 @@ from ..step.inference import decode_of, prefill_of
 log = logging.getLogger("llmecon.web")
 STATIC = resources.files("llmecon.web") / "static"
 
+#: the most memory one /api/simulate request may take (serving.budget's estimate): a server is shared
+WEB_SIMULATE_MAX_MEMORY_BYTES = 1e9
+
 
 def plotly_js_path() -> Path:
     """plotly.min.js inside the installed plotly package (no CDN)."""
@@ -225,6 +228,7 @@ def create_app() -> FastAPI:
     def simulate(body: S.SimulateIn) -> dict:
         from ..report.serving import simulation_dict
         from ..serving import SimConfig, simulate as run
+        from ..serving.budget import require_memory, simulation_bytes
         from ..serving.policies import policy_from_name
         from ..serving.workload import parse_lengths, synthetic
 
@@ -234,6 +238,9 @@ def create_app() -> FastAPI:
                        output=parse_lengths(str(body.output_tokens), field="output_tokens"), seed=body.seed,
                        n=body.requests, duration_s=None)
         dep = _dep(body)
+        require_memory(simulation_bytes(requests=wl.n, longest_tokens=body.prompt_tokens + body.output_tokens),
+                       WEB_SIMULATE_MAX_MEMORY_BYTES, what=f"{wl.n:,} requests of up to "
+                       f"{body.prompt_tokens + body.output_tokens:,} tokens", fix="use fewer or shorter requests")
         return to_json(simulation_dict(dep, wl, run(dep, wl, cfg)))
 
     @app.post("/api/prices/infer", summary="llmecon prices infer: a price sheet read backwards")

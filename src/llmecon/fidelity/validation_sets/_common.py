@@ -35,10 +35,9 @@ def read_yaml(root: Path, rel: str) -> dict:
     except ImportError:
         raise CatalogError(f"reading {rel} needs PyYAML: pip install pyyaml (or 'llmecon[dev]')") from None
     path = need_file(root, rel)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise CatalogError(f"{path}: not valid YAML ({exc})") from None
+    from ...files import parse_yaml, read_text
+
+    data = parse_yaml(read_text(path, what="YAML file"), str(path))
     if not isinstance(data, dict):
         raise CatalogError(f"{path}: expected a mapping at the top level")
     return data

@@ -1,0 +1,188 @@
+"""Reading user files and writing outputs, the one way (issue 19): nothing a user types crashes the
+program, runs away with memory, or clobbers a file.
+
+Reading: :func:`read_text` turns every way a user file can be unreadable (missing, a folder, too
+large, not UTF-8, a permission error) into a ``CatalogError`` naming the file (and the input
+``field`` that named it); :func:`parse_json`, :func:`parse_toml`, :func:`parse_yaml` and
+:func:`csv_rows` do the same for syntax errors *and* for nesting deep enough to exhaust Python's
+recursion limit (``[[[[...]]]]`` is valid JSON but ``json.loads`` raises ``RecursionError``).
+
+Writing: :func:`check_output` vets an output path *before any work starts* (suffix, folder exists,
+not a folder itself, writable); :func:`atomic_path` / :func:`write_text` / :func:`write_bytes`
+write to a temporary file in the same folder and ``os.replace`` it over the target only when the
+whole write succeeded, so a failing run leaves an existing file as it was and a reader never sees
+half a file (``os.replace`` is atomic on POSIX and Windows within one file system).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from .errors import CatalogError, SpecError
+
+#: the largest user file read into memory (a CSV of ~10 million rows); a bigger file is refused
+#: before it is read, with this limit in the message
+MAX_INPUT_BYTES = 1 << 30
+
+
+def read_text(path: str | os.PathLike, *, field: str | None = None, what: str = "file",
+              fix: str | None = None, max_bytes: int = MAX_INPUT_BYTES, error: type = CatalogError) -> str:
+    """The UTF-8 text of user file ``path`` (a leading BOM is dropped), else ``error`` (a LlmeconError
+    class) naming the file, what is wrong and ``fix``; ``field`` is the input that named the file
+    (``"trace"``), ``what`` what the file is ("trace", "price file")."""
+    p = Path(path)
+    fix = fix or f"give the path of a readable UTF-8 {what}"
+
+    def fail(problem: str):
+        return error(f"{what} {p} {problem}", field=field, fix=fix, show_value=False)
+
+    try:
+        if not p.exists():
+            rule = f"no such file {p}" if field else f"{p}: no such file ({what})"
+            raise error(rule, field=field, fix=fix, show_value=False)
+        if p.is_dir():
+            raise fail("is a folder, not a file")
+        size = p.stat().st_size
+        if size > max_bytes:
+            raise fail(f"is {size:,} bytes, more than the {max_bytes:,} bytes llmecon reads into memory")
+        data = p.read_bytes()
+    except OSError as exc:
+        raise fail(f"cannot be read ({exc.strerror or exc})") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise fail(f"is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}, line {line})") from None
+
+
+def parse_json(text: str, where: str):
+    """``json.loads(text)``; a syntax error or too-deep nesting is a CatalogError naming ``where``."""
+    import json
+
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CatalogError(f"{where}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    except RecursionError:
+        raise CatalogError(f"{where}: JSON nested too deeply to read; a config is a few levels deep") from None
+
+
+def parse_toml(text: str, where: str) -> dict:
+    """``tomllib.loads(text)``; a syntax error (with line and column) or too-deep nesting is a
+    CatalogError naming ``where``."""
+    import tomllib
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:  # message carries "(at line L, column C)"
+        raise CatalogError(f"{where}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise CatalogError(f"{where}: invalid TOML: nested too deeply to read") from None
+
+
+def parse_yaml(text: str, where: str):
+    """``yaml.safe_load(text)``; errors as :func:`parse_json`."""
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise CatalogError(f"{where}: invalid YAML: {' '.join(str(exc).split())}") from None
+    except RecursionError:
+        raise CatalogError(f"{where}: YAML nested too deeply to read") from None
+
+
+def csv_rows(text: str, where: str) -> tuple[list[str] | None, list[dict]]:
+    """(header, rows as dicts) of CSV ``text``; a malformed file (NUL bytes, a field over the csv
+    module's size limit) is a CatalogError naming ``where`` and the line. Keys and values are as
+    ``csv.DictReader`` gives them (extra cells under the key None, missing ones None)."""
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
+        header = reader.fieldnames
+        rows = list(reader)
+    except csv.Error as exc:
+        raise CatalogError(f"{where} line {reader.line_num}: not valid CSV ({exc})") from None
+    return (None if header is None else list(header)), rows
+
+
+# ---- writing ------------------------------------------------------------------------------------
+
+
+def check_output(path: str | os.PathLike, *, field: str, suffixes: Iterable[str] | None = None,
+                 folder: bool = False) -> Path:
+    """``path`` as a Path if a run can write it: the suffix is one of ``suffixes`` (lower case, with
+    the dot), its folder exists and is writable, and it is not a folder itself (``folder=True``:
+    it must be a folder or not exist). Else SpecError on ``field`` with the fix. Called before any
+    work starts, so a run never fails after the work for want of a place to put it."""
+    p = Path(path)
+    suffixes = tuple(suffixes or ())
+
+    def fail(rule: str, fix: str):
+        return SpecError(rule, field=field, value=str(path), fix=fix)
+
+    if not str(path).strip():
+        raise fail("is empty", "give a file name")
+    if "\0" in str(path):
+        raise fail("contains a NUL character", "give a plain file name")
+    try:
+        return _check_output(p, fail, suffixes, folder)
+    except OSError as exc:  # a name too long, a loop of links: what the OS says, on the field
+        raise fail(f"cannot be used ({exc.strerror or exc})", "pick another path") from None
+
+
+def _check_output(p: Path, fail, suffixes: tuple[str, ...], folder: bool) -> Path:
+    if suffixes and p.suffix.lower() not in suffixes:
+        listing = suffixes[0] if len(suffixes) == 1 else f"{', '.join(suffixes[:-1])} or {suffixes[-1]}"
+        raise fail(f"use a file name ending in {listing}", f"e.g. out{suffixes[0]}")
+    if p.is_dir() and not folder:
+        raise fail("is a folder", f"give a file name{' ending in ' + suffixes[0] if suffixes else ''}")
+    if p.exists() and not p.is_dir() and folder:
+        raise fail("is a file, not a folder", "give a folder name")
+    parent = p.parent
+    if not parent.is_dir():
+        what = "is not a folder" if parent.exists() else "does not exist"
+        raise fail(f"folder {parent} {what}", "create it or pick another path")
+    if not os.access(parent, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise fail(f"cannot write in {parent if not p.exists() else p} (permission denied)",
+                   "pick a writable path")
+    return p
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike, *, mode: int = 0o644) -> Iterator[Path]:
+    """A temporary path beside ``path`` (same folder, same suffix, so writers that pick a format by
+    suffix still do) for the caller to write; on success it replaces ``path`` (``os.replace``), on
+    any error it is removed and ``path`` is left as it was. A link is followed (the file it names is
+    replaced, not the link); a target that is no regular file (``/dev/stdout``, a FIFO) is written
+    in place, as nothing can be renamed over it."""
+    p = Path(os.path.realpath(path))
+    if p.exists() and not p.is_file():
+        yield p
+        return
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=f".tmp{p.suffix}", dir=p.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.chmod(tmp, mode)  # mkstemp makes 0600; outputs are meant to be shared
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_text(path: str | os.PathLike, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically (:func:`atomic_path`)."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (:func:`atomic_path`)."""
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
