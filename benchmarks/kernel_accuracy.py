@@ -88,7 +88,7 @@ def predict_family(family: str, train: dict, test: dict) -> dict:
             got = kf.fit_moe(train, str(dt))
             if got is None:
                 continue
-            prof = kf._with(moe=((str(dt), got[0]),), moe_skew=tuple(got[1].items()))
+            prof = kf._with(moe=((str(dt), got[0]),), moe_skew=tuple((d, c, w) for d, (c, w) in got[1].items()))
             sel = test["dtype"] == dt
             pred = kf.predict_moe(prof, _sub(test, sel))
             bal = test["distribution"][sel] == "balanced"

@@ -79,7 +79,7 @@ def test_prefill_attention_window_pad_and_ramps():
 
 def test_moe_layer_ramps_activation_traffic_and_skew():
     terms = KernelTerms(fraction=0.5, m_half=10, n_half=256, k_half=0, hbm_fraction=0.5, floor_s=3e-5)
-    prof = _prof(moe=(("bf16", terms),), moe_skew=(("power_law_1.2", 1.5),))
+    prof = _prof(moe=(("bf16", terms),), moe_skew=(("power_law_1.2", 1.5, 0.5),))
     flops, wbytes, abytes = 6e12, 1e9, 2e8
     # 10 rows per expert, inter 256 per shard: efficiency 0.5 · 0.5 · 0.5
     compute = flops / (0.125 * 2250e12)
@@ -88,7 +88,8 @@ def test_moe_layer_ramps_activation_traffic_and_skew():
     kw = dict(flops=flops, weight_bytes=wbytes, act_bytes=abytes, rows_per_expert=10, inter=256, hidden=4096)
     assert float(moe_layer_s(prof, B200, **kw)) == pytest.approx(max(compute, memory) + act + 3e-5, rel=1e-12)
     skewed = moe_layer_s(prof, B200, distribution="power_law_1.2", **kw)
-    assert float(skewed) == pytest.approx(1.5 * (max(compute, memory) + act) + 3e-5, rel=1e-12)
+    # 1.5x the token work, half the weights: compute-bound here
+    assert float(skewed) == pytest.approx(max(1.5 * compute, 0.5 * memory) + 1.5 * act + 3e-5, rel=1e-12)
 
 
 def test_ideal_is_the_roofline():

@@ -48,9 +48,14 @@ def parse_profile(text: str, where: str = "profile") -> EfficiencyProfile:
                 terms.append((str(dt), cls(**{k: _number(v, f"{where} [{key}.{dt}] {k}") for k, v in t.items()})))
             kwargs[key] = tuple(terms)
         elif key == "moe_skew":
-            if not isinstance(value, dict):
-                raise CatalogError(f"{where} [moe_skew]: expected a table distribution = load factor")
-            kwargs[key] = tuple((str(d), _number(v, f"{where} [moe_skew] {d}")) for d, v in value.items())
+            skew = []
+            for d, v in (value.items() if isinstance(value, dict) else ()):
+                if not isinstance(v, dict):
+                    raise CatalogError(f"{where} [moe_skew.{d}]: expected compute_factor and weight_factor")
+                check_keys(v, required=("compute_factor", "weight_factor"), where=f"{where} [moe_skew.{d}]")
+                skew.append((str(d), _number(v["compute_factor"], f"{where} [moe_skew.{d}] compute_factor"),
+                             _number(v["weight_factor"], f"{where} [moe_skew.{d}] weight_factor")))
+            kwargs[key] = tuple(skew)
         elif key == "engine":
             kwargs[key] = str(value)
         elif key == "accelerators":

@@ -10,7 +10,8 @@ scale 0.1 so a few odd kernels do not dominate; every parameter is fitted in log
   window_pad, item_s, floor_s; decode attention per KV dtype: fraction, hbm_fraction,
   items_half, item_s, floor_s (``AttentionTerms``);
 * MoE, per dtype, on balanced rows: fraction, m_half (tokens per touched expert), n_half
-  (expert width per shard), k_half (hidden size), hbm_fraction, floor_s; then one load factor per skewed distribution (``moe_skew``) with those kept;
+  (expert width per shard), k_half (hidden size), hbm_fraction, floor_s; then per skewed
+  distribution a compute factor and a weight factor (``moe_skew``) with those kept;
 * the engine's own all-reduce (CUDA-graph variant where the table has one), one node: the
   scale-up tier's op_overhead_s, step_latency_s and bandwidth_fraction.
 
@@ -245,7 +246,8 @@ def predict_moe(profile: EfficiencyProfile, cols: dict) -> np.ndarray:
 
 
 def fit_moe(cols: dict, dtype: str) -> tuple[KernelTerms, dict] | None:
-    """(MoE terms of ``dtype`` from balanced rows, {distribution: load factor} from the skewed ones)."""
+    """(MoE terms of ``dtype`` from balanced rows, {distribution: (compute factor, weight factor)}
+    from the skewed ones, with the balanced terms kept)."""
     sel = (cols["dtype"] == dtype) & (cols["distribution"] == "balanced")
     if sel.sum() < MIN_ROWS:
         return None
@@ -270,10 +272,11 @@ def fit_moe(cols: dict, dtype: str) -> tuple[KernelTerms, dict] | None:
         ch = RowChips(d["chip"])
 
         def res_s(p, d=d, ch=ch, dist=str(dist)):
-            prof = _with(moe=((dtype, terms),), moe_skew=((dist, 1.0 + p["excess"]),))
+            prof = _with(moe=((dtype, terms),), moe_skew=((dist, p["compute"], p["weights"]),))
             return _logres(moe_layer_s(prof, ch, dtype=dtype, distribution=dist, **_moe_kw(d)), d["time_s"])
 
-        skew[str(dist)] = float(f"{1.0 + _fit(res_s, {'excess': 0.3}, {'excess': (1e-4, 50.0)})['excess']:.4g}")
+        got = _fit(res_s, {"compute": 1.2, "weights": 0.8}, {"compute": (0.1, 50.0), "weights": (0.01, 1.0)})
+        skew[str(dist)] = (got["compute"], got["weights"])
     return terms, skew
 
 

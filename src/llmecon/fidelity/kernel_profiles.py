@@ -90,7 +90,8 @@ def fit_terms(tables: dict, *, system=None, all_reduce: CollectiveRows | None = 
                 for d, v in got[1].items():
                     skew.setdefault(d, []).append(v)
         kw["moe"] = tuple(moe)
-        kw["moe_skew"] = tuple((d, float(f"{np.median(v):.4g}")) for d, v in sorted(skew.items()))
+        kw["moe_skew"] = tuple((d, float(f"{np.median([c for c, _ in v]):.4g}"),
+                                float(f"{np.median([w for _, w in v]):.4g}")) for d, v in sorted(skew.items()))
     if system is not None and all_reduce is not None:
         link = fit_all_reduce(system, all_reduce)
         if link is not None:

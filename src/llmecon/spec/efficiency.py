@@ -32,7 +32,8 @@ Kernel-table profiles (``fidelity.kernel_fit``, fitted on NVIDIA's measured per-
 shape-dependent terms per dtype (``KernelTerms``): ``gemm`` (per GEMM dtype: asymptotic FLOP
 fraction with saturating ramps in m, n and k, achieved bandwidth on memory-bound shapes, floor),
 ``moe`` (per expert dtype: the MoE layer's grouped GEMMs, ramp in tokens per expert) with
-``moe_skew`` (load factor per routing distribution), and the attention kernels' floors
+``moe_skew`` (per routing distribution: the compute factor of the measured rank's extra tokens
+and the weight factor of the fewer distinct experts a skewed routing touches), and the attention kernels' floors
 (``prefill_attention`` and ``decode_attention`` per KV dtype: ``AttentionTerms``; a step takes the
 scalar ``attention_fraction``, ``hbm_fraction`` and ``attention_floor_s``, set from the bf16 ones). A profile without them (the vidur-fitted ones) prices
 every GEMM with the scalar ``matmul_fraction``/``matmul_m_half``/``hbm_fraction``/``kernel_floor_s``
@@ -180,7 +181,7 @@ class EfficiencyProfile:
     decode_attention: tuple[tuple[str, AttentionTerms], ...] = ()
     gemm: tuple[tuple[str, KernelTerms], ...] = ()
     moe: tuple[tuple[str, KernelTerms], ...] = ()
-    moe_skew: tuple[tuple[str, float], ...] = ()
+    moe_skew: tuple[tuple[str, float, float], ...] = ()
     engine: str = ""
     fit: dict = field(default_factory=dict, compare=False)
 
@@ -191,8 +192,10 @@ class EfficiencyProfile:
         for table in ("gemm", "moe", "prefill_attention", "decode_attention"):
             for dt, terms in getattr(self, table):
                 terms.check(owner, f"{table}.{dt}")
-        for dist, factor in self.moe_skew:
-            require_number(f"moe_skew.{dist}", factor, minimum=1, owner=owner)
+        for dist, compute, weights in self.moe_skew:
+            require_number(f"moe_skew.{dist}.compute_factor", compute, minimum=0, exclusive=True, owner=owner)
+            require_number(f"moe_skew.{dist}.weight_factor", weights, minimum=0, exclusive=True, maximum=1,
+                           owner=owner)
         for name in _FRACTIONS:
             require_number(name, getattr(self, name), minimum=0, exclusive=True, maximum=1, owner=owner)
         for name in _TIMES + ("matmul_m_half",):
@@ -301,8 +304,8 @@ class EfficiencyProfile:
             keys = KERNEL_TERM_KEYS if table in ("gemm", "moe") else ATTENTION_TERM_KEYS
             for dt, terms in getattr(self, table):
                 lines += ["", f"[{table}.{dt}]"] + [f"{k} = {getattr(terms, k)!r}" for k in keys]
-        if self.moe_skew:
-            lines += ["", "[moe_skew]"] + [f"{_q(d)} = {v!r}" for d, v in self.moe_skew]
+        for d, compute, weights in self.moe_skew:
+            lines += ["", f"[moe_skew.{_q(d)}]", f"compute_factor = {compute!r}", f"weight_factor = {weights!r}"]
         if self.fit:
             lines += ["", "[fit]"] + [f"{k} = {_q(v) if isinstance(v, str) else repr(v)}" for k, v in self.fit.items()]
         return "\n".join(lines) + "\n"

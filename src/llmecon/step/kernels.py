@@ -87,9 +87,13 @@ def decode_attention_s(profile: EfficiencyProfile, chip: Accelerator, *, batch, 
     return np.maximum(flops / (t.fraction * chip.peak("bf16")), kv / bw) + t.item_s * b * g + t.floor_s
 
 
-def moe_skew_factor(profile: EfficiencyProfile, distribution: str = "balanced"):
-    """The load factor of a routing distribution (``moe_skew``; 1 for balanced or unknown)."""
-    return dict(profile.moe_skew).get(distribution, 1.0)
+def moe_skew_factors(profile: EfficiencyProfile, distribution: str = "balanced") -> tuple[float, float]:
+    """(compute factor, weight factor) of a routing distribution (``moe_skew``; (1, 1) for
+    balanced or one the profile does not know)."""
+    for name, compute, weights in profile.moe_skew:
+        if name == distribution:
+            return compute, weights
+    return 1.0, 1.0
 
 
 def moe_layer_s(profile: EfficiencyProfile, chip: Accelerator, *, flops, weight_bytes, act_bytes, rows_per_expert,
@@ -98,16 +102,18 @@ def moe_layer_s(profile: EfficiencyProfile, chip: Accelerator, *, flops, weight_
     FLOPs at fraction·r(rows per expert)·r(inter)·r(hidden)·peak (``inter`` = expert width on this
     shard, ``hidden`` = d; where given) or its touched expert weights at the achieved bandwidth,
     whichever is slower, plus the activation traffic of the permute, gated activation and
-    un-permute kernels (``act_bytes``) at the same bandwidth, all scaled by the routing's load
-    factor (``moe_skew``), plus the layer floor. The profile's ``moe_terms(dtype)``, else its GEMM
-    terms. Omitted: the router GEMM and top-k (outside the measured op), expert-parallel traffic."""
+    un-permute kernels (``act_bytes``) at the same bandwidth, plus the layer floor. A skewed
+    routing (``moe_skew``) scales the token work (FLOPs, activations) by its compute factor (the
+    measured rank's extra pairs) and the weights by its weight factor (fewer distinct experts
+    touched). The profile's ``moe_terms(dtype)``, else its GEMM terms. Omitted: the router GEMM and
+    top-k (outside the measured op), expert-parallel traffic."""
     t = profile.moe_terms(dtype) or profile.gemm_terms(dtype)
-    skew = moe_skew_factor(profile, distribution)
+    compute, weights = moe_skew_factors(profile, distribution)
     bw = t.hbm_fraction * chip.hbm_bandwidth_bytes_per_s
     eff = t.efficiency(rows_per_expert, inter, hidden)
-    return skew * (np.maximum(np.asarray(flops, dtype=float) / (eff * chip.peak(_storage(dtype))),
-                              np.asarray(weight_bytes, dtype=float) / bw)
-                   + np.asarray(act_bytes, dtype=float) / bw) + t.floor_s
+    return (np.maximum(compute * np.asarray(flops, dtype=float) / (eff * chip.peak(_storage(dtype))),
+                       weights * np.asarray(weight_bytes, dtype=float) / bw)
+            + compute * np.asarray(act_bytes, dtype=float) / bw + t.floor_s)
 
 
 def collective_s(profile: EfficiencyProfile, system: System, *, kind: str, message_bytes, participants: int,
