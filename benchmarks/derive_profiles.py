@@ -23,11 +23,10 @@ OUT = Path(__file__).resolve().parents[1] / "src" / "llmecon" / "catalog" / "pro
 # profile -> (accelerators it applies to, sets and the rows of them it is fitted on)
 PROFILES = {
     "h100-sxm": {
-        "accelerators": ("h100-sxm", "h200"),
+        "accelerators": ("h100-sxm",),
         "sets": {"vidur-ops-h100": None, "vidur-net-h100": None, "trtllm-static": "hgx-h100",
                  "trtllm-ttft": "hgx-h100", "qwen3-serving": None},
-        "note": ("H200 is the same GH100 die with more and faster HBM3e; it uses this profile unfitted "
-                 "(its TensorRT-LLM rows are never in the fit, so they are pure hold-out)."),
+        "note": 'H200 has its own kernel-table profiles since 2026-11-25 (h200-<engine>.toml, benchmarks/derive_kernel_profiles.py).',
     },
     "a100-80gb": {
         "accelerators": ("a100-80gb",),

@@ -102,7 +102,7 @@ def test_calibrated_simulate_and_plan_equal_the_cli_and_name_the_profile(client)
     plan = client.post("/api/plan", json={"model": "llama-3.1-8b", "systems": ["hgx-h100"], "max_chips": 8,
                                           "mode": "calibrated"}).json()
     assert plan["fidelity"] == "calibrated (h100-sxm)" and plan["mode"] == "calibrated"
-    refused = client.post("/api/simulate", json={**body, "system": "gb200-nvl72"})
+    refused = client.post("/api/simulate", json={**body, "system": "mi300x-8"})
     assert refused.status_code == 422 and "no efficiency profile" in refused.text
 
 

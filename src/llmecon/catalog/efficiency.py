@@ -8,13 +8,16 @@ from importlib import resources
 from pathlib import Path
 
 from ..errors import CatalogError, SpecError, require_choice, require_number
-from ..spec.efficiency import _FRACTIONS, _TIMES, IDEAL, MODES, TIERS, EfficiencyProfile, LinkEfficiency
+from ..spec.efficiency import (_FRACTIONS, _TIMES, ATTENTION_TERM_KEYS, IDEAL, KERNEL_TERM_KEYS, MODES, TIERS,
+                               AttentionTerms, EfficiencyProfile, KernelTerms, LinkEfficiency)
 from ..spec.hardware import Accelerator
 from ._strict import check_keys, read_toml
 
 
 _TOP = (("name", "accelerators", "derivation", "source") + _FRACTIONS + _TIMES
-        + ("matmul_m_half", "prefill_stall_factor", "ttft_prefill_factor"))
+        + ("matmul_m_half", "prefill_stall_factor", "ttft_prefill_factor", "attention_floor_s",
+           "engine"))
+_TABLES = ("gemm", "moe", "moe_skew", "prefill_attention", "decode_attention")
 _TIER_KEYS = ("op_overhead_s", "p2p_overhead_s", "step_latency_s", "bandwidth_fraction")
 
 
@@ -22,7 +25,8 @@ def parse_profile(text: str, where: str = "profile") -> EfficiencyProfile:
     """A profile from TOML ``text``; unknown or missing keys are CatalogErrors with "did you mean"."""
     data = read_toml(text, where)
     check_keys(data, required=("name", "accelerators", "derivation"),
-               optional=tuple(k for k in _TOP if k not in ("name", "accelerators", "derivation")) + TIERS + ("fit",),
+               optional=tuple(k for k in _TOP if k not in ("name", "accelerators", "derivation")) + TIERS + _TABLES
+               + ("fit",),
                where=where)
     kwargs = {}
     for key, value in data.items():
@@ -31,6 +35,29 @@ def parse_profile(text: str, where: str = "profile") -> EfficiencyProfile:
             kwargs[key] = LinkEfficiency(**{k: _number(v, f"{where} [{key}] {k}") for k, v in value.items()})
         elif key == "fit":
             kwargs[key] = dict(value)
+        elif key in ("gemm", "moe", "prefill_attention", "decode_attention"):
+            keys, cls = (KERNEL_TERM_KEYS, KernelTerms) if key in ("gemm", "moe") else (ATTENTION_TERM_KEYS,
+                                                                                      AttentionTerms)
+            if not isinstance(value, dict):
+                raise CatalogError(f"{where} [{key}]: expected tables [{key}.<dtype>]")
+            terms = []
+            for dt, t in value.items():
+                if not isinstance(t, dict):
+                    raise CatalogError(f"{where} [{key}.{dt}]: expected a table of {', '.join(keys)}")
+                check_keys(t, required=keys, where=f"{where} [{key}.{dt}]")
+                terms.append((str(dt), cls(**{k: _number(v, f"{where} [{key}.{dt}] {k}") for k, v in t.items()})))
+            kwargs[key] = tuple(terms)
+        elif key == "moe_skew":
+            skew = []
+            for d, v in (value.items() if isinstance(value, dict) else ()):
+                if not isinstance(v, dict):
+                    raise CatalogError(f"{where} [moe_skew.{d}]: expected compute_factor and weight_factor")
+                check_keys(v, required=("compute_factor", "weight_factor"), where=f"{where} [moe_skew.{d}]")
+                skew.append((str(d), _number(v["compute_factor"], f"{where} [moe_skew.{d}] compute_factor"),
+                             _number(v["weight_factor"], f"{where} [moe_skew.{d}] weight_factor")))
+            kwargs[key] = tuple(skew)
+        elif key == "engine":
+            kwargs[key] = str(value)
         elif key == "accelerators":
             if not (isinstance(value, list) and value and all(isinstance(a, str) for a in value)):
                 raise CatalogError(f"{where} accelerators: expected a non-empty list of accelerator names")
@@ -54,8 +81,11 @@ def _number(value, where: str) -> float:
 
 
 def load_profile(path: str | Path) -> EfficiencyProfile:
-    """Read a profile TOML file (the ``profile`` input)."""
+    """A profile by shipped name (``b200/sglang``: chip/engine; ``b200``: the chip's default engine;
+    ``h100-sxm``: a profile's name) or from a TOML file (the ``profile`` input)."""
     p = Path(path)
+    if not p.is_file() and not str(path).endswith(".toml"):
+        return named_profile(str(path))
     if not p.is_file():
         raise CatalogError(f"no such file {p}", field="profile", fix="write one with `llmecon calibrate`")
     from ..files import read_text
@@ -72,11 +102,57 @@ def default_profiles() -> tuple[EfficiencyProfile, ...]:
                  for f in sorted(folder.iterdir(), key=lambda f: f.name) if f.name.endswith(".toml"))
 
 
-def default_profile(accelerator: Accelerator) -> EfficiencyProfile:
-    """The shipped profile that lists ``accelerator``; a clear error when none does."""
-    for prof in default_profiles():
-        if accelerator.name in prof.accelerators:
+DEFAULT_ENGINE = {"h100-sxm": None, "h200": "trtllm", "b200": "trtllm", "b300": "trtllm", "gb200": "trtllm",
+                  "gb300": "trtllm"}
+"""The engine whose kernel-table profile is a chip's default in calibrated mode (None: the chip's
+legacy profile stays the default). TensorRT-LLM's tables cover every family on every chip except
+Blackwell MoE (only a w4a8 table), where its profile takes MoE from SGLang's or vLLM's table, as
+its ``derivation`` says; h100-sxm keeps the vidur + serving fitted profile, whose engine terms
+(step overhead, serving loop) the kernel-table profiles do not have yet."""
+
+
+def named_profile(name: str) -> EfficiencyProfile:
+    """A shipped profile by name: ``chip/engine`` (``b200/sglang``), ``chip`` (the default engine,
+    ``DEFAULT_ENGINE``) or a profile's own name; an unknown name is an error listing the known ones."""
+    profiles = default_profiles()
+    by_name = {p.name: p for p in profiles}
+    if name in by_name:
+        return by_name[name]
+    chip = name.split("/")[0]
+    if "/" not in name and chip in DEFAULT_ENGINE:
+        try:
+            return default_profile_for(chip)
+        except SpecError:
+            pass
+    from ..errors import did_you_mean
+
+    raise CatalogError(f"no shipped efficiency profile named {name!r}{did_you_mean(name, sorted(by_name))}",
+                       field="profile", value=name,
+                       fix=f"use one of {', '.join(sorted(by_name))}, or a profile FILE.toml")
+
+
+def default_profile_for(accelerator_name: str) -> EfficiencyProfile:
+    """The default shipped profile of an accelerator (by name)."""
+    engine = DEFAULT_ENGINE.get(accelerator_name)
+    cands = [p for p in default_profiles() if accelerator_name in p.accelerators]
+    for prof in cands:
+        if engine is not None and prof.engine == engine:
             return prof
+    for prof in cands:
+        if not prof.engine:
+            return prof
+    if cands:
+        return cands[0]
+    known = sorted({a for p in default_profiles() for a in p.accelerators})
+    raise SpecError(f"no efficiency profile for accelerator '{accelerator_name}' (profiles exist for "
+                    f"{', '.join(known) or 'none'})", field="mode", value="calibrated",
+                    fix="pass {profile} FILE.toml (llmecon calibrate writes one from measurements) or use {mode} ideal")
+
+
+def default_profile(accelerator: Accelerator) -> EfficiencyProfile:
+    """The shipped profile for ``accelerator`` (``default_profile_for``); a clear error when none."""
+    if any(accelerator.name in p.accelerators for p in default_profiles()):
+        return default_profile_for(accelerator.name)
     known = sorted({a for p in default_profiles() for a in p.accelerators})
     raise SpecError(f"no efficiency profile for accelerator '{accelerator.name}' (profiles exist for "
                     f"{', '.join(known) or 'none'})", field="mode", value="calibrated",

@@ -62,7 +62,9 @@ RedundantOpt = Annotated[Optional[int], typer.Option("--redundant-experts", help
                                                                              "with 32). Default 0.")]
 ModeOpt = Annotated[Mode, typer.Option("--mode", help="ideal = datasheet peaks, perfect overlap (a lower bound); "
                                                       "calibrated = the accelerator's shipped efficiency profile.")]
-ProfileOpt = Annotated[Optional[str], typer.Option("--profile", help="Efficiency profile TOML (llmecon calibrate "
+ProfileOpt = Annotated[Optional[str], typer.Option("--profile", help="Efficiency profile: a shipped one by name "
+                                                                     "(b200/sglang = chip/engine; b200 = the chip's "
+                                                                     "default engine) or a TOML file (llmecon calibrate "
                                                                      "writes one); implies --mode calibrated.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
 

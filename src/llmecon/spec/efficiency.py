@@ -27,6 +27,17 @@ steps. Profiles are TOML files read strictly by ``catalog.efficiency`` ("did you
 keys); the defaults in ``catalog/profiles/`` say in ``derivation`` exactly how they were fitted
 and on which rows (``llmecon calibrate``).
 ``IDEAL`` is the identity profile: fractions 1, no floors, no overheads.
+
+Kernel-table profiles (``fidelity.kernel_fit``, fitted on NVIDIA's measured per-kernel tables) add
+shape-dependent terms per dtype (``KernelTerms``): ``gemm`` (per GEMM dtype: asymptotic FLOP
+fraction with saturating ramps in m, n and k, achieved bandwidth on memory-bound shapes, floor),
+``moe`` (per expert dtype: the MoE layer's grouped GEMMs, ramp in tokens per expert) with
+``moe_skew`` (per routing distribution: the compute factor of the measured rank's extra tokens
+and the weight factor of the fewer distinct experts a skewed routing touches), and the attention kernels' floors
+(``prefill_attention`` and ``decode_attention`` per KV dtype: ``AttentionTerms``; a step takes the
+scalar ``attention_fraction``, ``hbm_fraction`` and ``attention_floor_s``, set from the bf16 ones). A profile without them (the vidur-fitted ones) prices
+every GEMM with the scalar ``matmul_fraction``/``matmul_m_half``/``hbm_fraction``/``kernel_floor_s``
+exactly as before (``gemm_terms``).
 """
 
 from __future__ import annotations
@@ -68,6 +79,77 @@ class LinkEfficiency:
                                    step_latency_s=step)
 
 
+def ramp(x, half: float):
+    """The saturating ramp x/(x + half) (1 when ``half`` is 0): the share of a kernel's asymptotic
+    rate reached at size x (tiles not filling the SMs, prologue/epilogue per tile). Fitted, not derived."""
+    x = np.asarray(x, dtype=float)
+    return x / (x + half) if half else 1.0 + 0 * x
+
+
+@dataclass(frozen=True, kw_only=True)
+class KernelTerms:
+    """One kernel family at one dtype: seconds = max(F / (fraction·r(m)·r(n)·r(k)·peak),
+    bytes / (hbm_fraction·BW)) + floor_s, with r(x) = x/(x + x_half) (``ramp``). ``m_half`` is the
+    row ramp (tokens; for MoE tokens per expert), ``n_half``/``k_half`` the weight-shape ramps."""
+
+    fraction: float = 1.0
+    m_half: float = 0.0
+    n_half: float = 0.0
+    k_half: float = 0.0
+    hbm_fraction: float = 1.0
+    floor_s: float = 0.0
+
+    def check(self, owner: str, where: str) -> None:
+        for name in ("fraction", "hbm_fraction"):
+            require_number(f"{where}.{name}", getattr(self, name), minimum=0, exclusive=True, maximum=1, owner=owner)
+        for name in ("m_half", "n_half", "k_half", "floor_s"):
+            require_number(f"{where}.{name}", getattr(self, name), minimum=0, owner=owner)
+
+    def efficiency(self, m, n=None, k=None):
+        """Achieved share of the dense peak at rows m (and weight shape n x k where given)."""
+        e = self.fraction * ramp(m, self.m_half)
+        if n is not None:
+            e = e * ramp(n, self.n_half)
+        if k is not None:
+            e = e * ramp(k, self.k_half)
+        return e
+
+
+KERNEL_TERM_KEYS = ("fraction", "m_half", "n_half", "k_half", "hbm_fraction", "floor_s")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AttentionTerms:
+    """One attention kernel (prefill or decode) at one KV dtype, as ``step.kernels`` prices it:
+
+    * prefill: FLOPs (window W counted as W + ``window_pad``: tiles straddling the window edge)
+      at fraction·r(isl; isl_half)·r(head_dim; head_dim_half) of the bf16 peak, or Q/K/V/O bytes
+      at hbm_fraction·BW, plus ``item_s`` per (sequence, head, 128-token query tile), plus floor;
+    * decode: FLOPs at fraction·peak, or KV bytes at hbm_fraction·r(b·g; items_half)·BW (few
+      independent (sequence, KV head) items cannot fill the chip), plus ``item_s`` per
+      (sequence, KV head), plus floor.
+    """
+
+    fraction: float = 1.0
+    isl_half: float = 0.0
+    head_dim_half: float = 0.0
+    window_pad: float = 0.0
+    hbm_fraction: float = 1.0
+    items_half: float = 0.0
+    item_s: float = 0.0
+    floor_s: float = 0.0
+
+    def check(self, owner: str, where: str) -> None:
+        for name in ("fraction", "hbm_fraction"):
+            require_number(f"{where}.{name}", getattr(self, name), minimum=0, exclusive=True, maximum=1, owner=owner)
+        for name in ("isl_half", "head_dim_half", "window_pad", "items_half", "item_s", "floor_s"):
+            require_number(f"{where}.{name}", getattr(self, name), minimum=0, owner=owner)
+
+
+ATTENTION_TERM_KEYS = ("fraction", "isl_half", "head_dim_half", "window_pad", "hbm_fraction", "items_half", "item_s",
+                       "floor_s")
+
+
 _FRACTIONS = ("hbm_fraction", "matmul_fraction", "elementwise_fraction", "attention_fraction", "engine_floor_scale")
 _TIMES = ("kernel_floor_s", "elementwise_floor_s", "step_overhead_s", "iteration_overhead_s")
 
@@ -94,10 +176,26 @@ class EfficiencyProfile:
     ttft_prefill_factor: float = 1.0
     scale_up: LinkEfficiency = field(default_factory=LinkEfficiency)
     scale_out: LinkEfficiency = field(default_factory=LinkEfficiency)
+    attention_floor_s: float | None = None
+    prefill_attention: tuple[tuple[str, AttentionTerms], ...] = ()
+    decode_attention: tuple[tuple[str, AttentionTerms], ...] = ()
+    gemm: tuple[tuple[str, KernelTerms], ...] = ()
+    moe: tuple[tuple[str, KernelTerms], ...] = ()
+    moe_skew: tuple[tuple[str, float, float], ...] = ()
+    engine: str = ""
     fit: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
         owner = f"profile {self.name}"
+        if self.attention_floor_s is not None:
+            require_number("attention_floor_s", self.attention_floor_s, minimum=0, owner=owner)
+        for table in ("gemm", "moe", "prefill_attention", "decode_attention"):
+            for dt, terms in getattr(self, table):
+                terms.check(owner, f"{table}.{dt}")
+        for dist, compute, weights in self.moe_skew:
+            require_number(f"moe_skew.{dist}.compute_factor", compute, minimum=0, exclusive=True, owner=owner)
+            require_number(f"moe_skew.{dist}.weight_factor", weights, minimum=0, exclusive=True, maximum=1,
+                           owner=owner)
         for name in _FRACTIONS:
             require_number(name, getattr(self, name), minimum=0, exclusive=True, maximum=1, owner=owner)
         for name in _TIMES + ("matmul_m_half",):
@@ -139,6 +237,42 @@ class EfficiencyProfile:
         m = np.asarray(m, dtype=float)
         return self.matmul_fraction * m / (m + self.matmul_m_half) if self.matmul_m_half else self.matmul_fraction + 0 * m
 
+    def gemm_terms(self, dtype: str = "") -> KernelTerms:
+        """The GEMM terms for weights of ``dtype`` (fp8 falls back to fp8_block and back, then to
+        bf16); a profile with no ``gemm`` table gives its scalar terms (matmul_fraction, m_half,
+        hbm_fraction, kernel_floor_s), as every profile priced before kernel tables existed."""
+        table = dict(self.gemm)
+        for key in _dtype_chain(dtype):
+            if key in table:
+                return table[key]
+        return KernelTerms(fraction=self.matmul_fraction, m_half=self.matmul_m_half, hbm_fraction=self.hbm_fraction,
+                           floor_s=self.kernel_floor_s)
+
+    def moe_terms(self, dtype: str = "") -> KernelTerms | None:
+        """The MoE layer's terms for experts of ``dtype`` (same fallbacks as ``gemm_terms``), or
+        None when the profile has no MoE table (expert GEMMs then price as ``gemm_terms``)."""
+        table = dict(self.moe)
+        for key in _dtype_chain(dtype):
+            if key in table:
+                return table[key]
+        return None
+
+    @property
+    def decode_attention_floor_s(self) -> float:
+        """Floor of one attention kernel in a step (``kernel_floor_s`` where not fitted apart)."""
+        return self.kernel_floor_s if self.attention_floor_s is None else self.attention_floor_s
+
+    def attention_terms(self, phase: str, kv_dtype: str = "bf16") -> AttentionTerms:
+        """The ``prefill`` or ``decode`` attention kernel's terms at ``kv_dtype`` (falling back as
+        ``gemm_terms``); without a table: the scalar attention_fraction, hbm_fraction and
+        attention floor, no ramps."""
+        table = dict(self.prefill_attention if phase == "prefill" else self.decode_attention)
+        for key in _dtype_chain(kv_dtype):
+            if key in table:
+                return table[key]
+        return AttentionTerms(fraction=self.attention_fraction, hbm_fraction=self.hbm_fraction,
+                              floor_s=self.decode_attention_floor_s)
+
     def system(self, system: System) -> System:
         """``system`` with its links as this profile sees them (bandwidth share, step latency)."""
         up = self.scale_up.apply(system.scale_up) if system.scale_up is not None else None
@@ -160,9 +294,29 @@ class EfficiencyProfile:
             for key in ("step_latency_s", "p2p_overhead_s"):
                 if getattr(e, key) is not None:
                     lines.append(f"{key} = {getattr(e, key)!r}")
+        extra = [f"attention_floor_s = {self.attention_floor_s!r}"] if self.attention_floor_s is not None else []
+        if self.engine:
+            extra.append(f"engine = {_q(self.engine)}")
+        if extra:
+            first_tier = lines.index(f"[{TIERS[0]}]") - 1
+            lines[first_tier:first_tier] = extra
+        for table in ("gemm", "moe", "prefill_attention", "decode_attention"):
+            keys = KERNEL_TERM_KEYS if table in ("gemm", "moe") else ATTENTION_TERM_KEYS
+            for dt, terms in getattr(self, table):
+                lines += ["", f"[{table}.{dt}]"] + [f"{k} = {getattr(terms, k)!r}" for k in keys]
+        for d, compute, weights in self.moe_skew:
+            lines += ["", f"[moe_skew.{_q(d)}]", f"compute_factor = {compute!r}", f"weight_factor = {weights!r}"]
         if self.fit:
             lines += ["", "[fit]"] + [f"{k} = {_q(v) if isinstance(v, str) else repr(v)}" for k, v in self.fit.items()]
         return "\n".join(lines) + "\n"
+
+
+def _dtype_chain(dtype: str) -> tuple[str, ...]:
+    """Keys to look a kernel dtype up by, best first: itself, its fp8 twin, bf16."""
+    d = {"bfloat16": "bf16", "float16": "bf16", "fp16": "bf16"}.get(str(dtype), str(dtype))
+    twins = {"fp8": ("fp8", "fp8_block"), "fp8_block": ("fp8_block", "fp8"), "nvfp4": ("nvfp4", "fp4", "mxfp4"),
+             "fp4": ("fp4", "nvfp4", "mxfp4"), "mxfp4": ("mxfp4", "nvfp4", "fp4")}
+    return tuple(dict.fromkeys(twins.get(d, (d,)) + ("bf16",)))
 
 
 def _q(s: str) -> str:

@@ -20,6 +20,15 @@ floors and call overheads scaled by ``engine_floor_scale`` (what an engine with 
 its own all-reduce still pays) — and ``step_overhead_s`` once per iteration. Communication is *not* overlapped with compute (TP
 all-reduces sit between dependent GEMMs); with pp > 1 every micro-batch pays its stage-step.
 
+With a kernel-table profile (``EfficiencyProfile.gemm``/``moe``, fitted on NVIDIA's measured
+kernels) each class takes its own dtype's terms: non-expert GEMMs the weight dtype's fraction,
+m ramp, n/k ramps (at the class's mean GEMM taken square, ``_shape_ramp``), achieved bandwidth and
+floor; expert GEMMs the MoE layer's terms (ramp in tokens per expert, one floor per MoE layer for
+its grouped kernels, routing and permutation); attention the decode kernel floor. The MoE tables'
+routing-skew factors are not applied here: the busiest group's load is ``expert_load``'s (with the
+user's ``expert_imbalance``). The prefill attention prompt-length ramp is omitted (constant rate
+keeps the serving simulator's exact split of attention by sequence).
+
 Summing kernel classes makes calibrated time >= the ideal roofline whenever every fraction is <= 1
 (sum of maxes >= max of sums), which tests check. Omitted: rope and softmax traffic, sampling,
 GEMM tile quantisation beyond the m ramp, fused kernels (a fused norm+GEMM would save one floor),
@@ -55,6 +64,8 @@ class Work:
     ex_peak: float
     attn_peak: float
     bandwidth: float            # datasheet HBM bytes/s of the chip
+    ne_dtype: str = ""          # weight dtype of the non-expert GEMMs ("" = the profile's scalar terms)
+    ex_dtype: str = ""          # weight dtype of the expert GEMMs
 
 
 def kernels_per_layer(model: Model) -> tuple[float, float]:
@@ -90,29 +101,61 @@ class StageTime:
     kernels_s: object
 
 
+def _gemm_counts(model: Model) -> tuple[float, float]:
+    """(non-expert GEMM kernels, grouped expert GEMM kernels) per layer, averaged over layers
+    (``kernels_per_layer``'s count less the attention kernel)."""
+    attn = 5.0 if model.attention.kind == "mla" else 2.0
+    moe_share = model.n_moe_layers / model.n_layers
+    shared = 2.0 if model.is_moe and model.moe.n_shared else 0.0
+    return attn + (1 - moe_share) * 2.0 + moe_share * (1.0 + shared), moe_share * 2.0
+
+
+def expert_terms(profile: EfficiencyProfile, dtype: str = ""):
+    """The terms expert GEMMs are priced with: the profile's MoE-layer terms for ``dtype`` where
+    it has them, else its GEMM terms."""
+    return profile.moe_terms(dtype) or profile.gemm_terms(dtype)
+
+
+def _shape_ramp(terms, flops, m, kernels):
+    """r(n)·r(k) of the kernel-table GEMM terms at the class's mean GEMM: its weight elements per
+    kernel n·k = FLOPs/(2·m·kernels), taken as a square n = k (an approximation: the class mixes
+    column- and row-parallel shapes). 1 for terms without shape ramps."""
+    if not (terms.n_half or terms.k_half):
+        return 1.0
+    side = np.sqrt(np.asarray(flops, dtype=float) / (2.0 * np.maximum(m, 1.0) * max(kernels, 1e-9)))
+    return (side / (side + terms.n_half)) * (side / (side + terms.k_half))
+
+
 def stage_time(model: Model, plan: Plan, work: Work, profile: EfficiencyProfile) -> StageTime:
     """Seconds of one stage-step by kernel class (``StageTime``)."""
     bw = profile.hbm_fraction * work.bandwidth
     phi = plan.stage_fraction(model)
     layers = phi * model.n_layers
+    n_ne, n_ex = _gemm_counts(model)
     m_ne = np.asarray(work.tokens, dtype=float) / plan.adp
-    gemm_c = work.ne_flops / (profile.matmul_efficiency(m_ne) * work.ne_peak)
-    gemm_m = work.ne_bytes / bw
+    g = profile.gemm_terms(work.ne_dtype)
+    gemm_c = work.ne_flops / (g.efficiency(m_ne) * _shape_ramp(g, work.ne_flops, m_ne, layers * n_ne)
+                              * work.ne_peak)
+    gemm_m = work.ne_bytes / (g.hbm_fraction * work.bandwidth)
     ex_c = ex_m = 0.0 * m_ne
+    e = expert_terms(profile, work.ex_dtype)
     if model.is_moe:
         m_ex = np.maximum(work.expert_rows, 1.0)
-        ex_c = work.ex_flops / (profile.matmul_efficiency(m_ex) * work.ex_peak)
-        ex_m = work.ex_bytes / bw
+        shape = ({} if profile.moe_terms(work.ex_dtype) is None else  # the MoE tables' expert-width / hidden ramps
+                 {"n": model.moe.expert_ffn_dim / plan.expert_tp, "k": model.d_model})
+        ex_c = work.ex_flops / (e.efficiency(m_ex, **shape) * work.ex_peak)
+        ex_m = work.ex_bytes / (e.hbm_fraction * work.bandwidth)
     elif np.any(np.asarray(work.ex_flops) > 0):  # a dense model has no expert work
-        ex_c = work.ex_flops / (profile.matmul_efficiency(m_ne) * work.ex_peak)
+        ex_c = work.ex_flops / (g.efficiency(m_ne) * work.ex_peak)
     at_c = work.attn_flops / (profile.attention_fraction * work.attn_peak)
     at_m = work.kv_bytes / bw
     act = get_dtype("bf16").bytes
     elem_bytes = layers * act * (m_ne * (2 * model.norms_per_layer + 6) * model.d_model
                                  + 3.0 * work.tokens * active_ffn_width(model) / plan.width)
     elem = elem_bytes / (profile.elementwise_fraction * work.bandwidth)
-    n_gemm, n_elem = kernels_per_layer(model)
-    floors = profile.engine_floor_scale * layers * (n_gemm * profile.kernel_floor_s
+    _, n_elem = kernels_per_layer(model)
+    moe_floor = (e.floor_s if profile.moe_terms(work.ex_dtype) is not None else 2.0 * e.floor_s) * (n_ex / 2.0)
+    floors = profile.engine_floor_scale * layers * (n_ne * g.floor_s + profile.decode_attention_floor_s + moe_floor
                                                     + n_elem * profile.elementwise_floor_s)
     kernels = np.maximum(gemm_c, gemm_m) + np.maximum(ex_c, ex_m) + np.maximum(at_c, at_m) + elem + floors
     return StageTime(compute_s=gemm_c + ex_c + at_c, memory_s=gemm_m + ex_m + at_m + elem, floors_s=floors,

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .calibrated import Work, calibrated_time
+from .calibrated import Work, calibrated_time, expert_terms
 from .expert_load import BusiestRank, busiest_rank, touched_expert_fraction
 from .collectives import all_reduce_s, all_to_all_s, p2p_s, two_tier_all_reduce_s, two_tier_all_to_all_s
 from ..dtypes import get_dtype
@@ -356,7 +356,8 @@ def _assemble(model, system, plan, *, phase, mode, profile, batch, context, toke
                 ex_flops=phi / plan.width * tokens * (mm.expert - routed_active) + routed,
                 attn_flops=micro * attn_flops, ne_bytes=ne_bytes, ex_bytes=ex_bytes, kv_bytes=micro * kv_bytes,
                 expert_rows=rows, ne_peak=chip.peak(w_dtype), ex_peak=chip.peak(e_dtype),
-                attn_peak=chip.peak(ACTIVATION_DTYPE), bandwidth=chip.hbm_bandwidth_bytes_per_s)
+                attn_peak=chip.peak(ACTIVATION_DTYPE), bandwidth=chip.hbm_bandwidth_bytes_per_s,
+                ne_dtype=w_dtype, ex_dtype=e_dtype)
     comm = _comm_parts(model, profile.system(system), plan, tokens=tokens, dispatch_dtype=dispatch_dtype, load=load,
                        all_reduce=profile.all_reduce_algorithm)
     routed_s = pp * routed / work.ex_peak
@@ -366,7 +367,7 @@ def _assemble(model, system, plan, *, phase, mode, profile, batch, context, toke
                         memory_s=pp * (ne_bytes + ex_bytes + work.kv_bytes) / work.bandwidth, comm_s=comm.total_s)
     else:
         time = calibrated_time(model, plan, work, profile, comm_s=comm.total_s, comm_tiers=comm.tiers)
-        routed_s = routed_s / profile.matmul_efficiency(np.maximum(rows, 1.0))  # as stage_time prices it
+        routed_s = routed_s / expert_terms(profile, e_dtype).efficiency(np.maximum(rows, 1.0))  # as stage_time does
     flops = batch * tokens_per_seq * mm.total + batch * flops_attn_per_seq
     _, ex_mean = _weights_read_parts(model, plan, weight_dtype=weight_dtype, touched_fraction=mean_touched)
     return StepResult(

@@ -1,0 +1,47 @@
+"""Derive the kernel-table efficiency profiles (src/llmecon/catalog/profiles/<chip>-<engine>.toml)
+from NVIDIA's measured kernel tables in ../shared/validation/aiconfigurator/kernels, for the six
+measured chips (h100-sxm, h200, b200, b300, gb200, gb300) and three engines (trtllm, sglang, vllm):
+``fidelity.kernel_profiles.derive``. Run:
+
+    python benchmarks/derive_kernel_profiles.py [--write] [--only CHIP/ENGINE]
+
+Without --write it prints the profiles; with it, it rewrites the files. The out-of-sample error of
+the same fit is benchmarks/kernel_accuracy.py's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from llmecon.fidelity.kernel_profiles import ALL, derive
+from llmecon.fidelity.kernel_tables import default_root
+
+OUT = Path(__file__).resolve().parents[1] / "src" / "llmecon" / "catalog" / "profiles"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--write", action="store_true", help="rewrite src/llmecon/catalog/profiles/<chip>-<engine>.toml")
+    ap.add_argument("--only", help="one chip/engine, e.g. b200/sglang")
+    args = ap.parse_args()
+    root = default_root()
+    if root is None:
+        raise SystemExit("../shared/validation/aiconfigurator/kernels not found (the measured tables are not shipped)")
+    for chip, engine in ALL:
+        if args.only and args.only != f"{chip}/{engine}":
+            continue
+        t0 = time.perf_counter()
+        prof = derive(root, chip, engine)
+        text = prof.as_toml()
+        if args.write:
+            path = OUT / f"{chip}-{engine}.toml"
+            path.write_text(text, encoding="utf-8")
+            print(f"wrote {path} ({time.perf_counter() - t0:.1f} s)")
+        else:
+            print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+"""Efficiency profiles of the six measured NVIDIA chips, per engine, from the kernel tables.
+
+``load_tables`` reads one (chip, engine)'s tables (``kernel_tables``; the implementation with the
+most rows per dtype), ``fit_terms`` fits every family (``kernel_fit``) and ``build_profile`` turns
+the terms into an ``EfficiencyProfile`` with its provenance. benchmarks/derive_kernel_profiles.py
+writes the shipped files (``catalog/profiles/<chip>-<engine>.toml``); benchmarks/kernel_accuracy.py
+measures their out-of-sample error.
+
+What a kernel-table profile does not have (later work, stated in every ``derivation``): engine
+overheads (step and serving-loop terms stay 0 / 1 until they are fitted on end-to-end rows),
+element-wise kernels (no table: they take the bf16 GEMM's achieved bandwidth and no floor), the
+scale-out tier (no measurement: catalogue link as is), NVLS (the fitted all-reduce is the engine's
+custom one-node kernel, priced as ring or one-shot).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+
+import numpy as np
+
+from ..catalog.hardware import get_system
+from ..errors import CatalogError
+from ..spec.efficiency import IDEAL, EfficiencyProfile
+from .kernel_fit import CollectiveRows, fit_all_reduce, fit_attention, fit_gemm, fit_moe, pool, primary_source
+from .kernel_tables import CHIPS, ENGINES, read_frame
+
+FOLDERS = {v: k for k, v in CHIPS.items()}
+"""catalogue accelerator -> aiconfigurator folder."""
+SYSTEMS = {"h100-sxm": "hgx-h100", "h200": "hgx-h200", "b200": "hgx-b200", "b300": None, "gb200": "gb200-nvl72",
+           "gb300": "gb300-nvl72"}
+"""The catalogue system whose scale-up link a chip's one-node all-reduce tables measure (None: no
+catalogued system yet)."""
+FAMILY_NAMES = ("gemm", "context_attention", "generation_attention", "moe")
+MOE_FALLBACK = ("sglang", "vllm", "trtllm")
+
+
+def load_tables(root, chip: str, engine: str) -> tuple[dict, dict]:
+    """({family: columns}, {family: engine whose table was read}) of one catalogue chip and
+    engine; MoE falls back to another engine's table (``MOE_FALLBACK``) where the engine has none
+    in a kept dtype (TensorRT-LLM on Blackwell holds only a w4a8 table)."""
+    tables, used = {}, {}
+    for family in FAMILY_NAMES:
+        order = (engine,) + tuple(e for e in MOE_FALLBACK if e != engine) if family == "moe" else (engine,)
+        for eng in order:
+            frame = read_frame(root, FOLDERS[chip], eng, family)
+            if frame is not None:
+                by = "attn_dtype" if "attention" in family else "dtype"
+                tables[family] = pool([primary_source(frame, by=by)])
+                used[family] = f"{eng} {frame.path.split('/kernels/')[-1]}"
+                break
+    return tables, used
+
+
+def load_all_reduce(root, chip: str, engine: str) -> tuple[CollectiveRows | None, str]:
+    """The engine's own all-reduce rows of ``chip`` (CUDA-graph variant where there is one)."""
+    from .collective_fit import load_aiconfigurator_comm
+
+    try:
+        groups = load_aiconfigurator_comm(root, FOLDERS[chip])
+    except CatalogError:
+        return None, ""
+    mine = [g for g in groups if g.op == "all_reduce" and f" {engine}/" in g.cluster]
+    graph = [g for g in mine if "graph" in g.cluster.lower()]
+    mine = graph or mine
+    if not mine:
+        return None, ""
+    return (CollectiveRows(message_bytes=np.concatenate([g.size_bytes for g in mine]),
+                           participants=np.concatenate([g.participants for g in mine]),
+                           time_s=np.concatenate([g.time_s for g in mine])),
+            "; ".join(sorted({g.cluster for g in mine})))
+
+
+def fit_terms(tables: dict, *, system=None, all_reduce: CollectiveRows | None = None) -> dict:
+    """Profile keyword arguments fitted on pooled ``tables`` ({family: columns})."""
+    kw: dict = {}
+    g = tables.get("gemm")
+    if g:
+        kw["gemm"] = tuple((dt, t) for dt in sorted(np.unique(g["dtype"]).astype(str))
+                           if (t := fit_gemm(g, dt)) is not None)
+    kw.update(fit_attention(tables.get("context_attention") or {}, tables.get("generation_attention") or {}))
+    m = tables.get("moe")
+    if m:
+        moe, skew = [], {}
+        for dt in sorted(np.unique(m["dtype"]).astype(str)):
+            got = fit_moe(m, dt)
+            if got is not None:
+                moe.append((dt, got[0]))
+                for d, v in got[1].items():
+                    skew.setdefault(d, []).append(v)
+        kw["moe"] = tuple(moe)
+        kw["moe_skew"] = tuple((d, float(f"{np.median([c for c, _ in v]):.4g}"),
+                                float(f"{np.median([w for _, w in v]):.4g}")) for d, v in sorted(skew.items()))
+    if system is not None and all_reduce is not None:
+        link = fit_all_reduce(system, all_reduce)
+        if link is not None:
+            kw["scale_up"] = link
+    return kw
+
+
+def build_profile(chip: str, engine: str, kw: dict, *, used: dict, ar_source: str = "", rows: dict | None = None,
+                  today: str | None = None) -> EfficiencyProfile:
+    """An ``EfficiencyProfile`` for (chip, engine) from fitted terms ``kw``, with provenance."""
+    gemm = dict(kw.get("gemm", ()))
+    base = gemm.get("bf16") or next(iter(gemm.values()), None)
+    legacy = {} if base is None else {"matmul_fraction": base.fraction, "matmul_m_half": base.m_half,
+                                      "kernel_floor_s": base.floor_s, "elementwise_fraction": base.hbm_fraction}
+    today = today or datetime.date.today().isoformat()
+    tables = "; ".join(f"{fam}: {src}" for fam, src in used.items())
+    derivation = (
+        f"benchmarks/derive_kernel_profiles.py ({today}) on NVIDIA's measured kernel tables "
+        f"(aiconfigurator @095f58a, shared/validation/aiconfigurator/kernels), {chip} with {engine}: {tables}"
+        + (f"; all-reduce: {ar_source}" if ar_source else "")
+        + ". Fitted by fidelity.kernel_fit (log least squares, <= 4000 sampled rows per fit; the implementation "
+        "with the most rows per dtype). Not fitted here: engine overheads (step_overhead_s, serving-loop terms: "
+        "0 / 1, a later fit on end-to-end rows), element-wise kernels (no table: the bf16 GEMM's achieved bandwidth, "
+        "no floor), scale-out (no measurement), NVLS. Legacy scalars matmul_fraction/m_half/kernel_floor_s are the "
+        "bf16 GEMM's terms; hbm_fraction/attention_fraction are the decode KV bandwidth and prefill FLOP shares.")
+    fit = {f"{fam}_rows": int(n) for fam, n in (rows or {}).items()}
+    return dataclasses.replace(IDEAL, name=f"{chip}/{engine}", accelerators=(chip,), engine=engine,
+                               derivation=derivation, source="https://github.com/ai-dynamo/aiconfigurator "
+                               "(commit 095f58a, aic-core/src/aiconfigurator_core/systems, Apache-2.0)",
+                               fit=fit, **legacy, **kw)
+
+
+def derive(root, chip: str, engine: str) -> EfficiencyProfile:
+    """Load, fit and build one (chip, engine) profile."""
+    tables, used = load_tables(root, chip, engine)
+    system = get_system(SYSTEMS[chip]) if SYSTEMS.get(chip) else None
+    ar, ar_source = load_all_reduce(root, chip, engine) if system is not None else (None, "")
+    kw = fit_terms(tables, system=system, all_reduce=ar)
+    rows = {fam: len(c["time_s"]) for fam, c in tables.items()}
+    if ar is not None:
+        rows["all_reduce"] = len(ar.time_s)
+    return build_profile(chip, engine, kw, used=used, ar_source=ar_source, rows=rows)
+
+
+ALL = tuple((chip, engine) for chip in CHIPS.values() for engine in ENGINES)
