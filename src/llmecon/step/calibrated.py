@@ -122,7 +122,7 @@ def _shape_ramp(terms, flops, m, kernels):
     column- and row-parallel shapes). 1 for terms without shape ramps."""
     if not (terms.n_half or terms.k_half):
         return 1.0
-    side = np.sqrt(np.asarray(flops, dtype=float) / (2.0 * np.maximum(m, 1.0) * max(kernels, 1e-9)))
+    side = np.sqrt(np.asarray(flops, dtype=float) / (2.0 * np.maximum(m, 1.0) * np.maximum(kernels, 1e-9)))
     return (side / (side + terms.n_half)) * (side / (side + terms.k_half))
 
 
