@@ -17,6 +17,22 @@ def _causal_sum(x, window):
     return np.where(x <= w, full, w * (w + 1.0) / 2.0 + (x - w) * w)
 
 
+def _reach(context, spec, window: int, sparsity: str, ratio: int, *, sparse: bool):
+    """(entries held, entries attended, entries the indexer scores) of one attention layer at
+    ``context`` (``spec`` an ``Attention``).
+
+    Raw tokens: min(L, W) (all L without a window). A compressed layer (DeepSeek-V4, ratio r) also
+    holds L/r entries (the partly filled next entry sits in the compressor state, counted apart);
+    its top-k and indexer act on the compressed entries, its window is attended whole. Without
+    compression the top-k and indexer act on the raw tokens (DSA)."""
+    raw = context if window == 0 else np.minimum(context, window)
+    pool = context / ratio if ratio else raw
+    picked = np.minimum(pool, spec.index_topk) if sparse and sparsity != "dense" else pool
+    if ratio:
+        return raw + pool, raw + picked, pool
+    return raw, picked, raw
+
+
 
 @dataclass(frozen=True, kw_only=True)
 class ParamCounts:

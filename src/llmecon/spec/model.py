@@ -34,7 +34,7 @@ import numpy as np
 from ..dtypes import DType, get_dtype
 from ..errors import SpecError, require_choice, require_whole
 from . import compressed
-from .counts import MatmulFlops, ParamCounts, WeightBytes, _causal_sum
+from .counts import MatmulFlops, ParamCounts, WeightBytes, _causal_sum, _reach
 from .layers import ATTENTION_KINDS, LINEAR_KINDS, Attention, LinearMixer, MoE
 
 __all__ = ["ATTENTION_KINDS", "LINEAR_KINDS", "Attention", "LinearMixer", "MatmulFlops", "Model", "MoE",
@@ -447,27 +447,12 @@ class Model:
         """
         return self._kv_sum(context, kv_dtype, holding_only=False, sparse=sparse) + self.state_bytes_per_sequence()
 
-    @staticmethod
-    def _reach(context, spec: Attention, window: int, sparsity: str, ratio: int, *, sparse: bool):
-        """(entries held, entries attended, entries the indexer scores) of one layer at ``context``.
-
-        Raw tokens: min(L, W) (all L without a window). A compressed layer (ratio r) also holds L/r
-        entries (the partly filled next entry sits in the compressor state, counted apart); its
-        top-k selection and indexer act on the compressed entries, its window is attended whole.
-        Without compression the top-k and indexer act on the raw tokens (DSA)."""
-        raw = context if window == 0 else np.minimum(context, window)
-        pool = context / ratio if ratio else raw
-        picked = np.minimum(pool, spec.index_topk) if sparse and sparsity != "dense" else pool
-        if ratio:
-            return raw + pool, raw + picked, pool
-        return raw, picked, raw
-
     def _kv_sum(self, context, kv_dtype, *, holding_only: bool, sparse: bool, indexer: bool = True):
         context = np.asarray(context, dtype=float)
         total = 0.0
         for spec, window, sparsity, ratio, count in self._attention_groups(holding_only=holding_only):
             main, index = self._kv_layer_bytes(spec, kv_dtype)
-            held, selected, scored = self._reach(context, spec, window, sparsity, ratio, sparse=sparse)
+            held, selected, scored = _reach(context, spec, window, sparsity, ratio, sparse=sparse)
             own_index = index if sparsity == "indexed" and indexer else 0.0
             total = total + count * (own_index * scored + main * selected)
         return total
@@ -484,13 +469,13 @@ class Model:
         d_qk = d_v = H), with L_eff = min(L, window) and, for DSA, min(L, top-k) plus the
         indexer's 2·index_heads·index_dim·L on layers with their own indexer. A compressed layer
         (ratio r) attends min(L, W) + L/r entries, or min(L, W) + min(L/r, top-k) when indexed, and its
-        indexer scores L/r (``_reach``). Softmax, masking and the compressor's pooling are omitted.
+        indexer scores L/r (``counts._reach``). Softmax, masking and the compressor's pooling are omitted.
         """
         context = np.asarray(context, dtype=float)
         total = 0.0
         for spec, window, sparsity, ratio, count in self._attention_groups(holding_only=False):
             d_qk, d_v = spec.score_value_dims(absorbed=absorbed)
-            _, attended, scored = self._reach(context, spec, window, sparsity, ratio, sparse=True)
+            _, attended, scored = _reach(context, spec, window, sparsity, ratio, sparse=True)
             total = total + count * 2.0 * spec.n_heads * (d_qk + d_v) * attended
             if sparsity == "indexed":
                 total = total + count * 2.0 * spec.index_n_heads * spec.index_head_dim * scored
