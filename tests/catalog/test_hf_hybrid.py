@@ -136,11 +136,6 @@ def test_hf_quant_config_beside_the_config_sets_the_weight_format(tmp_path):
     assert load_config_file(tmp_path / "config.json").expert_weight_dtype == "nvfp4"  # config_groups alone
 
 
-def test_deepseek_v4_is_refused_naming_what_is_missing():
-    with pytest.raises(CatalogError, match="compress_ratios"):
-        _read("deepseek-ai--DeepSeek-V4-Flash")
-
-
 _BASE = {"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "num_hidden_layers": 2,
          "num_attention_heads": 4, "vocab_size": 100, "intermediate_size": 128}
 

@@ -29,6 +29,7 @@ CASES = [  # dense GQA, sliding/global windows, MoE, MLA, MLA+DSA, pipeline stag
     ("qwen3-30b-a3b", "hgx-h100", None),
     ("deepseek-v3", "gb200-nvl72", None),
     ("deepseek-v3.2-exp", "hgx-h200", None),
+    ("deepseek-v4-flash", "gb200-nvl72", None),  # compressed layers: top-k of L/4 saturates at L = 2048
     ("llama-3.1-70b", "hgx-h100", Plan(tp=2, pp=2)),
 ]
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ..errors import CatalogError, SpecError
 from ..spec.model import Attention, Model, MoE
+from . import hf_dsv4
 from .hf_formats import check_refused, is_cosmetic, sibling_quant_config, vision_tower_params, weight_dtypes
 from .hf_layers import block_sparse_index, layer_attention, mtp_layers, read_structure
 
@@ -48,6 +49,8 @@ FAMILIES: dict[str, dict] = {
     "DeepseekV2ForCausalLM": _LLAMA,
     "DeepseekV3ForCausalLM": _LLAMA,
     "DeepseekV32ForCausalLM": _LLAMA,
+    # DeepSeek-V4: compressed attention, mHC, hash-routed first MoE layers (catalog/hf_dsv4.py).
+    "DeepseekV4ForCausalLM": _LLAMA,
     # gpt-oss: biases on q,k,v,o, per-head sinks, router and expert biases (gpt_oss/torch/model.py).
     "GptOssForCausalLM": {**_LLAMA, "qkv_bias": True, "o_bias": True, "sinks": True, "router_bias": True,
                           "expert_bias": True},
@@ -112,6 +115,8 @@ USED_FIELDS = {
     "mtp_num_hidden_layers", "mtp_use_dedicated_embeddings", "mtp_hybrid_override_pattern", "mtp_layers_block_type",
     "num_mtp_modules", "mtp_transformer_layers", "use_mtp", "attn_type_list", "qkv_bias",
     "mamba_ssm_cache_dtype", "mamba_ssm_dtype",
+    # DeepSeek-V4 (catalog/hf_dsv4.py)
+    "compress_ratios", "o_lora_rank", "o_groups", "hc_mult", "num_hash_layers", "expert_dtype",
 }
 # Fields known to exist and known not to change counts, bytes or FLOPs.
 IGNORED_FIELDS = {
@@ -233,14 +238,8 @@ def _check_unknown(flat: Mapping, where: str) -> tuple[str, ...]:
 
 
 # Architectures whose config defines layers this spec cannot yet represent: the missing fact is named.
-UNMODELLED = {
-    "DeepseekV4ForCausalLM": (
-        "DeepSeek-V4 attention is not modelled: compress_ratios (per-layer KV compression 4 or 128 beside a "
-        "sliding_window of raw tokens), o_lora_rank/o_groups (grouped low-rank output projection), hc_mult "
-        "(hyper-connections: 4 residual streams) and num_hash_layers (hash-routed MoE layers) are in the config, "
-        "but the compressor's and indexer's weight shapes and which layers carry an indexer are not; they are "
-        "defined only by DeepSeek's inference code"),
-}
+# (DeepSeek-V4 was here until its compressed attention was read: catalog/hf_dsv4.py.)
+UNMODELLED: dict[str, str] = {}
 
 
 def model_from_hf_config(config: Mapping, *, name: str = "custom", where: str | None = None,
@@ -281,7 +280,9 @@ def model_from_hf_config(config: Mapping, *, name: str = "custom", where: str | 
         vocab = defaults["vocab_size"]
         assumptions.append(f"vocab_size absent: transformers default {vocab} for {arch}")
 
-    attention = _attention(f, family, defaults, d, n_heads, where, assumptions)
+    dsv4 = hf_dsv4.is_dsv4(f)
+    attention = (hf_dsv4.attention(f, d, n_heads, where, assumptions) if dsv4
+                 else _attention(f, family, defaults, d, n_heads, where, assumptions))
     moe, moe_mask = _moe(f, family, defaults, n_layers, where, assumptions)
     windows = _windows(f, family, defaults, n_layers, where, assumptions)
 
@@ -307,6 +308,11 @@ def model_from_hf_config(config: Mapping, *, name: str = "custom", where: str | 
         structure["layer_ffn_dims"] = (dense_width or 0,) * n_layers
         assumptions.append("MoE layers also run a dense MLP of intermediate_size in parallel (Gemma 4)")
     attention, local = layer_attention(f, attention, structure, where)
+    n_mtp = mtp_layers(f, where, assumptions)
+    if dsv4:
+        v4, moe = hf_dsv4.structure(f, n_layers=n_layers, n_mtp=n_mtp, att=attention, moe=moe, where=where,
+                                    assumptions=assumptions)
+        structure.update(v4)
     encoder = vision_tower_params(config.get("vision_config") if isinstance(config, Mapping) else None)
     if family.get("multimodal") or encoder:
         assumptions.append(f"the {family.get('multimodal', 'vision')} encoder is not in the totals: llmecon costs the "
@@ -333,7 +339,7 @@ def model_from_hf_config(config: Mapping, *, name: str = "custom", where: str | 
         weight_dtype=weight_dtype, expert_weight_dtype=expert_dtype, ffn_weight_dtype=ffn_dtype,
         max_context=f.get("max_position_embeddings", int, default=0) or 0, source=source,
         assumptions=tuple(assumptions), unrecognized_fields=unrecognized,
-        extra_layers_not_counted=mtp_layers(f, where, assumptions), encoder_params=encoder,
+        extra_layers_not_counted=n_mtp, encoder_params=encoder,
     )
 
 

@@ -181,6 +181,7 @@ def vision_tower_params(cfg: Mapping | None) -> int:
 
 
 _DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
+_EXPERT_DTYPES = {"fp4": "mxfp4", "fp8": "fp8"}  # DeepSeek-V4 ``expert_dtype``
 
 
 def weight_dtypes(f, where: str, assumptions: list[str], hf_quant: Mapping | None = None,
@@ -194,8 +195,19 @@ def weight_dtypes(f, where: str, assumptions: list[str], hf_quant: Mapping | Non
     if base is None:
         base = "bf16"
         assumptions.append(f"torch_dtype {'absent' if raw is None else repr(raw)}: weights taken as bf16")
+    expert_raw = f.get("expert_dtype", str)
+    if expert_raw is not None and expert_raw not in _EXPERT_DTYPES:
+        raise CatalogError(f"{where}: field 'expert_dtype' = {expert_raw!r} is not one of {', '.join(_EXPERT_DTYPES)}")
     if method == "fp8" and not hf_quant:
+        if expert_raw is not None:  # DeepSeek-V4: routed experts fp4, the rest (shared experts too) fp8
+            expert = _EXPERT_DTYPES[expert_raw]
+            assumptions.append(f"expert_dtype {expert_raw}: routed experts {expert} (DeepSeek-V4 fp4 = e2m1 with one "
+                               "ue8m0 scale per 32 values, SGLang fp8.py), shared experts and the rest fp8 blocks")
+            return "fp8", expert, "fp8"
         return "fp8", "fp8", ""
+    if method == "fp8" and hf_quant:
+        base = "fp8"  # modules the ModelOpt config leaves out keep the checkpoint's fp8 blocks
+        assumptions.append("quantization_config fp8 beside an hf_quant_config: modules it excludes stay fp8")
     if method == "mxfp4" and not hf_quant:
         # gpt-oss: modules_to_not_convert keeps attention, router, embeddings, head in bf16.
         return base, "mxfp4", ""

@@ -205,7 +205,8 @@ def model_cmd(
             ("attention", f"{d['attention']}: {d['n_heads']} heads, {d['n_kv_heads']} KV heads, head dim "
                           f"{d['head_dim']}"),
             ("KV per token", f"{fmt_bytes(d['kv_bytes_per_token'])} at {d['kv_dtype']} (attention layers)"),
-            ("state per sequence", f"{fmt_bytes(d['state_bytes_per_sequence'])} (linear/SSM layers, constant)"),
+            ("state per sequence",
+             f"{fmt_bytes(d['state_bytes_per_sequence'])} (linear/SSM layers, KV compressors; constant)"),
             ("layer kinds", ", ".join(f"{k} {v}" for k, v in d["layers"].items() if v)),
             ("weights", f"{fmt_bytes(d['weight_bytes'])} at {d['weight_dtype']}"
                         + (f" (experts {d['expert_weight_dtype']})" if d['expert_weight_dtype'] != d['weight_dtype']

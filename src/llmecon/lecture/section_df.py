@@ -229,7 +229,8 @@ def _f21_23() -> list[Claim]:
 def with_depth(model: Model, layers: int) -> Model:
     """``model``'s layer shape at another depth (dense models: every layer alike)."""
     return replace(model, name=f"{model.name} ({layers} layers)", n_layers=layers, moe_layers=(), layer_windows=(),
-                   kv_holding=(), layer_mixers=(), layer_ffn_dims=(), layer_sparsity=(), _cache={})
+                   kv_holding=(), layer_mixers=(), layer_ffn_dims=(), layer_sparsity=(), layer_compress=(),
+                   _cache={})
 
 
 def activation_memory(depths=I.REVNET_DEPTHS) -> dict[str, list[float]]:

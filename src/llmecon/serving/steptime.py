@@ -84,6 +84,8 @@ def _kinks(dep: Deployment) -> tuple[float, ...]:
     if m.attention.is_sparse:
         k = float(m.attention.index_topk)
         ks |= {k} | {min(w, k) for w in list(ks)}
+        # DeepSeek-V4 compressed layers: the top-k of L/r entries saturates at L = r·k
+        ks |= {float(r) * k for r in set(m.layer_compress) if r}
     return tuple(sorted(ks))
 
 

@@ -17,13 +17,30 @@ def _causal_sum(x, window):
     return np.where(x <= w, full, w * (w + 1.0) / 2.0 + (x - w) * w)
 
 
+def _reach(context, spec, window: int, sparsity: str, ratio: int, *, sparse: bool):
+    """(entries held, entries attended, entries the indexer scores) of one attention layer at
+    ``context`` (``spec`` an ``Attention``).
+
+    Raw tokens: min(L, W) (all L without a window). A compressed layer (DeepSeek-V4, ratio r) also
+    holds L/r entries (the partly filled next entry sits in the compressor state, counted apart);
+    its top-k and indexer act on the compressed entries, its window is attended whole. Without
+    compression the top-k and indexer act on the raw tokens (DSA)."""
+    raw = context if window == 0 else np.minimum(context, window)
+    pool = context / ratio if ratio else raw
+    picked = np.minimum(pool, spec.index_topk) if sparse and sparsity != "dense" else pool
+    if ratio:
+        return raw + pool, raw + picked, pool
+    return raw, picked, raw
+
+
 
 @dataclass(frozen=True, kw_only=True)
 class ParamCounts:
     """Parameter counts per component. ``head_matmul`` is V·d used by the output matmul even when
     tied (then it is not stored twice). ``linear_mixers``: linear-attention / state-space mixers;
     ``moe_latent``: latent-MoE down/up projections (always active); ``mtp``: multi-token-prediction
-    modules, a separate count not in ``total`` (published totals exclude them: DeepSeek-V3's 671B)."""
+    modules, a separate count not in ``total`` (published totals exclude them: DeepSeek-V3's 671B);
+    ``hyper_connections``: DeepSeek-V4's mHC mixing maps (always active, in ``total``)."""
 
     embedding: int
     lm_head: int
@@ -38,11 +55,13 @@ class ParamCounts:
     linear_mixers: int = 0
     moe_latent: int = 0
     mtp: int = 0
+    hyper_connections: int = 0
 
     @property
     def total(self) -> int:
         return (self.embedding + self.lm_head + self.attention + self.dense_ffn + self.routed_experts
-                + self.shared_experts + self.router + self.norms + self.linear_mixers + self.moe_latent)
+                + self.shared_experts + self.router + self.norms + self.linear_mixers + self.moe_latent
+                + self.hyper_connections)
 
     @property
     def total_with_mtp(self) -> int:
@@ -68,6 +87,7 @@ class ParamCounts:
                 "dense_ffn": self.dense_ffn, "routed_experts": self.routed_experts,
                 "shared_experts": self.shared_experts, "router": self.router, "norms": self.norms,
                 "linear_mixers": self.linear_mixers, "moe_latent": self.moe_latent, "mtp": self.mtp,
+                "hyper_connections": self.hyper_connections,
                 "total": self.total, "active": self.active}
 
 

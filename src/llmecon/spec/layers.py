@@ -46,6 +46,9 @@ class Attention:
     index_n_heads: int = 0
     index_head_dim: int = 0
     index_topk: int = 0
+    o_lora_rank: int = 0
+    o_groups: int = 0
+    compressed_kv: bool = False
 
     def __post_init__(self) -> None:
         owner = "attention"
@@ -59,6 +62,12 @@ class Attention:
                             f"num_key_value_heads ({self.n_kv_heads}); fix the config")
         if (self.index_topk > 0) != (self.index_head_dim > 0):
             raise SpecError(f"{owner}: sparse attention needs both index_topk and index_head_dim")
+        if self.compressed_kv:
+            for name in ("q_lora_rank", "o_lora_rank", "o_groups"):
+                require_whole(name, getattr(self, name), owner=f"{owner} (compressed KV)")
+            if self.n_heads % self.o_groups or not (self.k_eq_v and self.n_kv_heads == 1):
+                raise SpecError(f"{owner}: compressed-KV attention needs one K = V head and o_groups "
+                                f"({self.o_groups}) dividing the heads ({self.n_heads}); fix the config")
 
     @property
     def is_sparse(self) -> bool:
@@ -134,6 +143,9 @@ class MoE:
     MoE", ``moe_latent_size``; Kimi ``routed_expert_hidden_size``): one d -> latent and one
     latent -> d projection per MoE layer, always active, and experts of latent x width. Shared
     experts stay at d. ``latent_norm`` adds an RMSNorm of ``latent_dim`` weights.
+    ``hash_layers``: the first MoE layers pick experts from a token-id table (DeepSeek-V4
+    ``num_hash_layers``; SGLang ``HashTopK``): the gate still scores the picked experts (its weights
+    are used) but has no bias; the int32 table (vocab x k) is a lookup, not counted as weights.
     """
 
     n_routed: int
@@ -145,6 +157,7 @@ class MoE:
     expert_bias: bool = False
     latent_dim: int = 0
     latent_norm: bool = False
+    hash_layers: int = 0
 
     def __post_init__(self) -> None:
         owner = "moe"
@@ -155,6 +168,7 @@ class MoE:
         require_whole("expert_ffn_dim", self.expert_ffn_dim, owner=owner)
         require_whole("n_shared", self.n_shared, 0, owner=owner)
         require_whole("latent_dim", self.latent_dim, 0, owner=owner)
+        require_whole("hash_layers", self.hash_layers, 0, owner=owner)
 
 
 @dataclass(frozen=True, kw_only=True)

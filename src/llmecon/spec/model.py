@@ -14,7 +14,10 @@ Per layer i: ``layer_mixers[i]`` is "attention", "linear" or "none"; an attentio
 ``local_attention`` when it is windowed (``layer_windows[i] > 0``) and one is given, else
 ``attention``; ``layer_sparsity[i]`` is "dense", "indexed" (DSA with its own indexer) or "shared"
 (DSA reusing an earlier layer's top-k: no indexer of its own); ``moe_layers[i]`` says whether it
-has an MoE block and ``layer_ffn_dims[i]`` the width of its dense FFN (0: none; both may be set).
+has an MoE block and ``layer_ffn_dims[i]`` the width of its dense FFN (0: none; both may be set);
+``layer_compress[i]`` is DeepSeek-V4's KV compression ratio r (0: none): the layer also caches one
+entry per r tokens beside its window of raw tokens (shapes and sources: ``spec/compressed.py``).
+``hyper_connections`` = hc > 1 is DeepSeek-V4's mHC: hc residual streams of d, mixed per layer.
 
 Reading a Hugging Face ``config.json`` into this spec is ``hf_config.model_from_hf_config``.
 Symbols used in docstrings here and elsewhere (N_total, N_active, S, E, k, kv, W, B, L, ...), their
@@ -30,7 +33,8 @@ import numpy as np
 
 from ..dtypes import DType, get_dtype
 from ..errors import SpecError, require_choice, require_whole
-from .counts import MatmulFlops, ParamCounts, WeightBytes, _causal_sum
+from . import compressed
+from .counts import MatmulFlops, ParamCounts, WeightBytes, _causal_sum, _reach
 from .layers import ATTENTION_KINDS, LINEAR_KINDS, Attention, LinearMixer, MoE
 
 __all__ = ["ATTENTION_KINDS", "LINEAR_KINDS", "Attention", "LinearMixer", "MatmulFlops", "Model", "MoE",
@@ -43,6 +47,7 @@ def _fp32_block_scales(elements: int, block: int = 128) -> float:
     """Bytes of one fp32 scale per ``block`` values (DeepSeek's fp8 caches: 128-value blocks)."""
     return 4.0 * math.ceil(elements / block)
 SPARSITY = ("dense", "indexed", "shared")
+COMPRESS_RATIOS = (0, 4, 128)  # DeepSeek-V4: none, CSA (indexed), HCA (SGLang asserts this set)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,6 +72,8 @@ class Model:
     layer_mixers: tuple[str, ...] = ()
     layer_ffn_dims: tuple[int, ...] = ()
     layer_sparsity: tuple[str, ...] = ()
+    layer_compress: tuple[int, ...] = ()
+    hyper_connections: int = 1
     local_attention: Attention | None = None
     linear: LinearMixer | None = None
     tie_embeddings: bool = False
@@ -94,7 +101,8 @@ class Model:
         n = self.n_layers
         defaults = {"moe_layers": (self.moe is not None,) * n, "layer_windows": (0,) * n,
                     "kv_holding": (True,) * n, "layer_mixers": ("attention",) * n,
-                    "layer_sparsity": (("indexed" if self.attention.is_sparse else "dense"),) * n}
+                    "layer_sparsity": (("indexed" if self.attention.is_sparse else "dense"),) * n,
+                    "layer_compress": (0,) * n}
         for name, value in defaults.items():
             if not getattr(self, name):
                 object.__setattr__(self, name, value)
@@ -102,7 +110,8 @@ class Model:
             object.__setattr__(self, "layer_ffn_dims", tuple(0 if m else self.dense_ffn_dim for m in self.moe_layers))
         if not self.expert_weight_dtype:
             object.__setattr__(self, "expert_weight_dtype", self.weight_dtype)
-        for name in ("moe_layers", "layer_windows", "kv_holding", "layer_mixers", "layer_ffn_dims", "layer_sparsity"):
+        for name in ("moe_layers", "layer_windows", "kv_holding", "layer_mixers", "layer_ffn_dims", "layer_sparsity",
+                     "layer_compress"):
             if len(getattr(self, name)) != n:
                 raise SpecError(f"{owner}: {name} has {len(getattr(self, name))} entries for {n} layers")
         if any(w < 0 for w in self.layer_windows):
@@ -114,6 +123,11 @@ class Model:
             require_choice(f"layer_sparsity[{i}]", sparsity, SPARSITY, owner=owner)
             if sparsity != "dense" and not self._attention_of(i).is_sparse:
                 raise SpecError(f"{owner}: layer {i} is marked sparse but its attention has no indexer")
+        for i, r in enumerate(self.layer_compress):
+            require_choice(f"layer_compress[{i}]", r, COMPRESS_RATIOS, owner=owner)
+            if r and not (self.layer_mixers[i] == "attention" and self._attention_of(i).compressed_kv):
+                raise SpecError(f"{owner}: layer {i} compresses its KV but its attention has no compressor")
+        require_whole("hyper_connections", self.hyper_connections, owner=owner)
         if "linear" in self.layer_mixers and self.linear is None:
             raise SpecError(f"{owner}: linear-mixer layers marked but no linear mixer spec")
         if "attention" in self.layer_mixers and not any(
@@ -174,6 +188,9 @@ class Model:
                 label += f"+local({w})/global {n_local}:{self.n_attention_layers - n_local}"
         if self.n_linear_layers:
             label += f"+{self.linear.kind} {self.n_linear_layers}:{self.n_attention_layers}"
+        ratios = sorted({r for r in self.layer_compress if r})
+        if ratios:
+            label += "+compressed(" + ", ".join(f"1/{r} x{self.layer_compress.count(r)}" for r in ratios) + ")"
         return label
 
     def layer_breakdown(self) -> dict[str, int]:
@@ -185,6 +202,8 @@ class Model:
                 key = f"attention_{kind}_" + ("windowed" if self.layer_windows[i] else "full")
                 if self.layer_sparsity[i] != "dense":
                     key += f"_sparse_{self.layer_sparsity[i]}"
+                if self.layer_compress[i]:
+                    key += f"_compressed_{self.layer_compress[i]}"
             elif mixer == "linear":
                 key = f"linear_{self.linear.kind}"
             else:
@@ -196,21 +215,21 @@ class Model:
         out["ffn_none"] = sum(1 for m, w in zip(self.moe_layers, self.layer_ffn_dims) if not m and not w)
         return out
 
-    def _attention_groups(self, *, holding_only: bool) -> tuple[tuple[Attention, int, str, int], ...]:
-        """(attention spec, window, sparsity, layer count) over attention layers (cached)."""
+    def _attention_groups(self, *, holding_only: bool) -> tuple[tuple[Attention, int, str, int, int], ...]:
+        """(attention spec, window, sparsity, compress ratio, layer count) over attention layers (cached)."""
         key = ("attention_groups", holding_only)
         groups = self._cache.get(key)
         if groups is None:
             counts: dict[tuple, int] = {}
             for i, (w, holds, mixer) in enumerate(zip(self.layer_windows, self.kv_holding, self.layer_mixers)):
                 if mixer == "attention" and (holds or not holding_only):
-                    k = (id(self._attention_of(i)), w, self.layer_sparsity[i])
+                    k = (id(self._attention_of(i)), w, self.layer_sparsity[i], self.layer_compress[i])
                     counts[k] = counts.get(k, 0) + 1
             specs = {id(self.attention): self.attention}
             if self.local_attention is not None:
                 specs[id(self.local_attention)] = self.local_attention
-            groups = self._cache[key] = tuple((specs[s], w, sp, c) for (s, w, sp), c in sorted(
-                counts.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0] != id(self.attention))))
+            groups = self._cache[key] = tuple((specs[s], w, sp, r, c) for (s, w, sp, r), c in sorted(
+                counts.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][3], kv[0][0] != id(self.attention))))
         return groups
 
     def window_groups(self, *, holding_only: bool = False) -> tuple[tuple[int, int], ...]:
@@ -219,7 +238,7 @@ class Model:
         ``holding_only`` counts only layers that keep their own KV cache (cross-layer sharing).
         """
         counts: dict[int, int] = {}
-        for _, w, _, c in self._attention_groups(holding_only=holding_only):
+        for _, w, _, _, c in self._attention_groups(holding_only=holding_only):
             counts[w] = counts.get(w, 0) + c
         return tuple(sorted(counts.items()))
 
@@ -280,8 +299,7 @@ class Model:
     def _count_params(self) -> ParamCounts:
         d, v = self.d_model, self.vocab_size
         norm_w = d if self.norm == "rms" else 2 * d
-        attention = sum(self._attention_of(i).params_per_layer(d, indexer=self.layer_sparsity[i] == "indexed")
-                        for i, m in enumerate(self.layer_mixers) if m == "attention")
+        attention = sum(self._layer_attention_params(i) for i, m in enumerate(self.layer_mixers) if m == "attention")
         linear = self.n_linear_layers * self.linear.params_per_layer(d) if self.linear is not None else 0
         dense_ffn = sum(self._ffn_params(w) for w in self.layer_ffn_dims if w)
         routed = shared = router = latent = routed_active = 0
@@ -289,6 +307,8 @@ class Model:
             expert, shared1, router1, latent1, routed1 = self._moe_layer_params()
             k = self.n_moe_layers
             routed, shared, router, latent = k * routed1, k * shared1, k * router1, k * latent1
+            if self.moe.router_bias:  # hash-routed layers keep the gate but have no bias (MoE docstring)
+                router -= min(self.moe.hash_layers, k) * self.moe.n_routed
             routed_active = k * self.moe.top_k * expert
         norms = self.n_layers * self.norms_per_layer * norm_w + norm_w
         embedding = v * d
@@ -296,15 +316,29 @@ class Model:
         return ParamCounts(embedding=embedding, lm_head=lm_head, attention=attention, dense_ffn=dense_ffn,
                            routed_experts=routed, routed_experts_active=routed_active, shared_experts=shared,
                            router=router, norms=norms, head_matmul=v * d, linear_mixers=linear, moe_latent=latent,
-                           mtp=self.mtp_layers * self._mtp_module_params())
+                           mtp=self.mtp_layers * self._mtp_module_params(),
+                           hyper_connections=compressed.hyper_connection_params(self.hyper_connections, d,
+                                                                                self.n_layers))
+
+    def _layer_attention_params(self, i: int) -> int:
+        spec, indexed = self._attention_of(i), self.layer_sparsity[i] == "indexed"
+        if spec.compressed_kv:
+            return compressed.attention_params(spec, self.d_model, self.layer_compress[i], indexer=indexed)
+        return spec.params_per_layer(self.d_model, indexer=indexed)
 
     def _mtp_module_params(self) -> int:
         """One multi-token-prediction module (DeepSeek-V3 §2.2, Fig. 3): embedding and hidden-state
         RMSNorms (2d), the projection of their concatenation (2d x d), one decoder layer with full
         attention and the FFN kind of the model's last layer, its norms, and a final norm.
-        Embedding and output head are shared with the main model (not counted again)."""
+        Embedding and output head are shared with the main model (not counted again). DeepSeek-V4:
+        the module's attention is uncompressed (its ``compress_ratios`` entry is 0: no compressor, no
+        indexer) and it has its own mHC mixing and head (SGLang ``deepseek_v4_nextn.py``)."""
         d, last = self.d_model, self.n_layers - 1
-        layer = self.attention.params_per_layer(d) + self.norms_per_layer * d
+        if self.attention.compressed_kv:
+            layer = compressed.attention_params(self.attention, d, 0)
+        else:
+            layer = self.attention.params_per_layer(d)
+        layer += self.norms_per_layer * d + compressed.hyper_connection_params(self.hyper_connections, d, 1)
         if self.moe_layers[last]:
             expert, shared, router, latent, routed = self._moe_layer_params()
             layer += routed + shared + router + latent
@@ -345,8 +379,14 @@ class Model:
 
     def state_bytes_per_sequence(self) -> float:
         """Constant per-sequence state of the linear-attention / state-space layers (recurrent +
-        conv state, at their own formats): it replaces a growing KV cache in those layers."""
-        return self.n_linear_layers * self.linear.state_bytes() if self.linear is not None else 0.0
+        conv state, at their own formats): it replaces a growing KV cache in those layers; plus
+        the pending-token buffers of DeepSeek-V4's KV compressors (``compressed.layer_state_bytes``)."""
+        key = "state_bytes"
+        if key not in self._cache:
+            linear = self.n_linear_layers * self.linear.state_bytes() if self.linear is not None else 0.0
+            self._cache[key] = linear + sum(compressed.layer_state_bytes(self._attention_of(i), r)
+                                            for i, r in enumerate(self.layer_compress) if r)
+        return self._cache[key]
 
     def kv_bytes_per_token(self, kv_dtype: str | DType | None = None) -> float:
         """KV-cache bytes per token summed over the attention layers, at short context (every
@@ -373,11 +413,13 @@ class Model:
             kv = get_dtype(kv_dtype or self.kv_dtype)
             main = spec.kv_elements_per_token() * kv.bytes
             index = 0.0
+            if spec.compressed_kv and kv.bits == 8:
+                main = compressed.fp8_entry_bytes(spec)
             if spec.is_sparse:
                 idx = get_dtype(self.index_dtype)
                 index = spec.index_head_dim * idx.bytes + (_fp32_block_scales(spec.index_head_dim) if idx.bits == 8
                                                            else 0.0)
-                if spec.kind == "mla" and kv.bits == 8:
+                if spec.kind == "mla" and kv.bits == 8:  # DSA
                     main = (spec.kv_lora_rank * kv.bytes + _fp32_block_scales(spec.kv_lora_rank)
                             + spec.qk_rope_head_dim * 2.0)
             self._cache[key] = (main, index)
@@ -408,12 +450,11 @@ class Model:
     def _kv_sum(self, context, kv_dtype, *, holding_only: bool, sparse: bool, indexer: bool = True):
         context = np.asarray(context, dtype=float)
         total = 0.0
-        for spec, window, sparsity, count in self._attention_groups(holding_only=holding_only):
+        for spec, window, sparsity, ratio, count in self._attention_groups(holding_only=holding_only):
             main, index = self._kv_layer_bytes(spec, kv_dtype)
-            held = context if window == 0 else np.minimum(context, window)
-            selected = np.minimum(held, spec.index_topk) if sparse and sparsity != "dense" else held
+            held, selected, scored = _reach(context, spec, window, sparsity, ratio, sparse=sparse)
             own_index = index if sparsity == "indexed" and indexer else 0.0
-            total = total + count * (own_index * held + main * selected)
+            total = total + count * (own_index * scored + main * selected)
         return total
 
     # ---- FLOPs ---------------------------------------------------------------------------------
@@ -426,18 +467,18 @@ class Model:
 
         Per attention layer ``2·N·(d_qk + d_v)·L_eff`` (Kaplan et al. 2020 form, 4·N·H·L for
         d_qk = d_v = H), with L_eff = min(L, window) and, for DSA, min(L, top-k) plus the
-        indexer's 2·index_heads·index_dim·L on layers with their own indexer. Softmax and masking
-        are omitted.
+        indexer's 2·index_heads·index_dim·L on layers with their own indexer. A compressed layer
+        (ratio r) attends min(L, W) + L/r entries, or min(L, W) + min(L/r, top-k) when indexed, and its
+        indexer scores L/r (``counts._reach``). Softmax, masking and the compressor's pooling are omitted.
         """
         context = np.asarray(context, dtype=float)
         total = 0.0
-        for spec, window, sparsity, count in self._attention_groups(holding_only=False):
+        for spec, window, sparsity, ratio, count in self._attention_groups(holding_only=False):
             d_qk, d_v = spec.score_value_dims(absorbed=absorbed)
-            held = context if window == 0 else np.minimum(context, window)
-            attended = np.minimum(held, spec.index_topk) if sparsity != "dense" else held
+            _, attended, scored = _reach(context, spec, window, sparsity, ratio, sparse=True)
             total = total + count * 2.0 * spec.n_heads * (d_qk + d_v) * attended
             if sparsity == "indexed":
-                total = total + count * 2.0 * spec.index_n_heads * spec.index_head_dim * held
+                total = total + count * 2.0 * spec.index_n_heads * spec.index_head_dim * scored
         return total + self._linear_flops_per_token()
 
     def prefill_attention_flops(self, prompt_tokens, cached_tokens=0):
@@ -445,17 +486,25 @@ class Model:
 
         Token at position p (1-based) attends min(p, window) tokens; the sum over the prompt is
         closed-form: S(L0+T) - S(L0) with S(x) = sum_{p<=x} min(p, W). Unabsorbed MLA dims.
-        DSA: min(p, k) attended plus the indexer over all p. Linear layers add their per-token
+        DSA: min(p, k) attended plus the indexer over all p. Compressed layers (ratio r): the window
+        sum plus sum_p p/r = (S_0(L0+T) - S_0(L0))/r entries, or, indexed, sum_p min(p/r, k) =
+        (S_rk(L0+T) - S_rk(L0))/r, the indexer scoring p/r. Linear layers add their per-token
         recurrence FLOPs for each prompt token.
         """
         t = np.asarray(prompt_tokens, dtype=float)
         l0 = np.asarray(cached_tokens, dtype=float)
         total = 0.0
-        for spec, window, sparsity, count in self._attention_groups(holding_only=False):
+        for spec, window, sparsity, ratio, count in self._attention_groups(holding_only=False):
             d_qk, d_v = spec.score_value_dims(absorbed=False)
             full = _causal_sum(l0 + t, window) - _causal_sum(l0, window)
             attended = full
-            if sparsity != "dense":
+            if ratio:
+                full = (_causal_sum(l0 + t, 0) - _causal_sum(l0, 0)) / ratio
+                attended = attended + full
+                if sparsity != "dense":
+                    rk = float(ratio * spec.index_topk)
+                    attended = attended - full + (_causal_sum(l0 + t, rk) - _causal_sum(l0, rk)) / ratio
+            elif sparsity != "dense":
                 k = float(spec.index_topk)
                 attended = _causal_sum(l0 + t, k) - _causal_sum(l0, k)
             if sparsity == "indexed":
@@ -466,6 +515,7 @@ class Model:
     def matmul_flops_per_token(self) -> MatmulFlops:
         """2 FLOPs per weight used by one token (FLOPs, not MACs), split dense vs expert."""
         p = self.params
-        dense = 2.0 * (p.attention + p.linear_mixers + p.dense_ffn + p.router + p.moe_latent + p.head_matmul)
+        dense = 2.0 * (p.attention + p.linear_mixers + p.dense_ffn + p.router + p.moe_latent + p.head_matmul
+                       + p.hyper_connections)
         expert = 2.0 * (p.shared_experts + p.routed_experts_active)
         return MatmulFlops(non_expert=dense, expert=expert)
