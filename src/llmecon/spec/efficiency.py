@@ -86,6 +86,15 @@ def ramp(x, half: float):
     return x / (x + half) if half else 1.0 + 0 * x
 
 
+def _check_terms(terms, owner: str, where: str, non_negative: tuple[str, ...]) -> None:
+    """Kernel terms are valid when ``fraction`` and ``hbm_fraction`` lie in (0, 1] and the other
+    named terms are >= 0."""
+    for name in ("fraction", "hbm_fraction"):
+        require_number(f"{where}.{name}", getattr(terms, name), minimum=0, exclusive=True, maximum=1, owner=owner)
+    for name in non_negative:
+        require_number(f"{where}.{name}", getattr(terms, name), minimum=0, owner=owner)
+
+
 @dataclass(frozen=True, kw_only=True)
 class KernelTerms:
     """One kernel family at one dtype: seconds = max(F / (fraction·r(m)·r(n)·r(k)·peak),
@@ -100,10 +109,7 @@ class KernelTerms:
     floor_s: float = 0.0
 
     def check(self, owner: str, where: str) -> None:
-        for name in ("fraction", "hbm_fraction"):
-            require_number(f"{where}.{name}", getattr(self, name), minimum=0, exclusive=True, maximum=1, owner=owner)
-        for name in ("m_half", "n_half", "k_half", "floor_s"):
-            require_number(f"{where}.{name}", getattr(self, name), minimum=0, owner=owner)
+        _check_terms(self, owner, where, ("m_half", "n_half", "k_half", "floor_s"))
 
     def efficiency(self, m, n=None, k=None):
         """Achieved share of the dense peak at rows m (and weight shape n x k where given)."""
@@ -140,10 +146,7 @@ class AttentionTerms:
     floor_s: float = 0.0
 
     def check(self, owner: str, where: str) -> None:
-        for name in ("fraction", "hbm_fraction"):
-            require_number(f"{where}.{name}", getattr(self, name), minimum=0, exclusive=True, maximum=1, owner=owner)
-        for name in ("isl_half", "head_dim_half", "window_pad", "items_half", "item_s", "floor_s"):
-            require_number(f"{where}.{name}", getattr(self, name), minimum=0, owner=owner)
+        _check_terms(self, owner, where, ("isl_half", "head_dim_half", "window_pad", "items_half", "item_s", "floor_s"))
 
 
 ATTENTION_TERM_KEYS = ("fraction", "isl_half", "head_dim_half", "window_pad", "hbm_fraction", "items_half", "item_s",
