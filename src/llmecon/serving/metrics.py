@@ -268,23 +268,27 @@ def check_accounting(status: np.ndarray, *, arrived: int, generated: np.ndarray,
         raise InternalError("a completed request has its first token before arrival or finishes before it")
 
 
-def expand_itl(first: tuple, runs: list) -> tuple[np.ndarray, np.ndarray]:
+RUN_COLUMNS = 10  # per closed-form run (Engine.record_run): kind, (a, b) of its 3 lines, k, n, tau
+
+
+def expand_itl(first: tuple, runs) -> tuple[np.ndarray, np.ndarray]:
     """Inter-token gaps as (values, weights): the recorded first gaps of each run, and steps
     1..k-1 of every closed-form run (continuous: the step times; train: tau + the change of step
-    time between consecutive trains), expanded vectorised."""
+    time between consecutive trains), expanded vectorised. ``runs`` holds ``RUN_COLUMNS`` floats per
+    run (kind, a0, b0, a1, b1, a2, b2, k, n, tau)."""
     vals = [np.frombuffer(first[0]) if len(first[0]) else np.zeros(0)]
     wts = [np.frombuffer(first[1]) if len(first[1]) else np.zeros(0)]
-    if runs:
-        kind = np.asarray([r[0] for r in runs])
-        k = np.asarray([r[2] for r in runs], dtype=np.int64) - 1
-        n = np.asarray([r[3] for r in runs], dtype=float)
-        tau = np.asarray([r[4] for r in runs], dtype=float)
-        L = np.asarray([[a for line in r[1] for a in line] for r in runs], dtype=float)  # 6 columns
-        idx = np.repeat(np.arange(len(runs)), k)
+    if len(runs):
+        R = np.frombuffer(runs).reshape(-1, RUN_COLUMNS)
+        kind = R[:, 0]
+        k = R[:, 7].astype(np.int64) - 1
+        n, tau = R[:, 8], R[:, 9]
+        L = R[:, 1:7]
+        idx = np.repeat(np.arange(R.shape[0]), k)
         j = np.arange(int(k.sum())) - np.repeat(np.cumsum(k) - k, k) + 1  # 1..k-1 in each run
+        Li = L[idx]
 
         def step(jj):
-            Li = L[idx]
             return np.maximum(np.maximum(Li[:, 0] + Li[:, 1] * jj, Li[:, 2] + Li[:, 3] * jj), Li[:, 4] + Li[:, 5] * jj)
 
         cur = step(j)
