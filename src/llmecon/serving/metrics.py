@@ -223,18 +223,28 @@ def _reasons(reasons: np.ndarray) -> dict[str, int]:
     return {str(v): int(c) for v, c in zip(vals, counts)}
 
 
-def weighted_percentile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
-    """Percentile of values with integer multiplicities (same as np.percentile of the expansion)."""
-    order = np.argsort(values, kind="stable")
+def weighted_percentiles(values: np.ndarray, weights: np.ndarray, qs) -> list[float]:
+    """Percentiles ``qs`` of values with integer multiplicities (same as np.percentile of the
+    expansion), from one sort. The order among equal values does not matter (they are equal), so
+    the sort need not be stable."""
+    order = np.argsort(values)
     v, w = values[order], weights[order]
     cum = np.cumsum(w)
     total = cum[-1]
-    pos = q / 100.0 * (total - 1)  # linear interpolation between order statistics
-    lo = int(math.floor(pos))
-    hi = min(lo + 1, int(total) - 1)
-    vl = v[np.searchsorted(cum, lo + 1)]
-    vh = v[np.searchsorted(cum, hi + 1)]
-    return float(vl + (vh - vl) * (pos - lo))
+    out = []
+    for q in qs:
+        pos = q / 100.0 * (total - 1)  # linear interpolation between order statistics
+        lo = int(math.floor(pos))
+        hi = min(lo + 1, int(total) - 1)
+        vl = v[np.searchsorted(cum, lo + 1)]
+        vh = v[np.searchsorted(cum, hi + 1)]
+        out.append(float(vl + (vh - vl) * (pos - lo)))
+    return out
+
+
+def weighted_percentile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
+    """Percentile of values with integer multiplicities (same as np.percentile of the expansion)."""
+    return weighted_percentiles(values, weights, (q,))[0]
 
 
 def _pcts(name: str, x: np.ndarray, w: np.ndarray | None = None) -> dict:
@@ -249,8 +259,8 @@ def _pcts(name: str, x: np.ndarray, w: np.ndarray | None = None) -> dict:
             out[f"{name}_p{q}_s"] = float(np.percentile(x, q))
     else:
         out[f"{name}_mean_s"] = float(np.average(x, weights=w))
-        for q in (50, 90, 99):
-            out[f"{name}_p{q}_s"] = weighted_percentile(x, w, q)
+        for q, v in zip((50, 90, 99), weighted_percentiles(x, w, (50, 90, 99))):
+            out[f"{name}_p{q}_s"] = v
     return out
 
 
@@ -292,7 +302,8 @@ def expand_itl(first: tuple, runs) -> tuple[np.ndarray, np.ndarray]:
             return np.maximum(np.maximum(Li[:, 0] + Li[:, 1] * jj, Li[:, 2] + Li[:, 3] * jj), Li[:, 4] + Li[:, 5] * jj)
 
         cur = step(j)
-        gap = np.where(kind[idx] == 1, tau[idx] + cur - step(j - 1), cur)
+        train = kind[idx] == 1
+        gap = np.where(train, tau[idx] + cur - step(j - 1), cur) if train.any() else cur
         vals.append(gap)
         wts.append(n[idx])
     return np.concatenate(vals), np.concatenate(wts)
