@@ -294,8 +294,15 @@ def _comm_parts_grouped(model: Model, system: System, plans: PlanArray, *, token
         pairs = tokens / plans.width * model.moe.top_k * plans.expert_tp * load.load_factor
         messages = [pairs * d * get_dtype(dt).bytes for dt in (dispatch_dtype or ACTIVATION_DTYPE, ACTIVATION_DTYPE)]
         layers = plans.pp * phi * model.n_moe_layers
-        ep_s = zero + layers * sum(_tiered_grouped(plans, plans.ep_tier, plans.width, system, all_to_all_s,
-                                                   two_tier_all_to_all_s, messages=messages))
+        if get_dtype(dispatch_dtype or ACTIVATION_DTYPE).bytes == get_dtype(ACTIVATION_DTYPE).bytes:
+            # dispatch and combine move the same bytes: one evaluation serves both (the same sum, bit for bit)
+            one = _tiered_grouped(plans, plans.ep_tier, plans.width, system, all_to_all_s, two_tier_all_to_all_s,
+                                  messages=messages[:1])[0]
+            parts = [one, one]
+        else:
+            parts = _tiered_grouped(plans, plans.ep_tier, plans.width, system, all_to_all_s, two_tier_all_to_all_s,
+                                    messages=messages)
+        ep_s = zero + layers * sum(parts)
         ep_bytes = np.where(plans.ep_tier != 0, layers * sum(messages), zero)
     hop_msg = tokens * d * act / plans.width
     hops_s = zero
