@@ -168,7 +168,8 @@ def main() -> None:
               f"load average {' '.join(f'{x:.1f}' for x in meta['load_average'])}; best of {args.repeats}")
         multi = len(args.src) > 1
         print(f"{'scenario':9} {'deployment':34} {'requests':>9} {'simulate s':>10} {'cpu s':>7} {'req/s':>9} "
-              f"{'vs target':>9} {'req/cpu-s':>9} {'events':>9} {'summary s':>9} {'TTFT p50':>9} {'TPOT p50':>9}" + ("  src" if multi else ""))
+              f"{'vs target':>9} {'req/cpu-s':>9} {'events':>9} {'summary s':>9} {'TTFT p50':>9} {'TPOT p50':>9}"
+              + ("  src" if multi else ""))
         for (src, name, n), r in best.items():
             print(f"{name:9} {r['model'] + ' / ' + r['system'] + ' ' + r['plan']:34} {n:>9,} {r['simulate_s']:>10.2f} "
                   f"{r['simulate_cpu_s']:>7.2f} {r['requests_per_s']:>9,.0f} {r['requests_per_s'] / TARGET_RPS:>8.2f}x "

@@ -167,38 +167,28 @@ class Engine:
         cid = self.wl.class_id
         self.pool_of = [self.route[0]] * self.n if len(set(map(id, self.route))) == 1 else [
             self.route[c] for c in cid.tolist()]
-        # whole-prompt prefill parts per request (from the cached prefix), one vectorised call per pool
-        pf_c, pf_k = np.zeros(self.n), np.zeros(self.n)
-        cached = np.asarray(self.cached, dtype=np.int64)
-        for p in {id(p): p for p in self.route}.values():
-            classes = [c for c, q in enumerate(self.route) if q is p]
-            idx = np.nonzero(np.isin(cid, classes))[0]
-            if idx.size:
-                c, k = p.model.prefill_parts(idx, cached[idx], self.wl.prompt_tokens[idx], self.wl.prompt_tokens[idx])
-                pf_c[idx], pf_k[idx] = c, k
-        self.pf_c, self.pf_k = pf_c.tolist(), pf_k.tolist()
-        self._kv_tables(cid)
-
-    def _kv_tables(self, cid: np.ndarray) -> None:
-        """Per request, from its entry pool's held-KV function (vectorised; the same arithmetic as
-        the scalar ``Pool.held``): ``too_big`` (its whole KV, prompt + output - 1 tokens, exceeds the
-        KV capacity here or in the pool its prefilled KV moves to), ``h_need`` (that KV: a static
-        batch's reservation) and ``h_first`` (the KV after its first prefill and one decode step)."""
-        n = self.n
-        prompt = self.wl.prompt_tokens
+        # per request, one vectorised call per entry pool: whole-prompt prefill parts (from the cached
+        # prefix) and, by the same arithmetic as the scalar ``Pool.held``, ``too_big`` (its whole KV,
+        # prompt + output - 1 tokens, exceeds the KV capacity here or where its prefilled KV moves),
+        # ``h_need`` (that KV: a static batch's reservation) and ``h_first`` (KV after its prefill
+        # and one decode step)
+        n, prompt = self.n, self.wl.prompt_tokens
         need = prompt + self.wl.output_tokens - 1
-        too_big, h_need, h_first = np.zeros(n, dtype=bool), np.zeros(n), np.zeros(n)
+        pf_c, pf_k, h_need, h_first = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
+        too_big = np.zeros(n, dtype=bool)
+        cached = np.asarray(self.cached, dtype=np.int64)
         for p in {id(p): p for p in self.route}.values():
             idx = np.nonzero(np.isin(cid, [c for c, q in enumerate(self.route) if q is p]))[0]
             if not idx.size:
                 continue
+            pf_c[idx], pf_k[idx] = p.model.prefill_parts(idx, cached[idx], prompt[idx], prompt[idx])
             h_need[idx] = p.model.held(need[idx])
             h_first[idx] = p.model.held(prompt[idx] + 1)
             big = h_need[idx] > p.model.kv_capacity_bytes
-            nxt = p.next_pool
-            if nxt is not None:
-                big |= np.asarray(nxt.model.held(need[idx]), dtype=float) > nxt.model.kv_capacity_bytes
+            if p.next_pool is not None:
+                big |= np.asarray(p.next_pool.model.held(need[idx]), dtype=float) > p.next_pool.model.kv_capacity_bytes
             too_big[idx] = big
+        self.pf_c, self.pf_k = pf_c.tolist(), pf_k.tolist()
         self.too_big, self.h_need, self.h_first = too_big.tolist(), h_need.tolist(), h_first.tolist()
 
     def add_pool(self, name: str, kind: str, scheduler: Scheduler, model: StepModel, replicas: int, batch_cap: int,
