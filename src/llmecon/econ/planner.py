@@ -120,6 +120,27 @@ def candidate_plans(model: Model, system: System, *, max_chips: int, pp_choices=
     return [plan for plan, _ in _candidates(model, system, max_chips=max_chips, pp_choices=pp_choices)]
 
 
+_TABLES: dict = {}  # (id(model), id(system), max_chips, pp_choices) -> (model, system, PlanArray)
+_TABLES_MAX = 64
+
+
+def candidate_table(model: Model, system: System, *, max_chips: int, pp_choices=PP_CHOICES) -> PlanArray:
+    """``candidate_plans`` placed on ``system`` as a ``PlanArray``, cached per (model, system,
+    max_chips, pp_choices): enumerating and validating ~2,600 plans costs tens of ms and depends on
+    nothing else. Keyed by the objects' identity (frozen; the catalogue hands out one object per
+    name); an entry holds them, so an id is not reused while it is cached. Callers must not write
+    into the arrays (``PlanArray.take`` copies)."""
+    key = (id(model), id(system), max_chips, tuple(pp_choices))
+    hit = _TABLES.get(key)
+    if hit is not None and hit[0] is model and hit[1] is system:
+        return hit[2]
+    if len(_TABLES) >= _TABLES_MAX:
+        _TABLES.clear()
+    table = PlanArray.from_placed(_candidates(model, system, max_chips=max_chips, pp_choices=pp_choices))
+    _TABLES[key] = (model, system, table)
+    return table
+
+
 def _candidates(model: Model, system: System, *, max_chips: int, pp_choices=PP_CHOICES) -> list:
     """(plan, placement) of every plan ``candidate_plans`` returns."""
     d = system.chips
@@ -406,8 +427,8 @@ def plan_deployment(model: Model, systems: list[System], *, targets: PlanTargets
             except SpecError as exc:
                 raise SpecError(f"{exc.rule} for {n}", field=exc.field, value=p, fix=exc.fix,
                                 show_value=False) from None
-    plans = {s.name: _fitting(model, s, PlanArray.from_placed(_candidates(
-        model, s, max_chips=options.max_chips, pp_choices=options.pp_choices)), options) for s in systems}
+    plans = {s.name: _fitting(model, s, candidate_table(model, s, max_chips=options.max_chips,
+                                                        pp_choices=options.pp_choices), options) for s in systems}
     if not any(len(t) for t in plans.values()):
         raise InfeasibleError(f"{model.name}'s weights do not fit any plan of up to {options.max_chips} chips on "
                               f"{', '.join(names)}", fix="raise {max_chips} or use a smaller {weight_dtype}")

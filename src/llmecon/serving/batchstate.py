@@ -34,8 +34,12 @@ def scalar(f: PiecewiseLinear):
 class DecodeSet:
     """Aggregates of one replica's running sequences; see the module docstring."""
 
-    def __init__(self, thetas: tuple[float, ...]):
+    def __init__(self, thetas: tuple[float, ...], funcs: tuple[PiecewiseLinear, ...] | None = None):
         self.thetas = list(thetas)
+        if funcs is not None:  # bound (compute, KV time, held KV): ``run_sums`` needs no arguments
+            fc, fk, fh = funcs
+            self._coef = (fc.f0, fc.a[0], fk.f0, fk.a[0], fh.f0, fh.a[0])
+            self._kcoef = [(th, fc.a[j + 1], fk.a[j + 1], fh.a[j + 1]) for j, th in enumerate(thetas)]
         self.G = 0
         self.n = 0
         self.S = 0
@@ -110,6 +114,29 @@ class DecodeSet:
                 dh += ah * nb
         return c, dc, k, dk, h, dh
 
+    def run_sums(self):
+        """``sums`` of the functions bound at construction (same arithmetic, fewer look-ups)."""
+        n, S = self.n, self.S
+        fc0, ac, fk0, ak, fh0, ah = self._coef
+        c = n * fc0 + ac * S
+        dc = ac * n
+        k = n * fk0 + ak * S
+        dk = ak * n
+        h = n * fh0 + ah * S
+        dh = ah * n
+        if self._kcoef:
+            nbs, sbs = self.nb, self.sb
+            for j, (th, ac, ak, ah) in enumerate(self._kcoef):
+                nb = nbs[j]
+                below = sbs[j] + th * (n - nb)
+                c += ac * below
+                dc += ac * nb
+                k += ak * below
+                dk += ak * nb
+                h += ah * below
+                dh += ah * nb
+        return c, dc, k, dk, h, dh
+
     def slope(self, f: PiecewiseLinear) -> float:
         """Increase of ``total(f)`` per decode step (no kink crossed)."""
         v = f.a[0] * self.n
@@ -144,27 +171,38 @@ class DecodeSet:
     def advance(self, k: int) -> list[int]:
         """Advance k steps; apply kink crossings; return the rids that have all their tokens now."""
         G = self.G = self.G + k
-        self.S += k * self.n
-        cross = self.cross
+        n = self.n
+        self.S += k * n
+        members = self.members
         if self.thetas:
-            for j in range(len(self.thetas)):
-                self.sb[j] += k * self.nb[j]
-        while cross:
-            self._clean(cross)
-            if not cross or cross[0][0] > G:
-                break
-            _, j, rid, _ = heapq.heappop(cross)
-            self.nb[j] -= 1
-            self.sb[j] -= self.thetas[j]
+            nbs, sbs, thetas = self.nb, self.sb, self.thetas
+            for j in range(len(thetas)):
+                sbs[j] += k * nbs[j]
+            cross = self.cross
+            while cross and cross[0][0] <= G:  # stale entries (removed sequences) are dropped unapplied
+                _, j, rid, stint = heapq.heappop(cross)
+                m = members.get(rid)
+                if m is not None and m[2] == stint:
+                    nbs[j] -= 1
+                    sbs[j] -= thetas[j]
         done = []
         fin = self.fin
-        while fin:
-            self._clean(fin)
-            if not fin or fin[0][0] > G:
-                break
-            done.append(heapq.heappop(fin)[1])
-        for rid in done:
-            self.remove(rid)
+        while fin and fin[0][0] <= G:
+            _, rid, stint = heapq.heappop(fin)
+            m = members.get(rid)
+            if m is not None and m[2] == stint:
+                done.append(rid)
+        if done:
+            if self.thetas:
+                for rid in done:
+                    self.remove(rid)
+            else:  # ``remove`` without kinks
+                S = self.S
+                for rid in done:
+                    G0, L0, _ = members.pop(rid)
+                    S -= L0 + G - G0
+                self.S = S
+                self.n = n - len(done)
         return done
 
     def newest(self) -> int | None:
@@ -179,6 +217,15 @@ def sum_max_affine(lines: tuple[tuple[float, float], ...], k: int) -> float:
     """sum_{j=0}^{k-1} max_i (a_i + b_i·j) exactly (upper envelope of lines, integer breakpoints)."""
     if k <= 1:
         return max([a for a, _ in lines]) if k == 1 else 0.0
+    a, b = lines[0]
+    for a2, b2 in lines:  # the line on top at j = 0 (ties: the steeper one)
+        if a2 > a or (a2 == a and b2 > b):
+            a, b = a2, b2
+    for _, b2 in lines:
+        if b2 > b:
+            break
+    else:  # it is also the steepest: on top throughout (the loop below's single segment)
+        return 0.0 + (k * a + b * (k - 1) * k / 2.0)
     j, total = 0, 0.0
     while j < k:
         a, b = lines[0]

@@ -85,7 +85,8 @@ class Replica:
 
     def __init__(self, pool: Pool, index: int):
         self.pool, self.index = pool, index
-        self.ds = DecodeSet(pool.model.thetas)
+        m = pool.model
+        self.ds = DecodeSet(m.thetas, (m.dec_compute, m.dec_kv, m.held))
         self.scheduled: float | None = None  # time of the pending act, None when idle
         self.version = 0
         self.partial: list[list[int]] = []  # chunked prefill in progress: [rid, done, stop]
@@ -103,6 +104,7 @@ class Engine:
                  progress: Callable[[float], None] | None = None):
         self.wl, self.cfg, self.progress = wl, cfg, progress
         self.closed_form = cfg.closed_form_runs
+        self.max_queue = cfg.max_queue
         n = wl.n
         self.n = n
         self.arr = wl.arrival_s.tolist()
@@ -111,6 +113,7 @@ class Engine:
         horizon = cfg.horizon_s if cfg.horizon_s is not None else (
             wl.duration_s if wl.duration_s is not None else (self.arr[-1] if n else 0.0))
         self.horizon = math.inf if cfg.drain else float(horizon)
+        self.arr.append(math.inf)  # sentinel: arr[i] is the next arrival time, inf after the last
         self.t_admit = [math.nan] * n
         self.t_first = [math.nan] * n
         self.t_done = [math.nan] * n
@@ -126,11 +129,11 @@ class Engine:
         self.sum_arr = 0.0
         self.sum_dep = 0.0
         self.itl_first = (array("d"), array("d"))  # (gap, weight) of each run's first step
-        self.itl_runs: list[tuple] = []  # (kind, lines, k, n, tau): gaps of steps 1..k-1
+        self.itl_runs = array("d")  # RUN_COLUMNS per run of k > 1 steps (``record_run``): gaps of steps 1..k-1
         self.timeline = (array("d"), array("d"), array("d"))  # time, waiting, running (at each act)
         self.events = 0
         self._seq = 0
-        self.heap: list = []
+        self.heap: list = [(math.inf, 0, _ACT, None, None)]  # sentinel: never popped (the loop stops first)
         self.end_time = 0.0
         self._build_pools(models)
 
@@ -162,17 +165,31 @@ class Engine:
         self._total_max = int((self.wl.prompt_tokens + self.wl.output_tokens).max()) if self.n else 1
         self.route = self.cfg.policy.build(self, models)
         cid = self.wl.class_id
-        self.pool_of = [self.route[c] for c in cid.tolist()]
-        # whole-prompt prefill parts per request (from the cached prefix), one vectorised call per pool
-        pf_c, pf_k = np.zeros(self.n), np.zeros(self.n)
+        self.pool_of = [self.route[0]] * self.n if len(set(map(id, self.route))) == 1 else [
+            self.route[c] for c in cid.tolist()]
+        # per request, one vectorised call per entry pool: whole-prompt prefill parts (from the cached
+        # prefix) and, by the same arithmetic as the scalar ``Pool.held``, ``too_big`` (its whole KV,
+        # prompt + output - 1 tokens, exceeds the KV capacity here or where its prefilled KV moves),
+        # ``h_need`` (that KV: a static batch's reservation) and ``h_first`` (KV after its prefill
+        # and one decode step)
+        n, prompt = self.n, self.wl.prompt_tokens
+        need = prompt + self.wl.output_tokens - 1
+        pf_c, pf_k, h_need, h_first = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
+        too_big = np.zeros(n, dtype=bool)
         cached = np.asarray(self.cached, dtype=np.int64)
         for p in {id(p): p for p in self.route}.values():
-            classes = [c for c, q in enumerate(self.route) if q is p]
-            idx = np.nonzero(np.isin(cid, classes))[0]
-            if idx.size:
-                c, k = p.model.prefill_parts(idx, cached[idx], self.wl.prompt_tokens[idx], self.wl.prompt_tokens[idx])
-                pf_c[idx], pf_k[idx] = c, k
+            idx = np.nonzero(np.isin(cid, [c for c, q in enumerate(self.route) if q is p]))[0]
+            if not idx.size:
+                continue
+            pf_c[idx], pf_k[idx] = p.model.prefill_parts(idx, cached[idx], prompt[idx], prompt[idx])
+            h_need[idx] = p.model.held(need[idx])
+            h_first[idx] = p.model.held(prompt[idx] + 1)
+            big = h_need[idx] > p.model.kv_capacity_bytes
+            if p.next_pool is not None:
+                big |= np.asarray(p.next_pool.model.held(need[idx]), dtype=float) > p.next_pool.model.kv_capacity_bytes
+            too_big[idx] = big
         self.pf_c, self.pf_k = pf_c.tolist(), pf_k.tolist()
+        self.too_big, self.h_need, self.h_first = too_big.tolist(), h_need.tolist(), h_first.tolist()
 
     def add_pool(self, name: str, kind: str, scheduler: Scheduler, model: StepModel, replicas: int, batch_cap: int,
                  *, budget: int, preemption: str) -> Pool:
@@ -243,21 +260,22 @@ class Engine:
         horizon = self.horizon
         arrive, heappop = self._arrive, heapq.heappop
         tl_t, tl_waiting, tl_running = (a.append for a in self.timeline)
+        progress = self.progress
         events = self.events
         i = 0
+        t_arr = arr[0]
         tick = max(1, n // 200)
         while True:
-            t_arr = arr[i] if i < n else math.inf
-            t_ev = heap[0][0] if heap else math.inf
-            if t_arr <= t_ev:
-                if t_arr >= horizon or t_arr == math.inf:
+            if t_arr <= heap[0][0]:  # both sentinels are inf: the run stops at the horizon at the latest
+                if t_arr >= horizon:
                     break
                 arrive(i, t_arr)
                 i += 1
-                if self.progress is not None and i % tick == 0:
-                    self.progress(i / n)
+                t_arr = arr[i]
+                if progress is not None and i % tick == 0:
+                    progress(i / n)
                 continue
-            if t_ev > horizon:
+            if heap[0][0] > horizon:
                 break
             t, _, kind, obj, arg = heappop(heap)
             if kind == _ACT:  # replica ``obj`` decides: record the queue, then its pool's policy acts
@@ -283,12 +301,9 @@ class Engine:
         self.n_arrived += 1
         self.sum_arr += t
         pool = self.pool_of[rid]
-        need = self.prompt[rid] + self.out[rid] - 1
-        nxt = pool.next_pool
-        if pool.held(need) > pool.model.kv_capacity_bytes or (
-                nxt is not None and nxt.held(need) > nxt.model.kv_capacity_bytes):
+        if self.too_big[rid]:
             return self._reject(rid, t, Reason.KV_CAPACITY)
-        if self.cfg.max_queue is not None and len(pool.queue) >= self.cfg.max_queue:
+        if self.max_queue is not None and len(pool.queue) >= self.max_queue:
             return self._reject(rid, t, Reason.QUEUE_FULL)
         pool.queue.append(rid)
         pool.wake(self, pool, t)
@@ -326,30 +341,31 @@ class Engine:
         cap_kv = pool.model.kv_capacity_bytes
         # KV after the next decode step (every running sequence one token longer) must fit: then a
         # head-of-line request that does not fit stays blocked until a completion (KV only grows)
-        used = ds.total(pool.model.held, 1) + sum(held(p[2] + 1) for p in rep.partial)
+        used = ds.total(pool.model.held, 1) + (sum(held(p[2] + 1) for p in rep.partial) if rep.partial else 0)
         slots = (pool.batch_cap - ds.n - len(rep.partial)) if room is None else room
         out, tok = [], 0
+        resume, prompt, gen, status, t_admit = self.resume, self.prompt, self.gen, self.status, self.t_admit
         while q and len(out) < slots:
             rid = q[0]
-            r = self.resume[rid]
-            if r == PREFILL:
-                need = self.prompt[rid] + self.gen[rid] - self.cached[rid]
-                L_after = self.prompt[rid] + self.gen[rid]
+            g = gen[rid]
+            if resume[rid] == PREFILL:
+                need = prompt[rid] + g - self.cached[rid]
+                # KV at L_after + 1, L_after = prompt + generated (precomputed for a first prefill)
+                h = self.h_need[rid] if whole else self.h_first[rid] if g == 0 else held(prompt[rid] + g + 1)
             else:
                 need = 0
-                L_after = self.prompt[rid] + self.gen[rid] - 1
+                h = self.h_need[rid] if whole else held(prompt[rid] + g)  # L_after = prompt + generated - 1
             if out and tok + need > budget:
                 break
-            h = held(L_after + 1 if not whole else self.prompt[rid] + self.out[rid] - 1)
             if used + h > cap_kv:
                 break
             q.popleft()
             out.append(rid)
             tok += need
             used += h
-            self.status[rid] = RUNNING
-            if self.t_admit[rid] != self.t_admit[rid]:
-                self.t_admit[rid] = t
+            status[rid] = RUNNING
+            if t_admit[rid] != t_admit[rid]:
+                t_admit[rid] = t
         return out
 
     def swap_s(self, pool: Pool, L: int) -> float:
@@ -364,20 +380,25 @@ class Engine:
         m = pool.model
         pc = pk = stall = 0.0
         tok = 0
+        resume, prompt, gen, cached = self.resume, self.prompt, self.gen, self.cached
         for rid in admitted:
-            r = self.resume[rid]
-            if r == SWAP_IN:
-                stall += self.swap_s(pool, self.prompt[rid] + self.gen[rid] - 1)
-            elif r == PREFILL:
-                g = self.gen[rid]
+            r = resume[rid]
+            if r == PREFILL:
+                g = gen[rid]
                 if g == 0:
                     c, k = self.pf_c[rid], self.pf_k[rid]
                 else:
-                    c, k = m.prefill_part(rid, self.cached[rid], self.prompt[rid] + g, self.prompt[rid] + g)
+                    c, k = m.prefill_part(rid, cached[rid], prompt[rid] + g, prompt[rid] + g)
                 pc += c
                 pk += k
-                tok += self.prompt[rid] + g - self.cached[rid]
-        dur = (m.step_s(compute_s=pc, kv_s=pk, tokens=tok) if tok else 0.0) + stall
+                tok += prompt[rid] + g - cached[rid]
+            elif r == SWAP_IN:
+                stall += self.swap_s(pool, prompt[rid] + gen[rid] - 1)
+        if tok:  # the roofline of the iteration (StepModel.step_s)
+            b, w, x = m.terms(tok)
+            dur = max(b + pc, w + pk, x) + stall
+        else:
+            dur = 0.0 + stall
         end = t + dur
         if end > self.horizon:
             for rid in reversed(admitted):
@@ -392,12 +413,13 @@ class Engine:
         pool.busy_s += dur
         pool.iterations += 1
         pool.tokens += tok
+        t_first, nxt = self.t_first, pool.next_pool
         for rid in admitted:
-            if self.resume[rid] == PREFILL:
-                self.gen[rid] += 1
-                if self.t_first[rid] != self.t_first[rid]:
-                    self.t_first[rid] = end
-                if pool.next_pool is not None and self.gen[rid] < self.out[rid]:
+            if resume[rid] == PREFILL:
+                gen[rid] += 1
+                if t_first[rid] != t_first[rid]:
+                    t_first[rid] = end
+                if nxt is not None and gen[rid] < self.out[rid]:
                     self._send(rep, rid, end)
                     continue
             self.join(rep, rid, end)
@@ -407,13 +429,14 @@ class Engine:
     def join(self, rep: Replica, rid: int, t: float) -> None:
         """A sequence with KV in place starts (or resumes) decoding; finishes if it has all tokens."""
         self.resume[rid] = PREFILL
-        if self.gen[rid] >= self.out[rid]:
+        g, o = self.gen[rid], self.out[rid]
+        if g >= o:
             self.finish(rid, t)
             return
-        L = self.prompt[rid] + self.gen[rid] - 1
-        rep.ds.add(rid, L, self.out[rid] - self.gen[rid])
+        rep.ds.add(rid, self.prompt[rid] + g - 1, o - g)
         self.join_t[rid] = t
-        rep.groups[t] = rep.groups.get(t, 0) + 1
+        groups = rep.groups
+        groups[t] = groups.get(t, 0) + 1
 
     def _send(self, rep: Replica, rid: int, end: float) -> None:
         """Disaggregated: queue the request's KV on the prefill replica's scale-out link (FIFO)."""
@@ -461,23 +484,36 @@ class Engine:
     def run_lines(self, rep: Replica, extra_c: float = 0.0, extra_k: float = 0.0, extra_tok: int = 0):
         """The (value at step 0, increase per step) of the compute, memory and comm terms of a run
         of decode steps, plus prefill chunks riding along in its first step."""
-        ds, m = rep.ds, rep.pool.model
-        c0, dc, k0, dk, _, _ = ds.sums(m.dec_compute, m.dec_kv, m.held)
-        n = ds.n + extra_tok
-        return ((m.base_s(n) + c0 + extra_c, dc), (m.weights_s(n) + k0 + extra_k, dk), (m.comm_s(n), 0.0))
+        ds = rep.ds
+        c0, dc, k0, dk, _, _ = ds.run_sums()
+        b, w, x = rep.pool.model.terms(ds.n + extra_tok)
+        return ((b + c0 + extra_c, dc), (w + k0 + extra_k, dk), (x, 0.0))
+
+    def record_run(self, kind: int, lines, k: int, n: int, tau: float) -> None:
+        """A run of ``k`` > 1 steps of ``n`` sequences (kind 0: back to back; 1: trains every
+        ``tau``): ``metrics.expand_itl`` expands the gaps of its steps 1..k-1 at the end."""
+        (a0, b0), (a1, b1), (a2, b2) = lines
+        self.itl_runs.extend((kind, a0, b0, a1, b1, a2, b2, k, n, tau))
 
     def advance_decodes(self, rep: Replica, k: int, end: float) -> None:
         """The running batch advances ``k`` steps ending at ``end``: finished requests complete, the
         rest form one group whose last token came at ``end``."""
         ds = rep.ds
         n = ds.n
-        done = ds.advance(k) if n else []
-        rep.groups = {end: n - len(done)} if n > len(done) else {}
+        done = ds.advance(k) if n else ()
+        left = n - len(done)
+        rep.groups = {end: left} if left > 0 else {}
         rep.last_run_end = end
-        out, gen = self.out, self.gen
-        for rid in done:
-            gen[rid] = out[rid]
-            self.finish(rid, end)
+        if done:  # ``finish`` of each, in order
+            out, gen, status, t_done = self.out, self.gen, self.status, self.t_done
+            sum_dep = self.sum_dep
+            for rid in done:
+                gen[rid] = out[rid]
+                status[rid] = COMPLETED
+                t_done[rid] = end
+                sum_dep += end
+            self.sum_dep = sum_dep
+            self.n_departed += len(done)
 
     def decode_run(self, rep: Replica, t: float) -> None:
         """Decode iterations for the running batch: as many identical-composition steps as no event
@@ -486,21 +522,23 @@ class Engine:
         m = pool.model
         stall = 0.0
         cap = m.kv_capacity_bytes
-        c0, dc, k0, dk, h0, dh = ds.sums(m.dec_compute, m.dec_kv, m.held)
+        c0, dc, k0, dk, h0, dh = ds.run_sums()
         if h0 + dh > cap:
             stall = self.preempt(rep)
-            c0, dc, k0, dk, h0, dh = ds.sums(m.dec_compute, m.dec_kv, m.held)
+            c0, dc, k0, dk, h0, dh = ds.run_sums()
         k = ds.steps_to_event() if self.closed_form else 1
         if dh > 0 and k > 1:
             k = min(k, int((cap - h0) // dh))
         k = max(int(min(k, 1 << 40)), 1)
         n = ds.n
-        lines = ((m.base_s(n) + c0, dc), (m.weights_s(n) + k0, dk), (m.comm_s(n), 0.0))
-        first = max(lines[0][0], lines[1][0], lines[2][0])
+        b, w, x = m.terms(n)
+        l0, l1 = b + c0, w + k0
+        lines = ((l0, dc), (l1, dk), (x, 0.0))
+        first = max(l0, l1, x)
         dur = None
         # arrivals matter only if the batch has room and nobody is blocked ahead of them
-        if k > 1 and (pool.multi or (ds.n < pool.batch_cap and not pool.queue and not pool.static_batches)):
-            t_next = self.next_arrival(pool)
+        if k > 1 and (pool.multi or (n < pool.batch_cap and not pool.queue and not pool.static_batches)):
+            t_next = self.next_arrival(pool) if (pool.pending or pool.sources) else self.arr[self.n_arrived]
             if t + stall + first >= t_next:
                 k = 1
             elif t_next < math.inf:
@@ -515,13 +553,15 @@ class Engine:
             dur = sum_max_affine(lines, k)
         dur += stall
         end = t + dur
-        g = t + stall + first
-        gaps, wts = self.itl_first
-        for tg, cnt in rep.groups.items():
-            gaps.append(g - tg)
-            wts.append(cnt)
+        groups = rep.groups
+        if groups:
+            g = t + stall + first
+            gaps, wts = self.itl_first
+            for tg, cnt in groups.items():
+                gaps.append(g - tg)
+                wts.append(cnt)
         if k > 1:
-            self.itl_runs.append((0, lines, k, n, 0.0))
+            self.itl_runs.extend((0, l0, dc, l1, dk, x, 0.0, k, n, 0.0))  # record_run, inlined
         self.advance_decodes(rep, k, end)
         pool.busy_s += dur
         pool.iterations += k
@@ -530,8 +570,7 @@ class Engine:
 
     def next_arrival(self, pool: Pool) -> float:
         """Earliest time a request could next join ``pool``'s queue (a lower bound)."""
-        i = self.n_arrived  # arrivals are processed in order: the next one not yet arrived
-        t = self.arr[i] if i < self.n else math.inf
+        t = self.arr[self.n_arrived]  # arrivals are processed in order: the next one not yet arrived (inf: none)
         if pool.pending:
             t = min(t, pool.pending[0])
         # a new KV delivery needs a source pool's prefill iteration to end first; running ones have theirs queued

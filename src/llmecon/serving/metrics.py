@@ -223,18 +223,28 @@ def _reasons(reasons: np.ndarray) -> dict[str, int]:
     return {str(v): int(c) for v, c in zip(vals, counts)}
 
 
-def weighted_percentile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
-    """Percentile of values with integer multiplicities (same as np.percentile of the expansion)."""
-    order = np.argsort(values, kind="stable")
+def weighted_percentiles(values: np.ndarray, weights: np.ndarray, qs) -> list[float]:
+    """Percentiles ``qs`` of values with integer multiplicities (same as np.percentile of the
+    expansion), from one sort. The order among equal values does not matter (they are equal), so
+    the sort need not be stable."""
+    order = np.argsort(values)
     v, w = values[order], weights[order]
     cum = np.cumsum(w)
     total = cum[-1]
-    pos = q / 100.0 * (total - 1)  # linear interpolation between order statistics
-    lo = int(math.floor(pos))
-    hi = min(lo + 1, int(total) - 1)
-    vl = v[np.searchsorted(cum, lo + 1)]
-    vh = v[np.searchsorted(cum, hi + 1)]
-    return float(vl + (vh - vl) * (pos - lo))
+    out = []
+    for q in qs:
+        pos = q / 100.0 * (total - 1)  # linear interpolation between order statistics
+        lo = int(math.floor(pos))
+        hi = min(lo + 1, int(total) - 1)
+        vl = v[np.searchsorted(cum, lo + 1)]
+        vh = v[np.searchsorted(cum, hi + 1)]
+        out.append(float(vl + (vh - vl) * (pos - lo)))
+    return out
+
+
+def weighted_percentile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
+    """Percentile of values with integer multiplicities (same as np.percentile of the expansion)."""
+    return weighted_percentiles(values, weights, (q,))[0]
 
 
 def _pcts(name: str, x: np.ndarray, w: np.ndarray | None = None) -> dict:
@@ -249,8 +259,8 @@ def _pcts(name: str, x: np.ndarray, w: np.ndarray | None = None) -> dict:
             out[f"{name}_p{q}_s"] = float(np.percentile(x, q))
     else:
         out[f"{name}_mean_s"] = float(np.average(x, weights=w))
-        for q in (50, 90, 99):
-            out[f"{name}_p{q}_s"] = weighted_percentile(x, w, q)
+        for q, v in zip((50, 90, 99), weighted_percentiles(x, w, (50, 90, 99))):
+            out[f"{name}_p{q}_s"] = v
     return out
 
 
@@ -268,27 +278,32 @@ def check_accounting(status: np.ndarray, *, arrived: int, generated: np.ndarray,
         raise InternalError("a completed request has its first token before arrival or finishes before it")
 
 
-def expand_itl(first: tuple, runs: list) -> tuple[np.ndarray, np.ndarray]:
+RUN_COLUMNS = 10  # per closed-form run (Engine.record_run): kind, (a, b) of its 3 lines, k, n, tau
+
+
+def expand_itl(first: tuple, runs) -> tuple[np.ndarray, np.ndarray]:
     """Inter-token gaps as (values, weights): the recorded first gaps of each run, and steps
     1..k-1 of every closed-form run (continuous: the step times; train: tau + the change of step
-    time between consecutive trains), expanded vectorised."""
+    time between consecutive trains), expanded vectorised. ``runs`` holds ``RUN_COLUMNS`` floats per
+    run (kind, a0, b0, a1, b1, a2, b2, k, n, tau)."""
     vals = [np.frombuffer(first[0]) if len(first[0]) else np.zeros(0)]
     wts = [np.frombuffer(first[1]) if len(first[1]) else np.zeros(0)]
-    if runs:
-        kind = np.asarray([r[0] for r in runs])
-        k = np.asarray([r[2] for r in runs], dtype=np.int64) - 1
-        n = np.asarray([r[3] for r in runs], dtype=float)
-        tau = np.asarray([r[4] for r in runs], dtype=float)
-        L = np.asarray([[a for line in r[1] for a in line] for r in runs], dtype=float)  # 6 columns
-        idx = np.repeat(np.arange(len(runs)), k)
+    if len(runs):
+        R = np.frombuffer(runs).reshape(-1, RUN_COLUMNS)
+        kind = R[:, 0]
+        k = R[:, 7].astype(np.int64) - 1
+        n, tau = R[:, 8], R[:, 9]
+        L = R[:, 1:7]
+        idx = np.repeat(np.arange(R.shape[0]), k)
         j = np.arange(int(k.sum())) - np.repeat(np.cumsum(k) - k, k) + 1  # 1..k-1 in each run
+        Li = L[idx]
 
         def step(jj):
-            Li = L[idx]
             return np.maximum(np.maximum(Li[:, 0] + Li[:, 1] * jj, Li[:, 2] + Li[:, 3] * jj), Li[:, 4] + Li[:, 5] * jj)
 
         cur = step(j)
-        gap = np.where(kind[idx] == 1, tau[idx] + cur - step(j - 1), cur)
+        train = kind[idx] == 1
+        gap = np.where(train, tau[idx] + cur - step(j - 1), cur) if train.any() else cur
         vals.append(gap)
         wts.append(n[idx])
     return np.concatenate(vals), np.concatenate(wts)

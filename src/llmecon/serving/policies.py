@@ -228,7 +228,7 @@ class Train(_OnePool):
             gaps.append(t + first - tg)
             wts.append(cnt)
         if k > 1:
-            eng.itl_runs.append((1, lines, k, n, tau))
+            eng.record_run(1, lines, k, n, tau)
         eng.advance_decodes(rep, k, end)
         t_first = eng.t_first
         for rid in board:

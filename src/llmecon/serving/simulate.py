@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import math
 from dataclasses import replace
 from typing import Callable
@@ -35,9 +36,17 @@ def simulate(dep: Deployment | None, workload: Workload, config: SimConfig | Non
     if dep is not None:  # a sequence never exceeds the model's context (0 = unknown: not checked)
         workload.require_within_context(dep.model.max_context, model_name=dep.model.name)
     models = step_models(dep, cfg, service=service, workload=workload)
-    eng = Engine(models, workload, cfg, progress=progress)
-    eng.run()
-    return _result(eng)
+    # the cyclic collector stays off until the result is built: the run allocates millions of
+    # objects that are never part of a cycle, and collections over them would make it super-linear
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        eng = Engine(models, workload, cfg, progress=progress)
+        eng.run()
+        return _result(eng)
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _result(eng: Engine) -> SimResult:

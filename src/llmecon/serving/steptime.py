@@ -170,6 +170,15 @@ class StepModel:
         self._x = [0.0] + np.broadcast_to(np.asarray(r.time.comm_s, dtype=float), N.shape).tolist()
         self._b = [0.0] + np.broadcast_to(np.asarray(r.routed_compute_s, dtype=float), N.shape).tolist()
         self._extra: dict[int, tuple[float, float, float]] = {}
+        self._terms = list(zip(self._b, self._w, self._x))
+
+    def terms(self, n: int) -> tuple[float, float, float]:
+        """(``base_s``, ``weights_s``, ``comm_s``) of an iteration of ``n`` tokens in one call (the
+        engine's hot path: one table look-up)."""
+        t = self._terms
+        if n < len(t):
+            return t[n]
+        return self.base_s(n), self.weights_s(n), self.comm_s(n)
 
     def base_s(self, n: int) -> float:
         """Time an iteration of ``n`` tokens adds to its compute side: the busiest expert group's
@@ -238,7 +247,8 @@ class StepModel:
         """Roofline of one iteration from its summed per-sequence parts and its token count."""
         if tokens <= 0:
             return 0.0
-        return max(self.base_s(tokens) + compute_s, self.weights_s(tokens) + kv_s, self.comm_s(tokens))
+        b, w, x = self.terms(tokens)
+        return max(b + compute_s, w + kv_s, x)
 
 
 class FixedService(StepModel):
@@ -267,6 +277,7 @@ class FixedService(StepModel):
         self.kv_capacity_bytes = math.inf
         self.chips = 1
         self.dep = None
+        self._terms = [(0.0, 0.0, 0.0)]  # n >= 1: weights_s
 
     def base_s(self, n: int) -> float:
         return 0.0

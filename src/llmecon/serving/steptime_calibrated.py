@@ -84,6 +84,7 @@ class CalibratedStepModel(StepModel):
         self._w = [0.0] + np.asarray(x, dtype=float).tolist()
         self._x = self._w
         self._extra: dict[int, tuple[float, float, float]] = {}
+        self._terms = [(x, x, x) for x in self._w]
 
     def _big(self, n: int) -> tuple[float, float, float]:
         got = self._extra.get(n)

@@ -136,7 +136,7 @@ class PlanArray:
         at = np.full(len(self.plans), -1, dtype=np.int64)
         at[self.row] = np.arange(n)                     # one entry of each plan present
         at = at[at >= 0]
-        values, gid = np.unique(np.stack([k[at] for k in keys], axis=1), axis=0, return_inverse=True)
+        values, gid = _unique_rows(np.stack([k[at] for k in keys], axis=1))
         if len(values) == 1:
             return [(tuple(int(v) for v in values[0]), np.arange(n))]
         gid_of_plan = np.zeros(len(self.plans), dtype=np.int16 if len(values) < 2 ** 15 else np.int64)
@@ -145,6 +145,23 @@ class PlanArray:
         order = np.argsort(point_gid, kind="stable")    # a radix sort for int16
         bounds = np.cumsum(np.bincount(point_gid, minlength=len(values)))[:-1]
         return [(tuple(int(v) for v in values[g]), idx) for g, idx in enumerate(np.split(order, bounds))]
+
+
+def _unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(a, axis=0, return_inverse=True)`` for rows of small non-negative integers: each
+    row as one mixed-radix int64 (numeric order = the rows' lexicographic order), a 1-D unique being
+    several times faster than the row-wise one. Other inputs take the row-wise path."""
+    lo = a.min(axis=0) if a.size else None
+    if a.size and np.all(lo >= 0):
+        radix = a.max(axis=0).astype(np.int64) + 1
+        if float(np.prod(radix.astype(float))) < 2.0 ** 62:
+            code = np.zeros(a.shape[0], dtype=np.int64)
+            for j in range(a.shape[1]):
+                code = code * radix[j] + a[:, j]
+            _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+            return a[first], inverse
+    values, inverse = np.unique(a, axis=0, return_inverse=True)
+    return values, inverse
 
 
 def is_plan_array(plan) -> bool:

@@ -294,17 +294,21 @@ def _comm_parts_grouped(model: Model, system: System, plans: PlanArray, *, token
         pairs = tokens / plans.width * model.moe.top_k * plans.expert_tp * load.load_factor
         messages = [pairs * d * get_dtype(dt).bytes for dt in (dispatch_dtype or ACTIVATION_DTYPE, ACTIVATION_DTYPE)]
         layers = plans.pp * phi * model.n_moe_layers
-        ep_s = zero + layers * sum(_tiered_grouped(plans, plans.ep_tier, plans.width, system, all_to_all_s,
-                                                   two_tier_all_to_all_s, messages=messages))
+        if get_dtype(dispatch_dtype or ACTIVATION_DTYPE).bytes == get_dtype(ACTIVATION_DTYPE).bytes:
+            # dispatch and combine move the same bytes: one evaluation serves both (the same sum, bit for bit)
+            one = _tiered_grouped(plans, plans.ep_tier, plans.width, system, all_to_all_s, two_tier_all_to_all_s,
+                                  messages=messages[:1])[0]
+            parts = [one, one]
+        else:
+            parts = _tiered_grouped(plans, plans.ep_tier, plans.width, system, all_to_all_s, two_tier_all_to_all_s,
+                                    messages=messages)
+        ep_s = zero + layers * sum(parts)
         ep_bytes = np.where(plans.ep_tier != 0, layers * sum(messages), zero)
     hop_msg = tokens * d * act / plans.width
     hops_s = zero
     for hops, link in ((plans.pp_hops_up, system.scale_up), (plans.pp_hops_out, system.scale_out)):
-        used = hops > 0
-        if np.any(used):
-            part = np.zeros_like(tokens)
-            part[used] = hops[used] * p2p_s(message_bytes=hop_msg[used], link=link)
-            hops_s = hops_s + part
+        if np.any(hops > 0):  # hops x the send's cost: 0 where a plan has no hop on this link (the cost is finite)
+            hops_s = hops_s + hops * p2p_s(message_bytes=hop_msg, link=link)
     tp_bytes = zero + np.where(plans.tp > 1, plans.pp * phi * model.n_layers * 2 * tp_msg, 0.0)
     return CommParts(tp_all_reduce_s=tp_s, ep_all_to_all_s=ep_s, pp_hops_s=hops_s, tp_bytes=tp_bytes,
                      ep_bytes=ep_bytes, pp_hop_bytes=(plans.pp - 1) * hop_msg, tiers=plans.tiers)
