@@ -40,7 +40,8 @@ def _modules_after(argv: list[str]) -> list[str]:
 
 def test_analyze_imports_only_its_command_module_and_no_heavy_library():
     mods = _modules_after(["analyze", "--json"])
-    assert sorted(m for m in mods if m.startswith("llmecon.cli.")) == ["llmecon.cli.analyze", "llmecon.cli.options"]
+    assert sorted(m for m in mods if m.startswith("llmecon.cli.")) == ["llmecon.cli.analyze", "llmecon.cli.coerce",
+                                                                           "llmecon.cli.options"]
     for heavy in ("matplotlib", "pandas", "pyarrow", "dask", "scipy", "fastapi", "rich"):
         assert heavy not in mods, heavy
 

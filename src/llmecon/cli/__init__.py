@@ -104,8 +104,11 @@ def command(argv: list[str] | None = None):
 
     from ..errors import LlmeconError
 
+    from .coerce import native_coercion
+
     cmd = typer.main.get_command(build_app(argv))
     _harden(cmd)
+    native_coercion(cmd)  # plain option values parsed without importing pydantic (typer 0.28+)
     invoke = cmd.invoke
 
     def guarded(ctx):
