@@ -40,10 +40,20 @@ def build_app(argv: list[str] | None = None):
 
     from .options import app
 
-    names = COMMANDS.get(_invoked(argv or []), COMMAND_MODULES) if argv is not None else COMMAND_MODULES
+    invoked = _invoked(argv or []) if argv is not None else None
+    names = COMMANDS.get(invoked, COMMAND_MODULES)
     for name in names:
         importlib.import_module(f".{name}", __name__)
-    return app
+    if invoked not in COMMANDS:
+        return app
+    # only the invoked command is built into click parameters (its module's others are not: ~3 ms);
+    # a copy, so that the shared app keeps every registration
+    import copy
+
+    one = copy.copy(app)
+    one.registered_commands = [c for c in app.registered_commands if (c.name or c.callback.__name__) == invoked]
+    one.registered_groups = [g for g in app.registered_groups if g.name == invoked]
+    return one
 
 
 #: the largest magnitude any numeric option takes: no quantity llmecon reads is near it (a frontier
