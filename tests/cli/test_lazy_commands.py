@@ -52,3 +52,13 @@ def test_help_still_lists_every_command():
                          capture_output=True, text=True, check=True).stdout
     for name in COMMANDS:
         assert name in out, name
+
+
+def test_an_invoked_command_is_built_alone_and_the_shared_app_keeps_all():
+    one = build_app(["step", "--json"])
+    assert [c.name or c.callback.__name__ for c in one.registered_commands] == ["step"]
+    assert one.registered_groups == []
+    group = build_app(["catalog", "systems"])
+    assert [g.name for g in group.registered_groups] == ["catalog"] and group.registered_commands == []
+    everything = build_app()
+    assert {c.name or c.callback.__name__ for c in everything.registered_commands} >= {"analyze", "step", "batch"}

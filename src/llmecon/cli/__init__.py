@@ -34,8 +34,9 @@ def _invoked(argv) -> str | None:
 
 def build_app(argv: list[str] | None = None):
     """The typer app with the command modules registered (each decorates ``options.app``): only
-    those of the command ``argv`` invokes when it names a known one, else all (help, no command, a
-    misspelt one: typer then lists every command or suggests the nearest)."""
+    those of the command ``argv`` invokes when it names a known one, and then a copy of the app
+    holding that command alone; else all (help, no command, a misspelt one: typer then lists every
+    command or suggests the nearest)."""
     import importlib
 
     from .options import app
