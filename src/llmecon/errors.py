@@ -21,7 +21,6 @@ of a catalogue entry or file instead, which has no field ("accelerator h100: hbm
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable, Iterable
 
@@ -108,6 +107,8 @@ def without_field(exc: LlmeconError) -> LlmeconError:
 
 def did_you_mean(name: str, choices: Iterable[str]) -> str:
     """Return ``" (did you mean 'x'?)"`` for the closest choice, or ``""`` when none is close."""
+    import difflib  # only when a name is wrong (~2 ms at start-up otherwise)
+
     close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
 

@@ -40,7 +40,8 @@ def _modules_after(argv: list[str]) -> list[str]:
 
 def test_analyze_imports_only_its_command_module_and_no_heavy_library():
     mods = _modules_after(["analyze", "--json"])
-    assert sorted(m for m in mods if m.startswith("llmecon.cli.")) == ["llmecon.cli.analyze", "llmecon.cli.options"]
+    assert sorted(m for m in mods if m.startswith("llmecon.cli.")) == ["llmecon.cli.analyze", "llmecon.cli.coerce",
+                                                                           "llmecon.cli.options"]
     for heavy in ("matplotlib", "pandas", "pyarrow", "dask", "scipy", "fastapi", "rich"):
         assert heavy not in mods, heavy
 
@@ -51,3 +52,13 @@ def test_help_still_lists_every_command():
                          capture_output=True, text=True, check=True).stdout
     for name in COMMANDS:
         assert name in out, name
+
+
+def test_an_invoked_command_is_built_alone_and_the_shared_app_keeps_all():
+    one = build_app(["step", "--json"])
+    assert [c.name or c.callback.__name__ for c in one.registered_commands] == ["step"]
+    assert one.registered_groups == []
+    group = build_app(["catalog", "systems"])
+    assert [g.name for g in group.registered_groups] == ["catalog"] and group.registered_commands == []
+    everything = build_app()
+    assert {c.name or c.callback.__name__ for c in everything.registered_commands} >= {"analyze", "step", "batch"}

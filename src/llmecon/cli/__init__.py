@@ -34,16 +34,27 @@ def _invoked(argv) -> str | None:
 
 def build_app(argv: list[str] | None = None):
     """The typer app with the command modules registered (each decorates ``options.app``): only
-    those of the command ``argv`` invokes when it names a known one, else all (help, no command, a
-    misspelt one: typer then lists every command or suggests the nearest)."""
+    those of the command ``argv`` invokes when it names a known one, and then a copy of the app
+    holding that command alone; else all (help, no command, a misspelt one: typer then lists every
+    command or suggests the nearest)."""
     import importlib
 
     from .options import app
 
-    names = COMMANDS.get(_invoked(argv or []), COMMAND_MODULES) if argv is not None else COMMAND_MODULES
+    invoked = _invoked(argv or []) if argv is not None else None
+    names = COMMANDS.get(invoked, COMMAND_MODULES)
     for name in names:
         importlib.import_module(f".{name}", __name__)
-    return app
+    if invoked not in COMMANDS:
+        return app
+    # only the invoked command is built into click parameters (its module's others are not: ~3 ms);
+    # a copy, so that the shared app keeps every registration
+    import copy
+
+    one = copy.copy(app)
+    one.registered_commands = [c for c in app.registered_commands if (c.name or c.callback.__name__) == invoked]
+    one.registered_groups = [g for g in app.registered_groups if g.name == invoked]
+    return one
 
 
 #: the largest magnitude any numeric option takes: no quantity llmecon reads is near it (a frontier
@@ -104,8 +115,11 @@ def command(argv: list[str] | None = None):
 
     from ..errors import LlmeconError
 
+    from .coerce import native_coercion
+
     cmd = typer.main.get_command(build_app(argv))
     _harden(cmd)
+    native_coercion(cmd)  # plain option values parsed without importing pydantic (typer 0.28+)
     invoke = cmd.invoke
 
     def guarded(ctx):

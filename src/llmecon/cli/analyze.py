@@ -31,9 +31,12 @@ def analyze(
     """
     from ..econ.batching import analyze as analyze_deployment
     from ..report.analyze import analysis_dict, analysis_title, headline_lines
-    from ..report.html import check_html_path
 
-    report_path = check_html_path(report, "--report") if report is not None else None
+    report_path = None
+    if report is not None:
+        from ..report.html import check_html_path  # only with --report (html.entities: ~6 ms at start-up)
+
+        report_path = check_html_path(report, "--report")
     dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, adp=adp, profile=profile,
                       redundant_experts=redundant_experts)
     a = analyze_deployment(dep, context=context, batch=batch)

@@ -285,8 +285,10 @@ class BatchCurve:
 def default_batches(limit: int) -> np.ndarray:
     """1, 2, 3, ... then ~24 points per decade up to ``limit`` (integers, unique)."""
     limit = max(1, int(limit))
-    grid = np.unique(np.round(np.logspace(0, math.log10(limit), 24 * max(1, math.ceil(math.log10(limit + 1))))))
-    return np.unique(np.concatenate([grid, [float(limit)]]))
+    grid = np.round(np.logspace(0, math.log10(limit), 24 * max(1, math.ceil(math.log10(limit + 1)))))
+    grid = np.sort(np.concatenate([grid, [float(limit)]]))
+    # sorted, duplicates dropped: np.unique's result without its import of numpy.ma (~7 ms at start-up)
+    return grid[np.concatenate(([True], grid[1:] != grid[:-1]))]
 
 
 def batch_curve(dep: Deployment, *, context: float, batches=None) -> BatchCurve:

@@ -126,13 +126,26 @@ def _max_given_union(slots: int, ranks: int) -> np.ndarray:
     return out
 
 
-def _union_step(probs: list[np.ndarray], dist: np.ndarray) -> np.ndarray:
-    """One more token: the union grows by n with probability probs[n][u]."""
-    nxt = np.zeros_like(dist)
-    size = dist.size
-    for n, pn in enumerate(probs):
-        nxt[n:] += (dist * pn)[:size - n]
-    return nxt
+def _union_stepper(probs: np.ndarray):
+    """The step "one more token: the union grows by n with probability probs[n][u]" as a function of
+    the union's distribution ``dist``.
+
+    nxt[u] = sum over n of dist[u-n]·probs[n][u-n]: row n of dist·probs is written at offset n of a
+    zeroed row of width size + k + 1 (one strided write into a buffer made once; rows cannot overlap,
+    the zeros between them stay zero) and the rows are summed in order of n, the additions of a loop
+    over n (the same bits), in two array calls per token."""
+    rows, size = probs.shape
+    width = size + rows
+    buf = np.zeros(rows * width)
+    shifted = np.lib.stride_tricks.as_strided(buf, shape=(rows, size), strides=((width + 1) * buf.itemsize,
+                                                                               buf.itemsize))
+    kept = buf.reshape(rows, width)[:, :size]
+
+    def step(dist: np.ndarray) -> np.ndarray:
+        np.multiply(dist, probs, out=shifted)
+        return kept.sum(axis=0)
+
+    return step
 
 
 @functools.lru_cache(maxsize=256)
@@ -144,11 +157,12 @@ def _distinct_table(slots: int, k: int, ranks: int) -> np.ndarray:
     lk = _log_binom(slots, k)
     probs = np.exp([_log_binom_vec(slots - u, n) + _log_binom_vec(u, k - n) - lk for n in range(k + 1)])
     probs /= probs.sum(axis=0)                 # each column a distribution to the last bit (no leak)
+    union_step = _union_stepper(probs)
     dist = np.zeros(slots + 1)
     dist[0] = 1.0
     out = [0.0]
     while g - out[-1] > SATURATION_REL * g:
-        dist = _union_step(list(probs), dist)
+        dist = union_step(dist)
         dist /= dist.sum()
         out.append(float(dist @ given))
     return np.asarray(out)
