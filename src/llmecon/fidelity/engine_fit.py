@@ -42,6 +42,9 @@ STEPS = {"engine_floor_scale": -0.5, "step_overhead_s": 1e-3, "layer_overhead_s"
 BOUNDS = {"engine_floor_scale": (0.01, 1.0), "step_overhead_s": (0.0, 0.05), "layer_overhead_s": (0.0, 1e-3),
           "prefill_stall_factor": (1.0, 20.0), "ttft_prefill_factor": (1.0, 20.0), "request_overhead_s": (0.0, 2.0)}
 TTFT_MAX_CONCURRENCY = 8
+PRIOR_WEIGHT = float(__import__("os").environ.get("LLMECON_ENGINE_PRIOR", "1.0"))
+"""Weight of the pull towards ``BASE`` (no engine cost), in relative-error units per ``STEPS`` of
+a term: a ridge that keeps a term at its kernel-only value unless many rows ask for it."""
 
 
 def with_terms(profile, terms: dict):
@@ -65,9 +68,8 @@ def jacobian(rows, at: dict[str, dict] | None = None):
         profs = {}
         for n in names:
             lo, hi = BOUNDS[p]
-            v = at[n][p] + STEPS[p]
-            if not lo <= v <= hi:
-                v = at[n][p] - STEPS[p]
+            x, h = at[n][p], STEPS[p]
+            v = next(v for v in (x + h, x - h, x + h / 4, x - h / 4) if lo <= v <= hi)
             profs[n] = (with_terms(base_profiles[n], {p: v}), v - at[n][p])
         tpot, ttft, _ = predict_silicon(rows, profiles={n: pv[0] for n, pv in profs.items()})
         h = np.array([profs[r.profile][1] for r in rows])
@@ -89,13 +91,14 @@ def fit_terms(idx, rows, lin, at: dict) -> dict:
     low = np.array([rows[i].concurrency <= TTFT_MAX_CONCURRENCY for i in idx]) & np.isfinite(ttft0[idx]) \
         & np.all(np.isfinite(d_ttft[idx]), axis=1)
     x0 = np.array([at[p] for p in PARAMS])
+    prior = np.array([BASE[p] for p in PARAMS])
     scale = np.abs(np.array([STEPS[p] for p in PARAMS]))
 
     def resid(x):
         dx = x - x0
         r1 = (tpot0[idx] + d_tpot[idx] @ dx) / m_tpot - 1.0
         r2 = (ttft0[idx][low] + d_ttft[idx][low] @ dx) / m_ttft[low] - 1.0
-        return np.concatenate([r1, r2])
+        return np.concatenate([r1, r2, PRIOR_WEIGHT * (x - prior) / scale])
 
     lo = np.array([BOUNDS[p][0] for p in PARAMS])
     hi = np.array([BOUNDS[p][1] for p in PARAMS])

@@ -295,6 +295,9 @@ class EfficiencyProfile:
                     "iteration_overhead_s",
                     "prefill_stall_factor", "ttft_prefill_factor"):
             lines.append(f"{key} = {getattr(self, key)!r}")
+        for key in ("layer_overhead_s", "request_overhead_s"):  # written only when set (engine-fitted profiles)
+            if getattr(self, key):
+                lines.append(f"{key} = {getattr(self, key)!r}")
         for tier in TIERS:
             e = getattr(self, tier)
             lines += ["", f"[{tier}]", f"op_overhead_s = {e.op_overhead_s!r}", f"bandwidth_fraction = {e.bandwidth_fraction!r}"]
