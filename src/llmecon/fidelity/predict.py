@@ -10,9 +10,15 @@ phase); each group is one call of ``inference.decode_step`` / ``prefill_step`` o
 * ``serving``: the closed-loop steady state at concurrency ``batch`` (``serving.steady_state``);
   step columns then describe its decode step at the effective batch.
 
-Input columns: ``INPUT_COLUMNS`` (unused ones may be empty; ``id`` is carried through). Output
-adds ``OUTPUT_COLUMNS``. Any bad row is an error naming its line, the column and the fix, and
-nothing is written.
+Input columns: ``INPUT_COLUMNS`` (unused ones may be empty; ``id`` is carried through). The plan is
+either the degrees ``tp, ep, pp, adp`` (empty: tp 1, ep 1, pp 1, adp = ep) or the optional ``plan``
+column holding the CLI's plan label (``tp8·ep8·pp1·adp1``; ``spec.plan.parse_label``), not both on
+one row. ``adp`` (attention data-parallel groups) defaults to ``ep`` as in ``Plan`` and in plan
+labels (pure EP with attention DP, the stage ``tp·ep`` chips wide): a TP8·EP8 run on 8 GPUs needs
+``adp`` 1, else it is priced on 64. Every published set in ``validation_sets`` has ep 1, where the
+default changes nothing (checked when adp was added). Output adds ``OUTPUT_COLUMNS``; ``chips`` is
+the chips of one replica the case was priced on (tp·adp·pp), so the default is never silent. Any
+bad row is an error naming its line, the column and the fix, and nothing is written.
 """
 
 from __future__ import annotations
@@ -30,14 +36,14 @@ from ..catalog.hardware import get_system
 from ..catalog.models import get_model
 from ..spec.efficiency import EfficiencyProfile
 from ..errors import CatalogError, LlmeconError, did_you_mean
-from ..spec.plan import Plan
+from ..spec.plan import Plan, parse_label
 from ..step.inference import decode_of, prefill_of
 
 INPUT_COLUMNS = ("model", "system", "phase", "batch", "context", "prompt_tokens", "output_tokens", "tp", "ep", "pp",
-                 "weight_dtype", "kv_dtype")
-OPTIONAL_COLUMNS = ("id",)
+                 "adp", "weight_dtype", "kv_dtype")
+OPTIONAL_COLUMNS = ("id", "plan")
 OUTPUT_COLUMNS = ("step_s", "compute_s", "memory_s", "comm_s", "bound", "tokens_per_s", "tpot_s", "ttft_s",
-                  "effective_batch", "mode", "profile")
+                  "effective_batch", "mode", "profile", "chips")
 PHASES = ("decode", "prefill", "serving")
 _NEEDS = {"decode": ("batch", "context"), "prefill": ("batch", "prompt_tokens"),
           "serving": ("batch", "prompt_tokens", "output_tokens")}
@@ -93,9 +99,27 @@ def _group_key(row: dict, where: str) -> tuple:
     for col in ("model", "system"):
         if not row.get(col):
             raise CatalogError(f"{where}: column '{col}' is empty")
-    return (row["model"], row["system"], phase, _num(row, "tp", where, default=1, whole=True),
-            _num(row, "ep", where, default=1, whole=True), _num(row, "pp", where, default=1, whole=True),
-            row.get("weight_dtype") or None, row.get("kv_dtype") or None)
+    return (row["model"], row["system"], phase, _plan_of(row, where), row.get("weight_dtype") or None,
+            row.get("kv_dtype") or None)
+
+
+def _plan_of(row: dict, where: str) -> Plan:
+    """The row's plan: its ``plan`` label, or its degree columns (adp empty: equal to ep)."""
+    degrees = [c for c in ("tp", "ep", "pp", "adp") if row.get(c)]
+    if row.get("plan"):
+        if degrees:
+            raise CatalogError(f"{where} plan: give either the plan label or the columns {', '.join(degrees)}, "
+                               "not both", fix="empty one of them on this line")
+        try:
+            return parse_label(row["plan"], field="plan")
+        except LlmeconError as exc:
+            raise CatalogError(f"{where} {exc}") from None
+    tp, ep, pp = (_num(row, c, where, default=1, whole=True) for c in ("tp", "ep", "pp"))
+    adp = _num(row, "adp", where, default=ep, whole=True)
+    try:
+        return Plan(tp=tp, ep=ep, pp=pp, adp=adp)
+    except LlmeconError as exc:
+        raise CatalogError(f"{where} {exc}") from None
 
 
 def predict_cases(rows: list[dict], *, mode: str = "ideal", profile: EfficiencyProfile | None = None,
@@ -150,9 +174,9 @@ def _require_within_context(model: str, phase: str, shape: dict, at: str, limits
 
 
 def _predict_group(key, idx, shapes, out, *, mode, profile) -> None:
-    model, system, phase, tp, ep, pp, wdt, kvdt = key
+    model, system, phase, plan, wdt, kvdt = key
     sys_ = get_system(system)
-    dep = Deployment(model=get_model(model), system=sys_, plan=Plan(tp=tp, ep=ep, pp=pp), weight_dtype=wdt,
+    dep = Deployment(model=get_model(model), system=sys_, plan=plan, weight_dtype=wdt,
                      kv_dtype=kvdt, profile=resolve_profile(mode, profile, sys_.accelerator))
     col = {name: np.array([shapes[i][name] for i in idx]) for name in shapes[idx[0]]}
     extra = {}
@@ -180,7 +204,7 @@ def _predict_group(key, idx, shapes, out, *, mode, profile) -> None:
             row[name] = ""
         for name, v in values.items():
             row[name] = str(v[j]) if name == "bound" else float(v[j])
-        row["mode"], row["profile"] = mode, r.profile
+        row["mode"], row["profile"], row["chips"] = mode, r.profile, plan.chips
 
 
 def write_cases(rows: list[dict], path: str | Path | None = None) -> str:

@@ -17,7 +17,9 @@ the client measures is not one decode step:
 5. **TTFT** = the iteration the prompt joins, ``T_it + a·P_x`` (``a`` = ``ttft_prefill_factor``;
    in a closed loop a replacement request arrives when its predecessor finishes, at an
    iteration boundary) + queueing: the ``C - B`` waiting requests leave at rate λ, so a
-   newcomer waits ``(C - B)/λ``.
+   newcomer waits ``(C - B)/λ``; plus the profile's ``request_overhead_s`` once per request
+   (admission, tokenisation, first-token return; 0 in ideal mode). It is not in the loop's λ:
+   it overlaps other requests' iterations.
 
 With the ideal profile (s = a = 1, no overheads) this is the roofline of the same work the
 simulator does (checked against ``simulate`` at the same arrival rate in tests). Calibrated
@@ -111,5 +113,5 @@ def steady_state(dep: Deployment, *, concurrency, prompt_tokens, output_tokens) 
     nan = np.where(ok, 1.0, np.nan)
     return SteadyState(concurrency=c, prompt_tokens=p, output_tokens=o, effective_batch=np.where(ok, b, 0.0),
                        kv_limited=c > cap, decode_step_s=t_dec * nan, iteration_s=t_it * nan, prefill_s=t_pf * nan,
-                       tpot_s=tpot * nan, ttft_s=(ttft_run + queue) * nan, queue_s=queue * nan,
+                       tpot_s=tpot * nan, ttft_s=(ttft_run + prof.request_overhead_s + queue) * nan, queue_s=queue * nan,
                        requests_per_s=rate * nan)

@@ -11,6 +11,10 @@ comm): a lower bound. A profile says how far real kernels fall short, per accele
 * ``elementwise_fraction`` / ``elementwise_floor_s``: norms, residual adds, activations, rope;
 * ``attention_fraction``: flash-attention FLOPs against the dense peak;
 * ``step_overhead_s``: per forward step (framework, sampling, host sync);
+* ``layer_overhead_s``: per layer of a forward step (what a step pays per layer beyond the kernels'
+  own floors: per-layer host work, graph nodes, synchronisation; fitted on end-to-end rows);
+* ``request_overhead_s``: once per request, in its TTFT (admission, tokenisation, scheduling and
+  the first token's return; ``serving.steady_state``);
 * ``engine_floor_scale``: the share of the per-kernel floors and per-collective overheads (measured
   one kernel at a time, eagerly) that a whole step still pays in an engine that captures its
   steps as CUDA graphs and uses its own all-reduce (fitted on step-level data; 1 = eager);
@@ -154,7 +158,8 @@ ATTENTION_TERM_KEYS = ("fraction", "isl_half", "head_dim_half", "window_pad", "h
 
 
 _FRACTIONS = ("hbm_fraction", "matmul_fraction", "elementwise_fraction", "attention_fraction", "engine_floor_scale")
-_TIMES = ("kernel_floor_s", "elementwise_floor_s", "step_overhead_s", "iteration_overhead_s")
+_TIMES = ("kernel_floor_s", "elementwise_floor_s", "step_overhead_s", "iteration_overhead_s", "layer_overhead_s",
+          "request_overhead_s")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -173,6 +178,8 @@ class EfficiencyProfile:
     elementwise_floor_s: float = 0.0
     attention_fraction: float = 1.0
     step_overhead_s: float = 0.0
+    layer_overhead_s: float = 0.0
+    request_overhead_s: float = 0.0
     engine_floor_scale: float = 1.0
     iteration_overhead_s: float = 0.0
     prefill_stall_factor: float = 1.0
@@ -291,6 +298,9 @@ class EfficiencyProfile:
                     "iteration_overhead_s",
                     "prefill_stall_factor", "ttft_prefill_factor"):
             lines.append(f"{key} = {getattr(self, key)!r}")
+        for key in ("layer_overhead_s", "request_overhead_s"):  # written only when set (engine-fitted profiles)
+            if getattr(self, key):
+                lines.append(f"{key} = {getattr(self, key)!r}")
         for tier in TIERS:
             e = getattr(self, tier)
             lines += ["", f"[{tier}]", f"op_overhead_s = {e.op_overhead_s!r}", f"bandwidth_fraction = {e.bandwidth_fraction!r}"]

@@ -247,3 +247,41 @@ def pipeline_stage_time_ratio(*, active_experts, layers_per_stage, bandwidth_rat
     if np.any(k <= 0) or np.any(layers <= 0) or np.any(ratio <= 0):
         raise SpecError("active experts, layers per stage and the bandwidth ratio must all be > 0")
     return 2.0 * k * layers / ratio
+
+
+#: degrees a plan label may name, in the order ``Plan.label`` writes them
+LABEL_DEGREES = ("tp", "ep", "pp", "adp", "dp")
+
+
+def parse_label(text: str, *, field: str = "plan") -> Plan:
+    """The plan ``Plan.label`` writes, read back: ``tp1·ep32·pp1·adp32`` (``,`` may stand for ``·``;
+    ``pp``, ``adp`` and ``dp`` may be omitted and then default as in ``Plan``: pp 1, adp = ep, dp 1;
+    ``tp`` and ``ep`` are required, so that ``tp8`` alone cannot silently mean something else).
+    ``parse_label(p.label()) == p`` for every plan without redundant experts. Errors name ``field``."""
+    fix = "write the CLI's plan label, e.g. tp8·ep8·pp1·adp1 (',' may stand for '·')"
+    raw = (text or "").strip()
+    if not raw:
+        raise SpecError("empty plan label", field=field, value=text, fix=fix)
+    degrees: dict[str, int] = {}
+    for part in raw.replace(",", "·").split("·"):
+        part = part.strip().lower()
+        name = part.rstrip("0123456789")
+        digits = part[len(name):]
+        if name not in LABEL_DEGREES or not digits:
+            from ..errors import did_you_mean
+
+            raise SpecError(f"cannot read {part!r}: each part is a degree ({', '.join(LABEL_DEGREES)}) followed by "
+                            f"a whole number{did_you_mean(name, LABEL_DEGREES) if name else ''}",
+                            field=field, value=text, fix=fix)
+        if name in degrees:
+            raise SpecError(f"{name} is given twice", field=field, value=text, fix=fix)
+        degrees[name] = int(digits)
+        if degrees[name] < 1:
+            raise SpecError(f"{name} must be >= 1", field=field, value=text, fix=fix)
+    missing = [d for d in ("tp", "ep") if d not in degrees]
+    if missing:
+        raise SpecError(f"the label lacks {' and '.join(missing)}", field=field, value=text, fix=fix)
+    try:
+        return Plan(**degrees)
+    except SpecError as exc:
+        raise SpecError(exc.rule, field=field, value=text, fix=exc.fix) from None

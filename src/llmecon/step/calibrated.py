@@ -17,7 +17,8 @@ rate, bytes at the achieved bandwidth) (the roofline of that class, Williams et 
 plus a floor per kernel (GEMM/attention kernels: ``kernel_floor_s``; element-wise:
 ``elementwise_floor_s``) and communication on the profile's links with a per-call overhead —
 floors and call overheads scaled by ``engine_floor_scale`` (what an engine with CUDA graphs and
-its own all-reduce still pays) — and ``step_overhead_s`` once per iteration. Communication is *not* overlapped with compute (TP
+its own all-reduce still pays) — and ``step_overhead_s`` once per iteration plus ``layer_overhead_s``
+per layer of the iteration (pp stages of ceil(L/pp) layers). Communication is *not* overlapped with compute (TP
 all-reduces sit between dependent GEMMs); with pp > 1 every micro-batch pays its stage-step.
 
 With a kernel-table profile (``EfficiencyProfile.gemm``/``moe``, fitted on NVIDIA's measured
@@ -189,6 +190,7 @@ def calibrated_time(model: Model, plan: Plan, work: Work, profile: EfficiencyPro
     st = stage_time(model, plan, work, profile)
     pp = plan.pp
     comm = comm_s + comm_overhead_s(model, plan, comm_tiers, profile)
-    overhead = pp * st.floors_s + profile.step_overhead_s
+    fixed = profile.step_overhead_s + pp * plan.stage_fraction(model) * model.n_layers * profile.layer_overhead_s
+    overhead = pp * st.floors_s + fixed
     return StepTime(compute_s=pp * st.compute_s, memory_s=pp * st.memory_s, comm_s=comm,
-                    overhead_s=overhead, serial_s=pp * st.kernels_s + comm + profile.step_overhead_s)
+                    overhead_s=overhead, serial_s=pp * st.kernels_s + comm + fixed)

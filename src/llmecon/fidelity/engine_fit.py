@@ -1,0 +1,106 @@
+"""Engine overhead terms of a kernel-table profile, fitted on measured end-to-end serving rows.
+
+The kernel-table profiles (``kernel_profiles``) price each kernel as NVIDIA measured it, one at a
+time; an engine serving requests pays more, and each extra cost has a cause it scales with:
+
+=========================  ====================================================  ================
+term                       scales with                                           where it acts
+=========================  ====================================================  ================
+``step_overhead_s``        forward steps (scheduler, sampling, host sync)        every step
+``layer_overhead_s``       layers per step (per-layer host work, graph nodes)    every step
+``engine_floor_scale``     kernel launches: the share of the measured per-       every kernel and
+                           kernel floors a step still pays (CUDA graphs: < 1)    collective call
+``prefill_stall_factor``   a prefill mixed into the decode iterations            TPOT
+``ttft_prefill_factor``    the prefill a newcomer waits for                      TTFT
+``request_overhead_s``     requests (admission, tokenisation, first token back)  TTFT
+=========================  ====================================================  ================
+
+Fit (``fit_terms``): the steady-state predictions (``silicon.predict_silicon``) are linearised in
+the six terms around the kernel-only profile ``BASE`` (finite differences, ``jacobian``), and the
+terms minimise the robust (soft-L1, scale 0.1) relative error of TPOT on every row plus TTFT on
+rows of concurrency <= ``TTFT_MAX_CONCURRENCY`` (larger ones are queueing at the batch/KV limit,
+the README warns), within ``BOUNDS``, by ``scipy.optimize.least_squares``. The linearisation only
+guides the fit: every reported error re-prices the rows with the full model and the fitted terms.
+``iteration_overhead_s`` stays 0 (a second per-step term is not identifiable beside
+``step_overhead_s``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ..errors import InfeasibleError
+
+PARAMS = ("engine_floor_scale", "step_overhead_s", "layer_overhead_s", "prefill_stall_factor", "ttft_prefill_factor",
+          "request_overhead_s")
+BASE = {"engine_floor_scale": 1.0, "step_overhead_s": 0.0, "layer_overhead_s": 0.0, "prefill_stall_factor": 1.0,
+        "ttft_prefill_factor": 1.0, "request_overhead_s": 0.0}
+STEPS = {"engine_floor_scale": -0.5, "step_overhead_s": 1e-3, "layer_overhead_s": 2e-5, "prefill_stall_factor": 1.0,
+         "ttft_prefill_factor": 1.0, "request_overhead_s": 1e-2}
+BOUNDS = {"engine_floor_scale": (0.01, 1.0), "step_overhead_s": (0.0, 0.05), "layer_overhead_s": (0.0, 1e-3),
+          "prefill_stall_factor": (1.0, 20.0), "ttft_prefill_factor": (1.0, 20.0), "request_overhead_s": (0.0, 2.0)}
+TTFT_MAX_CONCURRENCY = 8
+PRIOR_WEIGHT = float(__import__("os").environ.get("LLMECON_ENGINE_PRIOR", "1.0"))
+"""Weight of the pull towards ``BASE`` (no engine cost), in relative-error units per ``STEPS`` of
+a term: a ridge that keeps a term at its kernel-only value unless many rows ask for it."""
+
+
+def with_terms(profile, terms: dict):
+    """``profile`` with the engine terms ``terms`` (names of ``PARAMS``)."""
+    return dataclasses.replace(profile, **{k: float(v) for k, v in terms.items()})
+
+
+def jacobian(rows, at: dict[str, dict] | None = None):
+    """(TPOT, TTFT, dTPOT, dTTFT) of ``rows`` at the terms ``at`` (per profile name; default
+    ``BASE``): values (n,) and finite-difference derivatives (n, len(PARAMS))."""
+    from ..catalog.efficiency import named_profile
+    from .silicon import predict_silicon
+
+    names = sorted({r.profile for r in rows})
+    at = at or {n: BASE for n in names}
+    base_profiles = {n: with_terms(named_profile(n), at[n]) for n in names}
+    tpot0, ttft0, _ = predict_silicon(rows, profiles=base_profiles)
+    d_tpot = np.zeros((len(rows), len(PARAMS)))
+    d_ttft = np.zeros_like(d_tpot)
+    for j, p in enumerate(PARAMS):
+        profs = {}
+        for n in names:
+            lo, hi = BOUNDS[p]
+            x, h = at[n][p], STEPS[p]
+            v = next(v for v in (x + h, x - h, x + h / 4, x - h / 4) if lo <= v <= hi)
+            profs[n] = (with_terms(base_profiles[n], {p: v}), v - at[n][p])
+        tpot, ttft, _ = predict_silicon(rows, profiles={n: pv[0] for n, pv in profs.items()})
+        h = np.array([profs[r.profile][1] for r in rows])
+        d_tpot[:, j], d_ttft[:, j] = (tpot - tpot0) / h, (ttft - ttft0) / h
+    return tpot0, ttft0, d_tpot, d_ttft
+
+
+def fit_terms(idx, rows, lin, at: dict) -> dict:
+    """Terms fitted on rows ``idx`` (one profile's training rows) from the linearisation ``lin``
+    (``jacobian``'s output over all ``rows``) taken at ``at``."""
+    from scipy.optimize import least_squares
+
+    tpot0, ttft0, d_tpot, d_ttft = lin
+    idx = np.asarray([i for i in idx if np.isfinite(tpot0[i]) and np.all(np.isfinite(d_tpot[i]))])
+    if idx.size < len(PARAMS):
+        raise InfeasibleError(f"engine fit: {idx.size} predicted rows, fewer than the {len(PARAMS)} terms")
+    m_tpot = np.array([rows[i].tpot_s for i in idx])
+    m_ttft = np.array([rows[i].ttft_s for i in idx])
+    low = np.array([rows[i].concurrency <= TTFT_MAX_CONCURRENCY for i in idx]) & np.isfinite(ttft0[idx]) \
+        & np.all(np.isfinite(d_ttft[idx]), axis=1)
+    x0 = np.array([at[p] for p in PARAMS])
+    prior = np.array([BASE[p] for p in PARAMS])
+    scale = np.abs(np.array([STEPS[p] for p in PARAMS]))
+
+    def resid(x):
+        dx = x - x0
+        r1 = (tpot0[idx] + d_tpot[idx] @ dx) / m_tpot - 1.0
+        r2 = (ttft0[idx][low] + d_ttft[idx][low] @ dx) / m_ttft[low] - 1.0
+        return np.concatenate([r1, r2, PRIOR_WEIGHT * (x - prior) / scale])
+
+    lo = np.array([BOUNDS[p][0] for p in PARAMS])
+    hi = np.array([BOUNDS[p][1] for p in PARAMS])
+    sol = least_squares(resid, np.clip(x0, lo, hi), bounds=(lo, hi), loss="soft_l1", f_scale=0.1, x_scale=scale)
+    return dict(zip(PARAMS, (float(v) for v in sol.x)))

@@ -1,0 +1,197 @@
+"""NVIDIA's measured end-to-end serving rows (aiconfigurator ``silicon_dev.csv``) as ``predict`` cases.
+
+Source: ``shared/validation/aiconfigurator/silicon_dev.csv`` (rows of aiconfigurator's
+``silicon_sample.csv`` @095f58a, Apache-2.0; README in that folder): one closed-loop benchmark per
+row, ``batch_size`` = client concurrency, ``isl``/``osl`` prompt and output tokens, measured
+``silicon_ttft_ms`` and ``silicon_tpot_ms``. Each aggregated row becomes one ``predict`` case of
+phase ``serving`` (``serving.steady_state``) with the (chip, engine) kernel-table profile
+(``--profile <chip>/<engine>``). Mapping (each a choice, written down):
+
+* ``model_path`` ``org/name`` -> ``<configs>/org--name_config.json`` (``shared/reference/hf_configs``);
+  ``zhipuai/GLM-5`` -> ``zai-org--GLM-5`` (the same model: Zhipu AI publishes as zai-org on Hugging
+  Face); ``meta-llama/Llama-3.1-70B`` -> ``meta-llama--Meta-Llama-3.1-70B`` (Meta renamed the
+  repository; same weights). A path with no config (``nvidia/DeepSeek-R1-NVFP4``, ``nvidia/Qwen3-32B-NVFP4``) is
+  skipped, not substituted.
+* ``system`` -> catalogue system (``SYSTEMS``); ``backend`` -> engine profile ``<chip>/<engine>``.
+* weights: ``gemm_quant_mode`` nvfp4 -> nvfp4, fp8 / fp8_block -> fp8, int4_wo -> int4; empty ->
+  ``precision`` (bf16/fp8/fp4->nvfp4/int4), empty both -> the model's own dtype. llmecon has one
+  weight dtype per deployment, so ``moe_quant_mode`` is not used separately (it equals the GEMM one
+  on every dev row but fp8 vs fp8_block, which price alike). KV cache: the CSV does not say; the
+  model's default (bf16) is taken — an assumption that over-states KV bytes where an engine ran
+  fp8 KV.
+* plan: ``tp = tp_size``, ``adp = attention_dp_size`` (empty or 0: 1), ``pp = pp_size``; a MoE
+  model takes ``ep = moe_ep_size`` and its ``moe_tp_size·moe_ep_size`` must equal ``tp·adp``
+  (llmecon's expert TP is ``tp·adp/ep``), else the row is skipped; a dense model has ep 1.
+* ``mode`` disagg (separate prefill and decode workers) is skipped: not yet supported.
+
+``read_silicon`` gives (rows, skipped); ``predict_silicon`` prices rows group by group (a group
+that llmecon refuses is recorded with its reason, never dropped silently).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import CatalogError, LlmeconError
+
+SYSTEMS = {"h100_sxm": "hgx-h100", "h200_sxm": "hgx-h200", "b200_sxm": "hgx-b200", "b300_sxm": "hgx-b300",
+           "gb200": "gb200-nvl72", "gb300": "gb300-nvl72"}
+CHIPS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200", "b300_sxm": "b300", "gb200": "gb200",
+         "gb300": "gb300"}
+"""aiconfigurator system -> catalogue accelerator (the profile's chip)."""
+ENGINES = ("trtllm", "sglang", "vllm")
+MODEL_ALIASES = {"zhipuai/GLM-5": "zai-org/GLM-5", "meta-llama/Llama-3.1-70B": "meta-llama/Meta-Llama-3.1-70B"}
+_WEIGHTS = {"nvfp4": "nvfp4", "fp8": "fp8", "fp8_block": "fp8", "int4_wo": "int4", "bf16": "bf16", "fp4": "nvfp4",
+            "int4": "int4"}
+NEEDED = ("id", "backend", "model_path", "system", "precision", "mode", "isl", "osl", "gemm_quant_mode", "batch_size",
+          "tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size", "silicon_ttft_ms",
+          "silicon_tpot_ms")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SiliconRow:
+    """One measured aggregated-serving row and the ``predict`` case that prices it."""
+
+    id: str
+    model: str          # model_path as in the CSV (the leave-one-model-out group)
+    chip: str           # catalogue accelerator
+    engine: str
+    concurrency: int
+    case: dict          # a ``predict`` row (text values), phase serving
+    ttft_s: float
+    tpot_s: float
+
+    @property
+    def profile(self) -> str:
+        return f"{self.chip}/{self.engine}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class SiliconSkip:
+    id: str
+    reason: str
+
+
+def default_path() -> Path | None:
+    from .validation_sets import default_root
+
+    root = default_root()
+    return None if root is None else root / "aiconfigurator" / "silicon_dev.csv"
+
+
+def read_silicon(path: str | Path | None = None, configs: str | Path | None = None):
+    """(rows, skipped) of ``silicon_dev.csv``; ``configs`` defaults to ``shared/reference/hf_configs``
+    beside the validation folder."""
+    from ..files import read_text
+
+    p = Path(path) if path is not None else default_path()
+    if p is None or not p.is_file():
+        raise CatalogError(f"silicon rows: no file {p}; pass the path of shared/validation/aiconfigurator/"
+                           "silicon_dev.csv")
+    cfg = Path(configs) if configs is not None else p.parent.parent.parent / "reference" / "hf_configs"
+    return parse_silicon(read_text(p, field="silicon", what="silicon CSV"), cfg, where=str(p))
+
+
+def _int(raw: str, default: int) -> int:
+    """A parallel degree; empty or 0 (some rows write 0 for 'not used') -> ``default``."""
+    v = int(float(raw)) if raw.strip() else 0
+    return v if v > 0 else default
+
+
+def parse_silicon(text: str, configs: str | Path, *, where: str = "silicon_dev.csv"):
+    """(rows, skipped) of a silicon CSV's text; see the module docstring for the mapping."""
+    from ..catalog.models import get_model
+
+    reader = csv.DictReader(io.StringIO(text))
+    missing = [c for c in NEEDED if c not in (reader.fieldnames or [])]
+    if missing:
+        raise CatalogError(f"{where}: missing column(s) {', '.join(missing)}")
+    configs = Path(configs)
+    models: dict[str, object] = {}
+    rows, skipped = [], []
+    for line, r in enumerate(reader, start=2):
+        rid = r["id"] or f"line {line}"
+
+        def skip(reason: str) -> None:
+            skipped.append(SiliconSkip(id=rid, reason=reason))
+
+        if r["mode"] != "agg":
+            skip(f"mode {r['mode']}: disaggregated serving is not yet supported" if r["mode"] == "disagg"
+                 else f"unknown mode {r['mode']!r}")
+            continue
+        if r["system"] not in SYSTEMS:
+            skip(f"unknown system {r['system']!r}")
+            continue
+        if r["backend"] not in ENGINES:
+            skip(f"unknown backend {r['backend']!r}")
+            continue
+        mp = MODEL_ALIASES.get(r["model_path"], r["model_path"])
+        cfg = configs / (mp.replace("/", "--") + "_config.json")
+        if mp not in models:
+            try:
+                models[mp] = get_model(str(cfg)) if cfg.is_file() else f"no config {cfg.name} in {configs}"
+            except LlmeconError as exc:
+                models[mp] = f"config {cfg.name} not read: {str(exc).splitlines()[0]}"
+        model = models[mp]
+        if isinstance(model, str):
+            skip(model)
+            continue
+        quant = r["gemm_quant_mode"] or r["precision"]
+        if quant and quant not in _WEIGHTS:
+            skip(f"unknown precision {quant!r}")
+            continue
+        try:
+            tp, pp, adp = _int(r["tp_size"], 1), _int(r["pp_size"], 1), _int(r["attention_dp_size"], 1)
+            mtp, mep = _int(r["moe_tp_size"], 1), _int(r["moe_ep_size"], 1)
+            c, isl, osl = int(r["batch_size"]), int(r["isl"]), int(r["osl"])
+            ttft, tpot = float(r["silicon_ttft_ms"]) * 1e-3, float(r["silicon_tpot_ms"]) * 1e-3
+        except ValueError as exc:
+            skip(f"unreadable number: {exc}")
+            continue
+        if not (np.isfinite(ttft) and np.isfinite(tpot) and ttft > 0 and tpot > 0):
+            skip("no measured TTFT/TPOT")
+            continue
+        ep = mep if model.is_moe else 1
+        if model.is_moe and mtp * mep != tp * adp:
+            skip(f"moe_tp_size·moe_ep_size = {mtp}·{mep} does not tile tp·adp = {tp}·{adp}")
+            continue
+        case = {"id": rid, "model": str(cfg), "system": SYSTEMS[r["system"]], "phase": "serving", "batch": str(c),
+                "context": "", "prompt_tokens": str(isl), "output_tokens": str(osl), "tp": str(tp), "ep": str(ep),
+                "pp": str(pp), "adp": str(adp), "weight_dtype": _WEIGHTS.get(quant, ""), "kv_dtype": ""}
+        rows.append(SiliconRow(id=rid, model=r["model_path"], chip=CHIPS[r["system"]], engine=r["backend"],
+                               concurrency=c, case=case, ttft_s=ttft, tpot_s=tpot))
+    return rows, skipped
+
+
+def predict_silicon(rows: list[SiliconRow], *, mode: str = "calibrated", profiles: dict | None = None):
+    """Predicted (TPOT, TTFT) arrays in row order (NaN where not predicted) and {reason: count} of
+    the rows llmecon refused. ``profiles`` maps ``chip/engine`` to a profile (default: the shipped
+    one by name); ``mode`` 'ideal' prices with datasheet peaks."""
+    from ..catalog.efficiency import named_profile
+    from .predict import predict_cases
+
+    tpot = np.full(len(rows), np.nan)
+    ttft = np.full(len(rows), np.nan)
+    problems: Counter = Counter()
+    groups: dict[tuple, list[int]] = defaultdict(list)
+    for i, r in enumerate(rows):
+        c = r.case
+        groups[(r.profile, c["model"], c["system"], c["tp"], c["ep"], c["pp"], c["adp"], c["weight_dtype"])].append(i)
+    for key, idx in groups.items():
+        prof = None
+        if mode != "ideal":
+            prof = (profiles or {}).get(key[0]) or named_profile(key[0])
+        try:
+            out = predict_cases([rows[i].case for i in idx], mode=mode, profile=prof, where=key[0])
+        except LlmeconError as exc:
+            problems[str(exc).split(": ", 1)[-1].splitlines()[0][:160]] += len(idx)
+            continue
+        for j, i in enumerate(idx):
+            tpot[i], ttft[i] = out[j]["tpot_s"], out[j]["ttft_s"]
+    return tpot, ttft, dict(problems)

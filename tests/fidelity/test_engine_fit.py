@@ -1,0 +1,96 @@
+"""The engine-term fit (issue 21 step 2c) on synthetic linearised data with known terms."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from llmecon.fidelity import engine_fit
+from llmecon.fidelity.engine_fit import BASE, PARAMS, fit_terms
+
+
+def _problem(truth: dict, n: int = 120, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    tpot0 = rng.uniform(5e-3, 30e-3, n)
+    ttft0 = rng.uniform(20e-3, 300e-3, n)
+    layers = rng.choice([32.0, 61.0, 94.0], n)
+    floors = rng.uniform(0.5e-3, 3e-3, n)
+    prefill = rng.uniform(10e-3, 200e-3, n)
+    # d/d(term) of TPOT and TTFT, as the steady state has them (floor scale, step, layers, stall, ttft factor, request)
+    d_tpot = np.stack([floors, np.ones(n), layers, 0.05 * prefill, 0 * prefill, 0 * prefill], axis=1)
+    d_ttft = np.stack([2 * floors, 2 * np.ones(n), 2 * layers, 0 * prefill, prefill, np.ones(n)], axis=1)
+    dx = np.array([truth[p] - BASE[p] for p in PARAMS])
+    rows = [SimpleNamespace(tpot_s=float(tpot0[i] + d_tpot[i] @ dx), ttft_s=float(ttft0[i] + d_ttft[i] @ dx),
+                            concurrency=int(c)) for i, c in enumerate(rng.choice([1, 4, 8, 64], n))]
+    return rows, (tpot0, ttft0, d_tpot, d_ttft)
+
+
+TRUTH = {"engine_floor_scale": 0.4, "step_overhead_s": 1.5e-3, "layer_overhead_s": 3e-5, "prefill_stall_factor": 1.5,
+         "ttft_prefill_factor": 2.0, "request_overhead_s": 0.05}
+
+
+def test_fit_recovers_known_terms_without_prior(monkeypatch):
+    monkeypatch.setattr(engine_fit, "PRIOR_WEIGHT", 0.0)
+    rows, lin = _problem(TRUTH)
+    got = fit_terms(range(len(rows)), rows, lin, BASE)
+    for p in PARAMS:
+        assert got[p] == pytest.approx(TRUTH[p], rel=1e-3, abs=1e-9), p
+
+
+def test_prior_keeps_an_unseen_term_at_its_kernel_only_value():
+    rows, (tpot0, ttft0, d_tpot, d_ttft) = _problem(TRUTH)
+    d_ttft = d_ttft.copy()
+    d_ttft[:, PARAMS.index("request_overhead_s")] = 0.0  # no row sees the request term
+    got = fit_terms(range(len(rows)), rows, (tpot0, ttft0, d_tpot, d_ttft), BASE)
+    assert got["request_overhead_s"] == pytest.approx(BASE["request_overhead_s"], abs=1e-6)
+    assert engine_fit.BOUNDS["engine_floor_scale"][0] <= got["engine_floor_scale"] <= 1.0
+
+
+def test_fit_refuses_too_few_rows():
+    rows, lin = _problem(TRUTH, n=4)
+    from llmecon.errors import InfeasibleError
+
+    with pytest.raises(InfeasibleError, match="fewer than the 6 terms"):
+        fit_terms(range(len(rows)), rows, lin, BASE)
+
+
+def test_layer_and_request_terms_act_where_documented():
+    import dataclasses
+
+    from llmecon.catalog.efficiency import named_profile
+    from llmecon.catalog.hardware import get_system
+    from llmecon.catalog.models import get_model
+    from llmecon.serving.steady_state import steady_state
+    from llmecon.spec.deployment import Deployment
+    from llmecon.spec.plan import Plan
+    from llmecon.step.inference import decode_of
+
+    base = dataclasses.replace(named_profile("h200/vllm"), layer_overhead_s=0.0, request_overhead_s=0.0)
+    m, s = get_model("qwen3-32b"), get_system("hgx-h200")  # 64 layers
+
+    def dep(prof, pp=1):
+        return Deployment(model=m, system=s, plan=Plan(tp=2, pp=pp), profile=prof)
+
+    layer = dataclasses.replace(base, layer_overhead_s=1e-4)
+    for pp in (1, 2):  # pp stages of ceil(64/pp) layers each: 64 layers per iteration either way
+        d0 = float(decode_of(dep(base, pp), batch=8, context=1024).step_s)
+        d1 = float(decode_of(dep(layer, pp), batch=8, context=1024).step_s)
+        assert d1 - d0 == pytest.approx(64 * 1e-4, rel=1e-9)
+    req = dataclasses.replace(base, request_overhead_s=0.05)
+    a = steady_state(dep(base), concurrency=4, prompt_tokens=1024, output_tokens=128)
+    b = steady_state(dep(req), concurrency=4, prompt_tokens=1024, output_tokens=128)
+    assert float(b.ttft_s - a.ttft_s) == pytest.approx(0.05, rel=1e-9)
+    assert float(b.tpot_s) == pytest.approx(float(a.tpot_s), rel=1e-12)
+
+
+def test_engine_fitted_profiles_say_so_and_unfitted_ones_keep_no_engine_cost():
+    from llmecon.catalog.efficiency import default_profiles
+
+    fitted = {p.name for p in default_profiles() if p.engine and "silicon_dev.csv" in p.derivation}
+    # the (chip, engine)s with aggregated silicon rows that llmecon prices (benchmarks/silicon_accuracy.py)
+    assert {"b200/sglang", "b200/trtllm", "b200/vllm", "h100-sxm/trtllm", "h200/vllm"} <= fitted
+    for p in default_profiles():
+        if p.engine and p.name not in fitted:  # b300/trtllm, gb300/*: only disaggregated rows
+            assert all(getattr(p, k) == v for k, v in BASE.items()), p.name
