@@ -107,8 +107,9 @@ DEFAULT_ENGINE = {"h100-sxm": None, "h200": "trtllm", "b200": "trtllm", "b300": 
 """The engine whose kernel-table profile is a chip's default in calibrated mode (None: the chip's
 legacy profile stays the default). TensorRT-LLM's tables cover every family on every chip except
 Blackwell MoE (only a w4a8 table), where its profile takes MoE from SGLang's or vLLM's table, as
-its ``derivation`` says; h100-sxm keeps the vidur + serving fitted profile, whose engine terms
-(step overhead, serving loop) the kernel-table profiles do not have yet."""
+its ``derivation`` says. Engine terms fitted on the silicon rows (``fidelity.engine_fit``) are in
+the profiles that have aggregated rows (not b300/trtllm, gb200/sglang, gb200/vllm, gb300); h100-sxm
+keeps its vidur + serving fitted profile as default until the kernel-table one is validated against it."""
 
 
 def named_profile(name: str) -> EfficiencyProfile:
