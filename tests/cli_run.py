@@ -14,6 +14,20 @@ from llmecon.cli import command
 CMD = command()  # the click command ``llmecon`` runs, with its error handling (exit 2, one line)
 
 
+SRC = str(__import__("pathlib").Path(__file__).resolve().parents[1] / "src")
+
+
+def modules_after(argv: list[str]) -> list[str]:
+    """The modules a fresh interpreter has imported after ``llmecon argv`` (with only ``src`` on the path)."""
+    code = ("import sys, io, contextlib\nfrom llmecon.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    try: main({argv!r})\n    except SystemExit as e: assert not e.code, e.code\n"
+            "print(__import__('json').dumps(sorted(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], env={"PYTHONPATH": SRC, "PATH": ""}, capture_output=True,
+                         text=True, check=True)
+    return json.loads(out.stdout)
+
+
 def run(*args: str, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "llmecon", *args], capture_output=True, text=True, timeout=120,
                           cwd=cwd)

@@ -4,14 +4,13 @@ command must not import the others' modules or the heavy optional libraries."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
-from pathlib import Path
+
+from cli_run import SRC, modules_after
 
 from llmecon.cli import COMMAND_MODULES, COMMANDS, build_app
 
-SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
 def test_command_table_matches_the_full_registration():
@@ -28,18 +27,8 @@ def test_command_table_matches_the_full_registration():
     assert {m for ms in COMMANDS.values() for m in ms} == set(COMMAND_MODULES)
 
 
-def _modules_after(argv: list[str]) -> list[str]:
-    code = ("import sys, io, contextlib\nfrom llmecon.cli import main\n"
-            "with contextlib.redirect_stdout(io.StringIO()):\n"
-            f"    try: main({argv!r})\n    except SystemExit as e: assert not e.code, e.code\n"
-            "print(__import__('json').dumps(sorted(sys.modules)))")
-    out = subprocess.run([sys.executable, "-c", code], env={"PYTHONPATH": SRC, "PATH": ""}, capture_output=True,
-                         text=True, check=True)
-    return json.loads(out.stdout)
-
-
 def test_analyze_imports_only_its_command_module_and_no_heavy_library():
-    mods = _modules_after(["analyze", "--json"])
+    mods = modules_after(["analyze", "--json"])
     assert sorted(m for m in mods if m.startswith("llmecon.cli.")) == ["llmecon.cli.analyze", "llmecon.cli.coerce",
                                                                            "llmecon.cli.options"]
     for heavy in ("matplotlib", "pandas", "pyarrow", "dask", "scipy", "fastapi", "rich"):

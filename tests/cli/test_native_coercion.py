@@ -4,29 +4,17 @@ typer's message for every one it refuses."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from enum import Enum
-from pathlib import Path
 
 import pytest
 import typer
-from cli_run import invoke
+from cli_run import SRC, invoke, modules_after
 
 from llmecon.cli.coerce import _Native, native_coercion
 
-SRC = str(Path(__file__).resolve().parents[2] / "src")
 
-
-def _modules_after(argv: list[str]) -> list[str]:
-    code = ("import sys, io, contextlib\nfrom llmecon.cli import main\n"
-            "with contextlib.redirect_stdout(io.StringIO()):\n"
-            f"    try: main({argv!r})\n    except SystemExit as e: assert not e.code, e.code\n"
-            "print(__import__('json').dumps(sorted(sys.modules)))")
-    out = subprocess.run([sys.executable, "-c", code], env={"PYTHONPATH": SRC, "PATH": ""}, capture_output=True,
-                         text=True, check=True)
-    return json.loads(out.stdout)
 
 SPELLINGS = ["4", "+4", "-4", "0", "00012", " 4", "4 ", "4.0", "4.5", "-0.5", "1_000", "1e3", "1E-3", "2.5e+2", ".5",
              "5.", "0x10", "inf", "-inf", "nan", "Infinity", "", "abc", "\u0664", "\uff11\uff12", "true", "False",
@@ -89,7 +77,7 @@ def test_cli_refusals_keep_typers_messages():
 
 
 def test_analyze_does_not_import_pydantic():
-    assert "pydantic" not in _modules_after(["analyze", "--json", "--tp", "4", "--context", "8192", "--mode",
+    assert "pydantic" not in modules_after(["analyze", "--json", "--tp", "4", "--context", "8192", "--mode",
                                              "ideal"])
 
 

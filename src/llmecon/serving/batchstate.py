@@ -92,30 +92,9 @@ class DecodeSet:
             v += a[j + 1] * (self.sb[j] + shift * nb + th * (n - nb))
         return v
 
-    def sums(self, fc: PiecewiseLinear, fk: PiecewiseLinear, fh: PiecewiseLinear):
-        """(total, slope) of three functions at once: the engine's per-run hot path."""
-        n, S = self.n, self.S
-        c = n * fc.f0 + fc.a[0] * S
-        dc = fc.a[0] * n
-        k = n * fk.f0 + fk.a[0] * S
-        dk = fk.a[0] * n
-        h = n * fh.f0 + fh.a[0] * S
-        dh = fh.a[0] * n
-        if self.thetas:
-            for j, th in enumerate(self.thetas):
-                nb = self.nb[j]
-                below = self.sb[j] + th * (n - nb)
-                ac, ak, ah = fc.a[j + 1], fk.a[j + 1], fh.a[j + 1]
-                c += ac * below
-                dc += ac * nb
-                k += ak * below
-                dk += ak * nb
-                h += ah * below
-                dh += ah * nb
-        return c, dc, k, dk, h, dh
-
     def run_sums(self):
-        """``sums`` of the functions bound at construction (same arithmetic, fewer look-ups)."""
+        """(total, slope) over the batch of the three functions bound at construction (compute, KV
+        time, held KV), at once: the engine's per-run hot path."""
         n, S = self.n, self.S
         fc0, ac, fk0, ak, fh0, ah = self._coef
         c = n * fc0 + ac * S
