@@ -9,6 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from catalog_text import GOOD_ACCELERATOR
+
 from llmecon.catalog import hardware as cat
 from llmecon.errors import CatalogError, SpecError
 from llmecon.spec.hardware import Link
@@ -18,16 +20,6 @@ REQUIRED_ACCELERATORS = {"a100-80gb", "h100-sxm", "h200", "b200", "b300", "gb200
 REQUIRED_SYSTEMS = {"a100-80gb", "hgx-a100", "h100-sxm", "h200", "b200", "gb200", "hgx-h100", "hgx-h200",
                     "hgx-b200", "gb200-nvl72", "gb300-nvl72", "tpu-v5p-64", "tpu-v6e-256", "tpu-v4-64"}
 
-GOOD_ACCELERATOR = """
-[chip]
-vendor = "acme"
-peak_flops = { bf16 = "100 TFLOP/s" }
-hbm_capacity = "80 GB"
-hbm_bandwidth = "1 TB/s"
-status = "datasheet"
-source = "hand-written test entry"
-as_of = "2024-01-01"
-"""
 
 
 def _chips(text: str = GOOD_ACCELERATOR):

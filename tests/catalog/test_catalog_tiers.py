@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from catalog_text import GOOD_ACCELERATOR
+
 from llmecon.catalog import hardware as cat
 from llmecon.errors import CatalogError, SpecError
 from llmecon.spec.hardware import TIER_KINDS, MemoryTier
@@ -24,16 +26,6 @@ CASES = {c["name"]: c for c in yaml.safe_load(CASES_FILE.read_text(encoding="utf
 
 MINUTE, HOUR, DAY = 60.0, 3600.0, 86400.0
 
-GOOD_ACCELERATOR = """
-[chip]
-vendor = "acme"
-peak_flops = { bf16 = "100 TFLOP/s" }
-hbm_capacity = "80 GB"
-hbm_bandwidth = "1 TB/s"
-status = "datasheet"
-source = "hand-written test entry"
-as_of = "2024-01-01"
-"""
 
 SYSTEM = """
 [box]

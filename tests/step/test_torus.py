@@ -15,6 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from catalog_text import GOOD_ACCELERATOR
+
 from llmecon.catalog import hardware as cat
 from llmecon.errors import CatalogError, SpecError
 from llmecon.spec.hardware import Link
@@ -180,16 +182,6 @@ def test_link_topology_validation():
              in_switch_reduction=True)
 
 
-CHIP = """
-[chip]
-vendor = "acme"
-peak_flops = { bf16 = "100 TFLOP/s" }
-hbm_capacity = "80 GB"
-hbm_bandwidth = "1 TB/s"
-status = "datasheet"
-source = "hand-written test entry"
-as_of = "2024-01-01"
-"""
 
 
 def _load(chips: int, up: str, out: str = ""):
@@ -208,7 +200,7 @@ source = "test"
 {up}
 {out}
 """
-    return cat.load_systems(text, cat.load_accelerators(CHIP, "chips.toml"), "test.toml")
+    return cat.load_systems(text, cat.load_accelerators(GOOD_ACCELERATOR, "chips.toml"), "test.toml")
 
 
 def test_loader_reads_a_torus_and_rejects_bad_ones():
