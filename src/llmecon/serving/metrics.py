@@ -242,11 +242,6 @@ def weighted_percentiles(values: np.ndarray, weights: np.ndarray, qs) -> list[fl
     return out
 
 
-def weighted_percentile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
-    """Percentile of values with integer multiplicities (same as np.percentile of the expansion)."""
-    return weighted_percentiles(values, weights, (q,))[0]
-
-
 def _pcts(name: str, x: np.ndarray, w: np.ndarray | None = None) -> dict:
     out = {}
     if x.size == 0 or (w is not None and w.sum() == 0):
