@@ -4,14 +4,14 @@ start) must give the bits of the plain loop it replaced: nxt[n:] += (dist·probs
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from llmecon.step.expert_load import _union_stepper
 
 
 def _loop(probs, dist):
     nxt = np.zeros_like(dist)
-    for n, pn in enumerate(probs):
+    for n, pn in enumerate(probs[:dist.size]):      # growth by n >= size slots lands nowhere
         nxt[n:] += (dist * pn)[:dist.size - n]
     return nxt
 
@@ -25,6 +25,7 @@ def test_one_token_by_hand():
 
 
 @settings(max_examples=60)
+@example(5, 3, 0)                           # more rows than slots (CI found it): growth past size is dropped
 @given(st.integers(1, 12), st.integers(1, 300), st.integers(0, 2 ** 32 - 1))
 def test_stepper_is_the_loop_bit_for_bit(rows, size, seed):
     rng = np.random.default_rng(seed)
