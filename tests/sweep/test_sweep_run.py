@@ -229,6 +229,20 @@ def test_summary_agrees_with_a_brute_force_pass(work, full):
                                       .to_pylist())
 
 
+def test_summary_in_many_small_batches_equals_one_pass(work, full, monkeypatch):
+    """Candidates merged every COMPACT_AT batches (bounded memory) keep the same best points and frontier
+    as reading the whole file in one batch."""
+    import llmecon.sweep.summary as summary
+
+    run, t = full
+    monkeypatch.setattr(summary, "BATCH_ROWS", t.num_rows + 1)
+    whole = summarise(work, run.out)
+    monkeypatch.setattr(summary, "BATCH_ROWS", 7)
+    monkeypatch.setattr(summary, "COMPACT_AT", 2)
+    assert t.num_rows > 7 * 4                 # several batches and compactions per key
+    assert summarise(work, run.out) == whole
+
+
 def test_outputs_select_columns_but_keep_the_summarys(tmp_path):
     text = SPEC.replace('name = "run"', 'name = "run"\noutputs = ["bound"]')
     w = expand(parse_spec(text, where="o.toml"))
