@@ -151,8 +151,8 @@ def expected_error(err: dict, method: str, engine: str) -> dict:
 
 def report(err: dict, sources: dict, elapsed: float) -> str:
     chips = list(CHIPS.values())
-    head = ("| held-out chip | method | source (kernel terms; engine terms) | GEMM | attention | MoE | TPOT rows | TPOT | "
-            "TTFT rows | TTFT (c <= 8) |")
+    head = ("| held-out chip | method | source (kernel terms; engine terms) | GEMM | attention | MoE | TPOT rows | "
+            "TPOT | TTFT rows | TTFT (c <= 8) |")
     lines = [f"# Transferred profiles: leave-one-chip-out accuracy ({DATE}, {elapsed:.0f} s)", "",
              "`PYTHONPATH=src python benchmarks/transfer_accuracy.py` (method in its docstring and "
              "`fidelity.transfer`). Each NVIDIA chip's profile is transferred from the other five chips' shipped "

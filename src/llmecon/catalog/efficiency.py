@@ -195,7 +195,8 @@ def _no_profile(name: str, accelerator: Accelerator | None) -> SpecError:
                              "measurements)")
     return SpecError(f"no efficiency profile for accelerator '{name}' (profiles exist for "
                      f"{', '.join(known) or 'none'})", field="mode", value="calibrated",
-                     fix="pass {profile} FILE.toml (llmecon calibrate writes one from measurements) or use {mode} ideal")
+                     fix="pass {profile} FILE.toml (llmecon calibrate writes one from measurements) or use "
+                         "{mode} ideal")
 
 
 def default_profile(accelerator: Accelerator) -> EfficiencyProfile:
