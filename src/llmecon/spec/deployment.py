@@ -89,7 +89,7 @@ class Deployment:
 
     @property
     def fidelity_fields(self) -> dict:
-        """The profile's machine-readable fidelity for --json (``EfficiencyProfile.fidelity_fields``)."""
+        """The profile's machine-readable fidelity for JSON output (``EfficiencyProfile.fidelity_fields``)."""
         return self.profile.fidelity_fields
 
     @property

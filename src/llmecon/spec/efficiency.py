@@ -42,6 +42,11 @@ and the weight factor of the fewer distinct experts a skewed routing touches), a
 scalar ``attention_fraction``, ``hbm_fraction`` and ``attention_floor_s``, set from the bf16 ones). A profile without them (the vidur-fitted ones) prices
 every GEMM with the scalar ``matmul_fraction``/``matmul_m_half``/``hbm_fraction``/``kernel_floor_s``
 exactly as before (``gemm_terms``).
+
+A *transferred* profile (``fidelity.transfer``: a chip without measurements, priced with measured
+chips' dimensionless terms through its own datasheet) carries its provenance in ``transfer``
+(source, method, rule, date, expected leave-one-chip-out error); ``label``, ``fidelity`` and
+``fidelity_fields`` say so in every report.
 """
 
 from __future__ import annotations
@@ -255,7 +260,7 @@ class EfficiencyProfile:
 
     @property
     def fidelity_fields(self) -> dict:
-        """Machine-readable fidelity for --json: ``transferred`` and, for a transferred profile,
+        """Machine-readable fidelity for JSON output: ``transferred`` and, for a transferred profile,
         ``transferred_from``, ``transfer_method`` and ``expected_error`` (shares, not percent)."""
         if not self.transfer:
             return {"transferred": False}
