@@ -21,7 +21,7 @@ from llmecon.step.inference import decode_of, prefill_of
 
 CHIPS = ("h100-sxm", "h200", "b200", "b300", "gb200", "gb300")
 ENGINES = ("trtllm", "sglang", "vllm")
-KERNEL = [p for p in default_profiles() if p.engine]
+KERNEL = [p for p in default_profiles() if p.engine and not p.transferred]
 SYSTEMS = {"h100-sxm": "hgx-h100", "h200": "hgx-h200", "b200": "hgx-b200", "gb200": "gb200-nvl72",
            "gb300": "gb300-nvl72"}
 

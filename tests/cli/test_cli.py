@@ -119,7 +119,7 @@ def test_catalog_json():
     (("step", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--tp", "3"), "--tp 3"),
     (("step", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--ep", "2"), "dense"),
     (("step", "--model", "llama-3.1-70b", "--system", "mi300x-8", "--tp", "16"), "needs 16 chips"),
-    (("step", "--model", "llama-3.1-8b", "--system", "mi300x-8", "--mode", "calibrated"), "calibrated"),
+    (("step", "--model", "llama-3.1-8b", "--system", "rubin", "--mode", "calibrated"), "bf16 peak is unpublished"),
     (("model", "/no/such/config.json"), "no such file"),
 ])
 def test_bad_input_exits_2_with_one_line(args, needle):

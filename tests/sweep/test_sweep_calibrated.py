@@ -19,7 +19,7 @@ name = "cal"
 {mode}
 [analytic]
 models = ["llama-3.1-70b"]
-systems = ["hgx-h100", "mi300x-8"]
+systems = ["hgx-h100", "vera-rubin-nvl72"]
 plans = [{{tp = 4}}]
 phases = ["decode"]
 batches = [1, 64]
@@ -31,7 +31,7 @@ def test_calibrated_groups_carry_the_systems_profile_and_skip_systems_without_on
     work = expand(parse_spec(SPEC.format(mode='mode = "calibrated"')))
     assert [g.system.name for g in work.groups] == ["hgx-h100"]
     assert work.groups[0].profile == default_profile(get_accelerator("h100-sxm"))
-    assert any("mi300x" in s.reason and "no efficiency profile" in s.reason for s in work.skipped)
+    assert any("rubin" in s.reason and "no efficiency profile" in s.reason for s in work.skipped)
 
 
 def test_calibrated_points_equal_the_calibrated_step():
@@ -64,7 +64,7 @@ name = "cal-sim"
 mode = "calibrated"
 [simulation]
 models = ["llama-3.1-8b"]
-systems = ["h100-sxm", "mi300x-8"]
+systems = ["h100-sxm", "rubin"]
 plans = "smallest"
 policies = ["continuous"]
 seeds = [0]
@@ -83,7 +83,7 @@ def test_calibrated_simulations_run_on_the_systems_profile():
     work = expand(parse_spec(SIM))
     assert [sc.system.name for sc in work.scenarios] == ["h100-sxm"]
     assert work.scenarios[0].profile == default_profile(get_accelerator("h100-sxm"))
-    assert any("mi300x" in s.reason for s in work.skipped)
+    assert any("rubin" in s.reason for s in work.skipped)
     cal = run_scenario(work.scenarios[0])
     ideal = run_scenario(expand(parse_spec(SIM.replace('mode = "calibrated"', ""))).scenarios[0])
     assert cal["tpot_p50_s"] > ideal["tpot_p50_s"]

@@ -102,7 +102,7 @@ def test_calibrated_simulate_and_plan_equal_the_cli_and_name_the_profile(client)
     plan = client.post("/api/plan", json={"model": "llama-3.1-8b", "systems": ["hgx-h100"], "max_chips": 8,
                                           "mode": "calibrated"}).json()
     assert plan["fidelity"] == "calibrated (h100-sxm)" and plan["mode"] == "calibrated"
-    refused = client.post("/api/simulate", json={**body, "system": "mi300x-8"})
+    refused = client.post("/api/simulate", json={**body, "system": "rubin"})
     assert refused.status_code == 422 and "no efficiency profile" in refused.text
 
 
@@ -134,9 +134,19 @@ def test_bad_input_is_422_naming_the_field(client, body, field, words):
 
 
 def test_calibrated_without_a_profile_is_422(client):
-    detail = _detail(client.post("/api/analyze", json={"model": "llama-3.1-8b", "system": "tpu-v5e-256",
+    detail = _detail(client.post("/api/analyze", json={"model": "llama-3.1-8b", "system": "rubin",
                                                        "mode": "calibrated"}))
-    assert "profile" in detail[0]["msg"]
+    assert "profile" in detail[0]["msg"] and "bf16 peak is unpublished" in detail[0]["msg"]
+
+
+def test_calibrated_on_a_transferred_profile_says_so(client):
+    """A chip without measurements prices with its transferred profile; the JSON carries the fields."""
+    got = client.post("/api/analyze", json={"model": "llama-3.1-8b", "system": "tpu-v5e-256", "mode": "calibrated"})
+    assert got.status_code == 200, got.text
+    d = got.json()
+    assert d["transferred"] is True and d["transfer_method"] == "pooled"
+    assert "transferred from" in d["fidelity"] and "leave-one-chip-out" in d["fidelity"]
+    assert 0 < d["expected_error"]["tpot_median"] < 1
 
 
 def test_simulation_size_is_bounded(client):

@@ -26,7 +26,7 @@ def parse_profile(text: str, where: str = "profile") -> EfficiencyProfile:
     data = read_toml(text, where)
     check_keys(data, required=("name", "accelerators", "derivation"),
                optional=tuple(k for k in _TOP if k not in ("name", "accelerators", "derivation")) + TIERS + _TABLES
-               + ("fit",),
+               + ("fit", "transfer"),
                where=where)
     kwargs = {}
     for key, value in data.items():
@@ -35,6 +35,8 @@ def parse_profile(text: str, where: str = "profile") -> EfficiencyProfile:
             kwargs[key] = LinkEfficiency(**{k: _number(v, f"{where} [{key}] {k}") for k, v in value.items()})
         elif key == "fit":
             kwargs[key] = dict(value)
+        elif key == "transfer":
+            kwargs[key] = _transfer(value, f"{where} [transfer]")
         elif key in ("gemm", "moe", "prefill_attention", "decode_attention"):
             keys, cls = (KERNEL_TERM_KEYS, KernelTerms) if key in ("gemm", "moe") else (ATTENTION_TERM_KEYS,
                                                                                       AttentionTerms)
@@ -70,6 +72,27 @@ def parse_profile(text: str, where: str = "profile") -> EfficiencyProfile:
         return EfficiencyProfile(**kwargs)
     except SpecError as exc:
         raise CatalogError(f"{where}: {exc}") from exc
+
+
+_TRANSFER_KEYS = ("source", "method", "date")
+_TRANSFER_OPTIONAL = ("rule", "engine_terms_from", "datasheet", "borrowed", "error_scope", "expected_error")
+ERROR_KEYS = ("tpot_median", "tpot_p90", "ttft_median", "ttft_p90", "gemm_median", "attention_median", "moe_median")
+"""The expected-error figures a transferred profile carries (shares; ``benchmarks/transfer_accuracy.py``)."""
+
+
+def _transfer(value, where: str) -> dict:
+    """A transferred profile's provenance table (``fidelity.transfer``), read strictly."""
+    check_keys(value, required=_TRANSFER_KEYS, optional=_TRANSFER_OPTIONAL, where=where)
+    out = {}
+    for key, v in value.items():
+        if key == "expected_error":
+            check_keys(v, required=(), optional=ERROR_KEYS, where=f"{where} expected_error")
+            out[key] = {k: _number(x, f"{where} expected_error {k}") for k, x in v.items()}
+        elif key == "method" and v not in ("nearest", "pooled"):
+            raise CatalogError(f"{where} method: expected 'nearest' or 'pooled', got {v!r}")
+        else:
+            out[key] = str(v)
+    return out
 
 
 def _number(value, where: str) -> float:
@@ -120,7 +143,7 @@ def named_profile(name: str) -> EfficiencyProfile:
     if name in by_name:
         return by_name[name]
     chip = name.split("/")[0]
-    if "/" not in name and chip in DEFAULT_ENGINE:
+    if "/" not in name and (chip in DEFAULT_ENGINE or any(chip in p.accelerators for p in profiles)):
         try:
             return default_profile_for(chip)
         except SpecError:
@@ -133,31 +156,55 @@ def named_profile(name: str) -> EfficiencyProfile:
 
 
 def default_profile_for(accelerator_name: str) -> EfficiencyProfile:
-    """The default shipped profile of an accelerator (by name)."""
+    """The default shipped profile of an accelerator (by name): its measured profile for the
+    ``DEFAULT_ENGINE``, its legacy one, or its transferred one (``<chip>-transferred.toml``)."""
     engine = DEFAULT_ENGINE.get(accelerator_name)
     cands = [p for p in default_profiles() if accelerator_name in p.accelerators]
     for prof in cands:
-        if engine is not None and prof.engine == engine:
+        if engine is not None and prof.engine == engine and not prof.transferred:
             return prof
     for prof in cands:
         if not prof.engine:
             return prof
     if cands:
-        return cands[0]
+        return sorted(cands, key=lambda p: p.transferred)[0]
+    raise _no_profile(accelerator_name, None)
+
+
+def transfer_refusal(accelerator: Accelerator) -> str | None:
+    """Why no profile can be transferred to ``accelerator`` (``fidelity.transfer``), or None.
+
+    The transfer needs two datasheet facts: the HBM bandwidth (a catalogue requirement, always
+    there) and the dense bf16 peak, the rate of attention and of bf16 matmuls in every step and
+    one axis of the nearest-chip rule. A chip whose bf16 peak is unpublished is refused, naming
+    the source's reason; nothing is filled in."""
+    if "bf16" in accelerator.unpublished_peaks:
+        return f"its dense bf16 peak is unpublished ({accelerator.unpublished_peaks['bf16']})"
+    if "bf16" not in accelerator.peak_flops_per_s:
+        return "the catalogue has no dense bf16 peak for it"
+    return None
+
+
+def _no_profile(name: str, accelerator: Accelerator | None) -> SpecError:
     known = sorted({a for p in default_profiles() for a in p.accelerators})
-    raise SpecError(f"no efficiency profile for accelerator '{accelerator_name}' (profiles exist for "
-                    f"{', '.join(known) or 'none'})", field="mode", value="calibrated",
-                    fix="pass {profile} FILE.toml (llmecon calibrate writes one from measurements) or use {mode} ideal")
+    why = transfer_refusal(accelerator) if accelerator is not None else None
+    if why is not None:
+        return SpecError(f"no efficiency profile for accelerator '{name}': it has no measurements, and none can be "
+                         f"transferred from a measured chip because {why}", field="mode", value="calibrated",
+                         fix="use {mode} ideal, or pass {profile} FILE.toml (llmecon calibrate writes one from "
+                             "measurements)")
+    return SpecError(f"no efficiency profile for accelerator '{name}' (profiles exist for "
+                     f"{', '.join(known) or 'none'})", field="mode", value="calibrated",
+                     fix="pass {profile} FILE.toml (llmecon calibrate writes one from measurements) or use "
+                         "{mode} ideal")
 
 
 def default_profile(accelerator: Accelerator) -> EfficiencyProfile:
-    """The shipped profile for ``accelerator`` (``default_profile_for``); a clear error when none."""
+    """The shipped profile for ``accelerator`` (``default_profile_for``); a clear error when none
+    (naming the missing datasheet fact where a transfer is refused)."""
     if any(accelerator.name in p.accelerators for p in default_profiles()):
         return default_profile_for(accelerator.name)
-    known = sorted({a for p in default_profiles() for a in p.accelerators})
-    raise SpecError(f"no efficiency profile for accelerator '{accelerator.name}' (profiles exist for "
-                    f"{', '.join(known) or 'none'})", field="mode", value="calibrated",
-                    fix="pass {profile} FILE.toml (llmecon calibrate writes one from measurements) or use {mode} ideal")
+    raise _no_profile(accelerator.name, accelerator)
 
 
 def resolve(mode: str, profile: EfficiencyProfile | None, accelerator: Accelerator) -> EfficiencyProfile:

@@ -438,7 +438,7 @@ def prices_tiers(
         sched = tiers_for_boundaries(c.context, cost_in, cost_out, boundaries=boundaries, margin=margin,
                                      context_limit=context_limit(dep.model))
     limit = context_limit_note(dep.model.name, e.model_max_context, e.kv_capacity_tokens)
-    out = {"model": dep.model.name, "system": dep.system.name, "fidelity": dep.fidelity,
+    out = {"model": dep.model.name, "system": dep.system.name, "fidelity": dep.fidelity, **dep.fidelity_fields,
            "price_per_chip_hour": price_per_chip_hour, "utilization": utilization,
            "max_context_at_batch_1": e.max_context_at_batch_1, "kv_capacity_tokens": e.kv_capacity_tokens,
            "model_max_context": e.model_max_context or None, "notes": [limit] if limit else [],

@@ -80,6 +80,7 @@ class MoeSummary:
     model: str
     system: str
     fidelity: str               # "ideal" or "calibrated (<profile>)": how the EP sweep's steps were priced
+    fidelity_fields: dict       # machine-readable fidelity (EfficiencyProfile.fidelity_fields)
     experts: int
     active_experts: int
     shared_experts: int
@@ -233,7 +234,8 @@ def moe_summary(model: Model, system: System, *, batch_per_chip: float | None = 
                        weight_dtype=weight_dtype, kv_dtype=kv_dtype)
     eff = float(effective_ratio(p.active, moe.n_routed, law))
     return MoeSummary(
-        model=model.name, system=system.name, fidelity=profile.fidelity, experts=moe.n_routed, active_experts=moe.top_k,
+        model=model.name, system=system.name, fidelity=profile.fidelity,
+        fidelity_fields=profile.fidelity_fields, experts=moe.n_routed, active_experts=moe.top_k,
         shared_experts=moe.n_shared, total_params=p.total, active_params=p.active, sparsity=sparsity,
         expert_weight_fraction=model.weight_bytes(weight_dtype).routed_experts / model.weight_bytes(weight_dtype).total,
         touched={b: float(touched_expert_fraction(experts=moe.n_routed, active_experts=moe.top_k, tokens=b))

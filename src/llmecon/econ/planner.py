@@ -79,9 +79,17 @@ class SearchOptions:
         return self.profiles.get(system.name, IDEAL)
 
     def fidelity(self, systems) -> str:
-        """'ideal', or 'calibrated (<profile names>)' over ``systems``."""
-        names = sorted({self.profile_for(s).name for s in systems if not self.profile_for(s).is_ideal})
-        return "calibrated (" + ", ".join(names) + ")" if names else "ideal"
+        """'ideal', or 'calibrated (<profile labels>)' over ``systems`` (a transferred profile's label
+        names its source and expected error, ``EfficiencyProfile.label``; several join with '; ')."""
+        names = sorted({self.profile_for(s).label for s in systems if not self.profile_for(s).is_ideal})
+        return "calibrated (" + "; ".join(names) + ")" if names else "ideal"
+
+    def fidelity_fields(self, systems) -> dict:
+        """Machine-readable fidelity over ``systems``: ``transferred`` (any profile transferred) and,
+        per transferred profile, its fields (``EfficiencyProfile.fidelity_fields``) by system."""
+        profs = {s.name: self.profile_for(s) for s in systems if not self.profile_for(s).is_ideal}
+        moved = {n: p.fidelity_fields for n, p in profs.items() if p.transferred}
+        return {"transferred": bool(moved), **({"transferred_profiles": moved} if moved else {})}
 
     def __post_init__(self) -> None:
         require_whole("max_chips", self.max_chips)
@@ -208,6 +216,7 @@ class PlanResult:
     decode: PhaseSearch
     prefill: PhaseSearch
     fidelity: str = "ideal"          # "ideal" or "calibrated (<profiles>)": what the steps were priced with
+    fidelity_fields: dict = field(default_factory=lambda: {"transferred": False}, compare=False)
 
     @property
     def usd_per_mtok_blended(self) -> float | None:
@@ -444,7 +453,8 @@ def plan_deployment(model: Model, systems: list[System], *, targets: PlanTargets
                                   f"{fmt_seconds(r.best_achievable_s)}",
                                   fix=f"raise {{{name}}} or {{max_chips}}, or add a faster system")
     return PlanResult(model=model.name, systems=tuple(names), targets=targets, objective=objective, prices=prices,
-                      decode=phases["decode"], prefill=phases["prefill"], fidelity=options.fidelity(systems))
+                      decode=phases["decode"], prefill=phases["prefill"], fidelity=options.fidelity(systems),
+                      fidelity_fields=options.fidelity_fields(systems))
 
 
 def _fitting(model: Model, system: System, table: PlanArray, options: SearchOptions) -> PlanArray:

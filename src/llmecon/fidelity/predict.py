@@ -17,7 +17,9 @@ one row. ``adp`` (attention data-parallel groups) defaults to ``ep`` as in ``Pla
 labels (pure EP with attention DP, the stage ``tp·ep`` chips wide): a TP8·EP8 run on 8 GPUs needs
 ``adp`` 1, else it is priced on 64. Every published set in ``validation_sets`` has ep 1, where the
 default changes nothing (checked when adp was added). Output adds ``OUTPUT_COLUMNS``; ``chips`` is
-the chips of one replica the case was priced on (tp·adp·pp), so the default is never silent. Any
+the chips of one replica the case was priced on (tp·adp·pp), so the default is never silent;
+``transferred`` says whether the profile was transferred from other chips (``fidelity.transfer``) and
+``expected_tpot_error`` is then its leave-one-chip-out TPOT median error (a share; '' otherwise). Any
 bad row is an error naming its line, the column and the fix, and nothing is written.
 """
 
@@ -43,7 +45,7 @@ INPUT_COLUMNS = ("model", "system", "phase", "batch", "context", "prompt_tokens"
                  "adp", "weight_dtype", "kv_dtype")
 OPTIONAL_COLUMNS = ("id", "plan")
 OUTPUT_COLUMNS = ("step_s", "compute_s", "memory_s", "comm_s", "bound", "tokens_per_s", "tpot_s", "ttft_s",
-                  "effective_batch", "mode", "profile", "chips")
+                  "effective_batch", "mode", "profile", "chips", "transferred", "expected_tpot_error")
 PHASES = ("decode", "prefill", "serving")
 _NEEDS = {"decode": ("batch", "context"), "prefill": ("batch", "prompt_tokens"),
           "serving": ("batch", "prompt_tokens", "output_tokens")}
@@ -205,6 +207,8 @@ def _predict_group(key, idx, shapes, out, *, mode, profile) -> None:
         for name, v in values.items():
             row[name] = str(v[j]) if name == "bound" else float(v[j])
         row["mode"], row["profile"], row["chips"] = mode, r.profile, plan.chips
+        row["transferred"] = dep.profile.transferred
+        row["expected_tpot_error"] = dep.profile.transfer.get("expected_error", {}).get("tpot_median", "")
 
 
 def write_cases(rows: list[dict], path: str | Path | None = None) -> str:

@@ -64,7 +64,7 @@ def step_dict(result: StepResult, dep: Deployment) -> dict:
     the weights the critical chip (the busiest expert group's) reads."""
     return {
         "model": dep.model.name, "system": dep.system.name, "phase": result.phase, "mode": result.mode,
-        "profile": result.profile, "fidelity": dep.fidelity, "plan": dep.plan.as_dict(),
+        "profile": result.profile, "fidelity": dep.fidelity, **dep.fidelity_fields, "plan": dep.plan.as_dict(),
         **json_fields(result, "batch", "context"),
         **json_fields(result.time, "compute_s", "memory_s", "comm_s", "overhead_s"),
         **json_fields(result, "step_s", "upper_s", "latency_s"), "bound": str(result.bound),
@@ -92,7 +92,7 @@ def economics_dict(e: BatchEconomics, dep: Deployment, *, with_curve: bool = Tru
     """``llmecon batch --json``. Infinite values (never compute-bound, unbounded context) are null."""
     out = {
         "model": dep.model.name, "system": dep.system.name, "plan": dep.plan.as_dict(), "mode": dep.mode,
-        "fidelity": dep.fidelity, "context": e.context,
+        "fidelity": dep.fidelity, **dep.fidelity_fields, "context": e.context,
         **json_fields(e, "balance_batch", "balance_batch_at_context", "crossover_context", "latency_floor_s",
                       "full_weight_read_s", "hbm_drain_s", "no_batching_cost_ratio", "best_batch"),
         "max_batch": e.max_batch,

@@ -40,7 +40,7 @@ def context_dict(e: ContextEconomics, dep: Deployment, *, price_per_chip_hour: f
         rows.append(row)
     return {
         "model": dep.model.name, "system": dep.system.name, "plan": dep.plan.as_dict(), "mode": dep.mode,
-        "fidelity": dep.fidelity,
+        "fidelity": dep.fidelity, **dep.fidelity_fields,
         "attention": dep.model.attention_label, "kv_dtype": dep.kv_dtype or dep.model.kv_dtype,
         **json_fields(e, "kv_bytes_per_token", "kv_read_bytes_per_token", "kv_sharing_factor", "crossover_context",
                       "balance_batch", "max_context_at_batch_1", "kv_capacity_tokens", "free_hbm_bytes",
@@ -139,7 +139,7 @@ def plot_context(e: ContextEconomics, dep: Deployment, path: str | Path, *, pric
 
 def cost_dict(c: ServingCost, dep: Deployment, sheet: PriceSheet | None = None) -> dict:
     out = {"model": dep.model.name, "system": dep.system.name, "plan": dep.plan.as_dict(), "mode": dep.mode,
-           "fidelity": dep.fidelity,
+           "fidelity": dep.fidelity, **dep.fidelity_fields,
            "context": c.context, "batch": c.batch, "decode_step_s": c.step_s, "chips": c.chips,
            "price_per_chip_hour": c.price_per_chip_hour, "utilization": c.utilization,
            "input_usd_per_mtok": c.input_usd_per_mtok, "output_usd_per_mtok": c.output_usd_per_mtok}
@@ -166,7 +166,7 @@ def break_even_rows(evens) -> list[dict]:
 
 
 def placement_dict(p: CachePlacement, dep: Deployment) -> dict:
-    return {"model": dep.model.name, "system": dep.system.name, "plan": dep.plan.as_dict(), "fidelity": dep.fidelity,
+    return {"model": dep.model.name, "system": dep.system.name, "plan": dep.plan.as_dict(), "fidelity": dep.fidelity, **dep.fidelity_fields,
             "sequences": p.sequences, "context": p.context, "hold_s": p.hold_s, "bytes_total": p.bytes_total,
             "bytes_per_sequence": p.bytes_per_sequence, "recompute_s": p.recompute_s,
             "recompute_usd": p.recompute_usd, "cheapest": p.cheapest, "five_minute_tier": p.five_minute_tier,

@@ -35,6 +35,8 @@ def moe_dict(s: MoeSummary, *, law_source: str, law_file: str | None, hundred_ex
         value = getattr(s, f.name)
         if f.name in ("ep_rows", "pp_rows"):
             value = [asdict(r) for r in value]
+        elif f.name == "fidelity_fields":
+            value = dict(value)
         elif isinstance(value, dict):
             value = {str(k): float(v) for k, v in value.items()}
         out[f.name] = value

@@ -105,6 +105,7 @@ def plan_result_dict(r: PlanResult, *, hbm_bytes: dict, model_assumptions=()) ->
         "points_meeting_slo": {n: s.points_meeting_slo for n, (s, _) in phases.items()},
         "best_achievable_s": {n: json_num(s.best_achievable_s) for n, (s, _) in phases.items()},
         "mode": "ideal" if r.fidelity == "ideal" else "calibrated", "fidelity": r.fidelity,
+        **r.fidelity_fields,
         "assumptions": assumptions(r) + list(model_assumptions),
     }
 

@@ -43,7 +43,8 @@ def simulation_dict(dep, workload, res: SimResult) -> dict:
     notes = [] if m.max_context else [f"{m.name}'s trained context is unknown (its config gives no "
                                       "max_position_embeddings): request lengths were not checked against it"]
     return {"model": m.name, "system": dep.system.name, "plan": dep.plan.as_dict(), "mode": dep.mode,
-            "fidelity": dep.fidelity, "workload": workload.source, "model_max_context": m.max_context or None,
+            "fidelity": dep.fidelity, **dep.fidelity_fields,
+            "workload": workload.source, "model_max_context": m.max_context or None,
             "notes": notes, **res.summary()}
 
 

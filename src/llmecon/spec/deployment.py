@@ -88,6 +88,11 @@ class Deployment:
         return self.profile.fidelity
 
     @property
+    def fidelity_fields(self) -> dict:
+        """The profile's machine-readable fidelity for JSON output (``EfficiencyProfile.fidelity_fields``)."""
+        return self.profile.fidelity_fields
+
+    @property
     def weight_format(self) -> str:
         """The weight format in use (the model's own when none was given)."""
         return self.weight_dtype or self.model.weight_dtype

@@ -42,6 +42,11 @@ and the weight factor of the fewer distinct experts a skewed routing touches), a
 scalar ``attention_fraction``, ``hbm_fraction`` and ``attention_floor_s``, set from the bf16 ones). A profile without them (the vidur-fitted ones) prices
 every GEMM with the scalar ``matmul_fraction``/``matmul_m_half``/``hbm_fraction``/``kernel_floor_s``
 exactly as before (``gemm_terms``).
+
+A *transferred* profile (``fidelity.transfer``: a chip without measurements, priced with measured
+chips' dimensionless terms through its own datasheet) carries its provenance in ``transfer``
+(source, method, rule, date, expected leave-one-chip-out error); ``label``, ``fidelity`` and
+``fidelity_fields`` say so in every report.
 """
 
 from __future__ import annotations
@@ -194,6 +199,7 @@ class EfficiencyProfile:
     moe_skew: tuple[tuple[str, float, float], ...] = ()
     engine: str = ""
     fit: dict = field(default_factory=dict, compare=False)
+    transfer: dict = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
         owner = f"profile {self.name}"
@@ -230,9 +236,37 @@ class EfficiencyProfile:
         return "ideal" if self.is_ideal else "calibrated"
 
     @property
+    def transferred(self) -> bool:
+        """True for a profile derived from other chips' measurements (``fidelity.transfer``)."""
+        return bool(self.transfer)
+
+    @property
+    def label(self) -> str:
+        """The profile as a report names it: its name, or for a transferred profile
+        '<chip>, transferred from <source>, ±X% TPOT leave-one-chip-out'."""
+        if not self.transfer:
+            return self.name
+        t = self.transfer
+        err = dict(t.get("expected_error", {}))
+        tpot = err.get("tpot_median")
+        tail = f", ±{100 * tpot:.0f}% TPOT leave-one-chip-out" if tpot is not None else ", error not measured"
+        chip = self.accelerators[0] if self.accelerators else self.name
+        return f"{chip}, transferred from {t.get('source', '?')}{tail}"
+
+    @property
     def fidelity(self) -> str:
-        """'ideal' or 'calibrated (<name>)': what a report says it priced with."""
-        return "ideal" if self.is_ideal else f"calibrated ({self.name})"
+        """'ideal' or 'calibrated (<label>)': what a report says it priced with."""
+        return "ideal" if self.is_ideal else f"calibrated ({self.label})"
+
+    @property
+    def fidelity_fields(self) -> dict:
+        """Machine-readable fidelity for JSON output: ``transferred`` and, for a transferred profile,
+        ``transferred_from``, ``transfer_method`` and ``expected_error`` (shares, not percent)."""
+        if not self.transfer:
+            return {"transferred": False}
+        t = self.transfer
+        return {"transferred": True, "transferred_from": t.get("source"), "transfer_method": t.get("method"),
+                "expected_error": dict(t.get("expected_error", {}))}
 
     @property
     def all_reduce_algorithm(self) -> str:
@@ -321,6 +355,12 @@ class EfficiencyProfile:
             lines += ["", f"[moe_skew.{_q(d)}]", f"compute_factor = {compute!r}", f"weight_factor = {weights!r}"]
         if self.fit:
             lines += ["", "[fit]"] + [f"{k} = {_q(v) if isinstance(v, str) else repr(v)}" for k, v in self.fit.items()]
+        if self.transfer:
+            flat = {k: v for k, v in self.transfer.items() if not isinstance(v, dict)}
+            lines += ["", "[transfer]"] + [f"{k} = {_value(v)}" for k, v in flat.items()]
+            for k, v in self.transfer.items():
+                if isinstance(v, dict):
+                    lines += ["", f"[transfer.{k}]"] + [f"{kk} = {_value(vv)}" for kk, vv in v.items()]
         return "\n".join(lines) + "\n"
 
 
@@ -330,6 +370,15 @@ def _dtype_chain(dtype: str) -> tuple[str, ...]:
     twins = {"fp8": ("fp8", "fp8_block"), "fp8_block": ("fp8_block", "fp8"), "nvfp4": ("nvfp4", "fp4", "mxfp4"),
              "fp4": ("fp4", "nvfp4", "mxfp4"), "mxfp4": ("mxfp4", "nvfp4", "fp4")}
     return tuple(dict.fromkeys(twins.get(d, (d,)) + ("bf16",)))
+
+
+def _value(v) -> str:
+    """A TOML value: a string, a number, or a list of strings."""
+    if isinstance(v, str):
+        return _q(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_q(x) for x in v) + "]"
+    return repr(float(v)) if isinstance(v, float) else repr(v)
 
 
 def _q(s: str) -> str:
