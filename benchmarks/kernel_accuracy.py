@@ -41,7 +41,8 @@ TABLES: dict = {}   # (chip, engine) -> (tables, all-reduce rows, system); fille
 
 
 def kfold_job(key):
-    tables, ar, system = TABLES[key]
+    tables, ar, _ = TABLES[key]
+    system = hk.system_of(key[0])
     return key, hk.kfold(tables, ar, system), hk.ideal(tables, ar, system)
 
 
@@ -52,7 +53,7 @@ def loco_job(key):
 
 
 def _load(key):
-    return key, hk.load_key(default_root(), *key)
+    return key, hk.load_key(default_root(), *key, with_system=False)
 
 
 def _stats(pred, meas) -> tuple[int, float, float]:

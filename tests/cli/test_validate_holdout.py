@@ -134,3 +134,25 @@ def test_bad_input_exits_2_naming_the_problem(tmp_path, silicon):
     meas = tmp_path / "m.csv"
     meas.write_text("kind,accelerator,m,n,k,dtype,measured_s\ngemm,h100-sxm,1,1,1,bf16,1e-6\n")
     fails(["validate", str(meas), "--holdout", "chip"], "--holdout", "measurement CSV")
+
+
+@pytest.mark.parametrize("scheme, key", [("model", "model"), ("chip", "chip")])
+def test_no_fit_sees_its_held_out_group(silicon, monkeypatch, scheme, key):
+    """Spy on the fitter's and the predictor's inputs: every fit's rows and the rows it then predicts
+    share no model (leave one model out) or no chip (leave one chip out)."""
+    from llmecon.fidelity import holdout_silicon as hs
+    from llmecon.fidelity.silicon import read_silicon
+
+    path, configs = silicon
+    rows, _ = read_silicon(path, configs)
+    calls = []
+    real_fit, real_predict = hs.fit_fold, hs._predict
+    monkeypatch.setattr(hs, "fit_fold", lambda train, r, lin: calls.append(["fit", list(train)]) or
+                        real_fit(train, r, lin))
+    monkeypatch.setattr(hs, "_predict", lambda r, held, terms: calls.append(["predict", list(held)]) or
+                        real_predict(r, held, terms))
+    got = hs.silicon_holdout(rows, scheme)
+    assert [c[0] for c in calls] == ["fit", "predict"] * (len(calls) // 2) and calls
+    for (_, train), (_, held) in zip(calls[::2], calls[1::2]):
+        assert {getattr(rows[i], key) for i in train}.isdisjoint({getattr(rows[i], key) for i in held})
+    assert np.isfinite(got.held_tpot_s).all()  # every row predicted from a fit that never saw it

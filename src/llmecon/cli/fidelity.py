@@ -136,8 +136,9 @@ def validate(
     share of rows ideal mode keeps at or below the measurement. A measurement CSV: ideal and
     calibrated on its fit and hold-out splits. A silicon CSV or the kernel tables: out of sample
     (--holdout), per chip, model, engine and concurrency band, for TPOT, TTFT (concurrency <= 8) and
-    kernel families. Time on 2 cores: the whole silicon CSV ~2-3 min (model or chip), the whole kernel
-    tables ~15 min (model) or more (chip): narrow with --chips/--engines (one chip and engine: ~1 min)."""
+    kernel families. Time (measured on a shared 2-core machine): the whole silicon CSV ~1 min of CPU
+    (model or chip); one kernel chip/engine 15 s (model) to 30 s (chip), so the 18 pairs of the whole
+    kernel tables take several minutes: narrow with --chips/--engines."""
     from pathlib import Path
 
     kind = _input_kind(measurements)
@@ -310,13 +311,18 @@ def _print_holdout(console, report, where: str) -> None:
                   "|pred/meas - 1| of held-out predictions")
     for by in BY_TITLES:
         mine = [c for c in report.cells if c.by == by]
+        groups = sorted({c.group for c in mine})
         if not mine:
             continue
-        table = Table("quantity", by, "rows", "predicted", "median", "p90", "ideal <= meas", title=BY_TITLES[by],
+        if by != "all" and len(groups) == 1:  # one group: the same figures as all rows
+            console.print(f"{BY_TITLES[by]}: only {groups[0]} (as all rows)")
+            continue
+        heads = ("quantity",) + (() if by == "all" else (by,))
+        table = Table(*heads, "rows", "predicted", "median", "p90", "ideal <= meas", title=BY_TITLES[by],
                       title_justify="left")
         for c in mine:
-            table.add_row(c.quantity, c.group, f"{c.rows:,}", f"{c.predicted:,}", _pct(c.median), _pct(c.p90),
-                          _pct(c.ideal_below) if c.ideal_rows else "–")
+            table.add_row(c.quantity, *(() if by == "all" else (c.group,)), f"{c.rows:,}", f"{c.predicted:,}",
+                          _pct(c.median), _pct(c.p90), _pct(c.ideal_below) if c.ideal_rows else "–")
         console.print(table)
     for note in report.notes:
         console.print(f"  note: {note}")

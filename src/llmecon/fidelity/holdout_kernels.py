@@ -260,13 +260,21 @@ def kernel_holdout(load, keys, holdout: str = "model", *, every=None, progress=N
     return KernelHoldout(holdout=holdout, held=held, ideal=ideals, notes=tuple(notes))
 
 
-def load_key(root, chip: str, engine: str):
-    """(tables, all-reduce rows or None, system or None) of one catalogue chip and engine, as the
-    shipped profiles were fitted (``kernel_profiles.load_tables`` / ``load_all_reduce``)."""
+def system_of(chip: str):
+    """The catalogue system whose scale-up tier the chip's one-node all-reduce tables measure (None:
+    none catalogued: ``kernel_profiles.SYSTEMS``)."""
     from ..catalog.hardware import get_system
+    from .kernel_profiles import SYSTEMS
+
+    return get_system(SYSTEMS[chip]) if SYSTEMS.get(chip) else None
+
+
+def load_key(root, chip: str, engine: str, *, with_system: bool = True):
+    """(tables, all-reduce rows or None, system or None) of one catalogue chip and engine, as the
+    shipped profiles were fitted (``kernel_profiles.load_tables`` / ``load_all_reduce``); without
+    ``with_system`` the system is left None (it does not pickle: a worker process looks it up)."""
     from .kernel_profiles import SYSTEMS, load_all_reduce, load_tables
 
     tables, _ = load_tables(root, chip, engine)
-    system = get_system(SYSTEMS[chip]) if SYSTEMS.get(chip) else None
-    ar = load_all_reduce(root, chip, engine)[0] if system is not None else None
-    return tables, ar, system
+    ar = load_all_reduce(root, chip, engine)[0] if SYSTEMS.get(chip) else None
+    return tables, ar, system_of(chip) if with_system else None
