@@ -19,7 +19,8 @@ all-reduce) it prints the median and p90 absolute relative error |pred/meas - 1|
 
 Rows pool the engines of a chip in the summary; the per-engine table follows. Nothing is tuned on
 a held-out group: the fit and the model forms are fixed, and every error is of rows the fit did
-not see. Needs ../shared/validation/aiconfigurator/kernels (not shipped).
+not see. The folds and fits are ``fidelity.holdout_kernels``'s (``llmecon validate <kernels folder>``
+runs them too); this script runs them in parallel and formats the tables. Needs ../shared/validation/aiconfigurator/kernels (not shipped).
 """
 
 from __future__ import annotations
@@ -32,146 +33,27 @@ from pathlib import Path
 
 import numpy as np
 
-from llmecon.catalog.hardware import get_system
-from llmecon.fidelity import kernel_fit as kf
-from llmecon.fidelity.kernel_profiles import SYSTEMS, load_all_reduce, load_tables
+from llmecon.fidelity import holdout_kernels as hk
+from llmecon.fidelity.holdout_kernels import LABELS
 from llmecon.fidelity.kernel_tables import CHIPS, ENGINES, default_root
-from llmecon.spec.efficiency import IDEAL
 
-FOLDS = 5
-GROUPS = {"gemm": ("n", "k"), "context_attention": ("num_heads", "num_key_value_heads", "head_dim", "window_size"),
-          "generation_attention": ("num_heads", "num_key_value_heads", "head_dim", "window_size"),
-          "moe": ("hidden_size", "inter_size", "topk", "num_experts")}
-TABLES: dict = {}   # (chip, engine) -> (tables, all_reduce rows); filled before forking workers
-
-
-def _folds(cols: dict, family: str, seed: int = 0) -> np.ndarray:
-    keys = np.rec.fromarrays([cols[c] for c in GROUPS[family]])
-    uniq, inv = np.unique(keys, return_inverse=True)
-    perm = np.random.default_rng(seed).permutation(len(uniq))
-    return (perm % FOLDS)[inv.ravel()]
-
-
-def _sub(cols: dict, mask) -> dict:
-    return {k: v[mask] for k, v in cols.items()}
-
-
-def _family_rows(family: str, cols: dict) -> dict:
-    """The rows of a family that are modelled (prefill: bf16 attention)."""
-    if family == "context_attention":
-        return _sub(cols, cols["attn_dtype"] == "bfloat16")
-    return cols
-
-
-def predict_family(family: str, train: dict, test: dict) -> dict:
-    """{label: (pred, meas)} of ``test`` rows by terms fitted on ``train``; labels split GEMM by dtype
-    and MoE into balanced / skewed."""
-    out = {}
-    if family == "gemm":
-        for dt in np.unique(test["dtype"]):
-            terms = kf.fit_gemm(train, str(dt))
-            if terms is None:
-                continue
-            sel = test["dtype"] == dt
-            pred = kf.predict_gemm(kf._with(gemm=((str(dt), terms),)), _sub(test, sel))
-            out[f"gemm {dt}"] = (pred, test["time_s"][sel])
-    elif family == "context_attention":
-        kw = kf.fit_attention(train, {})
-        if kw:
-            out["prefill attention"] = (kf.predict_prefill(kf._with(**kw), test), test["time_s"])
-    elif family == "generation_attention":
-        kw = kf.fit_attention({}, train)
-        if kw:
-            out["decode attention"] = (kf.predict_decode(kf._with(**kw), test), test["time_s"])
-    elif family == "moe":
-        for dt in np.unique(test["dtype"]):
-            got = kf.fit_moe(train, str(dt))
-            if got is None:
-                continue
-            prof = kf._with(moe=((str(dt), got[0]),), moe_skew=tuple((d, c, w) for d, (c, w) in got[1].items()))
-            sel = test["dtype"] == dt
-            pred = kf.predict_moe(prof, _sub(test, sel))
-            bal = test["distribution"][sel] == "balanced"
-            out.setdefault("moe balanced", []).append((pred[bal], test["time_s"][sel][bal]))
-            out.setdefault("moe skewed", []).append((pred[~bal], test["time_s"][sel][~bal]))
-        out = {k: (np.concatenate([p for p, _ in v]), np.concatenate([m for _, m in v])) for k, v in out.items()}
-    return out
-
-
-def ideal_family(family: str, cols: dict) -> dict:
-    """{label: (ideal prediction, meas)} of every modelled row."""
-    if family == "gemm":
-        return {f"gemm {dt}": (kf.predict_gemm(IDEAL, _sub(cols, cols["dtype"] == dt)),
-                               cols["time_s"][cols["dtype"] == dt]) for dt in np.unique(cols["dtype"])}
-    if family == "context_attention":
-        return {"prefill attention": (kf.predict_prefill(IDEAL, cols), cols["time_s"])}
-    if family == "generation_attention":
-        return {"decode attention": (kf.predict_decode(IDEAL, cols), cols["time_s"])}
-    pred = kf.predict_moe(IDEAL, cols)
-    bal = cols["distribution"] == "balanced"
-    return {"moe balanced": (pred[bal], cols["time_s"][bal]), "moe skewed": (pred[~bal], cols["time_s"][~bal])}
-
-
-def _merge(acc: dict, part: dict) -> None:
-    for k, (p, m) in part.items():
-        acc.setdefault(k, []).append((p, m))
-
-
-def _cat(acc: dict) -> dict:
-    return {k: (np.concatenate([p for p, _ in v]), np.concatenate([m for _, m in v])) for k, v in acc.items()}
+TABLES: dict = {}   # (chip, engine) -> (tables, all-reduce rows, system); filled before forking workers
 
 
 def kfold_job(key):
-    chip, engine = key
-    tables, ar = TABLES[key]
-    acc: dict = {}
-    for family, cols in tables.items():
-        cols = _family_rows(family, cols)
-        fold = _folds(cols, family)
-        for f in range(FOLDS):
-            _merge(acc, predict_family(family, _sub(cols, fold != f), _sub(cols, fold == f)))
-    system = get_system(SYSTEMS[chip]) if SYSTEMS.get(chip) else None
-    if ar is not None and system is not None:
-        sizes = np.unique(ar.message_bytes)
-        perm = np.random.default_rng(0).permutation(len(sizes))
-        fold = (perm % FOLDS)[np.searchsorted(sizes, ar.message_bytes)]
-        for f in range(FOLDS):
-            tr, te = (kf.CollectiveRows(message_bytes=ar.message_bytes[s], participants=ar.participants[s],
-                                        time_s=ar.time_s[s]) for s in (fold != f, fold == f))
-            link = kf.fit_all_reduce(system, tr)
-            if link is not None and len(te.time_s):
-                _merge(acc, {"all-reduce": (kf.predict_all_reduce(kf._with(scale_up=link), system, te), te.time_s)})
-    ideal: dict = {}
-    for family, cols in tables.items():
-        _merge(ideal, ideal_family(family, _family_rows(family, cols)))
-    if ar is not None and system is not None:
-        _merge(ideal, {"all-reduce": (kf.predict_all_reduce(IDEAL, system, ar), ar.time_s)})
-    return key, _cat(acc), _cat(ideal)
+    tables, ar, _ = TABLES[key]
+    system = hk.system_of(key[0])
+    return key, hk.kfold(tables, ar, system), hk.ideal(tables, ar, system)
 
 
 def loco_job(key):
     chip, engine = key
-    tables, _ = TABLES[key]
-    acc: dict = {}
     others = [TABLES[(c, engine)][0] for c in CHIPS.values() if c != chip and (c, engine) in TABLES]
-    pooled = {}
-    for family in tables:
-        parts = [o[family] for o in others if family in o]
-        if parts:
-            common = set.intersection(*(set(p) for p in parts))
-            pooled[family] = {k: np.concatenate([p[k] for p in parts]) for k in common}
-    for family, cols in tables.items():
-        if family in pooled:
-            _merge(acc, predict_family(family, _family_rows(family, pooled[family]), _family_rows(family, cols)))
-    return key, _cat(acc)
+    return key, hk.loco(TABLES[key][0], others)
 
 
 def _load(key):
-    chip, engine = key
-    root = default_root()
-    tables, _ = load_tables(root, chip, engine)
-    ar = load_all_reduce(root, chip, engine)[0] if SYSTEMS.get(chip) else None
-    return key, (tables, ar)
+    return key, hk.load_key(default_root(), *key, with_system=False)
 
 
 def _stats(pred, meas) -> tuple[int, float, float]:
@@ -181,10 +63,6 @@ def _stats(pred, meas) -> tuple[int, float, float]:
 
 def _pct(v: float) -> str:
     return f"{100 * v:.1f}%"
-
-
-LABELS = ("gemm bf16", "gemm fp8", "gemm fp8_block", "gemm nvfp4", "prefill attention", "decode attention",
-          "moe balanced", "moe skewed", "all-reduce")
 
 
 def report(kfold: dict, loco: dict, ideal: dict, elapsed: float) -> str:

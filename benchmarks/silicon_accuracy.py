@@ -14,7 +14,8 @@ architecture) are held out together. Where a (chip, engine) has no other model, 
 fitted on the same engine's rows on the other chips, the held-out model excluded everywhere
 ("fallback" in the table). Nothing of a held-out group enters its own fit: the linearisation point
 is the fixed kernel-only profile, and the second pass re-linearises at each fold's own first-pass
-terms on that fold's training rows only.
+terms on that fold's training rows only. The folds and fits are ``fidelity.holdout_silicon``'s
+(``llmecon validate silicon_dev.csv`` runs them too); this script formats the tables.
 
 ``--write-profiles`` writes the in-sample terms (every row of the chip and engine) into
 catalog/profiles/<chip>-<engine>.toml. Errors are |pred/meas - 1|; TTFT only at concurrency <= 8.
@@ -34,30 +35,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from llmecon.fidelity.engine_fit import BASE, PARAMS, TTFT_MAX_CONCURRENCY, fit_terms, jacobian, with_terms  # noqa: E402
+from llmecon.fidelity import holdout_silicon as hs  # noqa: E402
+from llmecon.fidelity.engine_fit import PARAMS, TTFT_MAX_CONCURRENCY  # noqa: E402
+from llmecon.fidelity.holdout import stats  # noqa: E402
+from llmecon.fidelity.holdout_silicon import group_of  # noqa: E402
 from llmecon.fidelity.silicon import predict_silicon, read_silicon  # noqa: E402
-from llmecon.catalog.efficiency import named_profile  # noqa: E402
-
-FAMILY = {"deepseek-ai/DeepSeek-R1": "DeepSeek-V3 arch", "deepseek-ai/DeepSeek-V3": "DeepSeek-V3 arch",
-          "nvidia/DeepSeek-V3.1-NVFP4": "DeepSeek-V3 arch"}
-
-
-def group_of(row) -> str:
-    return FAMILY.get(row.model, row.model)
-
-
-def stats(err) -> tuple[int, float, float]:
-    e = np.asarray([x for x in err if np.isfinite(x)])
-    return (e.size, float(np.median(e)), float(np.percentile(e, 90))) if e.size else (0, np.nan, np.nan)
-
-
-def fit_fold(train, rows, lin0):
-    """Two-pass fit on the training rows ``train`` (indices into ``rows``)."""
-    t1 = fit_terms(train, rows, lin0, BASE)
-    sub = [rows[i] for i in train]
-    lin1 = jacobian(sub, at={r.profile: t1 for r in sub})
-    return fit_terms(range(len(sub)), sub, lin1, t1)
-
 
 def main() -> None:
     ap = argparse.ArgumentParser()
@@ -69,45 +51,17 @@ def main() -> None:
     meas_tpot = np.array([r.tpot_s for r in rows])
     meas_ttft = np.array([r.ttft_s for r in rows])
     low = np.array([r.concurrency <= TTFT_MAX_CONCURRENCY for r in rows])
-    lin0 = jacobian(rows)
+    lin0 = hs.linearise(rows)
     base_tpot, base_ttft = lin0[0], lin0[1]
     ideal_tpot, ideal_ttft, _ = predict_silicon(rows, mode="ideal")
-
     by_prof = defaultdict(list)
     for i, r in enumerate(rows):
         by_prof[r.profile].append(i)
-    lomo_tpot, lomo_ttft = np.full(n, np.nan), np.full(n, np.nan)
-    ins_tpot, ins_ttft = np.full(n, np.nan), np.full(n, np.nan)
-    fallback, shipped = {}, {}
-    for prof, idx in sorted(by_prof.items()):
-        engine = prof.split("/")[1]
-        if np.sum(np.isfinite(base_tpot[idx])) < len(PARAMS):
-            fallback[prof] = "no row llmecon prices (plans refused): not fitted"
-            continue
-        shipped[prof] = fit_fold(idx, rows, lin0)
-        t, f, _ = predict_silicon([rows[i] for i in idx], profiles={prof: with_terms(named_profile(prof), shipped[prof])})
-        ins_tpot[idx], ins_ttft[idx] = t, f
-        for g in sorted({group_of(rows[i]) for i in idx}):
-            held = [i for i in idx if group_of(rows[i]) == g]
-            train = [i for i in idx if group_of(rows[i]) != g]
-            if np.sum(np.isfinite(base_tpot[train])) < len(PARAMS) if train else True:
-                train = [i for i, r in enumerate(rows) if r.engine == engine and r.profile != prof and group_of(r) != g]
-                fallback[prof] = f"fit on {engine} rows of other chips"
-            terms = fit_fold(train, rows, lin0)
-            t, f, _ = predict_silicon([rows[i] for i in held], profiles={prof: with_terms(named_profile(prof), terms)})
-            lomo_tpot[held], lomo_ttft[held] = t, f
-
+    shipped, ins_tpot, ins_ttft = hs.in_sample(rows, lin0, base_tpot)
+    folds, fallback = hs.model_folds(rows, base_tpot)
+    lomo_tpot, lomo_ttft = hs.predict_folds(rows, folds, lin0)
     # comparison: one set of terms per engine, pooled over the chips (more models per fit)
-    pool_tpot, pool_ttft = np.full(n, np.nan), np.full(n, np.nan)
-    for engine in sorted({r.engine for r in rows}):
-        eidx = [i for i, r in enumerate(rows) if r.engine == engine and np.isfinite(base_tpot[i])]
-        for g in sorted({group_of(rows[i]) for i in eidx}):
-            held = [i for i in eidx if group_of(rows[i]) == g]
-            terms = fit_fold([i for i in eidx if group_of(rows[i]) != g], rows, lin0)
-            sub = [rows[i] for i in held]
-            t, f, _ = predict_silicon(sub, profiles={r.profile: with_terms(named_profile(r.profile), terms)
-                                                     for r in sub})
-            pool_tpot[held], pool_ttft[held] = t, f
+    pool_tpot, pool_ttft = hs.predict_folds(rows, hs.pooled_model_folds(rows, base_tpot), lin0)
 
     def err(pred, meas):
         return np.abs(pred / meas - 1.0)
@@ -133,7 +87,7 @@ def main() -> None:
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def cell(key, sel):
-        k, med, p90 = stats(e[key][sel])
+        k, med, p90 = stats(e[key][sel])  # holdout.stats: finite errors only
         return f"{med:.0%} / {p90:.0%}" if k else "–"
 
     groups = sorted(by_prof.items()) + [("**all**", list(range(n)))]

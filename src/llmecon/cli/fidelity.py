@@ -3,6 +3,7 @@ and error reports against measurements. Thin: parse -> library call -> table or 
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Annotated, Optional
 
 import typer
@@ -99,13 +100,69 @@ def calibrate(
     _print_errors(console, ev)
 
 
+class Holdout(str, Enum):
+    model = "model"
+    chip = "chip"
+    none = "none"
+
+
+ListOpt = Optional[str]
+
+
 @app.command()
 def validate(
-    measurements: Annotated[str, typer.Argument(help="Measurement CSV.")],
+    measurements: Annotated[str, typer.Argument(help="What to check, detected from its form: a measurement CSV "
+                                                     "(llmecon measure's columns); NVIDIA's silicon CSV (aiconfigurator "
+                                                     "silicon_dev.csv, known by its silicon_tpot_ms column); or a "
+                                                     "kernel-tables folder (aiconfigurator kernels/, holding h100_sxm, "
+                                                     "b200_sxm, ... folders).")],
     mode: ModeOpt = Mode.calibrated, profile: ProfileOpt = None, as_json: JsonOpt = False,
+    holdout: Annotated[Optional[Holdout], typer.Option(
+        "--holdout", help="Silicon CSV and kernel tables only: model = leave one model out (kernel tables: 5 folds "
+                          "by shape group, the shapes a model brings), chip = leave one chip out (fit on the same "
+                          "engine's other chips), none = in-sample (not an accuracy claim). Default model.")] = None,
+    models: Annotated[ListOpt, typer.Option("--models", help="Silicon CSV: score only these models (comma-separated "
+                                                             "model paths as in the CSV); fits still use every "
+                                                             "other row the hold-out allows.")] = None,
+    chips: Annotated[ListOpt, typer.Option("--chips", help="Score only these chips (comma-separated: h100-sxm, h200, "
+                                                           "b200, b300, gb200, gb300).")] = None,
+    engines: Annotated[ListOpt, typer.Option("--engines", help="Score only these engines (comma-separated: trtllm, "
+                                                               "sglang, vllm).")] = None,
+    configs: Annotated[Optional[str], typer.Option("--configs", help="Silicon CSV: folder of <org>--<name>_config.json "
+                                                                     "files (default: ../../reference/hf_configs "
+                                                                     "from the CSV).")] = None,
 ) -> None:
-    """Median and 90th-percentile absolute relative error of ideal and calibrated predictions
-    against measurements (fit and held-out rows separately), and the worst cases."""
+    """Error of predictions against measurements: median and 90th-percentile |pred/meas - 1| and the
+    share of rows ideal mode keeps at or below the measurement. A measurement CSV: ideal and
+    calibrated on its fit and hold-out splits. A silicon CSV or the kernel tables: out of sample
+    (--holdout), per chip, model, engine and concurrency band, for TPOT, TTFT (concurrency <= 8) and
+    kernel families. Time (measured on a shared 2-core machine): the whole silicon CSV ~1 min of CPU
+    (model or chip); one kernel chip/engine 15 s (model) to 30 s (chip), so the 18 pairs of the whole
+    kernel tables take several minutes: narrow with --chips/--engines."""
+    from pathlib import Path
+
+    kind = _input_kind(measurements)
+    if kind != "measurements":
+        if profile is not None or mode != Mode.calibrated:
+            _fail(f"--profile/--mode: {measurements} is a {kind} input, scored with each chip/engine's kernel-table "
+                  "profile fitted out of sample; leave --profile and --mode out")
+        scheme = (holdout or Holdout.model).value
+        if kind == "silicon":
+            report = _silicon_report(measurements, scheme, models, chips, engines, configs, as_json)
+        else:
+            if models is not None:
+                _fail("--models: kernel tables have no model column; use --holdout model (shape groups) and --chips")
+            report = _kernel_report(Path(measurements), scheme, chips, engines, as_json)
+        if as_json:
+            _emit_json(report.as_dict())
+            return
+        _print_holdout(_console(), report, measurements)
+        return
+    extra = [f for f, v in (("--holdout", holdout), ("--models", models), ("--chips", chips), ("--engines", engines),
+                            ("--configs", configs)) if v is not None]
+    if extra:
+        _fail(f"{extra[0]}: applies to a silicon CSV or a kernel-tables folder; {measurements} is a measurement CSV "
+              "(its split column holds rows out)")
     from ..fidelity.accuracy import evaluate
     from ..fidelity.measurements import read_csv
 
@@ -123,6 +180,152 @@ def validate(
     console = _console()
     console.print(f"llmecon validate: {len(rows)} rows of {measurements}; profiles {', '.join(ev.profiles) or 'none'}")
     _print_errors(console, ev)
+
+
+def _input_kind(path: str) -> str:
+    """'kernels' (a folder), 'silicon' (a CSV whose header has silicon_tpot_ms) or 'measurements'."""
+    from pathlib import Path
+
+    p = Path(path)
+    if p.is_dir():
+        return "kernels"
+    if p.is_file():
+        try:
+            with open(p, encoding="utf-8-sig", errors="replace") as f:
+                head = f.readline(65536)
+        except OSError:
+            return "measurements"  # read_csv names the problem
+        if "silicon_tpot_ms" in [c.strip().strip('"') for c in head.strip().split(",")]:
+            return "silicon"
+    return "measurements"
+
+
+def _names(field: str, given: str | None, known, what: str) -> set[str] | None:
+    """The comma-separated names of --<field>, each checked against ``known``."""
+    if given is None:
+        return None
+    from ..errors import unknown_name
+
+    out = {x.strip() for x in given.split(",") if x.strip()}
+    if not out:
+        _fail(f"--{field}: no name given; give comma-separated {what}")
+    for name in sorted(out):
+        if name not in known:
+            raise unknown_name(what, name, sorted(known), field=field)
+    return out
+
+
+class _Bar:
+    """A progress bar on stderr for the fits (hidden when stderr is not a terminal or with --json)."""
+
+    def __init__(self, label: str, quiet: bool):
+        import sys
+
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.bar = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                            TextColumn("{task.description}"), console=Console(stderr=True), transient=True,
+                            disable=quiet or not sys.stderr.isatty())
+        self.task = self.bar.add_task("", total=None)
+
+    def __enter__(self):
+        self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self.bar.__exit__(*exc)
+
+    def __call__(self, done: int, total: int, name: str) -> None:
+        self.bar.update(self.task, completed=done, total=total, description=name)
+
+
+def _silicon_report(path, scheme, models, chips, engines, configs, quiet):
+    from ..errors import InfeasibleError
+    from ..fidelity.holdout_silicon import group_of, silicon_holdout
+    from ..fidelity.silicon import CHIPS, ENGINES, read_silicon
+
+    rows, skipped = read_silicon(path, configs)
+    if not rows:
+        why = skipped[0].reason if skipped else "no data rows"
+        raise InfeasibleError(f"no aggregated row of {path} can be priced ({why})", field="measurements",
+                              fix="give aiconfigurator's silicon CSV with agg rows of models that have a config")
+    known_models = {r.model for r in rows} | {group_of(r) for r in rows}
+    pick_m = _names("models", models, known_models, "model")
+    pick_c = _names("chips", chips, set(CHIPS.values()), "chip")
+    pick_e = _names("engines", engines, set(ENGINES), "engine")
+    with _Bar("fitting engine terms", quiet) as bar:
+        got = silicon_holdout(rows, scheme, models=pick_m, chips=pick_c, engines=pick_e, progress=bar)
+    if not got.evaluated.any():
+        raise InfeasibleError("no row matches --models/--chips/--engines", field="measurements",
+                              fix="check the names against the CSV (llmecon validate without filters lists them)")
+    rep = got.report()
+    if skipped:
+        from collections import Counter
+
+        rep = type(rep)(**{**rep.__dict__, "notes": rep.notes + tuple(
+            f"{k} rows skipped: {reason}" for reason, k in Counter(s.reason for s in skipped).most_common())})
+    return rep
+
+
+def _kernel_report(root, scheme, chips, engines, quiet):
+    from ..errors import CatalogError
+    from ..fidelity.holdout_kernels import kernel_holdout, load_key
+    from ..fidelity.kernel_tables import CHIPS, ENGINES
+
+    present = [folder for folder in CHIPS if (root / folder).is_dir()]
+    if not present:
+        raise CatalogError(f"folder {root} holds none of the aiconfigurator system folders "
+                           f"({', '.join(CHIPS)})", field="measurements",
+                           fix="give the kernels folder of shared/validation/aiconfigurator")
+    pick_c = _names("chips", chips, set(CHIPS.values()), "chip")
+    pick_e = _names("engines", engines, set(ENGINES), "engine")
+    every = [(CHIPS[f], e) for f in CHIPS if f in present for e in ENGINES if pick_e is None or e in pick_e]
+    keys = [k for k in every if pick_c is None or k[0] in pick_c]
+    if not keys:
+        raise CatalogError(f"no tables of {', '.join(sorted(pick_c or ()))} in {root}", field="chips",
+                           fix=f"pick from {', '.join(CHIPS[f] for f in present)}")
+    with _Bar("fitting kernel terms", quiet) as bar:
+        got = kernel_holdout(lambda chip, engine: load_key(root, chip, engine), keys, scheme, every=every,
+                             progress=bar)
+    return got.report()
+
+
+def _pct(v: float) -> str:
+    import math
+
+    return "–" if v is None or not math.isfinite(v) else f"{v:.1%}"
+
+
+BY_TITLES = {"all": "all rows", "chip": "per chip", "model": "per held-out model", "engine": "per engine",
+             "chip/engine": "per chip and engine", "concurrency": "per concurrency band"}
+
+
+def _print_holdout(console, report, where: str) -> None:
+    from rich.table import Table
+
+    scheme = {"model": "leave one model out" if report.source == "silicon" else "k-fold by shape group (the shapes "
+                                                                                 "a model brings)",
+              "chip": "leave one chip out", "none": "in-sample (not an accuracy claim)"}[report.holdout]
+    console.print(f"llmecon validate: {report.rows:,} rows of {where} ({report.source}); {scheme}; errors "
+                  "|pred/meas - 1| of held-out predictions")
+    for by in BY_TITLES:
+        mine = [c for c in report.cells if c.by == by]
+        groups = sorted({c.group for c in mine})
+        if not mine:
+            continue
+        if by != "all" and len(groups) == 1:  # one group: the same figures as all rows
+            console.print(f"{BY_TITLES[by]}: only {groups[0]} (as all rows)")
+            continue
+        heads = ("quantity",) + (() if by == "all" else (by,))
+        table = Table(*heads, "rows", "predicted", "median", "p90", "ideal <= meas", title=BY_TITLES[by],
+                      title_justify="left")
+        for c in mine:
+            table.add_row(c.quantity, *(() if by == "all" else (c.group,)), f"{c.rows:,}", f"{c.predicted:,}",
+                          _pct(c.median), _pct(c.p90), _pct(c.ideal_below) if c.ideal_rows else "–")
+        console.print(table)
+    for note in report.notes:
+        console.print(f"  note: {note}")
 
 
 def _print_errors(console, ev) -> None:

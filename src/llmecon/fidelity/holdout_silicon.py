@@ -1,0 +1,243 @@
+"""Leave-one-model-out and leave-one-chip-out error of end-to-end serving (TPOT, TTFT) on NVIDIA's
+measured silicon rows (``silicon.read_silicon``), with engine terms fitted by ``engine_fit``.
+
+Folds (``holdout.Fold``), each fitted by ``fit_fold`` (two passes: ``engine_fit.fit_terms`` on the
+kernel-only linearisation, then re-linearised at the first-pass terms on the training rows only):
+
+* ``model_folds``: per (chip, engine) profile, each model group (``group_of``: DeepSeek-R1, -V3
+  and -V3.1, one architecture, are one group) predicted by terms fitted on the profile's other
+  models; where the profile has fewer than ``len(PARAMS)`` priced rows of other models, the terms
+  are fitted on the same engine's rows of the other chips, the held-out model excluded everywhere
+  (a note says so). A profile with too few priced rows of its own is not fitted (noted).
+* ``chip_folds``: per profile, its rows predicted by terms fitted on the same engine's rows of
+  every other chip (all models), through the held-out chip's own kernel-table profile.
+* ``pooled_model_folds``: one set of terms per engine over every chip, each model group held
+  out (a comparison for the benchmark, not shipped).
+* ``in_sample``: terms fitted on every row of a profile (the shipped ones): not an accuracy claim.
+
+Nothing of a held-out group enters its own fit: the first linearisation point is the fixed
+kernel-only profile (``engine_fit.BASE``), and ``run_folds`` refuses a fold whose held-out rows
+are among its training rows. TTFT is scored only at concurrency <= ``TTFT_MAX_CONCURRENCY``
+(larger is queueing at the batch/KV limit). Moved from benchmarks/silicon_accuracy.py.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InfeasibleError
+from .engine_fit import BASE, PARAMS, TTFT_MAX_CONCURRENCY, fit_terms, jacobian, with_terms
+from .holdout import Fold, HoldoutReport, band_of, cells, run_folds
+from .silicon import predict_silicon
+
+FAMILY = {"deepseek-ai/DeepSeek-R1": "DeepSeek-V3 arch", "deepseek-ai/DeepSeek-V3": "DeepSeek-V3 arch",
+          "nvidia/DeepSeek-V3.1-NVFP4": "DeepSeek-V3 arch"}
+"""Model paths of one architecture, held out together."""
+SCHEMES = ("model", "chip", "none")
+
+
+def group_of(row) -> str:
+    """The leave-one-model-out group of a row (``FAMILY``, else its model path)."""
+    return FAMILY.get(row.model, row.model)
+
+
+def fit_fold(train, rows, lin0) -> dict:
+    """Engine terms fitted on rows ``train`` (indices into ``rows``; ``lin0`` = ``jacobian`` at
+    ``BASE``, over ``rows``): two passes, the second linearised at the first's terms on the
+    training rows only."""
+    train = list(train)
+    t1 = fit_terms(train, rows, lin0, BASE)
+    sub = [rows[i] for i in train]
+    lin1 = jacobian(sub, at={r.profile: t1 for r in sub})
+    return fit_terms(range(len(sub)), sub, lin1, t1)
+
+
+def _priced(idx, base_tpot) -> int:
+    return int(np.sum(np.isfinite(base_tpot[list(idx)]))) if len(idx) else 0
+
+
+def _by_profile(rows) -> dict[str, list[int]]:
+    by = defaultdict(list)
+    for i, r in enumerate(rows):
+        by[r.profile].append(i)
+    return dict(sorted(by.items()))
+
+
+def model_folds(rows, base_tpot) -> tuple[list[Fold], dict[str, str]]:
+    """Leave-one-model-out folds per profile, with the other-chip fallback; (folds, {profile: note})."""
+    folds, notes = [], {}
+    for prof, idx in _by_profile(rows).items():
+        engine = prof.split("/")[1]
+        if _priced(idx, base_tpot) < len(PARAMS):
+            notes[prof] = "no row llmecon prices (plans refused): not fitted"
+            continue
+        for g in sorted({group_of(rows[i]) for i in idx}):
+            held = [i for i in idx if group_of(rows[i]) == g]
+            train = [i for i in idx if group_of(rows[i]) != g]
+            note = ""
+            if _priced(train, base_tpot) < len(PARAMS):
+                train = [i for i, r in enumerate(rows) if r.engine == engine and r.profile != prof and group_of(r) != g]
+                notes[prof] = note = f"fit on {engine} rows of other chips"
+            folds.append(Fold(name=f"{prof} without {g}", held=tuple(held), train=tuple(train), note=note))
+    return folds, notes
+
+
+def chip_folds(rows, base_tpot) -> tuple[list[Fold], dict[str, str]]:
+    """Leave-one-chip-out folds: each profile's rows from the same engine's rows of other chips."""
+    folds, notes = [], {}
+    for prof, idx in _by_profile(rows).items():
+        chip, engine = prof.split("/")
+        train = [i for i, r in enumerate(rows) if r.engine == engine and r.chip != chip]
+        if _priced(train, base_tpot) < len(PARAMS):
+            notes[prof] = f"no other chip has enough priced {engine} rows: not predicted"
+            continue
+        folds.append(Fold(name=f"{prof} from other chips", held=tuple(idx), train=tuple(train)))
+    return folds, notes
+
+
+def pooled_model_folds(rows, base_tpot) -> list[Fold]:
+    """Leave-one-model-out with one set of terms per engine over every chip (priced rows only)."""
+    folds = []
+    for engine in sorted({r.engine for r in rows}):
+        eidx = [i for i, r in enumerate(rows) if r.engine == engine and np.isfinite(base_tpot[i])]
+        for g in sorted({group_of(rows[i]) for i in eidx}):
+            folds.append(Fold(name=f"{engine} without {g}", held=tuple(i for i in eidx if group_of(rows[i]) == g),
+                              train=tuple(i for i in eidx if group_of(rows[i]) != g)))
+    return folds
+
+
+def _predict(rows, held, terms):
+    from ..catalog.efficiency import named_profile
+
+    sub = [rows[i] for i in held]
+    tpot, ttft, _ = predict_silicon(sub, profiles={r.profile: with_terms(named_profile(r.profile), terms)
+                                                   for r in sub})
+    return tpot, ttft
+
+
+def predict_folds(rows, folds, lin0, progress=None, notes: dict | None = None):
+    """(TPOT, TTFT) held-out predictions of ``folds``; a fold whose fit is refused (too few rows)
+    stays NaN, with the reason in ``notes``."""
+    def fit(train):
+        try:
+            return fit_fold(train, rows, lin0)
+        except InfeasibleError as exc:
+            if notes is not None:
+                notes[f"fold {len(notes)}"] = str(exc)
+            return None
+
+    return run_folds(folds, len(rows), fit, lambda terms, held: _predict(rows, held, terms), quantities=2,
+                     progress=progress)
+
+
+def in_sample(rows, lin0, base_tpot):
+    """({profile: terms fitted on all its rows}, TPOT, TTFT) for profiles with enough priced rows."""
+    terms = {}
+    tpot, ttft = np.full(len(rows), np.nan), np.full(len(rows), np.nan)
+    for prof, idx in _by_profile(rows).items():
+        if _priced(idx, base_tpot) < len(PARAMS):
+            continue
+        terms[prof] = fit_fold(idx, rows, lin0)
+        tpot[idx], ttft[idx] = _predict(rows, idx, terms[prof])
+    return terms, tpot, ttft
+
+
+def linearise(rows, needed=None):
+    """``jacobian`` at ``BASE`` of the rows ``needed`` (default all), as arrays over all ``rows``
+    (NaN elsewhere): each row's values depend on that row alone."""
+    needed = sorted(range(len(rows)) if needed is None else set(needed))
+    n = len(rows)
+    out = (np.full(n, np.nan), np.full(n, np.nan), np.full((n, len(PARAMS)), np.nan),
+           np.full((n, len(PARAMS)), np.nan))
+    if needed:
+        got = jacobian([rows[i] for i in needed])
+        for full, part in zip(out, got):
+            full[needed] = part
+    return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class SiliconHoldout:
+    """Per-row measured, ideal, kernel-only and held-out predictions (NaN where not predicted or not
+    evaluated); ``evaluated`` marks the rows the run scored."""
+
+    holdout: str
+    rows: tuple
+    evaluated: np.ndarray
+    tpot_s: np.ndarray
+    ttft_s: np.ndarray
+    ideal_tpot_s: np.ndarray
+    ideal_ttft_s: np.ndarray
+    held_tpot_s: np.ndarray
+    held_ttft_s: np.ndarray
+    notes: tuple[str, ...]
+
+    def report(self) -> HoldoutReport:
+        rows = self.rows
+        labels = {"chip": [r.chip for r in rows], "model": [group_of(r) for r in rows],
+                  "engine": [r.engine for r in rows], "chip/engine": [r.profile for r in rows],
+                  "concurrency": [band_of(r.concurrency) for r in rows]}
+        low = np.array([r.concurrency <= TTFT_MAX_CONCURRENCY for r in rows], bool)
+        out = cells("TPOT", self.held_tpot_s, self.tpot_s, self.ideal_tpot_s, labels, mask=self.evaluated)
+        out += cells(f"TTFT c<={TTFT_MAX_CONCURRENCY}", self.held_ttft_s, self.ttft_s, self.ideal_ttft_s, labels,
+                     mask=self.evaluated & low)
+        return HoldoutReport(source="silicon", holdout=self.holdout, rows=int(self.evaluated.sum()),
+                             cells=tuple(out), notes=self.notes)
+
+
+def base_tpot(rows) -> np.ndarray:
+    """Kernel-only TPOT (the profiles at ``BASE``): which rows llmecon prices (NaN: plan refused)."""
+    from ..catalog.efficiency import named_profile
+
+    names = {r.profile for r in rows}
+    return predict_silicon(rows, profiles={n: with_terms(named_profile(n), BASE) for n in names})[0]
+
+
+def silicon_holdout(rows, holdout: str = "model", *, models=None, chips=None, engines=None,
+                    progress=None) -> SiliconHoldout:
+    """Held-out (``holdout`` "model" or "chip") or in-sample ("none") TPOT/TTFT of ``rows``,
+    scoring only rows of ``models`` (model paths or groups), ``chips`` and ``engines`` when given:
+    the fits still use every other row the scheme allows (only the rows a fit or a score needs are
+    priced)."""
+    if holdout not in SCHEMES:
+        raise InfeasibleError(f"must be one of {', '.join(SCHEMES)}", field="holdout", value=holdout)
+    rows = list(rows)
+    n = len(rows)
+    scored = np.array([(models is None or r.model in models or group_of(r) in models)
+                       and (chips is None or r.chip in chips) and (engines is None or r.engine in engines)
+                       for r in rows], bool)
+    notes: dict[str, str] = {}
+    if progress is not None:
+        progress(0, 1, "linearising the engine terms")
+    if holdout == "none":
+        profs = {rows[i].profile for i in np.flatnonzero(scored)}
+        lin0 = linearise(rows, [i for i in range(n) if rows[i].profile in profs])
+        _, held_tpot, held_ttft = in_sample(rows, lin0, lin0[0])
+        notes["in-sample"] = "terms fitted on every row of the chip and engine: not an accuracy claim"
+    else:
+        base = base_tpot(rows) if not scored.all() else None
+        lin0 = linearise(rows) if base is None else None
+        maker = model_folds if holdout == "model" else chip_folds
+        folds, notes = maker(rows, lin0[0] if base is None else base)
+        folds = [Fold(name=f.name, held=tuple(i for i in f.held if scored[i]), train=f.train, note=f.note)
+                 for f in folds]
+        folds = [f for f in folds if f.held]
+        if lin0 is None:
+            lin0 = linearise(rows, {i for f in folds for i in f.held + f.train})
+        held_tpot, held_ttft = predict_folds(rows, folds, lin0, progress=progress, notes=notes)
+    ideal_tpot, ideal_ttft = np.full(n, np.nan), np.full(n, np.nan)
+    idx = np.flatnonzero(scored)
+    if idx.size:
+        t, f, _ = predict_silicon([rows[i] for i in idx], mode="ideal")
+        ideal_tpot[idx], ideal_ttft[idx] = t, f
+    unpriced = int(np.sum(scored & ~np.isfinite(held_tpot)))
+    text = tuple(f"{k}: {v}" for k, v in sorted(notes.items()))
+    if unpriced:
+        text += (f"{unpriced} scored rows not predicted (plan refused or profile not fitted)",)
+    return SiliconHoldout(holdout=holdout, rows=tuple(rows), evaluated=scored,
+                          tpot_s=np.array([r.tpot_s for r in rows]), ttft_s=np.array([r.ttft_s for r in rows]),
+                          ideal_tpot_s=ideal_tpot, ideal_ttft_s=ideal_ttft, held_tpot_s=held_tpot,
+                          held_ttft_s=held_ttft, notes=text)
