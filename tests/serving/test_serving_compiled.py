@@ -173,3 +173,27 @@ def test_small_run_does_not_import_numba():
     env = {k: v for k, v in os.environ.items() if k != compiled.ENV}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_jit_falls_back_without_a_cache_location(monkeypatch):
+    """numba refuses ``cache=True`` when no cache directory is writable: compile uncached instead."""
+    pytest.importorskip("numba")
+    from llmecon.serving import _jit
+
+    class NoCacheNumba:
+        calls: list = []
+
+        def njit(self, f=None, **kw):
+            self.calls.append(kw)
+            if kw.get("cache"):
+                raise RuntimeError("cannot cache function 'f': no locator available for file")
+            return ("compiled", f)
+
+    fake = NoCacheNumba()
+    monkeypatch.setattr(_jit, "numba", fake)
+
+    def f():
+        return 1
+
+    assert _jit.njit(f) == ("compiled", f)
+    assert fake.calls == [{"cache": True}, {}]
