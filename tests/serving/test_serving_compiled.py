@@ -111,10 +111,11 @@ def test_growth_paths(monkeypatch):
 @needs_numba
 def test_progress_pauses_change_nothing():
     seen: list[float] = []
+    ref: list[float] = []
     wl = _workload(2000, 20.0)
     a = simulate(LLAMA, wl, SimConfig(), compiled=True, progress=seen.append)
-    assert_identical(a, simulate(LLAMA, wl, SimConfig(), compiled=False))
-    assert len(seen) >= 100 and seen == sorted(seen) and seen[-1] <= 1.0
+    assert_identical(a, simulate(LLAMA, wl, SimConfig(), compiled=False, progress=ref.append))
+    assert seen == ref and len(seen) >= 150 and seen == sorted(seen) and seen[-1] <= 1.0
 
 
 @needs_numba

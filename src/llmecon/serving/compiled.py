@@ -189,10 +189,13 @@ def _run(eng, fl, progress) -> bool:
             cross = _grow(cross, axis=1)
         if (rint[:, fl.R_ORDERLEN] + cap + 1 > order.shape[1]).any():
             order = _grow(order, axis=1)
+    i = int(isc[fl.I_NEXT])
+    while progress is not None and stop_i <= i:  # reports the Python loop makes after the last pause
+        progress(stop_i / n)
+        stop_i += tick
     # tokens generated so far by sequences still decoding (``simulate._result`` does this for the Python loop)
     live = np.nonzero(mem_rep >= 0)[0]
     gen[live] = mem_l0[live] + rint[mem_rep[live], fl.R_G] - mem_g0[live] - prompt[live] + 1
-    i = int(isc[fl.I_NEXT])
     eng.status, eng.reason, eng.gen, eng.preempted = status, reason, gen, preempted
     eng.t_admit, eng.t_first, eng.t_done = t_admit, t_first, t_done
     eng.n_arrived, eng.n_departed = int(isc[fl.I_ARRIVED]), int(isc[fl.I_DEPARTED])
