@@ -107,29 +107,17 @@ class Engine:
         self.max_queue = cfg.max_queue
         n = wl.n
         self.n = n
-        self.arr = wl.arrival_s.tolist()
-        self.prompt = wl.prompt_tokens.tolist()
-        self.out = wl.output_tokens.tolist()
         horizon = cfg.horizon_s if cfg.horizon_s is not None else (
-            wl.duration_s if wl.duration_s is not None else (self.arr[-1] if n else 0.0))
+            wl.duration_s if wl.duration_s is not None else (float(wl.arrival_s[-1]) if n else 0.0))
         self.horizon = math.inf if cfg.drain else float(horizon)
-        self.arr.append(math.inf)  # sentinel: arr[i] is the next arrival time, inf after the last
-        self.t_admit = [math.nan] * n
-        self.t_first = [math.nan] * n
-        self.t_done = [math.nan] * n
-        self.status = [NOT_ARRIVED] * n
-        self.reason = [Reason.NONE] * n
-        self.gen = [0] * n
-        self.preempted = [0] * n
-        self.resume = [PREFILL] * n  # what a waiting request needs before it decodes
-        self.join_t = [math.nan] * n
-        self.cached = self._prefix_hits()
+        self.cached = self._prefix_hits()  # an array until ``run`` (the compiled loop keeps arrays)
         self.n_arrived = 0
         self.n_departed = 0
         self.sum_arr = 0.0
         self.sum_dep = 0.0
         self.itl_first = (array("d"), array("d"))  # (gap, weight) of each run's first step
         self.itl_runs = array("d")  # RUN_COLUMNS per run of k > 1 steps (``record_run``): gaps of steps 1..k-1
+        self.itl: tuple | None = None  # the compiled loop: the expanded gaps and weights (``metrics.expand_itl``)
         self.timeline = (array("d"), array("d"), array("d"))  # time, waiting, running (at each act)
         self.events = 0
         self._seq = 0
@@ -138,11 +126,11 @@ class Engine:
         self._build_pools(models)
 
     # ---- set-up ------------------------------------------------------------------------------
-    def _prefix_hits(self) -> list[int]:
+    def _prefix_hits(self) -> np.ndarray:
         pc = self.cfg.prefix_cache
         n = self.n
         if pc is None:
-            return [0] * n
+            return np.zeros(n, dtype=np.int64)
         prompt = self.wl.prompt_tokens
         if pc.hit_rate is not None:
             hit = np.random.default_rng([self.cfg.seed, 7]).random(n) < pc.hit_rate
@@ -157,7 +145,7 @@ class Engine:
                 if p >= 0:
                     hit[i] = p in seen
                     seen.add(p)
-        return np.where(hit, np.minimum(pc.prefix_tokens, prompt - 1), 0).astype(np.int64).tolist()
+        return np.where(hit, np.minimum(pc.prefix_tokens, prompt - 1), 0).astype(np.int64)
 
     def _build_pools(self, models: dict[str, StepModel]) -> None:
         """The policy builds the pools (``add_pool``, ``class_pools``) and routes each class."""
@@ -176,7 +164,7 @@ class Engine:
         need = prompt + self.wl.output_tokens - 1
         pf_c, pf_k, h_need, h_first = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
         too_big = np.zeros(n, dtype=bool)
-        cached = np.asarray(self.cached, dtype=np.int64)
+        cached = self.cached
         for p in {id(p): p for p in self.route}.values():
             idx = np.nonzero(np.isin(cid, [c for c, q in enumerate(self.route) if q is p]))[0]
             if not idx.size:
@@ -188,8 +176,7 @@ class Engine:
             if p.next_pool is not None:
                 big |= np.asarray(p.next_pool.model.held(need[idx]), dtype=float) > p.next_pool.model.kv_capacity_bytes
             too_big[idx] = big
-        self.pf_c, self.pf_k = pf_c.tolist(), pf_k.tolist()
-        self.too_big, self.h_need, self.h_first = too_big.tolist(), h_need.tolist(), h_first.tolist()
+        self.pf_c, self.pf_k, self.too_big, self.h_need, self.h_first = pf_c, pf_k, too_big, h_need, h_first
 
     def add_pool(self, name: str, kind: str, scheduler: Scheduler, model: StepModel, replicas: int, batch_cap: int,
                  *, budget: int, preemption: str) -> Pool:
@@ -243,10 +230,24 @@ class Engine:
         self._seq += 1
         heapq.heappush(self.heap, (t, self._seq, _ACT, rep, v))
 
+    def _state(self) -> None:
+        """The per-request inputs as lists and the per-request state (the Python loop's form)."""
+        n, wl = self.n, self.wl
+        self.arr = wl.arrival_s.tolist() + [math.inf]  # sentinel: arr[i] is the next arrival, inf after the last
+        self.prompt, self.out = wl.prompt_tokens.tolist(), wl.output_tokens.tolist()
+        self.cached, self.pf_c, self.pf_k = self.cached.tolist(), self.pf_c.tolist(), self.pf_k.tolist()
+        self.too_big, self.h_need, self.h_first = self.too_big.tolist(), self.h_need.tolist(), self.h_first.tolist()
+        self.t_admit, self.t_first, self.t_done = [math.nan] * n, [math.nan] * n, [math.nan] * n
+        self.status, self.reason = [NOT_ARRIVED] * n, [Reason.NONE] * n
+        self.gen, self.preempted = [0] * n, [0] * n
+        self.resume = [PREFILL] * n  # what a waiting request needs before it decodes
+        self.join_t = [math.nan] * n
+
     def run(self) -> None:
         """Run to the horizon. The cyclic garbage collector is paused meanwhile: the loop allocates
         millions of small tuples that are never part of a cycle, and gen-2 collections over them
         would make the run super-linear in the number of requests."""
+        self._state()
         enabled = gc.isenabled()
         gc.disable()
         try:

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..spec.deployment import Deployment
 from ..errors import SpecError
+from .compiled import run as run_compiled, use_compiled
 from .config import SimConfig
 from .engine import Engine
 from .metrics import SECONDS_PER_HOUR, PoolStats, SimResult, check_accounting, expand_itl
@@ -23,12 +24,16 @@ LITTLE_TOL = 1e-6  # the truncated-sojourn form of Little's law is an identity: 
 
 
 def simulate(dep: Deployment | None, workload: Workload, config: SimConfig | None = None, *,
-             service: FixedService | None = None, progress: Callable[[float], None] | None = None) -> SimResult:
+             service: FixedService | None = None, progress: Callable[[float], None] | None = None,
+             compiled: bool | None = None) -> SimResult:
     """Simulate serving ``workload`` on ``dep`` under ``config`` (default: continuous batching).
 
     ``service`` replaces the roofline step times by a model-free service-time override (queueing
     checks); ``progress`` is called with the fraction of arrivals processed. Requests longer than
     the model's context (prompt + output) are an error (``Workload.require_within_context``).
+    ``compiled``: None runs the compiled event loop (numba, ``compiled.py``) when it is installed and
+    supports the run, else the Python loop (the same results, bit for bit); False always the Python
+    loop; True requires the compiled one (SpecError when it cannot be used).
     """
     cfg = config or SimConfig()
     if service is not None:
@@ -42,7 +47,8 @@ def simulate(dep: Deployment | None, workload: Workload, config: SimConfig | Non
     gc.disable()
     try:
         eng = Engine(models, workload, cfg, progress=progress)
-        eng.run()
+        if not (use_compiled(eng, compiled) and run_compiled(eng, progress, fallback=compiled is None)):
+            eng.run()
         return _result(eng)
     finally:
         if enabled:
@@ -58,7 +64,8 @@ def _result(eng: Engine) -> SimResult:
         for rep in pool.replicas:
             for rid in rep.ds.members:
                 gen[rid] = rep.ds.context(rid) - eng.prompt[rid] + 1
-    status = np.fromiter(eng.status, dtype=np.int64, count=eng.n)  # Status members -> int64 (2x asarray's speed)
+    status = eng.status if isinstance(eng.status, np.ndarray) else np.fromiter(  # compiled loop: an array already
+        eng.status, dtype=np.int64, count=eng.n)  # Status members -> int64 (2x asarray's speed)
     first = np.asarray(eng.t_first)
     done = np.asarray(eng.t_done)
     # a request that finished is COMPLETED; the horizon never cuts a committed iteration
@@ -71,11 +78,11 @@ def _result(eng: Engine) -> SimResult:
                             tau_s=p.tau, late_trains=p.late,
                             usd=None if price is None else price * p.chips * len(p.replicas) * T / SECONDS_PER_HOUR)
                   for p in eng.pools)
-    itl_v, itl_w = expand_itl(eng.itl_first, eng.itl_runs)
+    itl_v, itl_w = eng.itl if eng.itl is not None else expand_itl(eng.itl_first, eng.itl_runs)
     res = SimResult(
         arrival_s=wl.arrival_s, prompt_tokens=wl.prompt_tokens, output_tokens=wl.output_tokens,
         class_id=wl.class_id, class_names=wl.class_names, status=status,
-        reject_reason=np.asarray([REASONS[r] for r in eng.reason]) if eng.n else np.asarray([], dtype=str),
+        reject_reason=np.asarray([REASONS[r] for r in _plain(eng.reason)]) if eng.n else np.asarray([], dtype=str),
         admit_s=np.asarray(eng.t_admit), first_token_s=first, done_s=np.where(status == Status.COMPLETED, done, np.nan)
         if eng.n else done, depart_s=done, generated_tokens=gen, preemptions=np.asarray(eng.preempted, dtype=np.int64),
         cached_tokens=np.asarray(eng.cached, dtype=np.int64), run_s=float(T), pools=pools,
@@ -89,6 +96,11 @@ def _result(eng: Engine) -> SimResult:
                                                                                         abs_tol=1e-9)):
         raise InternalError(f"Little's law fails on this run: L = {ll['L']:.9g} but lambda*W = {ll['lambda_W']:.9g}")
     return res
+
+
+def _plain(values):
+    """A list of Python ints (the compiled loop's int64 arrays index tuples slowly element by element)."""
+    return values.tolist() if isinstance(values, np.ndarray) else values
 
 
 def step_models(dep: Deployment | None, cfg: SimConfig, *, service: FixedService | None = None,
