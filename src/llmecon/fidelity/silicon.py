@@ -20,6 +20,8 @@ phase ``serving`` (``serving.steady_state``) with the (chip, engine) kernel-tabl
   ``quantization_config.weight_block_size`` (DeepSeek-R1/V3, MiniMax-M2.5: an engine serves the
   checkpoint's own blocks). The two kernel families differ up to 4x on Hopper (vLLM's per-tensor
   fp8 MoE at MiniMax-M2.5's shape, 128 tokens: 3.7 ms vs 1.0 ms block-scaled, h200 moe table).
+  nvfp4/fp4 on a checkpoint quantised ``mxfp4`` (gpt-oss) is that checkpoint: its own formats
+  (bf16 attention, MXFP4 experts), not NVFP4 everywhere.
   llmecon has one weight dtype per deployment, so GEMMs and experts share it.
 * KV cache: the CSV does not say. TensorRT-LLM rows with nvfp4 or (per-tensor) fp8 weights take fp8
   KV: such rows serve NVIDIA's ModelOpt checkpoints, whose ``hf_quant_config.json`` sets
@@ -125,15 +127,17 @@ def _concurrency(r: dict, adp: int) -> int:
     return int(m.group(1)) if m else int(r["batch_size"]) * adp
 
 
-def _block_scaled(cfg: Path, seen: dict) -> bool:
-    """Whether the checkpoint config ``cfg`` holds fp8 weights with block scales
-    (``quantization_config.weight_block_size``)."""
+def _checkpoint_quant(cfg: Path, seen: dict) -> str:
+    """The checkpoint config's weight quantisation: 'fp8_block' (fp8 with
+    ``quantization_config.weight_block_size``), 'mxfp4', or ''."""
     if cfg not in seen:
         try:
             q = json.loads(cfg.read_text()).get("quantization_config") or {}
         except (OSError, ValueError, AttributeError):
             q = {}
-        seen[cfg] = str(q.get("quant_method", "")).lower() == "fp8" and bool(q.get("weight_block_size"))
+        method = str(q.get("quant_method", "")).lower()
+        seen[cfg] = "fp8_block" if method == "fp8" and q.get("weight_block_size") else (
+            "mxfp4" if method == "mxfp4" else "")
     return seen[cfg]
 
 
@@ -147,7 +151,7 @@ def parse_silicon(text: str, configs: str | Path, *, where: str = "silicon_dev.c
         raise CatalogError(f"{where}: missing column(s) {', '.join(missing)}")
     configs = Path(configs)
     models: dict[str, object] = {}
-    blocks: dict[Path, bool] = {}
+    blocks: dict[Path, str] = {}
     rows, skipped = [], []
     for line, r in enumerate(reader, start=2):
         rid = r["id"] or f"line {line}"
@@ -180,8 +184,11 @@ def parse_silicon(text: str, configs: str | Path, *, where: str = "silicon_dev.c
         if quant and quant not in _WEIGHTS:
             skip(f"unknown precision {quant!r}")
             continue
-        if _WEIGHTS.get(quant) == "fp8" and (r.get("moe_quant_mode") == "fp8_block" or _block_scaled(cfg, blocks)):
+        native = _checkpoint_quant(cfg, blocks)
+        if _WEIGHTS.get(quant) == "fp8" and "fp8_block" in (r.get("moe_quant_mode"), native):
             quant = "fp8_block"
+        elif _WEIGHTS.get(quant) == "nvfp4" and native == "mxfp4":
+            quant = ""  # the checkpoint's own formats (gpt-oss: bf16 attention, MXFP4 experts)
         try:
             tp, pp, adp = _int(r["tp_size"], 1), _int(r["pp_size"], 1), _int(r["attention_dp_size"], 1)
             mtp, mep = _int(r["moe_tp_size"], 1), _int(r["moe_ep_size"], 1)
