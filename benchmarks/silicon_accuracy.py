@@ -11,7 +11,8 @@ Engine terms (``fidelity.engine_fit``) are fitted per (chip, engine). Leave-one-
 each model of a (chip, engine), the terms are fitted on that (chip, engine)'s other models and the
 held-out model's rows are priced with the full model; DeepSeek-R1, -V3 and -V3.1 (one
 architecture) are held out together. Where a (chip, engine) has no other model, the terms are
-fitted on the same engine's rows on the other chips, the held-out model excluded everywhere
+fitted on the same engine's rows on the other chips (also where the others have fewer than
+``MIN_TRAIN`` priced rows), the held-out model excluded everywhere
 ("fallback" in the table). Nothing of a held-out group enters its own fit: the linearisation point
 is the fixed kernel-only profile, and the second pass re-linearises at each fold's own first-pass
 terms on that fold's training rows only.
@@ -34,12 +35,17 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from llmecon.fidelity.engine_fit import BASE, PARAMS, TTFT_MAX_CONCURRENCY, fit_terms, jacobian, with_terms  # noqa: E402
+from llmecon.fidelity.engine_fit import (BASE, FIXED, PARAMS, TTFT_MAX_CONCURRENCY, fit_terms, jacobian,  # noqa: E402
+                                         with_terms)
 from llmecon.fidelity.silicon import predict_silicon, read_silicon  # noqa: E402
 from llmecon.catalog.efficiency import named_profile  # noqa: E402
 
 FAMILY = {"deepseek-ai/DeepSeek-R1": "DeepSeek-V3 arch", "deepseek-ai/DeepSeek-V3": "DeepSeek-V3 arch",
           "nvidia/DeepSeek-V3.1-NVFP4": "DeepSeek-V3 arch"}
+
+
+MIN_TRAIN = 2 * len(PARAMS)
+"""Fewest priced training rows a fold is fitted on (two per fitted term); fewer: the fallback."""
 
 
 def group_of(row) -> str:
@@ -62,7 +68,7 @@ def fit_fold(train, rows, lin0):
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--write-profiles", action="store_true")
-    ap.add_argument("--out", default=str(ROOT / "benchmarks/results/silicon_accuracy_2026-11-25.md"))
+    ap.add_argument("--out", default=str(ROOT / "benchmarks/results/silicon_accuracy_2026-11-26.md"))
     args = ap.parse_args()
     rows, skipped = read_silicon()
     n = len(rows)
@@ -81,7 +87,7 @@ def main() -> None:
     fallback, shipped = {}, {}
     for prof, idx in sorted(by_prof.items()):
         engine = prof.split("/")[1]
-        if np.sum(np.isfinite(base_tpot[idx])) < len(PARAMS):
+        if np.sum(np.isfinite(base_tpot[idx])) < MIN_TRAIN:
             fallback[prof] = "no row llmecon prices (plans refused): not fitted"
             continue
         shipped[prof] = fit_fold(idx, rows, lin0)
@@ -90,7 +96,7 @@ def main() -> None:
         for g in sorted({group_of(rows[i]) for i in idx}):
             held = [i for i in idx if group_of(rows[i]) == g]
             train = [i for i in idx if group_of(rows[i]) != g]
-            if np.sum(np.isfinite(base_tpot[train])) < len(PARAMS) if train else True:
+            if np.sum(np.isfinite(base_tpot[train])) < MIN_TRAIN if train else True:
                 train = [i for i, r in enumerate(rows) if r.engine == engine and r.profile != prof and group_of(r) != g]
                 fallback[prof] = f"fit on {engine} rows of other chips"
             terms = fit_fold(train, rows, lin0)
@@ -119,7 +125,7 @@ def main() -> None:
     below_tpot = np.nanmean((ideal_tpot <= meas_tpot)[np.isfinite(ideal_tpot)])
     below_ttft = np.nanmean((ideal_ttft <= meas_ttft)[np.isfinite(ideal_ttft)])
 
-    lines = [f"# Silicon end-to-end accuracy, leave one model out ({datetime.date(2026, 11, 25)})", "",
+    lines = [f"# Silicon end-to-end accuracy, leave one model out ({datetime.date(2026, 11, 26)})", "",
              "`PYTHONPATH=src python benchmarks/silicon_accuracy.py` (method in its docstring). Rows: "
              f"{n} aggregated rows of aiconfigurator's silicon_dev.csv mapped by `fidelity.silicon`; "
              f"{len(skipped)} rows skipped (reasons below). TTFT errors only at concurrency <= {TTFT_MAX_CONCURRENCY}. "
@@ -182,7 +188,7 @@ def write_profiles(shipped: dict, rows) -> None:
     for prof, terms in shipped.items():
         path = ROOT / "src/llmecon/catalog/profiles" / (prof.replace("/", "-") + ".toml")
         text = path.read_text()
-        for p in PARAMS:
+        for p in terms:  # PARAMS and the fixed terms (engine_fit.FIXED)
             line = f"{p} = {terms[p]:.4g}"
             if re.search(rf"^{p} = .*$", text, flags=re.M):
                 text = re.sub(rf"^{p} = .*$", line, text, count=1, flags=re.M)
@@ -190,9 +196,10 @@ def write_profiles(shipped: dict, rows) -> None:
                 text = re.sub(r"^(step_overhead_s = .*)$", rf"\1\n{line}", text, count=1, flags=re.M)
         models = sorted({r.model for r in rows if r.profile == prof})
         k = sum(r.profile == prof for r in rows)
-        note = (f" Engine terms ({', '.join(PARAMS)}) fitted by benchmarks/silicon_accuracy.py (2026-11-25, "
-                f"fidelity.engine_fit) on {k} aggregated serving rows of aiconfigurator's silicon_dev.csv "
-                f"({'; '.join(models)}); leave-one-model-out error in benchmarks/results/silicon_accuracy_2026-11-25.md.")
+        note = (f" Engine terms ({', '.join(PARAMS)}) fitted by benchmarks/silicon_accuracy.py (2026-11-26, "
+                f"fidelity.engine_fit; {', '.join(f'{name} = {v:g}' for name, v in FIXED.items())} held, not fitted) on {k} "
+                f"aggregated serving rows of aiconfigurator's silicon_dev.csv ({'; '.join(models)}); "
+                "leave-one-model-out error in benchmarks/results/silicon_accuracy_2026-11-26.md.")
         text = re.sub(r'^(derivation = ".*?)( Engine terms \(.*?\.md\.)?"$', lambda m: m.group(1) + note + '"', text,
                       count=1, flags=re.M)
         text = text.replace("Not fitted here: engine overheads (step_overhead_s, serving-loop terms: 0 / 1, a later fit on "
