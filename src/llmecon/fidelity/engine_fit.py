@@ -10,13 +10,13 @@ term                       scales with                                          
 ``layer_overhead_s``       layers per step (per-layer host work, graph nodes)    every step
 ``engine_floor_scale``     kernel launches: the share of the measured per-       every kernel and
                            kernel floors a step still pays (CUDA graphs: < 1)    collective call
-``prefill_stall_factor``   a prefill mixed into the decode iterations            TPOT
+``prefill_stall_factor``   a prefill mixed into the decode iterations (held: 1)  TPOT
 ``ttft_prefill_factor``    the prefill a newcomer waits for                      TTFT
 ``request_overhead_s``     requests (admission, tokenisation, first token back)  TTFT
 =========================  ====================================================  ================
 
 Fit (``fit_terms``): the steady-state predictions (``silicon.predict_silicon``) are linearised in
-the six terms around the kernel-only profile ``BASE`` (finite differences, ``jacobian``), and the
+the five fitted terms around the kernel-only profile ``BASE`` (finite differences, ``jacobian``), and the
 terms minimise the robust (soft-L1, scale 0.1) relative error of TPOT on every row plus TTFT on
 rows of concurrency <= ``TTFT_MAX_CONCURRENCY`` (larger ones are queueing at the batch/KV limit,
 the README warns), within ``BOUNDS``, by ``scipy.optimize.least_squares``. The linearisation only

@@ -36,7 +36,10 @@ prompts in the iteration after they arrive). Omitted: chunked prefill that price
 and the decodes as one roofline iteration, hiding prefill compute under the decode weight reads
 (the simulator's chunked policy gives ~0.7x this TPOT), requests waiting for their first token
 still counted in the decode batch (~1%), preemption, the spread of contexts inside the batch
-(the mean context stands in), prefix caching, speculative decoding, and client/HTTP time.
+(the mean context stands in), prefix caching, speculative decoding, and client/HTTP time, and
+clients that start together and stay in step (a burst of C prompts prefilled back to back: the
+measured TTFT of NVIDIA's silicon rows grows about linearly in C, which this flat TTFT misses;
+docs/calibration.md).
 Closed-loop TPOT is not monotone in component speeds: a slower TTFT lowers the arrival rate
 and with it the prefill stalls, so calibrated TPOT can fall below ideal TPOT when prefill
 dominates (step times themselves never do).
@@ -133,5 +136,6 @@ def steady_state(dep: Deployment, *, concurrency, prompt_tokens, output_tokens) 
     nan = np.where(ok, 1.0, np.nan)
     return SteadyState(concurrency=c, prompt_tokens=p, output_tokens=o, effective_batch=np.where(ok, b, 0.0),
                        kv_limited=c > cap, decode_step_s=t_dec * nan, iteration_s=t_it * nan, prefill_s=t_pf * nan,
-                       tpot_s=tpot * nan, ttft_s=(ttft_run + prof.request_overhead_s + queue) * nan, queue_s=queue * nan,
+                       tpot_s=tpot * nan, ttft_s=(ttft_run + prof.request_overhead_s + queue) * nan,
+                       queue_s=queue * nan,
                        requests_per_s=rate * nan)
