@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from llmecon.fidelity import holdout_silicon as hs  # noqa: E402
-from llmecon.fidelity.engine_fit import PARAMS, TTFT_MAX_CONCURRENCY  # noqa: E402
+from llmecon.fidelity.engine_fit import FIXED, PARAMS, TTFT_MAX_CONCURRENCY  # noqa: E402
 from llmecon.fidelity.holdout import stats  # noqa: E402
 from llmecon.fidelity.holdout_silicon import group_of  # noqa: E402
 from llmecon.fidelity.silicon import predict_silicon, read_silicon  # noqa: E402
@@ -44,7 +44,7 @@ from llmecon.fidelity.silicon import predict_silicon, read_silicon  # noqa: E402
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--write-profiles", action="store_true")
-    ap.add_argument("--out", default=str(ROOT / "benchmarks/results/silicon_accuracy_2026-11-25.md"))
+    ap.add_argument("--out", default=str(ROOT / "benchmarks/results/silicon_accuracy_2026-11-26.md"))
     args = ap.parse_args()
     rows, skipped = read_silicon()
     n = len(rows)
@@ -73,7 +73,7 @@ def main() -> None:
     below_tpot = np.nanmean((ideal_tpot <= meas_tpot)[np.isfinite(ideal_tpot)])
     below_ttft = np.nanmean((ideal_ttft <= meas_ttft)[np.isfinite(ideal_ttft)])
 
-    lines = [f"# Silicon end-to-end accuracy, leave one model out ({datetime.date(2026, 11, 25)})", "",
+    lines = [f"# Silicon end-to-end accuracy, leave one model out ({datetime.date(2026, 11, 26)})", "",
              "`PYTHONPATH=src python benchmarks/silicon_accuracy.py` (method in its docstring). Rows: "
              f"{n} aggregated rows of aiconfigurator's silicon_dev.csv mapped by `fidelity.silicon`; "
              f"{len(skipped)} rows skipped (reasons below). TTFT errors only at concurrency <= {TTFT_MAX_CONCURRENCY}. "
@@ -136,7 +136,7 @@ def write_profiles(shipped: dict, rows) -> None:
     for prof, terms in shipped.items():
         path = ROOT / "src/llmecon/catalog/profiles" / (prof.replace("/", "-") + ".toml")
         text = path.read_text()
-        for p in PARAMS:
+        for p in terms:  # PARAMS and the fixed terms (engine_fit.FIXED)
             line = f"{p} = {terms[p]:.4g}"
             if re.search(rf"^{p} = .*$", text, flags=re.M):
                 text = re.sub(rf"^{p} = .*$", line, text, count=1, flags=re.M)
@@ -144,9 +144,11 @@ def write_profiles(shipped: dict, rows) -> None:
                 text = re.sub(r"^(step_overhead_s = .*)$", rf"\1\n{line}", text, count=1, flags=re.M)
         models = sorted({r.model for r in rows if r.profile == prof})
         k = sum(r.profile == prof for r in rows)
-        note = (f" Engine terms ({', '.join(PARAMS)}) fitted by benchmarks/silicon_accuracy.py (2026-11-25, "
-                f"fidelity.engine_fit) on {k} aggregated serving rows of aiconfigurator's silicon_dev.csv "
-                f"({'; '.join(models)}); leave-one-model-out error in benchmarks/results/silicon_accuracy_2026-11-25.md.")
+        held = ", ".join(f"{name} = {v:g}" for name, v in FIXED.items())
+        note = (f" Engine terms ({', '.join(PARAMS)}) fitted by benchmarks/silicon_accuracy.py (2026-11-26, "
+                f"fidelity.engine_fit; {held} held, not fitted) on {k} "
+                f"aggregated serving rows of aiconfigurator's silicon_dev.csv ({'; '.join(models)}); "
+                "leave-one-model-out error in benchmarks/results/silicon_accuracy_2026-11-26.md.")
         text = re.sub(r'^(derivation = ".*?)( Engine terms \(.*?\.md\.)?"$', lambda m: m.group(1) + note + '"', text,
                       count=1, flags=re.M)
         text = text.replace("Not fitted here: engine overheads (step_overhead_s, serving-loop terms: 0 / 1, a later fit on "

@@ -37,6 +37,9 @@ DTYPES: dict[str, DType] = {
               note="fp16 dense tensor peaks equal bf16 on every catalogued chip"),
         DType(name="fp8", bits=8, compute=("fp8", "bf16"),
               note="e4m3/e5m2; DeepSeek's 128x128 block scales add 0.002 bit/element, omitted"),
+        DType(name="fp8_block", bits=8, compute=("fp8", "bf16"),
+              note="fp8 e4m3 with one fp32 scale per 128x128 weight block (DeepSeek-V3 checkpoints; 0.002 "
+                   "bit/element, omitted): fp8 bytes and peak, priced with the block-scaled kernels' terms"),
         DType(name="int8", bits=8, compute=("int8", "fp8", "bf16")),
         DType(name="fp4", bits=4, compute=("fp4", "fp8", "bf16"), note="plain 4-bit, no scale overhead"),
         DType(name="mxfp4", bits=4.25, compute=("fp4", "fp8", "bf16"),

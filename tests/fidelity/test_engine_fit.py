@@ -18,17 +18,20 @@ def _problem(truth: dict, n: int = 120, seed: int = 0):
     layers = rng.choice([32.0, 61.0, 94.0], n)
     floors = rng.uniform(0.5e-3, 3e-3, n)
     prefill = rng.uniform(10e-3, 200e-3, n)
-    # d/d(term) of TPOT and TTFT, as the steady state has them (floor scale, step, layers, stall, ttft factor, request)
-    d_tpot = np.stack([floors, np.ones(n), layers, 0.05 * prefill, 0 * prefill, 0 * prefill], axis=1)
-    d_ttft = np.stack([2 * floors, 2 * np.ones(n), 2 * layers, 0 * prefill, prefill, np.ones(n)], axis=1)
+    # d/d(term) of TPOT and TTFT, as the steady state has them
+    cols = {"engine_floor_scale": (floors, 2 * floors), "step_overhead_s": (np.ones(n), 2 * np.ones(n)),
+            "layer_overhead_s": (layers, 2 * layers), "ttft_prefill_factor": (0 * prefill, prefill),
+            "request_overhead_s": (0 * prefill, np.ones(n))}
+    d_tpot = np.stack([cols[p][0] for p in PARAMS], axis=1)
+    d_ttft = np.stack([cols[p][1] for p in PARAMS], axis=1)
     dx = np.array([truth[p] - BASE[p] for p in PARAMS])
     rows = [SimpleNamespace(tpot_s=float(tpot0[i] + d_tpot[i] @ dx), ttft_s=float(ttft0[i] + d_ttft[i] @ dx),
                             concurrency=int(c)) for i, c in enumerate(rng.choice([1, 4, 8, 64], n))]
     return rows, (tpot0, ttft0, d_tpot, d_ttft)
 
 
-TRUTH = {"engine_floor_scale": 0.4, "step_overhead_s": 1.5e-3, "layer_overhead_s": 3e-5, "prefill_stall_factor": 1.5,
-         "ttft_prefill_factor": 2.0, "request_overhead_s": 0.05}
+TRUTH = {"engine_floor_scale": 0.4, "step_overhead_s": 1.5e-3, "layer_overhead_s": 3e-5, "ttft_prefill_factor": 2.0,
+         "request_overhead_s": 0.05}
 
 
 def test_fit_recovers_known_terms_without_prior(monkeypatch):
@@ -37,6 +40,7 @@ def test_fit_recovers_known_terms_without_prior(monkeypatch):
     got = fit_terms(range(len(rows)), rows, lin, BASE)
     for p in PARAMS:
         assert got[p] == pytest.approx(TRUTH[p], rel=1e-3, abs=1e-9), p
+    assert got["prefill_stall_factor"] == 1.0  # held at its physical value (engine_fit.FIXED), returned with the fit
 
 
 def test_prior_keeps_an_unseen_term_at_its_kernel_only_value():
@@ -52,7 +56,7 @@ def test_fit_refuses_too_few_rows():
     rows, lin = _problem(TRUTH, n=4)
     from llmecon.errors import InfeasibleError
 
-    with pytest.raises(InfeasibleError, match="fewer than the 6 terms"):
+    with pytest.raises(InfeasibleError, match="fewer than the 5 terms"):
         fit_terms(range(len(rows)), rows, lin, BASE)
 
 

@@ -14,7 +14,7 @@ from llmecon.catalog.hardware import get_accelerator
 from llmecon.fidelity import holdout_kernels as hk
 from llmecon.fidelity.holdout import (Fold, band_of, below_share, cells, leave_one_group_out, rel_error, run_folds,
                                       stats)
-from llmecon.fidelity.holdout_silicon import chip_folds, group_of, model_folds, pooled_model_folds
+from llmecon.fidelity.holdout_silicon import MIN_TRAIN, chip_folds, group_of, model_folds, pooled_model_folds
 from llmecon.spec.efficiency import IDEAL, KernelTerms
 from llmecon.step.kernels import gemm_s
 
@@ -86,18 +86,19 @@ def _row(model, chip, engine):
 
 
 def test_silicon_model_folds_hold_architectures_together_and_fall_back_to_other_chips():
-    rows = ([_row("deepseek-ai/DeepSeek-R1", "b200", "sglang")] * 6 + [_row("deepseek-ai/DeepSeek-V3", "b200",
-                                                                             "sglang")] * 6
-            + [_row("Qwen/Qwen3-32B", "b200", "sglang")] * 6 + [_row("Qwen/Qwen3-32B", "h200", "sglang")] * 6
+    k = MIN_TRAIN                                  # rows per group: just enough priced rows for a fold of its own
+    rows = ([_row("deepseek-ai/DeepSeek-R1", "b200", "sglang")] * k + [_row("deepseek-ai/DeepSeek-V3", "b200",
+                                                                             "sglang")] * k
+            + [_row("Qwen/Qwen3-32B", "b200", "sglang")] * k + [_row("Qwen/Qwen3-32B", "h200", "sglang")] * k
             + [_row("openai/gpt-oss-120b", "h200", "sglang")] * 2)
     base = np.ones(len(rows))
     folds, notes = model_folds(rows, base)
     by = {f.name: f for f in folds}
     ds = by["b200/sglang without DeepSeek-V3 arch"]
-    assert ds.held == tuple(range(12)) and ds.train == tuple(range(12, 18)) and not ds.note
-    # h200 holding Qwen keeps 2 rows of its own (< 6 terms): fitted on sglang rows of other chips, Qwen excluded
+    assert ds.held == tuple(range(2 * k)) and ds.train == tuple(range(2 * k, 3 * k)) and not ds.note
+    # h200 holding Qwen keeps 2 rows of its own (< MIN_TRAIN): fitted on sglang rows of other chips, Qwen excluded
     q = by["h200/sglang without Qwen/Qwen3-32B"]
-    assert q.held == tuple(range(18, 24)) and q.train == tuple(range(12)) and "other chips" in q.note
+    assert q.held == tuple(range(3 * k, 4 * k)) and q.train == tuple(range(2 * k)) and "other chips" in q.note
     assert notes == {"h200/sglang": "fit on sglang rows of other chips"}
     for f in folds:
         assert {group_of(rows[i]) for i in f.held}.isdisjoint({group_of(rows[i]) for i in f.train})

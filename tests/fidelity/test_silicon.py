@@ -70,3 +70,60 @@ def test_predict_silicon_prices_each_row_on_its_plan(configs):
 def test_missing_column_is_named(configs):
     with pytest.raises(CatalogError, match="missing column"):
         parse_silicon(HEAD.replace("silicon_tpot_ms", "tpot") + ROWS[0] + "\n", configs)
+
+
+HEAD2 = HEAD.replace("id,", "id,silicon_data_source,").replace("gemm_quant_mode,", "gemm_quant_mode,moe_quant_mode,")
+
+
+def _row2(rid, source, backend, model, quant, moe_quant, batch, tp, adp, ep):
+    return (f"{rid},{source},{backend},{model},b200_sxm,fp8,agg,1024,256,{quant},{moe_quant},{batch},{tp},1,{adp},"
+            f"{tp * adp // ep},{ep},80,9")
+
+
+def test_concurrency_is_the_clients_not_the_per_rank_batch(configs):
+    """batch_size is per attention-DP rank: silicon_concurrency = batch_size·adp on every attention-DP
+    dev row that has both; without silicon_concurrency the product is taken."""
+    text = HEAD2 + "\n".join([
+        _row2("a", "x; silicon_concurrency=256; y", "vllm", "Qwen/Qwen3-30B-A3B", "fp8", "fp8", 32, 1, 8, 8),
+        _row2("b", "", "vllm", "Qwen/Qwen3-30B-A3B", "fp8", "fp8", 32, 1, 8, 8),
+        _row2("c", "silicon_concurrency=16", "trtllm", "Qwen/Qwen3-32B", "fp8", "fp8", 16, 2, 1, 1),
+    ]) + "\n"
+    rows, skipped = parse_silicon(text, configs)
+    assert not skipped
+    by = {r.id: r for r in rows}
+    assert (by["a"].concurrency, by["a"].case["batch"]) == (256, "256")
+    assert (by["b"].concurrency, by["b"].case["batch"]) == (256, "256")   # 32 per rank x 8 ranks
+    assert by["c"].concurrency == 16
+
+
+def test_block_scaled_checkpoints_run_fp8_block_and_trtllm_modelopt_rows_fp8_kv(configs):
+    """fp8 weights price with the block-scaled kernels where the CSV says fp8_block or the checkpoint
+    config has weight_block_size; TensorRT-LLM rows with nvfp4 / per-tensor fp8 weights take fp8 KV."""
+    import json
+
+    cfg = json.loads((configs / "Qwen--Qwen3-30B-A3B_config.json").read_text())
+    cfg["quantization_config"] = {"quant_method": "fp8", "weight_block_size": [128, 128]}
+    (configs / "Qwen--Qwen3-30B-A3B-FP8_config.json").write_text(json.dumps(cfg))
+    text = HEAD2 + "\n".join([
+        _row2("blockcfg", "", "vllm", "Qwen/Qwen3-30B-A3B-FP8", "fp8", "fp8", 8, 1, 1, 1),
+        _row2("blockcsv", "", "sglang", "Qwen/Qwen3-30B-A3B", "fp8", "fp8_block", 8, 1, 1, 1),
+        _row2("tensor", "", "trtllm", "Qwen/Qwen3-30B-A3B", "fp8", "fp8", 8, 1, 1, 1),
+        _row2("fp4", "", "trtllm", "Qwen/Qwen3-30B-A3B", "nvfp4", "nvfp4", 8, 1, 1, 1),
+        _row2("blocktrt", "", "trtllm", "Qwen/Qwen3-30B-A3B-FP8", "fp8", "fp8", 8, 1, 1, 1),
+    ]) + "\n"
+    rows, skipped = parse_silicon(text, configs)
+    assert not skipped
+    got = {r.id: (r.case["weight_dtype"], r.case["kv_dtype"]) for r in rows}
+    assert got == {"blockcfg": ("fp8_block", ""), "blockcsv": ("fp8_block", ""), "tensor": ("fp8", "fp8"),
+                   "fp4": ("nvfp4", "fp8"), "blocktrt": ("fp8_block", "")}
+    tpot, _, problems = predict_silicon(rows, mode="ideal")
+    assert problems == {} and np.all(np.isfinite(tpot))
+
+
+def test_fp8_block_has_fp8_bytes_and_peak():
+    from llmecon.catalog.hardware import get_accelerator
+    from llmecon.dtypes import get_dtype
+
+    assert get_dtype("fp8_block").bytes == get_dtype("fp8").bytes == 1.0
+    h100 = get_accelerator("h100-sxm")
+    assert h100.peak("fp8_block") == h100.peak("fp8")

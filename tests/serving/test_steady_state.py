@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from llmecon.spec.deployment import Deployment
@@ -40,7 +40,7 @@ from llmecon.spec.efficiency import IDEAL
 from llmecon.errors import SpecError
 from llmecon.spec.plan import Plan
 from llmecon.serving import Continuous, SimConfig, fixed, simulate, synthetic
-from llmecon.serving.steady_state import kv_capacity, steady_state
+from llmecon.serving.steady_state import kv_capacity, kv_tokens_held, steady_state
 from llmecon.step.inference import decode_of, prefill_of
 
 FAST = settings(max_examples=30, deadline=None)
@@ -120,13 +120,14 @@ def test_broadcasts_like_scalar_calls():
 
 
 def test_kv_limited_queues_the_rest():
-    """P = 2048, O = 256: only B = floor(free HBM / KV of one 2304-token sequence) run; the other
-    C - B wait, leaving at rate λ, so a newcomer queues (C - B)/λ before its first token. TPOT is
-    that of C = B (the queue does not touch the running batch)."""
+    """P = 2048, O = 256: only B = floor(free HBM / KV of one sequence at its mean 2175.5 tokens
+    held, P + (O-1)/2: ideal mode pages on demand) run; the other C - B wait, leaving at rate λ, so
+    a newcomer queues (C - B)/λ before its first token. TPOT is that of C = B (the queue does not
+    touch the running batch)."""
     P, O = 2048, 256
-    cap = _f(kv_capacity(LLAMA8, P + O))
+    cap = _f(kv_capacity(LLAMA8, P + (O - 1) / 2))
     free = LLAMA8.system.accelerator.hbm_bytes - LLAMA8.weights_per_chip_bytes
-    assert cap == math.floor(free / _f(LLAMA8.kv_per_sequence_per_chip_bytes(P + O))) > 1
+    assert cap == math.floor(free / _f(LLAMA8.kv_per_sequence_per_chip_bytes(2175.5))) > 1
     C = int(cap) + 150
     ss = steady_state(LLAMA8, concurrency=C, prompt_tokens=P, output_tokens=O)
     at_cap = steady_state(LLAMA8, concurrency=cap, prompt_tokens=P, output_tokens=O)
@@ -140,6 +141,24 @@ def test_kv_limited_queues_the_rest():
     assert _f(ss.ttft_s) == pytest.approx(_f(at_cap.ttft_s) + (C - cap) / rate, rel=1e-12)
     # Little's law over the whole client loop: C = λ·(queue + TTFT_run + (O-1)·TPOT)
     assert rate * (_f(ss.ttft_s) + (O - 1) * _f(ss.tpot_s)) == pytest.approx(C, rel=1e-9)
+
+
+def test_kv_held_per_sequence_follows_the_engines_admission():
+    """P = 1000, O = 201: an on-demand paging engine (vLLM, SGLang) and ideal mode hold P + (O-1)/2
+    = 1100 tokens per running sequence on average; TensorRT-LLM (reserves at admission) and a
+    profile of no named engine P + O = 1201. The capacity follows: a vLLM profile fits more."""
+    from llmecon.catalog.efficiency import named_profile
+
+    vllm, sglang, trt = (named_profile(f"h100-sxm/{e}") for e in ("vllm", "sglang", "trtllm"))
+    assert _f(kv_tokens_held(IDEAL, 1000, 201)) == 1100.0
+    assert _f(kv_tokens_held(vllm, 1000, 201)) == _f(kv_tokens_held(sglang, 1000, 201)) == 1100.0
+    assert _f(kv_tokens_held(trt, 1000, 201)) == _f(kv_tokens_held(H100_PROFILE, 1000, 201)) == 1201.0
+    big = dict(prompt_tokens=8192, output_tokens=8192)
+    d = {e: Deployment(model=get_model("llama-3.1-70b"), system=get_system("hgx-h100"), plan=Plan(tp=4), profile=p)
+         for e, p in (("vllm", vllm), ("trtllm", trt))}
+    cap = {e: _f(steady_state(dep, concurrency=4096, **big).effective_batch) for e, dep in d.items()}
+    assert cap["vllm"] == _f(kv_capacity(d["vllm"], 8192 + 8191 / 2))
+    assert cap["trtllm"] == _f(kv_capacity(d["trtllm"], 16384)) < cap["vllm"]
 
 
 # ---- properties ------------------------------------------------------------------------------------
@@ -156,7 +175,7 @@ def test_tpot_and_ttft_bounds(name, cpo, calibrated):
     dep = (CALIBRATED_DEPS if calibrated else IDEAL_DEPS)[name]
     ss = steady_state(dep, concurrency=C, prompt_tokens=P, output_tokens=O)
     B = _f(ss.effective_batch)
-    assert B == min(C, _f(kv_capacity(dep, P + O))) >= 1
+    assert B == min(C, _f(kv_capacity(dep, kv_tokens_held(dep.profile, P, O)))) >= 1
     step = _f(decode_of(dep, batch=B, context=P + (O - 1) / 2).step_s)
     assert _f(ss.tpot_s) >= step * (1 - 1e-12)
     assert _f(ss.ttft_s) >= _f(ss.prefill_s) * (1 - 1e-12)
@@ -172,7 +191,7 @@ def test_tpot_nondecreasing_in_concurrency(name, c, P, O, calibrated):
     """Below KV capacity, more concurrent clients never make TPOT smaller (bigger decode batch,
     more prefills per iteration)."""
     dep = (CALIBRATED_DEPS if calibrated else IDEAL_DEPS)[name]
-    cap = _f(kv_capacity(dep, P + O))
+    cap = _f(kv_capacity(dep, kv_tokens_held(dep.profile, P, O)))
     lo, hi = sorted(1 + round(x * (cap - 1)) for x in c)
     ss = steady_state(dep, concurrency=np.array([lo, hi]), prompt_tokens=P, output_tokens=O)
     assert not np.any(ss.kv_limited)
@@ -190,6 +209,10 @@ def test_calibrated_tpot_not_below_ideal(name, C, P, O):
     than the slower steps add: see ``test_calibrated_below_ideal_when_prefill_dominates``."""
     ideal = steady_state(IDEAL_DEPS[name], concurrency=C, prompt_tokens=P, output_tokens=O)
     cal = steady_state(CALIBRATED_DEPS[name], concurrency=C, prompt_tokens=P, output_tokens=O)
+    # ideal mode pages KV on demand (kv_tokens_held), so it runs at least the calibrated batch; the
+    # step-time comparison holds at equal batches, i.e. where the calibrated run is not KV-limited
+    assert _f(ideal.effective_batch) >= _f(cal.effective_batch)
+    assume(not bool(cal.kv_limited))
     assert _f(cal.decode_step_s) >= _f(ideal.decode_step_s) * (1 - 1e-12)
     assert _f(cal.tpot_s) >= _f(ideal.tpot_s) * (1 - 1e-12)
 

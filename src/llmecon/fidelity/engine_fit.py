@@ -10,19 +10,28 @@ term                       scales with                                          
 ``layer_overhead_s``       layers per step (per-layer host work, graph nodes)    every step
 ``engine_floor_scale``     kernel launches: the share of the measured per-       every kernel and
                            kernel floors a step still pays (CUDA graphs: < 1)    collective call
-``prefill_stall_factor``   a prefill mixed into the decode iterations            TPOT
+``prefill_stall_factor``   a prefill mixed into the decode iterations (held: 1)  TPOT
 ``ttft_prefill_factor``    the prefill a newcomer waits for                      TTFT
 ``request_overhead_s``     requests (admission, tokenisation, first token back)  TTFT
 =========================  ====================================================  ================
 
 Fit (``fit_terms``): the steady-state predictions (``silicon.predict_silicon``) are linearised in
-the six terms around the kernel-only profile ``BASE`` (finite differences, ``jacobian``), and the
+the five fitted terms around the kernel-only profile ``BASE`` (finite differences, ``jacobian``), and the
 terms minimise the robust (soft-L1, scale 0.1) relative error of TPOT on every row plus TTFT on
 rows of concurrency <= ``TTFT_MAX_CONCURRENCY`` (larger ones are queueing at the batch/KV limit,
 the README warns), within ``BOUNDS``, by ``scipy.optimize.least_squares``. The linearisation only
 guides the fit: every reported error re-prices the rows with the full model and the fitted terms.
 ``iteration_overhead_s`` stays 0 (a second per-step term is not identifiable beside
 ``step_overhead_s``).
+
+``prefill_stall_factor`` is not fitted (``FIXED``: 1). On the silicon rows where the prefill stall
+is identifiable (the stall x·P_1 at least 30% of the measured TPOT, no KV queueing: 320 rows of
+h100/b200/b300 on all three engines, 2026-11-26) the stall per arriving prompt that the measured
+TPOT, TTFT and the kernel-only decode step imply, (TPOT − decode step)/x with x = C·TPOT/(TTFT +
+(O−1)·TPOT) arrivals per iteration (Little's law), is 0.97 of the kernel-only single-prompt prefill
+P_1 (median; p10 0.42, p90 1.25): the prefill a decode iteration waits for is priced right. Fitted
+factors of 1.5–1.9 (b200/h200 sglang, h200 trtllm) stood in for other errors and did not transfer
+to other models or chips.
 """
 
 from __future__ import annotations
@@ -33,8 +42,9 @@ import numpy as np
 
 from ..errors import InfeasibleError
 
-PARAMS = ("engine_floor_scale", "step_overhead_s", "layer_overhead_s", "prefill_stall_factor", "ttft_prefill_factor",
-          "request_overhead_s")
+PARAMS = ("engine_floor_scale", "step_overhead_s", "layer_overhead_s", "ttft_prefill_factor", "request_overhead_s")
+FIXED = {"prefill_stall_factor": 1.0}
+"""Engine terms held at their physical value, not fitted (module docstring); ``fit_terms`` returns them too."""
 BASE = {"engine_floor_scale": 1.0, "step_overhead_s": 0.0, "layer_overhead_s": 0.0, "prefill_stall_factor": 1.0,
         "ttft_prefill_factor": 1.0, "request_overhead_s": 0.0}
 STEPS = {"engine_floor_scale": -0.5, "step_overhead_s": 1e-3, "layer_overhead_s": 2e-5, "prefill_stall_factor": 1.0,
@@ -103,4 +113,4 @@ def fit_terms(idx, rows, lin, at: dict) -> dict:
     lo = np.array([BOUNDS[p][0] for p in PARAMS])
     hi = np.array([BOUNDS[p][1] for p in PARAMS])
     sol = least_squares(resid, np.clip(x0, lo, hi), bounds=(lo, hi), loss="soft_l1", f_scale=0.1, x_scale=scale)
-    return dict(zip(PARAMS, (float(v) for v in sol.x)))
+    return {**FIXED, **dict(zip(PARAMS, (float(v) for v in sol.x)))}

@@ -6,7 +6,7 @@ kernel-only linearisation, then re-linearised at the first-pass terms on the tra
 
 * ``model_folds``: per (chip, engine) profile, each model group (``group_of``: DeepSeek-R1, -V3
   and -V3.1, one architecture, are one group) predicted by terms fitted on the profile's other
-  models; where the profile has fewer than ``len(PARAMS)`` priced rows of other models, the terms
+  models; where the profile has fewer than ``MIN_TRAIN`` priced rows of other models, the terms
   are fitted on the same engine's rows of the other chips, the held-out model excluded everywhere
   (a note says so). A profile with too few priced rows of its own is not fitted (noted).
 * ``chip_folds``: per profile, its rows predicted by terms fitted on the same engine's rows of
@@ -59,6 +59,10 @@ def _priced(idx, base_tpot) -> int:
     return int(np.sum(np.isfinite(base_tpot[list(idx)]))) if len(idx) else 0
 
 
+MIN_TRAIN = 2 * len(PARAMS)
+"""Fewest priced training rows a fold is fitted on (two per fitted term); fewer: the fallback."""
+
+
 def _by_profile(rows) -> dict[str, list[int]]:
     by = defaultdict(list)
     for i, r in enumerate(rows):
@@ -71,14 +75,14 @@ def model_folds(rows, base_tpot) -> tuple[list[Fold], dict[str, str]]:
     folds, notes = [], {}
     for prof, idx in _by_profile(rows).items():
         engine = prof.split("/")[1]
-        if _priced(idx, base_tpot) < len(PARAMS):
+        if _priced(idx, base_tpot) < MIN_TRAIN:
             notes[prof] = "no row llmecon prices (plans refused): not fitted"
             continue
         for g in sorted({group_of(rows[i]) for i in idx}):
             held = [i for i in idx if group_of(rows[i]) == g]
             train = [i for i in idx if group_of(rows[i]) != g]
             note = ""
-            if _priced(train, base_tpot) < len(PARAMS):
+            if _priced(train, base_tpot) < MIN_TRAIN:
                 train = [i for i, r in enumerate(rows) if r.engine == engine and r.profile != prof and group_of(r) != g]
                 notes[prof] = note = f"fit on {engine} rows of other chips"
             folds.append(Fold(name=f"{prof} without {g}", held=tuple(held), train=tuple(train), note=note))
@@ -91,7 +95,7 @@ def chip_folds(rows, base_tpot) -> tuple[list[Fold], dict[str, str]]:
     for prof, idx in _by_profile(rows).items():
         chip, engine = prof.split("/")
         train = [i for i, r in enumerate(rows) if r.engine == engine and r.chip != chip]
-        if _priced(train, base_tpot) < len(PARAMS):
+        if _priced(train, base_tpot) < MIN_TRAIN:
             notes[prof] = f"no other chip has enough priced {engine} rows: not predicted"
             continue
         folds.append(Fold(name=f"{prof} from other chips", held=tuple(idx), train=tuple(train)))
@@ -138,7 +142,7 @@ def in_sample(rows, lin0, base_tpot):
     terms = {}
     tpot, ttft = np.full(len(rows), np.nan), np.full(len(rows), np.nan)
     for prof, idx in _by_profile(rows).items():
-        if _priced(idx, base_tpot) < len(PARAMS):
+        if _priced(idx, base_tpot) < MIN_TRAIN:
             continue
         terms[prof] = fit_fold(idx, rows, lin0)
         tpot[idx], ttft[idx] = _predict(rows, idx, terms[prof])

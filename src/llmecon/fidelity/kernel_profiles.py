@@ -34,6 +34,12 @@ SYSTEMS = {"h100-sxm": "hgx-h100", "h200": "hgx-h200", "b200": "hgx-b200", "b300
 catalogued system yet)."""
 FAMILY_NAMES = ("gemm", "context_attention", "generation_attention", "moe")
 MOE_FALLBACK = ("sglang", "vllm", "trtllm")
+EXCLUDED_GEMM = {("vllm", "fp8_block"): (
+    "vllm's fp8_block GEMM table is left out (gemm_terms('fp8_block') falls back to its fp8 terms): it times a "
+    "standalone op at 60-800 us for a 4096x4096 GEMM at m = 1, 5-30x the same engine's per-tensor fp8 kernel and "
+    "the block-scaled kernels of sglang and trtllm on the same chip; priced with it, one MiniMax-M2.5 decode step "
+    "alone exceeds the measured vllm TPOT of silicon_dev.csv")}
+"""(engine, GEMM dtype) tables not turned into terms, with the reason (written into ``derivation``)."""
 
 
 def load_tables(root, chip: str, engine: str) -> tuple[dict, dict]:
@@ -116,7 +122,8 @@ def build_profile(chip: str, engine: str, kw: dict, *, used: dict, ar_source: st
         "with the most rows per dtype). Not fitted here: engine overheads (step_overhead_s, serving-loop terms: "
         "0 / 1, a later fit on end-to-end rows), element-wise kernels (no table: the bf16 GEMM's achieved bandwidth, "
         "no floor), scale-out (no measurement), NVLS. Legacy scalars matmul_fraction/m_half/kernel_floor_s are the "
-        "bf16 GEMM's terms; hbm_fraction/attention_fraction are the decode KV bandwidth and prefill FLOP shares.")
+        "bf16 GEMM's terms; hbm_fraction/attention_fraction are the decode KV bandwidth and prefill FLOP shares."
+        + "".join(f" {why}." for (eng, _), why in EXCLUDED_GEMM.items() if eng == engine))
     fit = {f"{fam}_rows": int(n) for fam, n in (rows or {}).items()}
     return dataclasses.replace(IDEAL, name=f"{chip}/{engine}", accelerators=(chip,), engine=engine,
                                derivation=derivation, source="https://github.com/ai-dynamo/aiconfigurator "
@@ -130,6 +137,7 @@ def derive(root, chip: str, engine: str) -> EfficiencyProfile:
     system = get_system(SYSTEMS[chip]) if SYSTEMS.get(chip) else None
     ar, ar_source = load_all_reduce(root, chip, engine) if system is not None else (None, "")
     kw = fit_terms(tables, system=system, all_reduce=ar)
+    kw["gemm"] = tuple((dt, t) for dt, t in kw.get("gemm", ()) if (engine, dt) not in EXCLUDED_GEMM)
     rows = {fam: len(c["time_s"]) for fam, c in tables.items()}
     if ar is not None:
         rows["all_reduce"] = len(ar.time_s)

@@ -13,12 +13,26 @@ phase ``serving`` (``serving.steady_state``) with the (chip, engine) kernel-tabl
   repository; same weights). A path with no config (``nvidia/DeepSeek-R1-NVFP4``, ``nvidia/Qwen3-32B-NVFP4``) is
   skipped, not substituted.
 * ``system`` -> catalogue system (``SYSTEMS``); ``backend`` -> engine profile ``<chip>/<engine>``.
-* weights: ``gemm_quant_mode`` nvfp4 -> nvfp4, fp8 / fp8_block -> fp8, int4_wo -> int4; empty ->
-  ``precision`` (bf16/fp8/fp4->nvfp4/int4), empty both -> the model's own dtype. llmecon has one
-  weight dtype per deployment, so ``moe_quant_mode`` is not used separately (it equals the GEMM one
-  on every dev row but fp8 vs fp8_block, which price alike). KV cache: the CSV does not say; the
-  model's default (bf16) is taken — an assumption that over-states KV bytes where an engine ran
-  fp8 KV.
+* weights: ``gemm_quant_mode`` nvfp4 -> nvfp4, fp8 -> fp8, int4_wo -> int4; empty -> ``precision``
+  (bf16/fp8/fp4->nvfp4/int4), empty both -> the model's own dtype. fp8 runs as ``fp8_block`` (fp8
+  with 128x128 block scales: the same bytes and peak, the block-scaled kernels' table terms) where
+  ``gemm_quant_mode`` or ``moe_quant_mode`` says fp8_block or the model's checkpoint config has a
+  ``quantization_config.weight_block_size`` (DeepSeek-R1/V3, MiniMax-M2.5: an engine serves the
+  checkpoint's own blocks). The two kernel families differ up to 4x on Hopper (vLLM's per-tensor
+  fp8 MoE at MiniMax-M2.5's shape, 128 tokens: 3.7 ms vs 1.0 ms block-scaled, h200 moe table).
+  nvfp4/fp4 on a checkpoint quantised ``mxfp4`` (gpt-oss) is that checkpoint: its own formats
+  (bf16 attention, MXFP4 experts), not NVFP4 everywhere.
+  llmecon has one weight dtype per deployment, so GEMMs and experts share it.
+* KV cache: the CSV does not say. TensorRT-LLM rows with nvfp4 or (per-tensor) fp8 weights take fp8
+  KV: such rows serve NVIDIA's ModelOpt checkpoints, whose ``hf_quant_config.json`` sets
+  ``kv_cache_quant_algo: FP8`` (every nvidia/*-NVFP4 and -FP8 config in shared/reference/hf_configs),
+  and TensorRT-LLM builds its cache in that format. Every other row takes the model's default (bf16):
+  vLLM's and SGLang's ``kv_cache_dtype`` defaults to ``auto`` (the activation dtype), and block-fp8
+  checkpoints carry no KV quantisation.
+* concurrency: the client's concurrency against the replica is ``silicon_concurrency`` in
+  ``silicon_data_source`` where it is given (``batch_size`` there is per attention-DP rank:
+  ``silicon_concurrency = batch_size · attention_dp_size`` on every attention-DP row that has both,
+  and ``batch_size · tp`` on 29 TRT-LLM rows), else ``batch_size · attention_dp_size``.
 * plan: ``tp = tp_size``, ``adp = attention_dp_size`` (empty or 0: 1), ``pp = pp_size``; a MoE
   model takes ``ep = moe_ep_size`` and its ``moe_tp_size·moe_ep_size`` must equal ``tp·adp``
   (llmecon's expert TP is ``tp·adp/ep``), else the row is skipped; a dense model has ep 1.
@@ -32,6 +46,8 @@ from __future__ import annotations
 
 import csv
 import io
+import json
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,8 +63,8 @@ CHIPS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200", "b300_s
 """aiconfigurator system -> catalogue accelerator (the profile's chip)."""
 ENGINES = ("trtllm", "sglang", "vllm")
 MODEL_ALIASES = {"zhipuai/GLM-5": "zai-org/GLM-5", "meta-llama/Llama-3.1-70B": "meta-llama/Meta-Llama-3.1-70B"}
-_WEIGHTS = {"nvfp4": "nvfp4", "fp8": "fp8", "fp8_block": "fp8", "int4_wo": "int4", "bf16": "bf16", "fp4": "nvfp4",
-            "int4": "int4"}
+_WEIGHTS = {"nvfp4": "nvfp4", "fp8": "fp8", "fp8_block": "fp8_block", "int4_wo": "int4", "bf16": "bf16",
+            "fp4": "nvfp4", "int4": "int4"}
 NEEDED = ("id", "backend", "model_path", "system", "precision", "mode", "isl", "osl", "gemm_quant_mode", "batch_size",
           "tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size", "silicon_ttft_ms",
           "silicon_tpot_ms")
@@ -104,6 +120,27 @@ def _int(raw: str, default: int) -> int:
     return v if v > 0 else default
 
 
+def _concurrency(r: dict, adp: int) -> int:
+    """Client concurrency against the replica: ``silicon_concurrency`` of ``silicon_data_source``
+    where given, else ``batch_size`` (per attention-DP rank) times ``adp``."""
+    m = re.search(r"silicon_concurrency=(\d+)", r.get("silicon_data_source") or "")
+    return int(m.group(1)) if m else int(r["batch_size"]) * adp
+
+
+def _checkpoint_quant(cfg: Path, seen: dict) -> str:
+    """The checkpoint config's weight quantisation: 'fp8_block' (fp8 with
+    ``quantization_config.weight_block_size``), 'mxfp4', or ''."""
+    if cfg not in seen:
+        try:
+            q = json.loads(cfg.read_text()).get("quantization_config") or {}
+        except (OSError, ValueError, AttributeError):
+            q = {}
+        method = str(q.get("quant_method", "")).lower()
+        seen[cfg] = "fp8_block" if method == "fp8" and q.get("weight_block_size") else (
+            "mxfp4" if method == "mxfp4" else "")
+    return seen[cfg]
+
+
 def parse_silicon(text: str, configs: str | Path, *, where: str = "silicon_dev.csv"):
     """(rows, skipped) of a silicon CSV's text; see the module docstring for the mapping."""
     from ..catalog.models import get_model
@@ -114,6 +151,7 @@ def parse_silicon(text: str, configs: str | Path, *, where: str = "silicon_dev.c
         raise CatalogError(f"{where}: missing column(s) {', '.join(missing)}")
     configs = Path(configs)
     models: dict[str, object] = {}
+    blocks: dict[Path, str] = {}
     rows, skipped = [], []
     for line, r in enumerate(reader, start=2):
         rid = r["id"] or f"line {line}"
@@ -146,10 +184,16 @@ def parse_silicon(text: str, configs: str | Path, *, where: str = "silicon_dev.c
         if quant and quant not in _WEIGHTS:
             skip(f"unknown precision {quant!r}")
             continue
+        native = _checkpoint_quant(cfg, blocks)
+        if _WEIGHTS.get(quant) == "fp8" and "fp8_block" in (r.get("moe_quant_mode"), native):
+            quant = "fp8_block"
+        elif _WEIGHTS.get(quant) == "nvfp4" and native == "mxfp4":
+            quant = ""  # the checkpoint's own formats (gpt-oss: bf16 attention, MXFP4 experts)
         try:
             tp, pp, adp = _int(r["tp_size"], 1), _int(r["pp_size"], 1), _int(r["attention_dp_size"], 1)
             mtp, mep = _int(r["moe_tp_size"], 1), _int(r["moe_ep_size"], 1)
-            c, isl, osl = int(r["batch_size"]), int(r["isl"]), int(r["osl"])
+            isl, osl = int(r["isl"]), int(r["osl"])
+            c = _concurrency(r, adp)
             ttft, tpot = float(r["silicon_ttft_ms"]) * 1e-3, float(r["silicon_tpot_ms"]) * 1e-3
         except ValueError as exc:
             skip(f"unreadable number: {exc}")
@@ -163,7 +207,8 @@ def parse_silicon(text: str, configs: str | Path, *, where: str = "silicon_dev.c
             continue
         case = {"id": rid, "model": str(cfg), "system": SYSTEMS[r["system"]], "phase": "serving", "batch": str(c),
                 "context": "", "prompt_tokens": str(isl), "output_tokens": str(osl), "tp": str(tp), "ep": str(ep),
-                "pp": str(pp), "adp": str(adp), "weight_dtype": _WEIGHTS.get(quant, ""), "kv_dtype": ""}
+                "pp": str(pp), "adp": str(adp), "weight_dtype": _WEIGHTS.get(quant, ""),
+                "kv_dtype": "fp8" if r["backend"] == "trtllm" and _WEIGHTS.get(quant) in ("nvfp4", "fp8") else ""}
         rows.append(SiliconRow(id=rid, model=r["model_path"], chip=CHIPS[r["system"]], engine=r["backend"],
                                concurrency=c, case=case, ttft_s=ttft, tpot_s=tpot))
     return rows, skipped

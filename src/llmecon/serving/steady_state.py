@@ -4,8 +4,15 @@ A benchmark client keeps ``C`` requests in flight, each of ``P`` prompt and ``O`
 the engine batches every running request's decode step and mixes newcomers' prefills in. What
 the client measures is not one decode step:
 
-1. **Effective batch.** Only ``B = min(C, B_kv)`` requests run, where ``B_kv`` sequences at
-   ``P + O`` tokens fit in HBM beside the weights (``batching``); the other ``C - B`` queue.
+1. **Effective batch.** Only ``B = min(C, B_kv)`` requests run, where ``B_kv`` sequences fit in
+   HBM beside the weights (``batching``); the other ``C - B`` queue. How many tokens a running
+   sequence holds depends on how the engine admits it (``kv_tokens_held``): an engine that pages
+   KV on demand (vLLM, SGLang: blocks allocated as tokens are written, admission against the
+   blocks in use) holds on average ``P + (O-1)/2`` per sequence in the steady state (running
+   requests are spread uniformly over their decode lives); one that reserves a request's whole
+   budget at admission (TensorRT-LLM's default GUARANTEED_NO_EVICT capacity scheduler) ``P + O``.
+   Ideal mode takes the mean (the larger capacity, as a lower bound must); a profile of no named
+   engine the reservation.
 2. **Decode iteration.** ``T_it = decode_step(B, context = P + (O-1)/2) + iteration_overhead``
    (mean context over a request's decode life; the profile's serving-loop overhead).
 3. **Prefill stalls.** Each iteration also carries the prefills of the requests that arrived
@@ -29,7 +36,10 @@ prompts in the iteration after they arrive). Omitted: chunked prefill that price
 and the decodes as one roofline iteration, hiding prefill compute under the decode weight reads
 (the simulator's chunked policy gives ~0.7x this TPOT), requests waiting for their first token
 still counted in the decode batch (~1%), preemption, the spread of contexts inside the batch
-(the mean context stands in), prefix caching, speculative decoding, and client/HTTP time.
+(the mean context stands in), prefix caching, speculative decoding, and client/HTTP time, and
+clients that start together and stay in step (a burst of C prompts prefilled back to back: the
+measured TTFT of NVIDIA's silicon rows grows about linearly in C, which this flat TTFT misses;
+docs/calibration.md).
 Closed-loop TPOT is not monotone in component speeds: a slower TTFT lowers the arrival rate
 and with it the prefill stalls, so calibrated TPOT can fall below ideal TPOT when prefill
 dominates (step times themselves never do).
@@ -78,6 +88,19 @@ def kv_capacity(dep: Deployment, context) -> np.ndarray:
     return np.floor(np.maximum(free, 0.0) / per_seq)
 
 
+ON_DEMAND_ENGINES = ("vllm", "sglang")
+"""Engines that page KV on demand (vLLM PagedAttention, Kwon et al. 2023, sec. 4; SGLang's token
+pool); TensorRT-LLM reserves the request's maximum at admission by default."""
+
+
+def kv_tokens_held(profile, prompt_tokens, output_tokens):
+    """Mean KV tokens a running sequence holds in the steady state (step 1 of the module docstring):
+    ``P + (O-1)/2`` where KV is paged on demand (ideal mode too: the lower bound), else ``P + O``."""
+    p, o = np.asarray(prompt_tokens, dtype=float), np.asarray(output_tokens, dtype=float)
+    on_demand = profile.is_ideal or profile.engine in ON_DEMAND_ENGINES
+    return p + (o - 1.0) / 2.0 if on_demand else p + o
+
+
 def steady_state(dep: Deployment, *, concurrency, prompt_tokens, output_tokens) -> SteadyState:
     """Mean TPOT and TTFT of ``concurrency`` closed-loop clients (see the module docstring).
 
@@ -88,7 +111,7 @@ def steady_state(dep: Deployment, *, concurrency, prompt_tokens, output_tokens) 
         raise SpecError("serving: needs concurrency >= 1, prompt_tokens >= 1 and output_tokens >= 2 "
                         "(TPOT is measured after the first token)")
     prof = resolve(dep.mode, dep.profile, dep.system.accelerator)
-    cap = kv_capacity(dep, p + o)
+    cap = kv_capacity(dep, kv_tokens_held(prof, p, o))
     b = np.minimum(c, cap)
     ok = b >= 1
     b_safe = np.where(ok, b, 1.0)
@@ -113,5 +136,6 @@ def steady_state(dep: Deployment, *, concurrency, prompt_tokens, output_tokens) 
     nan = np.where(ok, 1.0, np.nan)
     return SteadyState(concurrency=c, prompt_tokens=p, output_tokens=o, effective_batch=np.where(ok, b, 0.0),
                        kv_limited=c > cap, decode_step_s=t_dec * nan, iteration_s=t_it * nan, prefill_s=t_pf * nan,
-                       tpot_s=tpot * nan, ttft_s=(ttft_run + prof.request_overhead_s + queue) * nan, queue_s=queue * nan,
+                       tpot_s=tpot * nan, ttft_s=(ttft_run + prof.request_overhead_s + queue) * nan,
+                       queue_s=queue * nan,
                        requests_per_s=rate * nan)
