@@ -4,12 +4,13 @@
 
 For every chip (h100-sxm, h200, b200, b300, gb200, gb300), engine (trtllm, sglang, vllm) and op
 family (GEMM per dtype, prefill and decode attention, MoE balanced and skewed, the engine's
-all-reduce) it prints the median and p90 absolute relative error |pred/meas - 1| of kernel times:
+all-reduce, MLA prefill and decode) it prints the median and p90 absolute relative error
+|pred/meas - 1| of kernel times:
 
 (a) **k-fold by shape**: the shapes are split into 5 folds by group (GEMM: weight shape n x k;
     attention: heads, KV heads, head dim, window; MoE: hidden, inter, top-k, experts; all-reduce:
-    message size); each fold is predicted by terms fitted on the other four (``fidelity.kernel_fit``,
-    the same fit as the shipped profiles);
+    message size; MLA: query heads per GPU, batch); each fold is predicted by terms fitted on the
+    other four (``fidelity.kernel_fit``, ``fidelity.mla_fit``: the same fits as the shipped profiles);
 (b) **leave-one-chip-out**: each chip's rows predicted by terms fitted on the other five chips'
     tables of the same engine, transferred through the held-out chip's datasheet peak and HBM
     bandwidth (the terms are fractions, ramps and floors); the all-reduce is not transferred
@@ -34,6 +35,7 @@ import numpy as np
 
 from llmecon.catalog.hardware import get_system
 from llmecon.fidelity import kernel_fit as kf
+from llmecon.fidelity import mla_fit
 from llmecon.fidelity.kernel_profiles import SYSTEMS, load_all_reduce, load_tables
 from llmecon.fidelity.kernel_tables import CHIPS, ENGINES, default_root
 from llmecon.spec.efficiency import IDEAL
@@ -41,8 +43,10 @@ from llmecon.spec.efficiency import IDEAL
 FOLDS = 5
 GROUPS = {"gemm": ("n", "k"), "context_attention": ("num_heads", "num_key_value_heads", "head_dim", "window_size"),
           "generation_attention": ("num_heads", "num_key_value_heads", "head_dim", "window_size"),
-          "moe": ("hidden_size", "inter_size", "topk", "num_experts")}
+          "moe": ("hidden_size", "inter_size", "topk", "num_experts"),
+          "context_mla": ("num_heads", "batch_size"), "generation_mla": ("num_heads", "batch_size")}
 TABLES: dict = {}   # (chip, engine) -> (tables, all_reduce rows); filled before forking workers
+ONLY: set = set()   # --families: the table families to score (empty: all, the all-reduce included)
 
 
 def _folds(cols: dict, family: str, seed: int = 0) -> np.ndarray:
@@ -63,9 +67,37 @@ def _family_rows(family: str, cols: dict) -> dict:
     return cols
 
 
+MLA_FAMILIES = {"context_mla": ("mla prefill", "mla_prefill", mla_fit.fit_mla_prefill, mla_fit.predict_mla_prefill),
+                "generation_mla": ("mla decode", "mla_decode", mla_fit.fit_mla_decode, mla_fit.predict_mla_decode)}
+"""MLA attention families (``fidelity.mla_fit``): label, profile table, fit, predict. Folds by
+shape group (query heads per GPU, batch): every sequence length of a held-out group is unseen."""
+
+
+def predict_mla_family(family: str, train: dict, test: dict) -> dict:
+    """{label: (pred, meas)} of MLA ``test`` rows by per-KV-dtype terms fitted on ``train``."""
+    label, table, fit, predict = MLA_FAMILIES[family]
+    preds, meas = [], []
+    for dt in np.unique(test["dtype"]):
+        terms = fit(train, str(dt))
+        if terms is None:
+            continue
+        sel = test["dtype"] == dt
+        preds.append(predict(kf._with(**{table: ((str(dt), terms),)}), _sub(test, sel)))
+        meas.append(test["time_s"][sel])
+    return {label: (np.concatenate(preds), np.concatenate(meas))} if preds else {}
+
+
+def ideal_mla_family(family: str, cols: dict) -> dict:
+    """{label: (ideal prediction, meas)} of every MLA row."""
+    label, _, _, predict = MLA_FAMILIES[family]
+    return {label: (predict(IDEAL, cols), cols["time_s"])}
+
+
 def predict_family(family: str, train: dict, test: dict) -> dict:
     """{label: (pred, meas)} of ``test`` rows by terms fitted on ``train``; labels split GEMM by dtype
     and MoE into balanced / skewed."""
+    if family in MLA_FAMILIES:
+        return predict_mla_family(family, train, test)
     out = {}
     if family == "gemm":
         for dt in np.unique(test["dtype"]):
@@ -100,6 +132,8 @@ def predict_family(family: str, train: dict, test: dict) -> dict:
 
 def ideal_family(family: str, cols: dict) -> dict:
     """{label: (ideal prediction, meas)} of every modelled row."""
+    if family in MLA_FAMILIES:
+        return ideal_mla_family(family, cols)
     if family == "gemm":
         return {f"gemm {dt}": (kf.predict_gemm(IDEAL, _sub(cols, cols["dtype"] == dt)),
                                cols["time_s"][cols["dtype"] == dt]) for dt in np.unique(cols["dtype"])}
@@ -169,8 +203,14 @@ def loco_job(key):
 def _load(key):
     chip, engine = key
     root = default_root()
-    tables, _ = load_tables(root, chip, engine)
+    tables, used = load_tables(root, chip, engine)
+    for family in MLA_FAMILIES:  # an engine reading another engine's MLA table (vLLM) is not scored twice
+        if family in tables and not used[family].startswith(f"{engine} "):
+            del tables[family]
     ar = load_all_reduce(root, chip, engine)[0] if SYSTEMS.get(chip) else None
+    if ONLY:
+        tables = {f: c for f, c in tables.items() if f in ONLY}
+        ar = ar if "all_reduce" in ONLY else None
     return key, (tables, ar)
 
 
@@ -184,7 +224,7 @@ def _pct(v: float) -> str:
 
 
 LABELS = ("gemm bf16", "gemm fp8", "gemm fp8_block", "gemm nvfp4", "prefill attention", "decode attention",
-          "moe balanced", "moe skewed", "all-reduce")
+          "moe balanced", "moe skewed", "all-reduce", "mla prefill", "mla decode")
 
 
 def report(kfold: dict, loco: dict, ideal: dict, elapsed: float) -> str:
@@ -257,7 +297,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", help="also write the markdown report to this file")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--families", help="comma-separated families to score (e.g. context_mla,generation_mla; "
+                    "all_reduce for the collective); default all")
     args = ap.parse_args()
+    ONLY.update(f for f in (args.families or "").split(",") if f)
     if default_root() is None:
         raise SystemExit("../shared/validation/aiconfigurator/kernels not found (the measured tables are not shipped)")
     t0 = time.perf_counter()

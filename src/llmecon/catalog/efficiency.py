@@ -8,8 +8,8 @@ from importlib import resources
 from pathlib import Path
 
 from ..errors import CatalogError, SpecError, require_choice, require_number
-from ..spec.efficiency import (_FRACTIONS, _TIMES, ATTENTION_TERM_KEYS, IDEAL, KERNEL_TERM_KEYS, MODES, TIERS,
-                               AttentionTerms, EfficiencyProfile, KernelTerms, LinkEfficiency)
+from ..spec.efficiency import (_FRACTIONS, _TIMES, ATTENTION_TABLES, ATTENTION_TERM_KEYS, IDEAL, KERNEL_TERM_KEYS,
+                               MODES, TIERS, AttentionTerms, EfficiencyProfile, KernelTerms, LinkEfficiency)
 from ..spec.hardware import Accelerator
 from ._strict import check_keys, read_toml
 
@@ -17,7 +17,7 @@ from ._strict import check_keys, read_toml
 _TOP = (("name", "accelerators", "derivation", "source") + _FRACTIONS + _TIMES
         + ("matmul_m_half", "prefill_stall_factor", "ttft_prefill_factor", "attention_floor_s",
            "engine"))
-_TABLES = ("gemm", "moe", "moe_skew", "prefill_attention", "decode_attention")
+_TABLES = ("gemm", "moe", "moe_skew") + ATTENTION_TABLES
 _TIER_KEYS = ("op_overhead_s", "p2p_overhead_s", "step_latency_s", "bandwidth_fraction")
 
 
@@ -35,7 +35,7 @@ def parse_profile(text: str, where: str = "profile") -> EfficiencyProfile:
             kwargs[key] = LinkEfficiency(**{k: _number(v, f"{where} [{key}] {k}") for k, v in value.items()})
         elif key == "fit":
             kwargs[key] = dict(value)
-        elif key in ("gemm", "moe", "prefill_attention", "decode_attention"):
+        elif key in ("gemm", "moe") + ATTENTION_TABLES:
             keys, cls = (KERNEL_TERM_KEYS, KernelTerms) if key in ("gemm", "moe") else (ATTENTION_TERM_KEYS,
                                                                                       AttentionTerms)
             if not isinstance(value, dict):

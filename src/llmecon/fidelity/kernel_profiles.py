@@ -25,6 +25,7 @@ from ..errors import CatalogError
 from ..spec.efficiency import IDEAL, EfficiencyProfile
 from .kernel_fit import CollectiveRows, fit_all_reduce, fit_attention, fit_gemm, fit_moe, pool, primary_source
 from .kernel_tables import CHIPS, ENGINES, read_frame
+from .mla_fit import fit_mla
 
 FOLDERS = {v: k for k, v in CHIPS.items()}
 """catalogue accelerator -> aiconfigurator folder."""
@@ -32,8 +33,12 @@ SYSTEMS = {"h100-sxm": "hgx-h100", "h200": "hgx-h200", "b200": "hgx-b200", "b300
            "gb300": "gb300-nvl72"}
 """The catalogue system whose scale-up link a chip's one-node all-reduce tables measure (None: no
 catalogued system yet)."""
-FAMILY_NAMES = ("gemm", "context_attention", "generation_attention", "moe")
+FAMILY_NAMES = ("gemm", "context_attention", "generation_attention", "moe", "context_mla", "generation_mla")
 MOE_FALLBACK = ("sglang", "vllm", "trtllm")
+MLA_FALLBACK = ("sglang", "trtllm")
+"""Where an engine has no MLA kernel table (vLLM holds only whole-module MLA tables, projections
+included), the attention kernel is read from SGLang's (FlashMLA / FlashAttention backends, as
+vLLM's), then TensorRT-LLM's; ``derivation`` names the table used."""
 
 
 def load_tables(root, chip: str, engine: str) -> tuple[dict, dict]:
@@ -42,11 +47,12 @@ def load_tables(root, chip: str, engine: str) -> tuple[dict, dict]:
     in a kept dtype (TensorRT-LLM on Blackwell holds only a w4a8 table)."""
     tables, used = {}, {}
     for family in FAMILY_NAMES:
-        order = (engine,) + tuple(e for e in MOE_FALLBACK if e != engine) if family == "moe" else (engine,)
+        fallback = MOE_FALLBACK if family == "moe" else MLA_FALLBACK if family.endswith("_mla") else ()
+        order = (engine,) + tuple(e for e in fallback if e != engine)
         for eng in order:
             frame = read_frame(root, FOLDERS[chip], eng, family)
             if frame is not None:
-                by = "attn_dtype" if "attention" in family else "dtype"
+                by = "attn_dtype" if family.endswith("_attention") else "dtype"
                 tables[family] = pool([primary_source(frame, by=by)])
                 used[family] = f"{eng} {frame.path.split('/kernels/')[-1]}"
                 break
@@ -80,6 +86,7 @@ def fit_terms(tables: dict, *, system=None, all_reduce: CollectiveRows | None = 
         kw["gemm"] = tuple((dt, t) for dt in sorted(np.unique(g["dtype"]).astype(str))
                            if (t := fit_gemm(g, dt)) is not None)
     kw.update(fit_attention(tables.get("context_attention") or {}, tables.get("generation_attention") or {}))
+    kw.update(fit_mla(tables.get("context_mla") or {}, tables.get("generation_mla") or {}))
     m = tables.get("moe")
     if m:
         moe, skew = [], {}
@@ -116,7 +123,10 @@ def build_profile(chip: str, engine: str, kw: dict, *, used: dict, ar_source: st
         "with the most rows per dtype). Not fitted here: engine overheads (step_overhead_s, serving-loop terms: "
         "0 / 1, a later fit on end-to-end rows), element-wise kernels (no table: the bf16 GEMM's achieved bandwidth, "
         "no floor), scale-out (no measurement), NVLS. Legacy scalars matmul_fraction/m_half/kernel_floor_s are the "
-        "bf16 GEMM's terms; hbm_fraction/attention_fraction are the decode KV bandwidth and prefill FLOP shares.")
+        "bf16 GEMM's terms; hbm_fraction/attention_fraction are the decode KV bandwidth and prefill FLOP shares"
+        + (f"{MLA_NOTE}, per KV dtype) fitted by fidelity.mla_fit on the context_mla/generation_mla tables above "
+           "(DeepSeek-V3's MLA shape; unabsorbed prefill, absorbed decode; used by the calibrated step for MLA models)"
+           if kw.get("mla_prefill") or kw.get("mla_decode") else "") + ".")
     fit = {f"{fam}_rows": int(n) for fam, n in (rows or {}).items()}
     return dataclasses.replace(IDEAL, name=f"{chip}/{engine}", accelerators=(chip,), engine=engine,
                                derivation=derivation, source="https://github.com/ai-dynamo/aiconfigurator "
@@ -134,6 +144,37 @@ def derive(root, chip: str, engine: str) -> EfficiencyProfile:
     if ar is not None:
         rows["all_reduce"] = len(ar.time_s)
     return build_profile(chip, engine, kw, used=used, ar_source=ar_source, rows=rows)
+
+
+MLA_NOTE = "; MLA attention (mla_prefill/mla_decode"
+
+
+def with_mla(profile: EfficiencyProfile, root, chip: str, engine: str, *,
+             today: str | None = None) -> EfficiencyProfile:
+    """``profile`` with its MLA attention tables (re)fitted on the (chip, engine) ``mla`` tables and
+    every other term kept (engine terms fitted later on end-to-end rows stay as they are); the
+    derivation says which tables, and ``fit`` counts their rows."""
+    tables, used = {}, {}
+    for family in ("context_mla", "generation_mla"):
+        for eng in (engine,) + tuple(e for e in MLA_FALLBACK if e != engine):
+            frame = read_frame(root, FOLDERS[chip], eng, family)
+            if frame is not None:
+                tables[family] = pool([primary_source(frame)])
+                used[family] = f"{eng} {frame.path.split('/kernels/')[-1]}"
+                break
+    kw = fit_mla(tables.get("context_mla") or {}, tables.get("generation_mla") or {})
+    if not kw:
+        return profile
+    today = today or datetime.date.today().isoformat()
+    base = profile.derivation.split(MLA_NOTE)[0].rstrip(".")
+    note = (f"{MLA_NOTE}, per KV dtype) fitted by fidelity.mla_fit ({today}) on "
+            + "; ".join(f"{fam}: {src}" for fam, src in used.items())
+            + " (DeepSeek-V3's MLA shape; unabsorbed prefill, absorbed decode; used by the calibrated step for MLA "
+            "models).")
+    fit = {k: v for k, v in profile.fit.items() if not k.endswith("_mla_rows")}
+    fit.update({f"{fam}_rows": len(c["time_s"]) for fam, c in tables.items()})
+    return dataclasses.replace(profile, derivation=base + note, fit=fit, mla_prefill=kw.get("mla_prefill", ()),
+                               mla_decode=kw.get("mla_decode", ()))
 
 
 ALL = tuple((chip, engine) for chip in CHIPS.values() for engine in ENGINES)

@@ -40,6 +40,7 @@ import numpy as np
 
 from ..dtypes import get_dtype
 from ..errors import CatalogError
+from ..step.kernels import MLA_DIMS, mla_work  # noqa: F401 (re-exported: the tables' MLA shape)
 
 CHIPS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200", "b300_sxm": "b300", "gb200": "gb200",
          "gb300": "gb300"}
@@ -48,7 +49,9 @@ ENGINES = ("trtllm", "sglang", "vllm")
 FAMILIES = {"gemm": ("gemm", "gemm_perf.parquet"),
             "context_attention": ("attention", "context_attention_perf.parquet"),
             "generation_attention": ("attention", "generation_attention_perf.parquet"),
-            "moe": ("moe", "moe_perf.parquet")}
+            "moe": ("moe", "moe_perf.parquet"),
+            "context_mla": ("mla", "context_mla_perf.parquet"),
+            "generation_mla": ("mla", "generation_mla_perf.parquet")}
 """family -> (op folder, file name)."""
 DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "nvfp4"}
 """table dtype -> llmecon kernel dtype (fp8_block prices as fp8: ``storage_dtype``)."""
@@ -140,7 +143,13 @@ _SPEC = {
     "moe": (("moe_dtype", "distribution", "kernel_source"),
             ("num_tokens", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size"),
             "moe_dtype"),
+    "context_mla": (("mla_dtype", "kv_cache_dtype", "kernel_source"), ("batch_size", "isl", "num_heads", "tp_size"),
+                    "kv_cache_dtype"),
+    "generation_mla": (("mla_dtype", "kv_cache_dtype", "kernel_source"), ("batch_size", "step", "num_heads", "tp_size"),
+                       "kv_cache_dtype"),
 }
+
+
 
 
 def frame_from_table(table, *, chip: str, engine: str, family: str, path: str = "") -> KernelFrame:
@@ -208,8 +217,20 @@ def _work(family: str, c: dict) -> None:
         c["weight_bytes"] = touched * 3.0 * H * (I / tp) * _bytes_of(c["moe_dtype"])
         c["act_bytes"] = pairs * (4.0 * H + 3.0 * I / tp) * 2.0
         c["bytes"] = c["weight_bytes"] + c["act_bytes"]
+    elif family in ("context_mla", "generation_mla"):
+        _mla_work(family, c)
     else:
         raise CatalogError(f"unknown kernel family {family!r}; known: {', '.join(FAMILIES)}")
+
+
+def _mla_work(family: str, c: dict) -> None:
+    c["dtype"] = np.array([DTYPES.get(x, x) for x in c["kv_cache_dtype"]], dtype=object).astype(str)
+    if family == "context_mla":
+        c["flops"], c["bytes"] = mla_work(family, batch=c["batch_size"], heads=c["num_heads"], isl=c["isl"])
+    else:
+        c["kv_len"] = c["step"]
+        c["flops"], c["bytes"] = mla_work(family, batch=c["batch_size"], heads=c["num_heads"], kv_len=c["step"],
+                                          kv_bytes=_bytes_of(c["kv_cache_dtype"]))
 
 
 def read_frame(root: str | Path, chip: str, engine: str, family: str) -> KernelFrame | None:

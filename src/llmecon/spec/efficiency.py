@@ -153,6 +153,10 @@ class AttentionTerms:
         _check_terms(self, owner, where, ("isl_half", "head_dim_half", "window_pad", "items_half", "item_s", "floor_s"))
 
 
+ATTENTION_TABLES = ("prefill_attention", "decode_attention", "mla_prefill", "mla_decode")
+"""Profile tables of ``AttentionTerms`` per KV dtype: GQA/MHA prefill and decode
+(``step.kernels.prefill_attention_s``/``decode_attention_s``) and MLA prefill (unabsorbed) and
+decode (absorbed) (``step.kernels.mla_prefill_s``/``mla_decode_s``)."""
 ATTENTION_TERM_KEYS = ("fraction", "isl_half", "head_dim_half", "window_pad", "hbm_fraction", "items_half", "item_s",
                        "floor_s")
 
@@ -189,6 +193,8 @@ class EfficiencyProfile:
     attention_floor_s: float | None = None
     prefill_attention: tuple[tuple[str, AttentionTerms], ...] = ()
     decode_attention: tuple[tuple[str, AttentionTerms], ...] = ()
+    mla_prefill: tuple[tuple[str, AttentionTerms], ...] = ()
+    mla_decode: tuple[tuple[str, AttentionTerms], ...] = ()
     gemm: tuple[tuple[str, KernelTerms], ...] = ()
     moe: tuple[tuple[str, KernelTerms], ...] = ()
     moe_skew: tuple[tuple[str, float, float], ...] = ()
@@ -199,7 +205,7 @@ class EfficiencyProfile:
         owner = f"profile {self.name}"
         if self.attention_floor_s is not None:
             require_number("attention_floor_s", self.attention_floor_s, minimum=0, owner=owner)
-        for table in ("gemm", "moe", "prefill_attention", "decode_attention"):
+        for table in ("gemm", "moe") + ATTENTION_TABLES:
             for dt, terms in getattr(self, table):
                 terms.check(owner, f"{table}.{dt}")
         for dist, compute, weights in self.moe_skew:
@@ -273,13 +279,18 @@ class EfficiencyProfile:
         return self.kernel_floor_s if self.attention_floor_s is None else self.attention_floor_s
 
     def attention_terms(self, phase: str, kv_dtype: str = "bf16") -> AttentionTerms:
-        """The ``prefill`` or ``decode`` attention kernel's terms at ``kv_dtype`` (falling back as
-        ``gemm_terms``); without a table: the scalar attention_fraction, hbm_fraction and
-        attention floor, no ramps."""
-        table = dict(self.prefill_attention if phase == "prefill" else self.decode_attention)
-        for key in _dtype_chain(kv_dtype):
-            if key in table:
-                return table[key]
+        """The ``prefill`` or ``decode`` (GQA/MHA) or ``mla_prefill`` or ``mla_decode`` attention
+        kernel's terms at ``kv_dtype`` (falling back as ``gemm_terms``); an MLA phase the profile
+        has no table for takes the GQA phase's terms; without any table: the scalar
+        attention_fraction, hbm_fraction and attention floor, no ramps."""
+        tables = {"prefill": (self.prefill_attention,), "decode": (self.decode_attention,),
+                  "mla_prefill": (self.mla_prefill, self.prefill_attention),
+                  "mla_decode": (self.mla_decode, self.decode_attention)}
+        for table in tables[phase]:
+            table = dict(table)
+            for key in _dtype_chain(kv_dtype):
+                if key in table:
+                    return table[key]
         return AttentionTerms(fraction=self.attention_fraction, hbm_fraction=self.hbm_fraction,
                               floor_s=self.decode_attention_floor_s)
 
@@ -313,7 +324,7 @@ class EfficiencyProfile:
         if extra:
             first_tier = lines.index(f"[{TIERS[0]}]") - 1
             lines[first_tier:first_tier] = extra
-        for table in ("gemm", "moe", "prefill_attention", "decode_attention"):
+        for table in ("gemm", "moe") + ATTENTION_TABLES:
             keys = KERNEL_TERM_KEYS if table in ("gemm", "moe") else ATTENTION_TERM_KEYS
             for dt, terms in getattr(self, table):
                 lines += ["", f"[{table}.{dt}]"] + [f"{k} = {getattr(terms, k)!r}" for k in keys]

@@ -25,7 +25,8 @@ With a kernel-table profile (``EfficiencyProfile.gemm``/``moe``, fitted on NVIDI
 kernels) each class takes its own dtype's terms: non-expert GEMMs the weight dtype's fraction,
 m ramp, n/k ramps (at the class's mean GEMM taken square, ``_shape_ramp``), achieved bandwidth and
 floor; expert GEMMs the MoE layer's terms (ramp in tokens per expert, one floor per MoE layer for
-its grouped kernels, routing and permutation); attention the decode kernel floor. The MoE tables'
+its grouped kernels, routing and permutation); attention the decode kernel floor; MLA models the
+MLA attention terms of the phase and KV dtype (``attention_rates``). The MoE tables'
 routing-skew factors are not applied here: the busiest group's load is ``expert_load``'s (with the
 user's ``expert_imbalance``). The prefill attention prompt-length ramp is omitted (constant rate
 keeps the serving simulator's exact split of attention by sequence).
@@ -43,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..dtypes import get_dtype
-from ..spec.efficiency import EfficiencyProfile
+from ..spec.efficiency import EfficiencyProfile, ramp
 from ..spec.model import Model
 from ..spec.plan import Plan
 from .roofline import StepTime
@@ -67,6 +68,8 @@ class Work:
     bandwidth: float            # datasheet HBM bytes/s of the chip
     ne_dtype: str = ""          # weight dtype of the non-expert GEMMs ("" = the profile's scalar terms)
     ex_dtype: str = ""          # weight dtype of the expert GEMMs
+    phase: str = ""             # "prefill" or "decode" ("": the scalar attention terms)
+    kv_dtype: str = ""          # KV-cache dtype (picks the MLA attention terms)
 
 
 def kernels_per_layer(model: Model) -> tuple[float, float]:
@@ -127,6 +130,23 @@ def _shape_ramp(terms, flops, m, kernels):
     return (side / (side + terms.n_half)) * (side / (side + terms.k_half))
 
 
+def attention_rates(model: Model, profile: EfficiencyProfile, work: Work, seqs):
+    """(FLOP fraction, bandwidth share, per-kernel seconds) of the attention core class. MLA models
+    on a profile with MLA tables (``mla_prefill``/``mla_decode``, fitted on the ``mla`` kernel
+    tables) take the phase's terms at the KV dtype: decode its fraction, hbm_fraction·r(seqs;
+    items_half) with ``seqs`` the sequences per attention group, and floor + item_s per sequence;
+    prefill its fraction, hbm_fraction and floor (the prompt-length ramp and per-tile term are
+    omitted, as for GQA). Every other model (and MLA without those tables): the scalar
+    attention_fraction, hbm_fraction and attention floor, as before."""
+    table = profile.mla_decode if work.phase == "decode" else profile.mla_prefill
+    if model.attention.kind != "mla" or not work.phase or not table:
+        return profile.attention_fraction, profile.hbm_fraction, profile.decode_attention_floor_s
+    t = profile.attention_terms(f"mla_{work.phase}", work.kv_dtype or "bf16")
+    if work.phase == "decode":
+        return t.fraction, t.hbm_fraction * ramp(seqs, t.items_half), t.floor_s + t.item_s * seqs
+    return t.fraction, t.hbm_fraction, t.floor_s
+
+
 def stage_time(model: Model, plan: Plan, work: Work, profile: EfficiencyProfile) -> StageTime:
     """Seconds of one stage-step by kernel class (``StageTime``)."""
     bw = profile.hbm_fraction * work.bandwidth
@@ -148,15 +168,16 @@ def stage_time(model: Model, plan: Plan, work: Work, profile: EfficiencyProfile)
         ex_m = work.ex_bytes / (e.hbm_fraction * work.bandwidth)
     elif np.any(np.asarray(work.ex_flops) > 0):  # a dense model has no expert work
         ex_c = work.ex_flops / (g.efficiency(m_ne) * work.ex_peak)
-    at_c = work.attn_flops / (profile.attention_fraction * work.attn_peak)
-    at_m = work.kv_bytes / bw
+    at_frac, at_bw, at_floor = attention_rates(model, profile, work, m_ne)
+    at_c = work.attn_flops / (at_frac * work.attn_peak)
+    at_m = work.kv_bytes / (at_bw * work.bandwidth)
     act = get_dtype("bf16").bytes
     elem_bytes = layers * act * (m_ne * (2 * model.norms_per_layer + 6) * model.d_model
                                  + 3.0 * work.tokens * active_ffn_width(model) / plan.width)
     elem = elem_bytes / (profile.elementwise_fraction * work.bandwidth)
     _, n_elem = kernels_per_layer(model)
     moe_floor = (e.floor_s if profile.moe_terms(work.ex_dtype) is not None else 2.0 * e.floor_s) * (n_ex / 2.0)
-    floors = profile.engine_floor_scale * layers * (n_ne * g.floor_s + profile.decode_attention_floor_s + moe_floor
+    floors = profile.engine_floor_scale * layers * (n_ne * g.floor_s + at_floor + moe_floor
                                                     + n_elem * profile.elementwise_floor_s)
     kernels = np.maximum(gemm_c, gemm_m) + np.maximum(ex_c, ex_m) + np.maximum(at_c, at_m) + elem + floors
     return StageTime(compute_s=gemm_c + ex_c + at_c, memory_s=gemm_m + ex_m + at_m + elem, floors_s=floors,

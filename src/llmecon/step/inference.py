@@ -361,7 +361,8 @@ def _assemble(model, system, plan, *, phase, mode, profile, batch, context, toke
                 attn_flops=micro * attn_flops, ne_bytes=ne_bytes, ex_bytes=ex_bytes, kv_bytes=micro * kv_bytes,
                 expert_rows=rows, ne_peak=chip.peak(w_dtype), ex_peak=chip.peak(e_dtype),
                 attn_peak=chip.peak(ACTIVATION_DTYPE), bandwidth=chip.hbm_bandwidth_bytes_per_s,
-                ne_dtype=w_dtype, ex_dtype=e_dtype)
+                ne_dtype=w_dtype, ex_dtype=e_dtype, phase=phase,
+                kv_dtype=getattr(kv_dtype or model.kv_dtype, "name", kv_dtype or model.kv_dtype))
     comm = _comm_parts(model, profile.system(system), plan, tokens=tokens, dispatch_dtype=dispatch_dtype, load=load,
                        all_reduce=profile.all_reduce_algorithm)
     routed_s = pp * routed / work.ex_peak
