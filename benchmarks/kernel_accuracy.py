@@ -4,17 +4,18 @@
 
 For every chip (h100-sxm, h200, b200, b300, gb200, gb300), engine (trtllm, sglang, vllm) and op
 family (GEMM per dtype, prefill and decode attention, MoE balanced and skewed, the engine's
-all-reduce, MLA prefill and decode) it prints the median and p90 absolute relative error
+all-reduce, MLA prefill and decode, NCCL's all-to-all) it prints the median and p90 absolute relative error
 |pred/meas - 1| of kernel times:
 
 (a) **k-fold by shape**: the shapes are split into 5 folds by group (GEMM: weight shape n x k;
     attention: heads, KV heads, head dim, window; MoE: hidden, inter, top-k, experts; all-reduce:
-    message size; MLA: query heads per GPU, batch); each fold is predicted by terms fitted on the
-    other four (``fidelity.kernel_fit``, ``fidelity.mla_fit``: the same fits as the shipped profiles);
+    message size; MLA: query heads per GPU, batch; all-to-all: message size); each fold is
+    predicted by terms fitted on the other four (``fidelity.kernel_fit``, ``mla_fit``,
+    ``comm_fit``: the same fits as the shipped profiles);
 (b) **leave-one-chip-out**: each chip's rows predicted by terms fitted on the other five chips'
     tables of the same engine, transferred through the held-out chip's datasheet peak and HBM
-    bandwidth (the terms are fractions, ramps and floors); the all-reduce is not transferred
-    (its tier differs per system);
+    bandwidth (the terms are fractions, ramps and floors); the all-reduce and the
+    all-to-all are not transferred (their tier differs per system);
 (c) **ideal <= measured**: the share of rows where ideal mode (datasheet peak and bandwidth, no
     floors) is at or below the measurement, and the exceptions by table.
 
@@ -35,10 +36,10 @@ import numpy as np
 
 from llmecon.catalog.hardware import get_system
 from llmecon.fidelity import kernel_fit as kf
-from llmecon.fidelity import mla_fit
+from llmecon.fidelity import comm_fit, mla_fit
 from llmecon.fidelity.kernel_profiles import SYSTEMS, load_all_reduce, load_tables
 from llmecon.fidelity.kernel_tables import CHIPS, ENGINES, default_root
-from llmecon.spec.efficiency import IDEAL
+from llmecon.spec.efficiency import IDEAL, LinkEfficiency
 
 FOLDS = 5
 GROUPS = {"gemm": ("n", "k"), "context_attention": ("num_heads", "num_key_value_heads", "head_dim", "window_size"),
@@ -155,6 +156,29 @@ def _cat(acc: dict) -> dict:
     return {k: (np.concatenate([p for p, _ in v]), np.concatenate([m for _, m in v])) for k, v in acc.items()}
 
 
+def all_to_all_part(chip: str) -> tuple[dict, dict]:
+    """({"all-to-all": (pred, meas)} k-fold by message size, the same for ideal) of the chip's
+    NCCL bf16 one-node all-to-all (``fidelity.comm_fit``; engine-independent, scored once per
+    chip); empty where the chip has no catalogued system or no table."""
+    if not SYSTEMS.get(chip) or (ONLY and "all_to_all" not in ONLY):
+        return {}, {}
+    rows, _ = comm_fit.load_all_to_all(default_root(), {v: k for k, v in CHIPS.items()}[chip])
+    if rows is None:
+        return {}, {}
+    system = get_system(SYSTEMS[chip])
+    sizes = np.unique(rows.message_bytes)
+    fold = (np.random.default_rng(0).permutation(len(sizes)) % FOLDS)[np.searchsorted(sizes, rows.message_bytes)]
+    acc: dict = {}
+    for f in range(FOLDS):
+        tr, te = (kf.CollectiveRows(message_bytes=rows.message_bytes[s], participants=rows.participants[s],
+                                    time_s=rows.time_s[s]) for s in (fold != f, fold == f))
+        link = comm_fit.fit_all_to_all(system, tr)
+        if link is not None and len(te.time_s):
+            _merge(acc, {"all-to-all": (comm_fit.predict_all_to_all(link, system, te), te.time_s)})
+    ideal = {"all-to-all": (comm_fit.predict_all_to_all(LinkEfficiency(), system, rows), rows.time_s)}
+    return _cat(acc), ideal
+
+
 def kfold_job(key):
     chip, engine = key
     tables, ar = TABLES[key]
@@ -180,7 +204,12 @@ def kfold_job(key):
         _merge(ideal, ideal_family(family, _family_rows(family, cols)))
     if ar is not None and system is not None:
         _merge(ideal, {"all-reduce": (kf.predict_all_reduce(IDEAL, system, ar), ar.time_s)})
-    return key, _cat(acc), _cat(ideal)
+    acc, ideal = _cat(acc), _cat(ideal)
+    if engine == ENGINES[0]:
+        a2a, a2a_ideal = all_to_all_part(chip)
+        acc.update(a2a)
+        ideal.update(a2a_ideal)
+    return key, acc, ideal
 
 
 def loco_job(key):
@@ -224,7 +253,7 @@ def _pct(v: float) -> str:
 
 
 LABELS = ("gemm bf16", "gemm fp8", "gemm fp8_block", "gemm nvfp4", "prefill attention", "decode attention",
-          "moe balanced", "moe skewed", "all-reduce", "mla prefill", "mla decode")
+          "moe balanced", "moe skewed", "all-reduce", "mla prefill", "mla decode", "all-to-all")
 
 
 def report(kfold: dict, loco: dict, ideal: dict, elapsed: float) -> str:
@@ -298,7 +327,7 @@ def main() -> None:
     ap.add_argument("--out", help="also write the markdown report to this file")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--families", help="comma-separated families to score (e.g. context_mla,generation_mla; "
-                    "all_reduce for the collective); default all")
+                    "all_reduce, all_to_all for the collectives); default all")
     args = ap.parse_args()
     ONLY.update(f for f in (args.families or "").split(",") if f)
     if default_root() is None:

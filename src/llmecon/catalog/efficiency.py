@@ -25,12 +25,12 @@ def parse_profile(text: str, where: str = "profile") -> EfficiencyProfile:
     """A profile from TOML ``text``; unknown or missing keys are CatalogErrors with "did you mean"."""
     data = read_toml(text, where)
     check_keys(data, required=("name", "accelerators", "derivation"),
-               optional=tuple(k for k in _TOP if k not in ("name", "accelerators", "derivation")) + TIERS + _TABLES
-               + ("fit",),
+               optional=tuple(k for k in _TOP if k not in ("name", "accelerators", "derivation")) + TIERS
+               + ("all_to_all",) + _TABLES + ("fit",),
                where=where)
     kwargs = {}
     for key, value in data.items():
-        if key in TIERS:
+        if key in TIERS + ("all_to_all",):
             check_keys(value, required=(), optional=_TIER_KEYS, where=f"{where} [{key}]")
             kwargs[key] = LinkEfficiency(**{k: _number(v, f"{where} [{key}] {k}") for k, v in value.items()})
         elif key == "fit":

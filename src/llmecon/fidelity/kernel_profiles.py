@@ -143,7 +143,7 @@ def derive(root, chip: str, engine: str) -> EfficiencyProfile:
     rows = {fam: len(c["time_s"]) for fam, c in tables.items()}
     if ar is not None:
         rows["all_reduce"] = len(ar.time_s)
-    return build_profile(chip, engine, kw, used=used, ar_source=ar_source, rows=rows)
+    return with_all_to_all(build_profile(chip, engine, kw, used=used, ar_source=ar_source, rows=rows), root, chip)
 
 
 MLA_NOTE = "; MLA attention (mla_prefill/mla_decode"
@@ -166,7 +166,7 @@ def with_mla(profile: EfficiencyProfile, root, chip: str, engine: str, *,
     if not kw:
         return profile
     today = today or datetime.date.today().isoformat()
-    base = profile.derivation.split(MLA_NOTE)[0].rstrip(".")
+    base = profile.derivation.split(MLA_NOTE)[0].rstrip(".")   # drops a later all-to-all note too: refit it after
     note = (f"{MLA_NOTE}, per KV dtype) fitted by fidelity.mla_fit ({today}) on "
             + "; ".join(f"{fam}: {src}" for fam, src in used.items())
             + " (DeepSeek-V3's MLA shape; unabsorbed prefill, absorbed decode; used by the calibrated step for MLA "
@@ -175,6 +175,31 @@ def with_mla(profile: EfficiencyProfile, root, chip: str, engine: str, *,
     fit.update({f"{fam}_rows": len(c["time_s"]) for fam, c in tables.items()})
     return dataclasses.replace(profile, derivation=base + note, fit=fit, mla_prefill=kw.get("mla_prefill", ()),
                                mla_decode=kw.get("mla_decode", ()))
+
+
+A2A_NOTE = "; EP all-to-all ([all_to_all]"
+
+
+def with_all_to_all(profile: EfficiencyProfile, root, chip: str, *, today: str | None = None) -> EfficiencyProfile:
+    """``profile`` with its ``all_to_all`` link terms (re)fitted on the chip's NCCL one-node
+    all-to-all (``comm_fit``; the same for every engine), every other term kept; unchanged where
+    the chip has no catalogued system or no table."""
+    from .comm_fit import fit_all_to_all, load_all_to_all
+
+    if not SYSTEMS.get(chip):
+        return profile
+    rows, source = load_all_to_all(root, FOLDERS[chip])
+    link = fit_all_to_all(get_system(SYSTEMS[chip]), rows) if rows is not None else None
+    if link is None:
+        return profile
+    today = today or datetime.date.today().isoformat()
+    base = profile.derivation.split(A2A_NOTE)[0].rstrip(".")   # appended last (after the MLA note)
+    note = (f"{A2A_NOTE}: per-call overhead, per-step latency, bandwidth share of the scale-up link) fitted by "
+            f"fidelity.comm_fit ({today}) on NCCL's bf16 one-node all-to-all, {source}; the scale_up terms stay the "
+            "engine all-reduce's; DeepEP tables are not in the shared data).")
+    fit = dict(profile.fit)
+    fit["all_to_all_rows"] = len(rows.time_s)
+    return dataclasses.replace(profile, derivation=base + note, fit=fit, all_to_all=link)
 
 
 ALL = tuple((chip, engine) for chip in CHIPS.values() for engine in ENGINES)

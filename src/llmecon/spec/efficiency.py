@@ -23,7 +23,10 @@ comm): a lower bound. A profile says how far real kernels fall short, per accele
 * per network tier (``scale_up``, ``scale_out``): a per-call overhead, a per-algorithm-step latency
   and the achieved share of the link bandwidth. These come on top of the catalogue's per-operation
   latency floor, which ideal mode charges alone (one collective: ``op_overhead_s + latency floor +
-  steps·step_latency_s + bytes/(bandwidth_fraction·BW)``, ``step.kernels.collective_s``).
+  steps·step_latency_s + bytes/(bandwidth_fraction·BW)``, ``step.kernels.collective_s``);
+* ``all_to_all`` (optional, kernel-table profiles): the same three terms for the expert-parallel
+  dispatch/combine all-to-all inside the scale-up domain, fitted on NCCL's one-node all-to-all
+  (the ``scale_up`` terms are the engine's all-reduce's; without ``all_to_all`` they price it).
 
 One GEMM then takes ``max(2mnk/(η(m)·peak), (mk+kn+mn)·bytes/(hbm_fraction·BW)) + kernel_floor``
 (``step.kernels.gemm_s``); ``step.calibrated`` applies the same terms class by class to whole
@@ -190,6 +193,7 @@ class EfficiencyProfile:
     ttft_prefill_factor: float = 1.0
     scale_up: LinkEfficiency = field(default_factory=LinkEfficiency)
     scale_out: LinkEfficiency = field(default_factory=LinkEfficiency)
+    all_to_all: LinkEfficiency | None = None
     attention_floor_s: float | None = None
     prefill_attention: tuple[tuple[str, AttentionTerms], ...] = ()
     decode_attention: tuple[tuple[str, AttentionTerms], ...] = ()
@@ -218,7 +222,7 @@ class EfficiencyProfile:
             require_number(name, getattr(self, name), minimum=0, owner=owner)
         for name in ("prefill_stall_factor", "ttft_prefill_factor"):
             require_number(name, getattr(self, name), minimum=1, owner=owner)
-        for tier in TIERS:
+        for tier in TIERS + (("all_to_all",) if self.all_to_all is not None else ()):
             e = getattr(self, tier)
             require_number(f"{tier}.bandwidth_fraction", e.bandwidth_fraction, minimum=0, exclusive=True, maximum=1,
                            owner=owner)
@@ -294,9 +298,12 @@ class EfficiencyProfile:
         return AttentionTerms(fraction=self.attention_fraction, hbm_fraction=self.hbm_fraction,
                               floor_s=self.decode_attention_floor_s)
 
-    def system(self, system: System) -> System:
-        """``system`` with its links as this profile sees them (bandwidth share, step latency)."""
-        up = self.scale_up.apply(system.scale_up) if system.scale_up is not None else None
+    def system(self, system: System, op: str = "") -> System:
+        """``system`` with its links as this profile sees them (bandwidth share, step latency); with
+        ``op="all_to_all"`` the scale-up link as the profile's ``all_to_all`` terms see it (the EP
+        dispatch/combine inside a node; the ``scale_up`` terms where the profile has none)."""
+        up_eff = self.all_to_all if op == "all_to_all" and self.all_to_all is not None else self.scale_up
+        up = up_eff.apply(system.scale_up) if system.scale_up is not None else None
         out = self.scale_out.apply(system.scale_out) if system.scale_out is not None else None
         return dataclasses.replace(system, scale_up=up, scale_out=out)
 
@@ -312,7 +319,7 @@ class EfficiencyProfile:
         for key in ("layer_overhead_s", "request_overhead_s"):  # written only when set (engine-fitted profiles)
             if getattr(self, key):
                 lines.append(f"{key} = {getattr(self, key)!r}")
-        for tier in TIERS:
+        for tier in TIERS + (("all_to_all",) if self.all_to_all is not None else ()):
             e = getattr(self, tier)
             lines += ["", f"[{tier}]", f"op_overhead_s = {e.op_overhead_s!r}", f"bandwidth_fraction = {e.bandwidth_fraction!r}"]
             for key in ("step_latency_s", "p2p_overhead_s"):

@@ -186,20 +186,23 @@ def stage_time(model: Model, plan: Plan, work: Work, profile: EfficiencyProfile)
 
 def comm_overhead_s(model: Model, plan: Plan, tiers: dict, profile: EfficiencyProfile) -> float:
     """Per-call overhead of one iteration's collectives: 2 TP all-reduces per layer, 2 all-to-alls
-    per MoE layer, one per pipeline hop, each at its tier's ``op_overhead_s``."""
+    per MoE layer (inside a scale-up domain: the profile's ``all_to_all`` terms where it has them),
+    one per pipeline hop, each at its tier's ``op_overhead_s``."""
     phi = plan.stage_fraction(model)
 
-    def cost(tier, p2p: bool = False):
+    def cost(tier, p2p: bool = False, a2a: bool = False):
         if not isinstance(tier, str):  # one tier per plan (``spec.plan_array.CodedTier``)
-            return tier.lookup(lambda name: cost(name, p2p))
+            return tier.lookup(lambda name: cost(name, p2p, a2a))
         if tier == "none":
             return 0.0
         eff = profile.scale_up if tier == "scale_up" else profile.scale_out
+        if a2a and tier == "scale_up" and profile.all_to_all is not None:
+            eff = profile.all_to_all
         return eff.p2p_s if p2p else eff.op_overhead_s
 
     calls = plan.pp * phi * model.n_layers * 2 * cost(tiers.get("tp", "none"))
     if model.is_moe:
-        calls += plan.pp * phi * model.n_moe_layers * 2 * cost(tiers.get("ep", "none"))
+        calls += plan.pp * phi * model.n_moe_layers * 2 * cost(tiers.get("ep", "none"), a2a=True)
     calls += (plan.pp - 1) * cost(tiers.get("pp", "none"), p2p=True)
     return profile.engine_floor_scale * calls
 

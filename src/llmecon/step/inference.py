@@ -205,7 +205,7 @@ class CommParts:
 
 
 def comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dtype=None,
-               expert_imbalance: float = 1.0, all_reduce: str = "best") -> CommParts:
+               expert_imbalance: float = 1.0, all_reduce: str = "best", ep_system: System | None = None) -> CommParts:
     """Communication of one iteration moving ``tokens`` tokens per micro-batch (batch/pp x tokens
     per sequence), with pp micro-batches per iteration (SPEC D15, D18, D19).
 
@@ -218,20 +218,25 @@ def comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dty
     chip sending its 1/width share of the token-expert pairs to every expert-TP rank, scaled by the
     busiest expert group's load over the mean (``expert_load``: chance under uniform routing, times
     the ``expert_imbalance`` skew): the all-to-all ends when its busiest receiver has its pairs.
-    Per iteration: the pipeline hops, inside and across domains. Omits overlap of communication
-    with compute (the roofline takes the max)."""
+    Per iteration: the pipeline hops, inside and across domains. The all-to-alls run on
+    ``ep_system``'s links where given (a calibrated profile's ``system(system, "all_to_all")``).
+    Omits overlap of communication with compute (the roofline takes the max)."""
     load = None
     if model.is_moe:
         load = expert_load(model, plan, tokens=np.asarray(tokens, dtype=float), expert_imbalance=expert_imbalance)
     return _comm_parts(model, system, plan, tokens=tokens, dispatch_dtype=dispatch_dtype, load=load,
-                       all_reduce=all_reduce)
+                       all_reduce=all_reduce, ep_system=ep_system)
 
 
 def _comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dtype, load,
-                all_reduce: str = "best") -> CommParts:
+                all_reduce: str = "best", ep_system: System | None = None) -> CommParts:
+    """``comm_parts`` with the expert load given; the EP all-to-alls run on ``ep_system``'s links
+    (a calibrated profile's ``all_to_all`` terms: ``EfficiencyProfile.system(system, "all_to_all")``),
+    default ``system``'s."""
     if isinstance(plan, PlanArray):
         return _comm_parts_grouped(model, system, plan, tokens=tokens, dispatch_dtype=dispatch_dtype, load=load,
-                                   all_reduce=all_reduce)
+                                   all_reduce=all_reduce, ep_system=ep_system)
+    ep_sys = ep_system or system
     where = place(plan, system)
     act = get_dtype(ACTIVATION_DTYPE).bytes
     d = model.d_model
@@ -248,7 +253,7 @@ def _comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dt
         pairs = tokens / plan.width * model.moe.top_k * plan.expert_tp * load.load_factor
         messages = [pairs * d * get_dtype(dt).bytes for dt in (dispatch_dtype or ACTIVATION_DTYPE, ACTIVATION_DTYPE)]
         layers = plan.pp * phi * model.n_moe_layers
-        ep_s = zero + layers * sum(_tiered(where.ep_tier, system, all_to_all_s, two_tier_all_to_all_s,
+        ep_s = zero + layers * sum(_tiered(where.ep_tier, ep_sys, all_to_all_s, two_tier_all_to_all_s,
                                            participants=plan.width, message_bytes=m,
                                            domain_chips=where.chips_per_domain) for m in messages)
         ep_bytes = layers * sum(messages)
@@ -278,8 +283,9 @@ def _tiered_grouped(plans: PlanArray, tier: np.ndarray, participants, system: Sy
 
 
 def _comm_parts_grouped(model: Model, system: System, plans: PlanArray, *, tokens, dispatch_dtype, load,
-                        all_reduce: str) -> CommParts:
+                        all_reduce: str, ep_system: System | None = None) -> CommParts:
     """``_comm_parts`` for a ``PlanArray`` (one token count per entry): the same terms, the tiers as masks."""
+    ep_sys = ep_system or system
     act = get_dtype(ACTIVATION_DTYPE).bytes
     d = model.d_model
     phi = plans.stage_fraction(model)
@@ -296,11 +302,11 @@ def _comm_parts_grouped(model: Model, system: System, plans: PlanArray, *, token
         layers = plans.pp * phi * model.n_moe_layers
         if get_dtype(dispatch_dtype or ACTIVATION_DTYPE).bytes == get_dtype(ACTIVATION_DTYPE).bytes:
             # dispatch and combine move the same bytes: one evaluation serves both (the same sum, bit for bit)
-            one = _tiered_grouped(plans, plans.ep_tier, plans.width, system, all_to_all_s, two_tier_all_to_all_s,
+            one = _tiered_grouped(plans, plans.ep_tier, plans.width, ep_sys, all_to_all_s, two_tier_all_to_all_s,
                                   messages=messages[:1])[0]
             parts = [one, one]
         else:
-            parts = _tiered_grouped(plans, plans.ep_tier, plans.width, system, all_to_all_s, two_tier_all_to_all_s,
+            parts = _tiered_grouped(plans, plans.ep_tier, plans.width, ep_sys, all_to_all_s, two_tier_all_to_all_s,
                                     messages=messages)
         ep_s = zero + layers * sum(parts)
         ep_bytes = np.where(plans.ep_tier != 0, layers * sum(messages), zero)
@@ -364,6 +370,7 @@ def _assemble(model, system, plan, *, phase, mode, profile, batch, context, toke
                 ne_dtype=w_dtype, ex_dtype=e_dtype, phase=phase,
                 kv_dtype=getattr(kv_dtype or model.kv_dtype, "name", kv_dtype or model.kv_dtype))
     comm = _comm_parts(model, profile.system(system), plan, tokens=tokens, dispatch_dtype=dispatch_dtype, load=load,
+                       ep_system=profile.system(system, "all_to_all"),
                        all_reduce=profile.all_reduce_algorithm)
     routed_s = pp * routed / work.ex_peak
     if profile.is_ideal:
