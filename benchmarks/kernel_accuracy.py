@@ -4,14 +4,15 @@
 
 For every chip (h100-sxm, h200, b200, b300, gb200, gb300), engine (trtllm, sglang, vllm) and op
 family (GEMM per dtype, prefill and decode attention, MoE balanced and skewed, the engine's
-all-reduce, MLA prefill and decode, NCCL's all-to-all) it prints the median and p90 absolute relative error
-|pred/meas - 1| of kernel times:
+all-reduce, MLA prefill and decode, NCCL's all-to-all, Gated DeltaNet kernels) it prints the
+median and p90 absolute relative error |pred/meas - 1| of kernel times:
 
 (a) **k-fold by shape**: the shapes are split into 5 folds by group (GEMM: weight shape n x k;
     attention: heads, KV heads, head dim, window; MoE: hidden, inter, top-k, experts; all-reduce:
-    message size; MLA: query heads per GPU, batch; all-to-all: message size); each fold is
+    message size; MLA: query heads per GPU, batch; all-to-all: message size; GDN: value heads,
+    batch); each fold is
     predicted by terms fitted on the other four (``fidelity.kernel_fit``, ``mla_fit``,
-    ``comm_fit``: the same fits as the shipped profiles);
+    ``comm_fit``, ``gdn_fit``: the same fits as the shipped profiles);
 (b) **leave-one-chip-out**: each chip's rows predicted by terms fitted on the other five chips'
     tables of the same engine, transferred through the held-out chip's datasheet peak and HBM
     bandwidth (the terms are fractions, ramps and floors); the all-reduce and the
@@ -36,7 +37,7 @@ import numpy as np
 
 from llmecon.catalog.hardware import get_system
 from llmecon.fidelity import kernel_fit as kf
-from llmecon.fidelity import comm_fit, mla_fit
+from llmecon.fidelity import comm_fit, gdn_fit, mla_fit
 from llmecon.fidelity.kernel_profiles import SYSTEMS, load_all_reduce, load_tables
 from llmecon.fidelity.kernel_tables import CHIPS, ENGINES, default_root
 from llmecon.spec.efficiency import IDEAL, LinkEfficiency
@@ -45,7 +46,8 @@ FOLDS = 5
 GROUPS = {"gemm": ("n", "k"), "context_attention": ("num_heads", "num_key_value_heads", "head_dim", "window_size"),
           "generation_attention": ("num_heads", "num_key_value_heads", "head_dim", "window_size"),
           "moe": ("hidden_size", "inter_size", "topk", "num_experts"),
-          "context_mla": ("num_heads", "batch_size"), "generation_mla": ("num_heads", "batch_size")}
+          "context_mla": ("num_heads", "batch_size"), "generation_mla": ("num_heads", "batch_size"),
+          "gdn": ("num_v_heads", "batch_size")}
 TABLES: dict = {}   # (chip, engine) -> (tables, all_reduce rows); filled before forking workers
 ONLY: set = set()   # --families: the table families to score (empty: all, the all-reduce included)
 
@@ -94,11 +96,32 @@ def ideal_mla_family(family: str, cols: dict) -> dict:
     return {label: (predict(IDEAL, cols), cols["time_s"])}
 
 
+def predict_gdn_family(train: dict, test: dict) -> dict:
+    """{"gdn <kernel>": (pred, meas)} of Gated DeltaNet ``test`` rows by per-kernel terms fitted on
+    ``train`` (``fidelity.gdn_fit``); folds by (value heads, batch)."""
+    out = {}
+    for kernel in gdn_fit.KERNELS:
+        sel = test["kernel"] == kernel
+        terms = gdn_fit.fit_gdn_kernel(train, kernel) if sel.any() else None
+        if terms is not None:
+            out[f"gdn {kernel}"] = (gdn_fit.predict_gdn(kf._with(gdn=((kernel, terms),)), _sub(test, sel)),
+                                    test["time_s"][sel])
+    return out
+
+
+def ideal_gdn_family(cols: dict) -> dict:
+    pred = gdn_fit.predict_gdn(IDEAL, cols)
+    return {f"gdn {k}": (pred[cols["kernel"] == k], cols["time_s"][cols["kernel"] == k]) for k in gdn_fit.KERNELS
+            if np.any(cols["kernel"] == k)}
+
+
 def predict_family(family: str, train: dict, test: dict) -> dict:
     """{label: (pred, meas)} of ``test`` rows by terms fitted on ``train``; labels split GEMM by dtype
     and MoE into balanced / skewed."""
     if family in MLA_FAMILIES:
         return predict_mla_family(family, train, test)
+    if family == "gdn":
+        return predict_gdn_family(train, test)
     out = {}
     if family == "gemm":
         for dt in np.unique(test["dtype"]):
@@ -135,6 +158,8 @@ def ideal_family(family: str, cols: dict) -> dict:
     """{label: (ideal prediction, meas)} of every modelled row."""
     if family in MLA_FAMILIES:
         return ideal_mla_family(family, cols)
+    if family == "gdn":
+        return ideal_gdn_family(cols)
     if family == "gemm":
         return {f"gemm {dt}": (kf.predict_gemm(IDEAL, _sub(cols, cols["dtype"] == dt)),
                                cols["time_s"][cols["dtype"] == dt]) for dt in np.unique(cols["dtype"])}
@@ -233,7 +258,7 @@ def _load(key):
     chip, engine = key
     root = default_root()
     tables, used = load_tables(root, chip, engine)
-    for family in MLA_FAMILIES:  # an engine reading another engine's MLA table (vLLM) is not scored twice
+    for family in (*MLA_FAMILIES, "gdn"):  # an engine reading another engine's table is not scored twice
         if family in tables and not used[family].startswith(f"{engine} "):
             del tables[family]
     ar = load_all_reduce(root, chip, engine)[0] if SYSTEMS.get(chip) else None
@@ -253,7 +278,8 @@ def _pct(v: float) -> str:
 
 
 LABELS = ("gemm bf16", "gemm fp8", "gemm fp8_block", "gemm nvfp4", "prefill attention", "decode attention",
-          "moe balanced", "moe skewed", "all-reduce", "mla prefill", "mla decode", "all-to-all")
+          "moe balanced", "moe skewed", "all-reduce", "mla prefill", "mla decode", "all-to-all",
+          "gdn chunk", "gdn recurrent", "gdn conv", "gdn conv_update")
 
 
 def report(kfold: dict, loco: dict, ideal: dict, elapsed: float) -> str:

@@ -25,6 +25,7 @@ from ..errors import CatalogError
 from ..spec.efficiency import IDEAL, EfficiencyProfile
 from .kernel_fit import CollectiveRows, fit_all_reduce, fit_attention, fit_gemm, fit_moe, pool, primary_source
 from .kernel_tables import CHIPS, ENGINES, read_frame
+from .gdn_fit import fit_gdn
 from .mla_fit import fit_mla
 
 FOLDERS = {v: k for k, v in CHIPS.items()}
@@ -33,12 +34,17 @@ SYSTEMS = {"h100-sxm": "hgx-h100", "h200": "hgx-h200", "b200": "hgx-b200", "b300
            "gb300": "gb300-nvl72"}
 """The catalogue system whose scale-up link a chip's one-node all-reduce tables measure (None: no
 catalogued system yet)."""
-FAMILY_NAMES = ("gemm", "context_attention", "generation_attention", "moe", "context_mla", "generation_mla")
+FAMILY_NAMES = ("gemm", "context_attention", "generation_attention", "moe", "context_mla", "generation_mla", "gdn")
 MOE_FALLBACK = ("sglang", "vllm", "trtllm")
 MLA_FALLBACK = ("sglang", "trtllm")
 """Where an engine has no MLA kernel table (vLLM holds only whole-module MLA tables, projections
 included), the attention kernel is read from SGLang's (FlashMLA / FlashAttention backends, as
 vLLM's), then TensorRT-LLM's; ``derivation`` names the table used."""
+GDN_ENGINES = {"trtllm": ("sglang", "vllm"), "sglang": ("sglang", "vllm"), "vllm": ("vllm", "sglang")}
+"""The Gated DeltaNet table each engine's profile reads: TensorRT-LLM's is not used (its
+convolution rows run up to 4x faster than reading their stated input once at the datasheet
+bandwidth allows, and its recurrent and conv-update rows up to 1.1x and 3x: the shapes recorded
+are not what ran), so its profiles take SGLang's."""
 
 
 def load_tables(root, chip: str, engine: str) -> tuple[dict, dict]:
@@ -48,11 +54,11 @@ def load_tables(root, chip: str, engine: str) -> tuple[dict, dict]:
     tables, used = {}, {}
     for family in FAMILY_NAMES:
         fallback = MOE_FALLBACK if family == "moe" else MLA_FALLBACK if family.endswith("_mla") else ()
-        order = (engine,) + tuple(e for e in fallback if e != engine)
+        order = GDN_ENGINES[engine] if family == "gdn" else (engine,) + tuple(e for e in fallback if e != engine)
         for eng in order:
             frame = read_frame(root, FOLDERS[chip], eng, family)
             if frame is not None:
-                by = "attn_dtype" if family.endswith("_attention") else "dtype"
+                by = "attn_dtype" if family.endswith("_attention") else "kernel" if family == "gdn" else "dtype"
                 tables[family] = pool([primary_source(frame, by=by)])
                 used[family] = f"{eng} {frame.path.split('/kernels/')[-1]}"
                 break
@@ -87,6 +93,7 @@ def fit_terms(tables: dict, *, system=None, all_reduce: CollectiveRows | None = 
                            if (t := fit_gemm(g, dt)) is not None)
     kw.update(fit_attention(tables.get("context_attention") or {}, tables.get("generation_attention") or {}))
     kw.update(fit_mla(tables.get("context_mla") or {}, tables.get("generation_mla") or {}))
+    kw.update(fit_gdn(tables.get("gdn") or {}))
     m = tables.get("moe")
     if m:
         moe, skew = [], {}
@@ -175,6 +182,32 @@ def with_mla(profile: EfficiencyProfile, root, chip: str, engine: str, *,
     fit.update({f"{fam}_rows": len(c["time_s"]) for fam, c in tables.items()})
     return dataclasses.replace(profile, derivation=base + note, fit=fit, mla_prefill=kw.get("mla_prefill", ()),
                                mla_decode=kw.get("mla_decode", ()))
+
+
+GDN_NOTE = "; Gated DeltaNet kernels (gdn"
+
+
+def with_gdn(profile: EfficiencyProfile, root, chip: str, engine: str, *,
+             today: str | None = None) -> EfficiencyProfile:
+    """``profile`` with its ``gdn`` tables (re)fitted on the chip's ``gdn_perf`` table
+    (``GDN_ENGINES``), every other term kept; call after ``with_mla``, before ``with_all_to_all``."""
+    for eng in GDN_ENGINES[engine]:
+        frame = read_frame(root, FOLDERS[chip], eng, "gdn")
+        if frame is not None:
+            break
+    else:
+        return profile
+    cols = pool([primary_source(frame, by="kernel")])
+    kw = fit_gdn(cols)
+    if not kw:
+        return profile
+    today = today or datetime.date.today().isoformat()
+    base = profile.derivation.split(GDN_NOTE)[0].rstrip(".")   # drops a later all-to-all note too: refit it after
+    note = (f"{GDN_NOTE}: chunk, recurrent, conv, conv_update) fitted by fidelity.gdn_fit ({today}) on {eng} "
+            f"{frame.path.split('/kernels/')[-1]} (used by the calibrated step for Gated DeltaNet layers).")
+    fit = dict(profile.fit)
+    fit["gdn_rows"] = len(cols["time_s"])
+    return dataclasses.replace(profile, derivation=base + note, fit=fit, gdn=kw["gdn"])
 
 
 A2A_NOTE = "; EP all-to-all ([all_to_all]"

@@ -156,10 +156,11 @@ class AttentionTerms:
         _check_terms(self, owner, where, ("isl_half", "head_dim_half", "window_pad", "items_half", "item_s", "floor_s"))
 
 
-ATTENTION_TABLES = ("prefill_attention", "decode_attention", "mla_prefill", "mla_decode")
+ATTENTION_TABLES = ("prefill_attention", "decode_attention", "mla_prefill", "mla_decode", "gdn")
 """Profile tables of ``AttentionTerms`` per KV dtype: GQA/MHA prefill and decode
 (``step.kernels.prefill_attention_s``/``decode_attention_s``) and MLA prefill (unabsorbed) and
-decode (absorbed) (``step.kernels.mla_prefill_s``/``mla_decode_s``)."""
+decode (absorbed) (``step.kernels.mla_prefill_s``/``mla_decode_s``); and ``gdn``, per Gated
+DeltaNet kernel (chunk, recurrent, conv, conv_update: ``step.kernels.gdn_kernel_s``)."""
 ATTENTION_TERM_KEYS = ("fraction", "isl_half", "head_dim_half", "window_pad", "hbm_fraction", "items_half", "item_s",
                        "floor_s")
 
@@ -199,6 +200,7 @@ class EfficiencyProfile:
     decode_attention: tuple[tuple[str, AttentionTerms], ...] = ()
     mla_prefill: tuple[tuple[str, AttentionTerms], ...] = ()
     mla_decode: tuple[tuple[str, AttentionTerms], ...] = ()
+    gdn: tuple[tuple[str, AttentionTerms], ...] = ()
     gemm: tuple[tuple[str, KernelTerms], ...] = ()
     moe: tuple[tuple[str, KernelTerms], ...] = ()
     moe_skew: tuple[tuple[str, float, float], ...] = ()

@@ -26,7 +26,8 @@ kernels) each class takes its own dtype's terms: non-expert GEMMs the weight dty
 m ramp, n/k ramps (at the class's mean GEMM taken square, ``_shape_ramp``), achieved bandwidth and
 floor; expert GEMMs the MoE layer's terms (ramp in tokens per expert, one floor per MoE layer for
 its grouped kernels, routing and permutation); attention the decode kernel floor; MLA models the
-MLA attention terms of the phase and KV dtype (``attention_rates``). The MoE tables'
+MLA attention terms of the phase and KV dtype (``attention_rates``); Gated DeltaNet layers
+their own class with the ``gdn`` kernel terms (``linear_class``). The MoE tables'
 routing-skew factors are not applied here: the busiest group's load is ``expert_load``'s (with the
 user's ``expert_imbalance``). The prefill attention prompt-length ramp is omitted (constant rate
 keeps the serving simulator's exact split of attention by sequence).
@@ -70,6 +71,8 @@ class Work:
     ex_dtype: str = ""          # weight dtype of the expert GEMMs
     phase: str = ""             # "prefill" or "decode" ("": the scalar attention terms)
     kv_dtype: str = ""          # KV-cache dtype (picks the MLA attention terms)
+    lin_flops: object = 0.0     # linear-mixer recurrence FLOPs on this chip (part of attn_flops)
+    lin_state_bytes: object = 0.0   # linear-mixer state bytes read (part of kv_bytes)
 
 
 def kernels_per_layer(model: Model) -> tuple[float, float]:
@@ -147,6 +150,37 @@ def attention_rates(model: Model, profile: EfficiencyProfile, work: Work, seqs):
     return t.fraction, t.hbm_fraction, t.floor_s
 
 
+def linear_class(model: Model, plan: Plan, profile: EfficiencyProfile, work: Work, seqs, layers):
+    """(seconds, floors, FLOPs, bytes) of the Gated DeltaNet layers' recurrence and convolution
+    priced apart with the profile's ``gdn`` terms, or None (no such layers or terms, or no phase:
+    they then stay in the attention class); ``seqs`` = tokens per attention group (in decode the
+    sequences). Decode: the ``recurrent`` kernel's fraction and
+    hbm_fraction·r(sequences·value heads per chip; items_half) on the state read *and* written
+    (2x the state bytes the work counts, as the kernel fit counts them), plus per linear layer the
+    recurrent and ``conv_update`` floors and item costs; prefill: the ``chunk`` kernel's fraction
+    and hbm_fraction on the state written, plus the ``chunk`` and ``conv`` floors and item costs. The conv FLOPs
+    ride with the recurrence (``LinearMixer.recurrent_flops_per_token`` sums them)."""
+    lin = model.linear
+    terms = dict(profile.gdn)
+    if lin is None or lin.kind != "gated_deltanet" or not work.phase or not terms or not model.n_linear_layers:
+        return None
+    main, conv = ("recurrent", "conv_update") if work.phase == "decode" else ("chunk", "conv")
+    if main not in terms or conv not in terms:
+        return None
+    t, c = terms[main], terms[conv]
+    share = model.n_linear_layers / model.n_layers
+    flops = np.asarray(work.lin_flops, dtype=float)
+    moved = np.asarray(work.lin_state_bytes, dtype=float) * (2.0 if work.phase == "decode" else 1.0)
+    # items (``step.kernels.gdn_work``): (sequence, value head) pairs in decode, (64-token chunk,
+    # value head) pairs in prefill (tokens/64: the sequences' chunk rounding is omitted)
+    rows = np.asarray(seqs, dtype=float) / (1.0 if work.phase == "decode" else 64.0)
+    items = rows * max(lin.n_heads / plan.tp, 1.0)
+    bw = t.hbm_fraction * (ramp(items, t.items_half) if work.phase == "decode" else 1.0) * work.bandwidth
+    seconds = np.maximum(flops / (t.fraction * work.attn_peak), moved / bw)
+    floors = share * layers * (t.floor_s + c.floor_s + (t.item_s + c.item_s) * items)
+    return seconds, floors, flops, moved
+
+
 def stage_time(model: Model, plan: Plan, work: Work, profile: EfficiencyProfile) -> StageTime:
     """Seconds of one stage-step by kernel class (``StageTime``)."""
     bw = profile.hbm_fraction * work.bandwidth
@@ -169,8 +203,16 @@ def stage_time(model: Model, plan: Plan, work: Work, profile: EfficiencyProfile)
     elif np.any(np.asarray(work.ex_flops) > 0):  # a dense model has no expert work
         ex_c = work.ex_flops / (g.efficiency(m_ne) * work.ex_peak)
     at_frac, at_bw, at_floor = attention_rates(model, profile, work, m_ne)
-    at_c = work.attn_flops / (at_frac * work.attn_peak)
-    at_m = work.kv_bytes / (at_bw * work.bandwidth)
+    lin = linear_class(model, plan, profile, work, m_ne, layers)
+    attn_flops, kv_bytes = work.attn_flops, work.kv_bytes
+    lin_s = lin_floor = lin_c = lin_m = 0.0
+    if lin is not None:   # the GDN layers' recurrence priced apart; their attention floors replaced
+        lin_s, lin_floor, lin_c, lin_m = lin
+        attn_flops, kv_bytes = attn_flops - work.lin_flops, kv_bytes - work.lin_state_bytes
+        lin_c, lin_m = lin_c / work.attn_peak, lin_m / work.bandwidth
+        at_floor = at_floor * (1.0 - model.n_linear_layers / model.n_layers)
+    at_c = attn_flops / (at_frac * work.attn_peak)
+    at_m = kv_bytes / (at_bw * work.bandwidth)
     act = get_dtype("bf16").bytes
     elem_bytes = layers * act * (m_ne * (2 * model.norms_per_layer + 6) * model.d_model
                                  + 3.0 * work.tokens * active_ffn_width(model) / plan.width)
@@ -179,9 +221,11 @@ def stage_time(model: Model, plan: Plan, work: Work, profile: EfficiencyProfile)
     moe_floor = (e.floor_s if profile.moe_terms(work.ex_dtype) is not None else 2.0 * e.floor_s) * (n_ex / 2.0)
     floors = profile.engine_floor_scale * layers * (n_ne * g.floor_s + at_floor + moe_floor
                                                     + n_elem * profile.elementwise_floor_s)
-    kernels = np.maximum(gemm_c, gemm_m) + np.maximum(ex_c, ex_m) + np.maximum(at_c, at_m) + elem + floors
-    return StageTime(compute_s=gemm_c + ex_c + at_c, memory_s=gemm_m + ex_m + at_m + elem, floors_s=floors,
-                     kernels_s=kernels)
+    floors = floors + profile.engine_floor_scale * lin_floor
+    kernels = (np.maximum(gemm_c, gemm_m) + np.maximum(ex_c, ex_m) + np.maximum(at_c, at_m) + lin_s + elem
+               + floors)
+    return StageTime(compute_s=gemm_c + ex_c + at_c + lin_c, memory_s=gemm_m + ex_m + at_m + lin_m + elem,
+                     floors_s=floors, kernels_s=kernels)
 
 
 def comm_overhead_s(model: Model, plan: Plan, tiers: dict, profile: EfficiencyProfile) -> float:

@@ -209,3 +209,59 @@ def mla_decode_s(profile: EfficiencyProfile, chip: Accelerator, *, batch, kv_len
                             kv_bytes=get_dtype(_storage(kv_dtype)).bytes, dims=dims)
     bw = t.hbm_fraction * ramp(b, t.items_half) * chip.hbm_bandwidth_bytes_per_s
     return np.maximum(flops / (t.fraction * chip.peak("bf16")), moved / bw) + t.item_s * b + t.floor_s
+
+
+GDN_KERNELS = {"chunk_gated_delta_rule": "chunk", "chunk_gated_delta_rule_flashinfer": "chunk",
+               "fused_recurrent_gated_delta_rule": "recurrent",
+               "fused_recurrent_gated_delta_rule_packed_decode": "recurrent", "causal_conv1d_fn": "conv",
+               "causal_conv1d_update": "conv_update"}
+"""Gated DeltaNet kernels of the ``linear_attention`` tables -> the profile's ``gdn`` keys:
+``chunk`` (prefill recurrence), ``recurrent`` (decode recurrence), ``conv`` / ``conv_update``
+(the short causal convolution in prefill / decode)."""
+
+
+def gdn_work(kernel: str, *, batch, seq_len, key_heads, key_dim, value_heads, value_dim, conv_kernel=4) -> tuple:
+    """(FLOPs, bytes, items) of one Gated DeltaNet kernel on one GPU (one layer; ``batch``
+    sequences of ``seq_len`` new tokens, T = batch·seq_len; nk key heads of dk, nv value heads of
+    dv; state fp32, activations bf16), as ``spec.layers.LinearMixer`` counts the work:
+
+    * ``chunk``/``recurrent``: FLOPs 7·dk·dv per value head per token (``recurrent_flops_per_token``;
+      the chunked form's intra-chunk work is omitted); bytes q, k, v read and o written in bf16,
+      T·(2·nk·dk + 2·nv·dv)·2, plus the fp32 state: written once per sequence (``chunk``) or read
+      and written (``recurrent``), nv·dk·dv·4 each;
+    * ``conv``/``conv_update``: C = 2·nk·dk + nv·dv channels (``conv_channels``), FLOPs 2·K per
+      channel per token; bytes the input read and output written, T·C·2·2, plus the conv state
+      ((K-1)·C in bf16) written (``conv``) or read and written (``conv_update``).
+
+    ``items`` = the independent pieces a kernel spreads over the chip: b·nv·⌈seq_len/64⌉ (64-token
+    chunks) for prefill kernels, b·nv for decode ones. Omitted: gates, norms, the chunked form's
+    extra FLOPs (so both counts stay lower bounds)."""
+    b, s = np.asarray(batch, dtype=float), np.asarray(seq_len, dtype=float)
+    nk, dk, nv, dv, k = (np.asarray(x, dtype=float) for x in (key_heads, key_dim, value_heads, value_dim,
+                                                                 conv_kernel))
+    t = b * s
+    state, chan = b * nv * dk * dv * 4.0, 2.0 * nk * dk + nv * dv
+    if kernel in ("chunk", "recurrent"):
+        moved = t * (2.0 * nk * dk + 2.0 * nv * dv) * 2.0 + state * (1.0 if kernel == "chunk" else 2.0)
+        flops = t * nv * 7.0 * dk * dv
+    elif kernel in ("conv", "conv_update"):
+        conv_state = b * (k - 1.0) * chan * 2.0
+        moved = t * chan * 4.0 + conv_state * (1.0 if kernel == "conv" else 2.0)
+        flops = t * chan * 2.0 * k
+    else:
+        raise SpecError(f"gdn kernel must be one of chunk, recurrent, conv, conv_update, got {kernel!r}")
+    items = b * nv * (np.ceil(s / 64.0) if kernel in ("chunk", "conv") else 1.0)
+    return flops, moved, items
+
+
+def gdn_kernel_s(profile: EfficiencyProfile, chip: Accelerator, kernel: str, **shape):
+    """Seconds of one Gated DeltaNet kernel (``gdn_work``'s shape keywords), with the profile's
+    ``gdn`` terms of ``kernel``: max(FLOPs at fraction·bf16 peak, bytes at
+    hbm_fraction·r(items; items_half)·BW) + item_s·items + floor_s. Without terms for ``kernel``
+    (or with ``IDEAL``): its roofline."""
+    from ..spec.efficiency import AttentionTerms, ramp
+
+    t = dict(profile.gdn).get(kernel, AttentionTerms())
+    flops, moved, items = gdn_work(kernel, **shape)
+    bw = t.hbm_fraction * ramp(items, t.items_half) * chip.hbm_bandwidth_bytes_per_s
+    return np.maximum(flops / (t.fraction * chip.peak("bf16")), moved / bw) + t.item_s * items + t.floor_s
