@@ -108,3 +108,16 @@ def test_calibrated_deepseek_with_tp_and_ep():
     got = m.step_s(compute_s=16 * float(m.dec_compute(2048)), kv_s=16 * float(m.dec_kv(2048)), tokens=16)
     assert got - dep.profile.iteration_overhead_s == pytest.approx(
         float(decode_of(dep, batch=16, context=2048).step_s), rel=1e-9)
+
+
+def test_calibrated_mla_prefill_and_decode_use_their_own_rates():
+    """An MLA model on a profile with MLA tables (h200/trtllm): decode sequences at the absorbed
+    decode kernel's rates, prefill chunks at the prefill kernel's, and both splits verify."""
+    dep = _dep("deepseek-v3", "hgx-h200", Plan(tp=8, ep=8))
+    assert dep.profile.mla_decode and dep.profile.mla_prefill
+    m = CalibratedStepModel(dep)
+    assert m._rates("decode") != m._rates("prefill")
+    m.prepare_prefill(4096)                                            # verifies three chunks against prefill_of
+    c, k = m.prefill_part(0, 0, 4096, 4096)
+    got = m.step_s(compute_s=c, kv_s=k, tokens=4096) - dep.profile.iteration_overhead_s
+    assert got == pytest.approx(float(prefill_of(dep, batch=1.0, prompt_tokens=4096.0).step_s), rel=1e-9)

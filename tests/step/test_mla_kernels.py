@@ -93,6 +93,8 @@ def test_calibrated_step_prices_mla_models_with_the_mla_terms():
     a = decode_step(ds, system, plan=plan, profile=base, **kw)
     b = decode_step(ds, system, plan=plan, profile=mla, **kw)
     assert np.all(b.time.memory_s > a.time.memory_s)                 # latent read at 0.4 instead of 0.8
+    # the floor is the decode kernel's in both phases (the serving split needs one X(tokens))
+    assert np.all(b.time.overhead_s == a.time.overhead_s)
     assert np.all(b.step_s > a.step_s)
     pa = prefill_step(ds, system, plan=plan, profile=base, batch=2.0, prompt_tokens=8192.0)
     pb = prefill_step(ds, system, plan=plan, profile=mla, batch=2.0, prompt_tokens=8192.0)

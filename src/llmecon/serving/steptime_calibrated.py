@@ -11,8 +11,9 @@ the iteration's token count N alone. So a step of sequences at contexts L_i is, 
 
 with c(L) a sequence's attention FLOPs on the critical chip at ``attention_fraction`` of the bf16
 peak and k(L) its KV bytes read + written at ``hbm_fraction`` of the HBM bandwidth
-(``inference.attention_work_per_chip``). X(N) is read off inference itself: the calibrated decode
-step of N sequences at context 0 less its attention class. The engine's three lines become
+(``inference.attention_work_per_chip``) — an MLA model on a profile with MLA tables: its decode or
+prefill terms' rates, by the sequence's phase (``calibrated.attention_rates``). X(N) is read off
+inference itself: the calibrated decode step of N sequences at context 0 less its attention class. The engine's three lines become
 (X + sum c, X + sum k, X): ``base_s = weights_s = comm_s = X``. A prefill chunk enters the same
 way (its attention FLOPs a difference of causal sums, its KV the cached prefix read once and the
 new tokens' KV written), and X(N) is the same for N prompt tokens as for N decoding sequences
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..step.calibrated import attention_rates
 from ..step.inference import ACTIVATION_DTYPE, attention_work_per_chip
 from .steptime import VERIFY_REL, InternalError, StepModel, _fit
 
@@ -36,16 +38,20 @@ from .steptime import VERIFY_REL, InternalError, StepModel, _fit
 class CalibratedStepModel(StepModel):
     """``StepModel`` for a Deployment with a fitted profile (module docstring)."""
 
-    def _rates(self) -> tuple[float, float]:
-        prof, chip = self.dep.profile, self.dep.system.accelerator
-        return prof.attention_fraction * chip.peak(ACTIVATION_DTYPE), prof.hbm_fraction * chip.hbm_bandwidth_bytes_per_s
+    def _rates(self, phase: str = "decode") -> tuple[float, float]:
+        """(FLOP/s, bytes/s) of the attention class in ``phase``: the step's own rates
+        (``calibrated.attention_rates``: the profile's scalars, or an MLA model's per-phase terms)."""
+        d, chip = self.dep, self.dep.system.accelerator
+        kv = getattr(d.kv_dtype or d.model.kv_dtype, "name", d.kv_dtype or d.model.kv_dtype)
+        frac, share, _ = attention_rates(d.model, d.profile, phase, kv)
+        return frac * chip.peak(ACTIVATION_DTYPE), share * chip.hbm_bandwidth_bytes_per_s
 
-    def _attention_s(self, *, flops, kv_read, kv_write) -> tuple[np.ndarray, np.ndarray]:
+    def _attention_s(self, *, flops, kv_read, kv_write, phase: str = "decode") -> tuple[np.ndarray, np.ndarray]:
         """(attention compute time, KV time) of one sequence's work on the critical chip."""
         d = self.dep
         f, b = attention_work_per_chip(d.model, d.plan, flops_attn_per_seq=flops, kv_read_per_seq=kv_read,
                                        kv_write_per_seq=kv_write)
-        rate_c, rate_k = self._rates()
+        rate_c, rate_k = self._rates(phase)
         return np.asarray(f, dtype=float) / rate_c, np.asarray(b, dtype=float) / rate_k
 
     def _decode_parts(self, L):
@@ -106,9 +112,10 @@ class CalibratedStepModel(StepModel):
         m, kv = self.dep.model, self.dep.kv_dtype
         x = np.arange(0.0, max_tokens + 1.0)
         fc, _ = self._attention_s(flops=m.prefill_attention_flops(np.maximum(x, 1.0), 0.0), kv_read=0.0,
-                                  kv_write=0.0)
-        _, kw = self._attention_s(flops=0.0, kv_read=0.0, kv_write=m.kv_bytes(x, kv))
-        _, kr = self._attention_s(flops=0.0, kv_read=m.kv_read_bytes(x, kv, sparse=False), kv_write=0.0)
+                                  kv_write=0.0, phase="prefill")
+        _, kw = self._attention_s(flops=0.0, kv_read=0.0, kv_write=m.kv_bytes(x, kv), phase="prefill")
+        _, kr = self._attention_s(flops=0.0, kv_read=m.kv_read_bytes(x, kv, sparse=False), kv_write=0.0,
+                                  phase="prefill")
         fc, kw, kr = fc.copy(), kw - float(kw[0]), kr.copy()
         fc[0] = kr[0] = 0.0
         self._pc, self._pkw, self._pkr = fc, kw, kr

@@ -26,8 +26,7 @@ kernels) each class takes its own dtype's terms: non-expert GEMMs the weight dty
 m ramp, n/k ramps (at the class's mean GEMM taken square, ``_shape_ramp``), achieved bandwidth and
 floor; expert GEMMs the MoE layer's terms (ramp in tokens per expert, one floor per MoE layer for
 its grouped kernels, routing and permutation); attention the decode kernel floor; MLA models the
-MLA attention terms of the phase and KV dtype (``attention_rates``); Gated DeltaNet layers
-their own class with the ``gdn`` kernel terms (``linear_class``). The MoE tables'
+MLA attention terms of the phase and KV dtype (``attention_rates``). The MoE tables'
 routing-skew factors are not applied here: the busiest group's load is ``expert_load``'s (with the
 user's ``expert_imbalance``). The prefill attention prompt-length ramp is omitted (constant rate
 keeps the serving simulator's exact split of attention by sequence).
@@ -45,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..dtypes import get_dtype
-from ..spec.efficiency import EfficiencyProfile, ramp
+from ..spec.efficiency import EfficiencyProfile
 from ..spec.model import Model
 from ..spec.plan import Plan
 from .roofline import StepTime
@@ -71,8 +70,6 @@ class Work:
     ex_dtype: str = ""          # weight dtype of the expert GEMMs
     phase: str = ""             # "prefill" or "decode" ("": the scalar attention terms)
     kv_dtype: str = ""          # KV-cache dtype (picks the MLA attention terms)
-    lin_flops: object = 0.0     # linear-mixer recurrence FLOPs on this chip (part of attn_flops)
-    lin_state_bytes: object = 0.0   # linear-mixer state bytes read (part of kv_bytes)
 
 
 def kernels_per_layer(model: Model) -> tuple[float, float]:
@@ -133,52 +130,21 @@ def _shape_ramp(terms, flops, m, kernels):
     return (side / (side + terms.n_half)) * (side / (side + terms.k_half))
 
 
-def attention_rates(model: Model, profile: EfficiencyProfile, work: Work, seqs):
-    """(FLOP fraction, bandwidth share, per-kernel seconds) of the attention core class. MLA models
-    on a profile with MLA tables (``mla_prefill``/``mla_decode``, fitted on the ``mla`` kernel
-    tables) take the phase's terms at the KV dtype: decode its fraction, hbm_fraction·r(seqs;
-    items_half) with ``seqs`` the sequences per attention group, and floor + item_s per sequence;
-    prefill its fraction, hbm_fraction and floor (the prompt-length ramp and per-tile term are
-    omitted, as for GQA). Every other model (and MLA without those tables): the scalar
-    attention_fraction, hbm_fraction and attention floor, as before."""
-    table = profile.mla_decode if work.phase == "decode" else profile.mla_prefill
-    if model.attention.kind != "mla" or not work.phase or not table:
+def attention_rates(model: Model, profile: EfficiencyProfile, phase: str = "", kv_dtype: str = "") -> tuple:
+    """(FLOP fraction, bandwidth share, per-kernel floor seconds) of the attention core class. MLA
+    models on a profile with MLA tables (``mla_prefill``/``mla_decode``, fitted on the ``mla``
+    kernel tables) take the ``phase``'s fraction and hbm_fraction at the KV dtype, and the decode
+    kernel's floor in both phases; every other model (and MLA without those tables, or no phase):
+    the scalar attention_fraction, hbm_fraction and attention floor, as before. Omitted, as for
+    GQA: the ramps, per-item and per-tile terms and a per-phase floor — the serving simulator
+    splits a step exactly into X(tokens) + max(sum of per-sequence compute, sum of KV times)
+    (``serving.steptime_calibrated``), which needs rates linear in each sequence's work and
+    floors the same in both phases."""
+    table = profile.mla_decode if phase == "decode" else profile.mla_prefill
+    if model.attention.kind != "mla" or not phase or not table or not profile.mla_decode:
         return profile.attention_fraction, profile.hbm_fraction, profile.decode_attention_floor_s
-    t = profile.attention_terms(f"mla_{work.phase}", work.kv_dtype or "bf16")
-    if work.phase == "decode":
-        return t.fraction, t.hbm_fraction * ramp(seqs, t.items_half), t.floor_s + t.item_s * seqs
-    return t.fraction, t.hbm_fraction, t.floor_s
-
-
-def linear_class(model: Model, plan: Plan, profile: EfficiencyProfile, work: Work, seqs, layers):
-    """(seconds, floors, FLOPs, bytes) of the Gated DeltaNet layers' recurrence and convolution
-    priced apart with the profile's ``gdn`` terms, or None (no such layers or terms, or no phase:
-    they then stay in the attention class); ``seqs`` = tokens per attention group (in decode the
-    sequences). Decode: the ``recurrent`` kernel's fraction and
-    hbm_fraction·r(sequences·value heads per chip; items_half) on the state read *and* written
-    (2x the state bytes the work counts, as the kernel fit counts them), plus per linear layer the
-    recurrent and ``conv_update`` floors and item costs; prefill: the ``chunk`` kernel's fraction
-    and hbm_fraction on the state written, plus the ``chunk`` and ``conv`` floors and item costs. The conv FLOPs
-    ride with the recurrence (``LinearMixer.recurrent_flops_per_token`` sums them)."""
-    lin = model.linear
-    terms = dict(profile.gdn)
-    if lin is None or lin.kind != "gated_deltanet" or not work.phase or not terms or not model.n_linear_layers:
-        return None
-    main, conv = ("recurrent", "conv_update") if work.phase == "decode" else ("chunk", "conv")
-    if main not in terms or conv not in terms:
-        return None
-    t, c = terms[main], terms[conv]
-    share = model.n_linear_layers / model.n_layers
-    flops = np.asarray(work.lin_flops, dtype=float)
-    moved = np.asarray(work.lin_state_bytes, dtype=float) * (2.0 if work.phase == "decode" else 1.0)
-    # items (``step.kernels.gdn_work``): (sequence, value head) pairs in decode, (64-token chunk,
-    # value head) pairs in prefill (tokens/64: the sequences' chunk rounding is omitted)
-    rows = np.asarray(seqs, dtype=float) / (1.0 if work.phase == "decode" else 64.0)
-    items = rows * max(lin.n_heads / plan.tp, 1.0)
-    bw = t.hbm_fraction * (ramp(items, t.items_half) if work.phase == "decode" else 1.0) * work.bandwidth
-    seconds = np.maximum(flops / (t.fraction * work.attn_peak), moved / bw)
-    floors = share * layers * (t.floor_s + c.floor_s + (t.item_s + c.item_s) * items)
-    return seconds, floors, flops, moved
+    t = profile.attention_terms(f"mla_{phase}", kv_dtype or "bf16")
+    return t.fraction, t.hbm_fraction, profile.attention_terms("mla_decode", kv_dtype or "bf16").floor_s
 
 
 def stage_time(model: Model, plan: Plan, work: Work, profile: EfficiencyProfile) -> StageTime:
@@ -202,17 +168,9 @@ def stage_time(model: Model, plan: Plan, work: Work, profile: EfficiencyProfile)
         ex_m = work.ex_bytes / (e.hbm_fraction * work.bandwidth)
     elif np.any(np.asarray(work.ex_flops) > 0):  # a dense model has no expert work
         ex_c = work.ex_flops / (g.efficiency(m_ne) * work.ex_peak)
-    at_frac, at_bw, at_floor = attention_rates(model, profile, work, m_ne)
-    lin = linear_class(model, plan, profile, work, m_ne, layers)
-    attn_flops, kv_bytes = work.attn_flops, work.kv_bytes
-    lin_s = lin_floor = lin_c = lin_m = 0.0
-    if lin is not None:   # the GDN layers' recurrence priced apart; their attention floors replaced
-        lin_s, lin_floor, lin_c, lin_m = lin
-        attn_flops, kv_bytes = attn_flops - work.lin_flops, kv_bytes - work.lin_state_bytes
-        lin_c, lin_m = lin_c / work.attn_peak, lin_m / work.bandwidth
-        at_floor = at_floor * (1.0 - model.n_linear_layers / model.n_layers)
-    at_c = attn_flops / (at_frac * work.attn_peak)
-    at_m = kv_bytes / (at_bw * work.bandwidth)
+    at_frac, at_bw, at_floor = attention_rates(model, profile, work.phase, work.kv_dtype)
+    at_c = work.attn_flops / (at_frac * work.attn_peak)
+    at_m = work.kv_bytes / (at_bw * work.bandwidth)
     act = get_dtype("bf16").bytes
     elem_bytes = layers * act * (m_ne * (2 * model.norms_per_layer + 6) * model.d_model
                                  + 3.0 * work.tokens * active_ffn_width(model) / plan.width)
@@ -221,11 +179,9 @@ def stage_time(model: Model, plan: Plan, work: Work, profile: EfficiencyProfile)
     moe_floor = (e.floor_s if profile.moe_terms(work.ex_dtype) is not None else 2.0 * e.floor_s) * (n_ex / 2.0)
     floors = profile.engine_floor_scale * layers * (n_ne * g.floor_s + at_floor + moe_floor
                                                     + n_elem * profile.elementwise_floor_s)
-    floors = floors + profile.engine_floor_scale * lin_floor
-    kernels = (np.maximum(gemm_c, gemm_m) + np.maximum(ex_c, ex_m) + np.maximum(at_c, at_m) + lin_s + elem
-               + floors)
-    return StageTime(compute_s=gemm_c + ex_c + at_c + lin_c, memory_s=gemm_m + ex_m + at_m + lin_m + elem,
-                     floors_s=floors, kernels_s=kernels)
+    kernels = np.maximum(gemm_c, gemm_m) + np.maximum(ex_c, ex_m) + np.maximum(at_c, at_m) + elem + floors
+    return StageTime(compute_s=gemm_c + ex_c + at_c, memory_s=gemm_m + ex_m + at_m + elem, floors_s=floors,
+                     kernels_s=kernels)
 
 
 def comm_overhead_s(model: Model, plan: Plan, tiers: dict, profile: EfficiencyProfile) -> float:

@@ -362,20 +362,13 @@ def _assemble(model, system, plan, *, phase, mode, profile, batch, context, toke
     ne_bytes, ex_bytes = _weights_read_parts(model, plan, weight_dtype=weight_dtype, touched_fraction=busy_touched)
     attn_flops, kv_bytes = attention_work_per_chip(model, plan, flops_attn_per_seq=flops_attn_per_seq,
                                                    kv_read_per_seq=kv_read_per_seq, kv_write_per_seq=kv_write_per_seq)
-    lin_flops = lin_state = 0.0
-    if model.linear is not None and model.n_linear_layers:   # the linear mixers' share of the attention work
-        lin_flops, lin_state = attention_work_per_chip(
-            model, plan,
-            flops_attn_per_seq=tokens_per_seq * model.n_linear_layers * model.linear.recurrent_flops_per_token(),
-            kv_read_per_seq=model.n_linear_layers * model.linear.state_bytes(), kv_write_per_seq=0.0)
     work = Work(tokens=tokens, ne_flops=phi / plan.width * tokens * mm.non_expert,
                 ex_flops=phi / plan.width * tokens * (mm.expert - routed_active) + routed,
                 attn_flops=micro * attn_flops, ne_bytes=ne_bytes, ex_bytes=ex_bytes, kv_bytes=micro * kv_bytes,
                 expert_rows=rows, ne_peak=chip.peak(w_dtype), ex_peak=chip.peak(e_dtype),
                 attn_peak=chip.peak(ACTIVATION_DTYPE), bandwidth=chip.hbm_bandwidth_bytes_per_s,
                 ne_dtype=w_dtype, ex_dtype=e_dtype, phase=phase,
-                kv_dtype=getattr(kv_dtype or model.kv_dtype, "name", kv_dtype or model.kv_dtype),
-                lin_flops=micro * lin_flops, lin_state_bytes=micro * lin_state)
+                kv_dtype=getattr(kv_dtype or model.kv_dtype, "name", kv_dtype or model.kv_dtype))
     comm = _comm_parts(model, profile.system(system), plan, tokens=tokens, dispatch_dtype=dispatch_dtype, load=load,
                        ep_system=profile.system(system, "all_to_all"),
                        all_reduce=profile.all_reduce_algorithm)
