@@ -14,7 +14,8 @@ peak and k(L) its KV bytes read + written at ``hbm_fraction`` of the HBM bandwid
 (``inference.attention_work_per_chip``) — an MLA model on a profile with MLA tables: its decode or
 prefill terms' rates, by the sequence's phase (``calibrated.attention_rates``). X(N) is read off
 inference itself: the calibrated decode step of N sequences at context 0 less its attention
-class. The engine's three lines become (X + sum c, X + sum k, X): ``base_s = weights_s = comm_s = X``. A prefill chunk enters the same
+class. The engine's three lines become (X + sum c, X + sum k, X):
+``base_s = weights_s = comm_s = X``. A prefill chunk enters the same
 way (its attention FLOPs a difference of causal sums, its KV the cached prefix read once and the
 new tokens' KV written), and X(N) is the same for N prompt tokens as for N decoding sequences
 (the GEMMs, element-wise kernels, touched experts and collectives see N tokens either way).
