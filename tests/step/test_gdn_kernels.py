@@ -1,5 +1,6 @@
 """Gated DeltaNet kernels (step.kernels.gdn_work, gdn_kernel_s) hand-computed, the fit recovering
-generated terms (fidelity.gdn_fit), the shipped profiles' gdn tables."""
+generated terms (fidelity.gdn_fit), the shipped profiles' gdn tables, and the calibrated step
+pricing the GDN layers' recurrence with them."""
 
 from __future__ import annotations
 
@@ -9,10 +10,14 @@ import numpy as np
 import pytest
 
 from llmecon.catalog.efficiency import load_profile, parse_profile
-from llmecon.catalog.hardware import get_accelerator
+from llmecon.catalog.hardware import get_accelerator, get_system
+from llmecon.catalog.models import get_model
 from llmecon.errors import CatalogError, SpecError
 from llmecon.fidelity.gdn_fit import fit_gdn, predict_gdn
 from llmecon.spec.efficiency import IDEAL, AttentionTerms
+from llmecon.spec.plan import Plan
+from llmecon.step.calibrated import attention_class_s
+from llmecon.step.inference import decode_step, prefill_step
 from llmecon.step.kernels import gdn_kernel_s, gdn_work
 
 H200 = get_accelerator("h200")          # bf16 989e12 FLOP/s dense, 4.8e12 B/s
@@ -79,3 +84,36 @@ def test_shipped_profiles_carry_gdn_terms():
     text = load_profile("h200/sglang").as_toml()
     with pytest.raises(CatalogError, match="did you mean 'gdn'"):
         parse_profile(text.replace("\n[gdn.chunk]\n", "\n[gdm.chunk]\n", 1))
+
+
+def test_attention_class_prices_the_gdn_share_apart_by_hand():
+    model = get_model("qwen3.5-27b")
+    t = {"recurrent": AttentionTerms(fraction=0.25, hbm_fraction=0.5), "chunk": AttentionTerms(fraction=0.1)}
+    prof = dataclasses.replace(IDEAL, name="t", attention_fraction=0.5, hbm_fraction=0.8, gdn=tuple(t.items()))
+    kw = dict(flops=3e12, kv_bytes=5e9, lin_flops=1e12, lin_state=1e9, peak=989e12, bandwidth=4.8e12)
+    c, k = attention_class_s(model, prof, phase="decode", kv_dtype="bf16", **kw)
+    assert c == pytest.approx(2e12 / (0.5 * 989e12) + 1e12 / (0.25 * 989e12), rel=1e-12)
+    assert k == pytest.approx(4e9 / (0.8 * 4.8e12) + 2 * 1e9 / (0.5 * 4.8e12), rel=1e-12)   # state read + written
+    c, k = attention_class_s(model, prof, phase="prefill", kv_dtype="bf16", **kw)
+    assert c == pytest.approx(2e12 / (0.5 * 989e12) + 1e12 / (0.1 * 989e12), rel=1e-12)
+    assert k == pytest.approx(4e9 / (0.8 * 4.8e12) + 1e9 / 4.8e12, rel=1e-12)
+    llama = get_model("llama-3.1-8b")                                  # no GDN layers: the scalar rates
+    c, k = attention_class_s(llama, prof, phase="decode", kv_dtype="bf16", **kw)
+    assert (c, k) == (3e12 / (0.5 * 989e12), 5e9 / (0.8 * 4.8e12))
+
+
+def test_calibrated_step_prices_gdn_layers_with_their_terms():
+    system = get_system("hgx-h200")
+    model, plan = get_model("qwen3.5-27b"), Plan(tp=1)
+    base = dataclasses.replace(IDEAL, name="b", hbm_fraction=0.8, attention_fraction=0.6)
+    slow = AttentionTerms(fraction=0.05, hbm_fraction=0.3)
+    gdn = dataclasses.replace(base, gdn=(("chunk", slow), ("recurrent", slow)))
+    kw = dict(plan=plan, batch=np.array([1.0, 64.0]), context=4096.0)
+    a, b = decode_step(model, system, profile=base, **kw), decode_step(model, system, profile=gdn, **kw)
+    assert np.all(b.step_s > a.step_s) and np.all(b.step_s >= decode_step(model, system, profile=IDEAL, **kw).step_s)
+    pa = prefill_step(model, system, profile=base, plan=plan, batch=1.0, prompt_tokens=4096.0)
+    pb = prefill_step(model, system, profile=gdn, plan=plan, batch=1.0, prompt_tokens=4096.0)
+    assert float(pb.step_s) > float(pa.step_s)
+    llama = get_model("llama-3.1-8b")
+    np.testing.assert_array_equal(decode_step(llama, system, profile=base, **kw).step_s,
+                                  decode_step(llama, system, profile=gdn, **kw).step_s)

@@ -204,8 +204,8 @@ def with_gdn(profile: EfficiencyProfile, root, chip: str, engine: str, *,
     today = today or datetime.date.today().isoformat()
     base = profile.derivation.split(GDN_NOTE)[0].rstrip(".")   # drops a later all-to-all note too: refit it after
     note = (f"{GDN_NOTE}: chunk, recurrent, conv, conv_update) fitted by fidelity.gdn_fit ({today}) on {eng} "
-            f"{frame.path.split('/kernels/')[-1]} (kernel-level terms, not yet used by the calibrated step: "
-            "docs/calibration.md).")
+            f"{frame.path.split('/kernels/')[-1]} (the calibrated step prices GDN layers' "
+            "recurrence with the recurrent and chunk rates: docs/calibration.md).")
     fit = dict(profile.fit)
     fit["gdn_rows"] = len(cols["time_s"])
     return dataclasses.replace(profile, derivation=base + note, fit=fit, gdn=kw["gdn"])

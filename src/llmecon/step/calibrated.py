@@ -26,7 +26,8 @@ kernels) each class takes its own dtype's terms: non-expert GEMMs the weight dty
 m ramp, n/k ramps (at the class's mean GEMM taken square, ``_shape_ramp``), achieved bandwidth and
 floor; expert GEMMs the MoE layer's terms (ramp in tokens per expert, one floor per MoE layer for
 its grouped kernels, routing and permutation); attention the decode kernel floor; MLA models the
-MLA attention terms of the phase and KV dtype (``attention_rates``). The MoE tables'
+MLA attention terms of the phase and KV dtype (``attention_rates``), Gated DeltaNet layers'
+recurrence the ``gdn`` kernel terms (``attention_class_s``). The MoE tables'
 routing-skew factors are not applied here: the busiest group's load is ``expert_load``'s (with the
 user's ``expert_imbalance``). The prefill attention prompt-length ramp is omitted (constant rate
 keeps the serving simulator's exact split of attention by sequence).
@@ -70,6 +71,8 @@ class Work:
     ex_dtype: str = ""          # weight dtype of the expert GEMMs
     phase: str = ""             # "prefill" or "decode" ("": the scalar attention terms)
     kv_dtype: str = ""          # KV-cache dtype (picks the MLA attention terms)
+    lin_flops: object = 0.0     # Gated DeltaNet recurrence FLOPs on this chip (part of attn_flops)
+    lin_state: object = 0.0     # Gated DeltaNet state bytes read on this chip (part of kv_bytes)
 
 
 def kernels_per_layer(model: Model) -> tuple[float, float]:
@@ -147,6 +150,36 @@ def attention_rates(model: Model, profile: EfficiencyProfile, phase: str = "", k
     return t.fraction, t.hbm_fraction, profile.attention_terms("mla_decode", kv_dtype or "bf16").floor_s
 
 
+def gdn_rates(model: Model, profile: EfficiencyProfile, phase: str = ""):
+    """(FLOP fraction, bandwidth share, state factor) of the Gated DeltaNet layers' recurrence in
+    ``phase`` from the profile's ``gdn`` terms (decode: the ``recurrent`` kernel, the state read
+    and written, factor 2 on the state bytes the work counts once, as the kernel fit counts them;
+    prefill: the ``chunk`` kernel, factor 1), or None (no such layers, terms or phase)."""
+    lin = model.linear
+    if lin is None or lin.kind != "gated_deltanet" or not model.n_linear_layers or phase not in ("decode", "prefill"):
+        return None
+    t = dict(profile.gdn).get("recurrent" if phase == "decode" else "chunk")
+    if t is None:
+        return None
+    return t.fraction, t.hbm_fraction, 2.0 if phase == "decode" else 1.0
+
+
+def attention_class_s(model: Model, profile: EfficiencyProfile, *, phase: str, kv_dtype: str, flops, kv_bytes,
+                      lin_flops=0.0, lin_state=0.0, peak: float, bandwidth: float):
+    """(compute seconds, byte seconds) of attention work on the critical chip — linear in the work,
+    so additive over sequences (the serving simulator sums it per sequence): FLOPs and KV bytes at
+    ``attention_rates``; the Gated DeltaNet share (``lin_flops``, ``lin_state``, inside ``flops``
+    and ``kv_bytes``) at ``gdn_rates`` where the profile has them. Per-kernel floors and item
+    costs stay with the attention floor (one per layer, the same in both phases)."""
+    frac, share, _ = attention_rates(model, profile, phase, kv_dtype)
+    g = gdn_rates(model, profile, phase)
+    if g is None:
+        return flops / (frac * peak), kv_bytes / (share * bandwidth)
+    f_lin, b_lin, factor = g
+    return ((flops - lin_flops) / (frac * peak) + lin_flops / (f_lin * peak),
+            (kv_bytes - lin_state) / (share * bandwidth) + factor * lin_state / (b_lin * bandwidth))
+
+
 def stage_time(model: Model, plan: Plan, work: Work, profile: EfficiencyProfile) -> StageTime:
     """Seconds of one stage-step by kernel class (``StageTime``)."""
     bw = profile.hbm_fraction * work.bandwidth
@@ -168,9 +201,10 @@ def stage_time(model: Model, plan: Plan, work: Work, profile: EfficiencyProfile)
         ex_m = work.ex_bytes / (e.hbm_fraction * work.bandwidth)
     elif np.any(np.asarray(work.ex_flops) > 0):  # a dense model has no expert work
         ex_c = work.ex_flops / (g.efficiency(m_ne) * work.ex_peak)
-    at_frac, at_bw, at_floor = attention_rates(model, profile, work.phase, work.kv_dtype)
-    at_c = work.attn_flops / (at_frac * work.attn_peak)
-    at_m = work.kv_bytes / (at_bw * work.bandwidth)
+    at_floor = attention_rates(model, profile, work.phase, work.kv_dtype)[2]
+    at_c, at_m = attention_class_s(model, profile, phase=work.phase, kv_dtype=work.kv_dtype, flops=work.attn_flops,
+                                   kv_bytes=work.kv_bytes, lin_flops=work.lin_flops, lin_state=work.lin_state,
+                                   peak=work.attn_peak, bandwidth=work.bandwidth)
     act = get_dtype("bf16").bytes
     elem_bytes = layers * act * (m_ne * (2 * model.norms_per_layer + 6) * model.d_model
                                  + 3.0 * work.tokens * active_ffn_width(model) / plan.width)

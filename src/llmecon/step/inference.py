@@ -330,6 +330,20 @@ def attention_work_per_chip(model: Model, plan: Plan, *, flops_attn_per_seq, kv_
             phi * (kv_read_per_seq + kv_write_per_seq) / (plan.kv_shards(model) * plan.adp))
 
 
+def gdn_work_per_chip(model: Model, plan: Plan, *, tokens_per_seq) -> tuple:
+    """(recurrence FLOPs, state bytes read) that one sequence's Gated DeltaNet layers put on the
+    critical chip — the part of ``attention_work_per_chip``'s work that ``calibrated`` prices with
+    the ``gdn`` kernel terms: ``tokens_per_seq`` tokens of ``LinearMixer.recurrent_flops_per_token``
+    and the layers' state (``LinearMixer.state_bytes``) read once, split as the attention work is.
+    (0, 0) for models without Gated DeltaNet layers."""
+    lin = model.linear
+    if lin is None or lin.kind != "gated_deltanet" or not model.n_linear_layers:
+        return 0.0, 0.0
+    return attention_work_per_chip(
+        model, plan, flops_attn_per_seq=tokens_per_seq * model.n_linear_layers * lin.recurrent_flops_per_token(),
+        kv_read_per_seq=model.n_linear_layers * lin.state_bytes(), kv_write_per_seq=0.0)
+
+
 def _assemble(model, system, plan, *, phase, mode, profile, batch, context, tokens_per_seq, flops_attn_per_seq,
               kv_read_per_seq, kv_write_per_seq, weight_dtype, kv_dtype, expert_imbalance,
               dispatch_dtype) -> StepResult:
@@ -362,13 +376,15 @@ def _assemble(model, system, plan, *, phase, mode, profile, batch, context, toke
     ne_bytes, ex_bytes = _weights_read_parts(model, plan, weight_dtype=weight_dtype, touched_fraction=busy_touched)
     attn_flops, kv_bytes = attention_work_per_chip(model, plan, flops_attn_per_seq=flops_attn_per_seq,
                                                    kv_read_per_seq=kv_read_per_seq, kv_write_per_seq=kv_write_per_seq)
+    lin_flops, lin_state = gdn_work_per_chip(model, plan, tokens_per_seq=tokens_per_seq)
     work = Work(tokens=tokens, ne_flops=phi / plan.width * tokens * mm.non_expert,
                 ex_flops=phi / plan.width * tokens * (mm.expert - routed_active) + routed,
                 attn_flops=micro * attn_flops, ne_bytes=ne_bytes, ex_bytes=ex_bytes, kv_bytes=micro * kv_bytes,
                 expert_rows=rows, ne_peak=chip.peak(w_dtype), ex_peak=chip.peak(e_dtype),
                 attn_peak=chip.peak(ACTIVATION_DTYPE), bandwidth=chip.hbm_bandwidth_bytes_per_s,
                 ne_dtype=w_dtype, ex_dtype=e_dtype, phase=phase,
-                kv_dtype=getattr(kv_dtype or model.kv_dtype, "name", kv_dtype or model.kv_dtype))
+                kv_dtype=getattr(kv_dtype or model.kv_dtype, "name", kv_dtype or model.kv_dtype),
+                lin_flops=micro * lin_flops, lin_state=micro * lin_state)
     comm = _comm_parts(model, profile.system(system), plan, tokens=tokens, dispatch_dtype=dispatch_dtype, load=load,
                        ep_system=profile.system(system, "all_to_all"),
                        all_reduce=profile.all_reduce_algorithm)
