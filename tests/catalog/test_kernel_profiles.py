@@ -37,6 +37,9 @@ def test_every_chip_and_engine_ships_a_profile_with_provenance():
         if p.engine == "vllm":
             assert "fp8_block" not in dict(p.gemm) and p.gemm_terms("fp8_block") == dict(p.gemm)["fp8"]
         assert p.prefill_attention and p.decode_attention and p.moe
+        assert dict(p.mla_prefill).keys() == dict(p.mla_decode).keys() == {"bf16", "fp8"}
+        assert "fidelity.mla_fit" in p.derivation and p.fit["generation_mla_rows"] > 1000
+        assert dict(p.gdn).keys() == {"chunk", "recurrent", "conv", "conv_update"} and p.fit["gdn_rows"] > 500
         assert parse_profile(p.as_toml()) == p                                  # round trip
 
 
@@ -61,6 +64,11 @@ def test_kernel_tables_load_strictly():
         parse_profile(text.replace("[gemm.bf16]\nfraction = ", "[gemm.bf16]\nfraction = 1", 1))
     with pytest.raises(CatalogError, match="did you mean 'decode_attention'"):
         parse_profile(text.replace("[decode_attention.bf16]", "[decode_attentoin.bf16]", 1))
+    with pytest.raises(CatalogError, match="did you mean 'mla_decode'"):
+        parse_profile(text.replace("[mla_decode.bf16]", "[mla_decod.bf16]", 1))
+    mla = text.index("[mla_decode.bf16]")
+    with pytest.raises(CatalogError, match="did you mean 'items_half'"):
+        parse_profile(text[:mla] + text[mla:].replace("\nitems_half = ", "\nitem_half = ", 1))
 
 
 def _system(chip: str):
@@ -76,7 +84,8 @@ def test_calibrated_is_at_or_above_ideal(profile):
     batch = np.array([1.0, 8.0, 64.0, 512.0])[:, None]
     context = np.array([128.0, 4096.0, 32768.0])[None, :]
     for model, plan in (("llama-3.1-8b", Plan(tp=1)), ("mixtral-8x7b", Plan(tp=2, ep=2)),
-                        ("qwen3-30b-a3b", Plan(tp=1, ep=8))):
+                        ("qwen3-30b-a3b", Plan(tp=1, ep=8)), ("deepseek-v3", Plan(tp=8, ep=8)),
+                        ("qwen3.5-27b", Plan(tp=2))):
         for wdt in (None, "fp8"):
             kw = dict(model=get_model(model), system=system, plan=plan, weight_dtype=wdt)
             cal, ideal = Deployment(**kw, profile=profile), Deployment(**kw, profile=IDEAL)

@@ -108,3 +108,30 @@ def test_calibrated_deepseek_with_tp_and_ep():
     got = m.step_s(compute_s=16 * float(m.dec_compute(2048)), kv_s=16 * float(m.dec_kv(2048)), tokens=16)
     assert got - dep.profile.iteration_overhead_s == pytest.approx(
         float(decode_of(dep, batch=16, context=2048).step_s), rel=1e-9)
+
+
+def test_calibrated_mla_prefill_and_decode_use_their_own_rates():
+    """An MLA model on a profile with MLA tables (h200/trtllm): decode sequences at the absorbed
+    decode kernel's rates, prefill chunks at the prefill kernel's, and both splits verify."""
+    dep = _dep("deepseek-v3", "hgx-h200", Plan(tp=8, ep=8))
+    assert dep.profile.mla_decode and dep.profile.mla_prefill
+    m = CalibratedStepModel(dep)
+    dec = m._attention_s(flops=1e12, kv_read=1e9, kv_write=0.0, phase="decode")
+    pre = m._attention_s(flops=1e12, kv_read=1e9, kv_write=0.0, phase="prefill")
+    assert float(dec[0]) != float(pre[0]) and float(dec[1]) != float(pre[1])
+    m.prepare_prefill(4096)                                            # verifies three chunks against prefill_of
+    c, k = m.prefill_part(0, 0, 4096, 4096)
+    got = m.step_s(compute_s=c, kv_s=k, tokens=4096) - dep.profile.iteration_overhead_s
+    assert got == pytest.approx(float(prefill_of(dep, batch=1.0, prompt_tokens=4096.0).step_s), rel=1e-9)
+
+
+def test_calibrated_gated_deltanet_splits_with_its_kernel_terms():
+    """Qwen3.5 (Gated DeltaNet layers) on a profile with gdn terms: the recurrence at the
+    recurrent (decode) or chunk (prefill) kernel's rates, and both splits still verify."""
+    dep = _dep("qwen3.5-27b", "hgx-h200", Plan(tp=2))
+    assert dict(dep.profile.gdn).keys() >= {"recurrent", "chunk"}
+    m = CalibratedStepModel(dep)                                       # verifies decode at build
+    m.prepare_prefill(2048)                                            # and three prefill chunks
+    got = m.step_s(compute_s=8 * float(m.dec_compute(1024)), kv_s=8 * float(m.dec_kv(1024)), tokens=8)
+    assert got - dep.profile.iteration_overhead_s == pytest.approx(
+        float(decode_of(dep, batch=8, context=1024).step_s), rel=1e-9)

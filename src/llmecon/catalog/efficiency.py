@@ -8,8 +8,8 @@ from importlib import resources
 from pathlib import Path
 
 from ..errors import CatalogError, SpecError, require_choice, require_number
-from ..spec.efficiency import (_FRACTIONS, _TIMES, ATTENTION_TERM_KEYS, IDEAL, KERNEL_TERM_KEYS, MODES, TIERS,
-                               AttentionTerms, EfficiencyProfile, KernelTerms, LinkEfficiency)
+from ..spec.efficiency import (_FRACTIONS, _TIMES, ATTENTION_TABLES, ATTENTION_TERM_KEYS, IDEAL, KERNEL_TERM_KEYS,
+                               MODES, TIERS, AttentionTerms, EfficiencyProfile, KernelTerms, LinkEfficiency)
 from ..spec.hardware import Accelerator
 from ._strict import check_keys, read_toml
 
@@ -17,7 +17,7 @@ from ._strict import check_keys, read_toml
 _TOP = (("name", "accelerators", "derivation", "source") + _FRACTIONS + _TIMES
         + ("matmul_m_half", "prefill_stall_factor", "ttft_prefill_factor", "attention_floor_s",
            "engine"))
-_TABLES = ("gemm", "moe", "moe_skew", "prefill_attention", "decode_attention")
+_TABLES = ("gemm", "moe", "moe_skew") + ATTENTION_TABLES
 _TIER_KEYS = ("op_overhead_s", "p2p_overhead_s", "step_latency_s", "bandwidth_fraction")
 
 
@@ -25,19 +25,19 @@ def parse_profile(text: str, where: str = "profile") -> EfficiencyProfile:
     """A profile from TOML ``text``; unknown or missing keys are CatalogErrors with "did you mean"."""
     data = read_toml(text, where)
     check_keys(data, required=("name", "accelerators", "derivation"),
-               optional=tuple(k for k in _TOP if k not in ("name", "accelerators", "derivation")) + TIERS + _TABLES
-               + ("fit", "transfer"),
+               optional=tuple(k for k in _TOP if k not in ("name", "accelerators", "derivation")) + TIERS
+               + ("all_to_all",) + _TABLES + ("fit", "transfer"),
                where=where)
     kwargs = {}
     for key, value in data.items():
-        if key in TIERS:
+        if key in TIERS + ("all_to_all",):
             check_keys(value, required=(), optional=_TIER_KEYS, where=f"{where} [{key}]")
             kwargs[key] = LinkEfficiency(**{k: _number(v, f"{where} [{key}] {k}") for k, v in value.items()})
         elif key == "fit":
             kwargs[key] = dict(value)
         elif key == "transfer":
             kwargs[key] = _transfer(value, f"{where} [transfer]")
-        elif key in ("gemm", "moe", "prefill_attention", "decode_attention"):
+        elif key in ("gemm", "moe") + ATTENTION_TABLES:
             keys, cls = (KERNEL_TERM_KEYS, KernelTerms) if key in ("gemm", "moe") else (ATTENTION_TERM_KEYS,
                                                                                       AttentionTerms)
             if not isinstance(value, dict):

@@ -144,7 +144,8 @@ def ep_sweep(model: Model, system: System, *, batch_per_chip: float, context: fl
         r = decode_step(model, system, batch=batch, context=context, plan=plan, dispatch_dtype=dispatch_dtype,
                         expert_imbalance=expert_imbalance, profile=profile, **kw)
         c = comm_parts(model, links, plan, tokens=batch, dispatch_dtype=dispatch_dtype,
-                       expert_imbalance=expert_imbalance, all_reduce=profile.all_reduce_algorithm)
+                       expert_imbalance=expert_imbalance, all_reduce=profile.all_reduce_algorithm,
+                       ep_system=profile.system(system, "all_to_all"))
         load = expert_load(model, plan, tokens=batch, expert_imbalance=expert_imbalance)
         mean = plan.slots_per_rank(model) * float(touched_expert_fraction(
             experts=plan.expert_slots(model), active_experts=model.moe.top_k, tokens=batch))

@@ -358,7 +358,8 @@ def _search_phase(model, systems, plans_by_system, *, phase, targets, options, p
         tokens = best.batch / best.plan.pp * (1.0 if phase == "decode" else targets.prompt_tokens)
         prof = options.profile_for(system)
         comm = comm_parts(model, prof.system(system), best.plan, tokens=tokens, dispatch_dtype=options.dispatch_dtype,
-                          expert_imbalance=options.expert_imbalance, all_reduce=prof.all_reduce_algorithm)
+                          expert_imbalance=options.expert_imbalance, all_reduce=prof.all_reduce_algorithm,
+                          ep_system=prof.system(system, "all_to_all"))
         limited = _batch_limit(a, best_i, slo)
     lowest = float(np.min(a["latency"][fits])) if np.any(fits) else math.inf
     return PhaseSearch(phase=phase, points_evaluated=int(a["step"].size), points_fitting=int(np.sum(fits)),

@@ -25,6 +25,8 @@ from ..errors import CatalogError
 from ..spec.efficiency import IDEAL, EfficiencyProfile
 from .kernel_fit import CollectiveRows, fit_all_reduce, fit_attention, fit_gemm, fit_moe, pool, primary_source
 from .kernel_tables import CHIPS, ENGINES, read_frame
+from .gdn_fit import fit_gdn
+from .mla_fit import fit_mla
 
 FOLDERS = {v: k for k, v in CHIPS.items()}
 """catalogue accelerator -> aiconfigurator folder."""
@@ -32,7 +34,7 @@ SYSTEMS = {"h100-sxm": "hgx-h100", "h200": "hgx-h200", "b200": "hgx-b200", "b300
            "gb300": "gb300-nvl72"}
 """The catalogue system whose scale-up link a chip's one-node all-reduce tables measure (None: no
 catalogued system yet)."""
-FAMILY_NAMES = ("gemm", "context_attention", "generation_attention", "moe")
+FAMILY_NAMES = ("gemm", "context_attention", "generation_attention", "moe", "context_mla", "generation_mla", "gdn")
 MOE_FALLBACK = ("sglang", "vllm", "trtllm")
 EXCLUDED_GEMM = {("vllm", "fp8_block"): (
     "vllm's fp8_block GEMM table is left out (gemm_terms('fp8_block') falls back to its fp8 terms): it times a "
@@ -40,6 +42,15 @@ EXCLUDED_GEMM = {("vllm", "fp8_block"): (
     "the block-scaled kernels of sglang and trtllm on the same chip; priced with it, one MiniMax-M2.5 decode step "
     "alone exceeds the measured vllm TPOT of silicon_dev.csv")}
 """(engine, GEMM dtype) tables not turned into terms, with the reason (written into ``derivation``)."""
+MLA_FALLBACK = ("sglang", "trtllm")
+"""Where an engine has no MLA kernel table (vLLM holds only whole-module MLA tables, projections
+included), the attention kernel is read from SGLang's (FlashMLA / FlashAttention backends, as
+vLLM's), then TensorRT-LLM's; ``derivation`` names the table used."""
+GDN_ENGINES = {"trtllm": ("sglang", "vllm"), "sglang": ("sglang", "vllm"), "vllm": ("vllm", "sglang")}
+"""The Gated DeltaNet table each engine's profile reads: TensorRT-LLM's is not used (its
+convolution rows run up to 4x faster than reading their stated input once at the datasheet
+bandwidth allows, and its recurrent and conv-update rows up to 1.1x and 3x: the shapes recorded
+are not what ran), so its profiles take SGLang's."""
 
 
 def load_tables(root, chip: str, engine: str) -> tuple[dict, dict]:
@@ -48,11 +59,12 @@ def load_tables(root, chip: str, engine: str) -> tuple[dict, dict]:
     in a kept dtype (TensorRT-LLM on Blackwell holds only a w4a8 table)."""
     tables, used = {}, {}
     for family in FAMILY_NAMES:
-        order = (engine,) + tuple(e for e in MOE_FALLBACK if e != engine) if family == "moe" else (engine,)
+        fallback = MOE_FALLBACK if family == "moe" else MLA_FALLBACK if family.endswith("_mla") else ()
+        order = GDN_ENGINES[engine] if family == "gdn" else (engine,) + tuple(e for e in fallback if e != engine)
         for eng in order:
             frame = read_frame(root, FOLDERS[chip], eng, family)
             if frame is not None:
-                by = "attn_dtype" if "attention" in family else "dtype"
+                by = "attn_dtype" if family.endswith("_attention") else "kernel" if family == "gdn" else "dtype"
                 tables[family] = pool([primary_source(frame, by=by)])
                 used[family] = f"{eng} {frame.path.split('/kernels/')[-1]}"
                 break
@@ -86,6 +98,8 @@ def fit_terms(tables: dict, *, system=None, all_reduce: CollectiveRows | None = 
         kw["gemm"] = tuple((dt, t) for dt in sorted(np.unique(g["dtype"]).astype(str))
                            if (t := fit_gemm(g, dt)) is not None)
     kw.update(fit_attention(tables.get("context_attention") or {}, tables.get("generation_attention") or {}))
+    kw.update(fit_mla(tables.get("context_mla") or {}, tables.get("generation_mla") or {}))
+    kw.update(fit_gdn(tables.get("gdn") or {}))
     m = tables.get("moe")
     if m:
         moe, skew = [], {}
@@ -122,7 +136,10 @@ def build_profile(chip: str, engine: str, kw: dict, *, used: dict, ar_source: st
         "with the most rows per dtype). Not fitted here: engine overheads (step_overhead_s, serving-loop terms: "
         "0 / 1, a later fit on end-to-end rows), element-wise kernels (no table: the bf16 GEMM's achieved bandwidth, "
         "no floor), scale-out (no measurement), NVLS. Legacy scalars matmul_fraction/m_half/kernel_floor_s are the "
-        "bf16 GEMM's terms; hbm_fraction/attention_fraction are the decode KV bandwidth and prefill FLOP shares."
+        "bf16 GEMM's terms; hbm_fraction/attention_fraction are the decode KV bandwidth and prefill FLOP shares"
+        + (f"{MLA_NOTE}, per KV dtype) fitted by fidelity.mla_fit on the context_mla/generation_mla tables above "
+           "(DeepSeek-V3's MLA shape; unabsorbed prefill, absorbed decode; used by the calibrated step for MLA models)"
+           if kw.get("mla_prefill") or kw.get("mla_decode") else "") + "."
         + "".join(f" {why}." for (eng, _), why in EXCLUDED_GEMM.items() if eng == engine))
     fit = {f"{fam}_rows": int(n) for fam, n in (rows or {}).items()}
     return dataclasses.replace(IDEAL, name=f"{chip}/{engine}", accelerators=(chip,), engine=engine,
@@ -141,7 +158,90 @@ def derive(root, chip: str, engine: str) -> EfficiencyProfile:
     rows = {fam: len(c["time_s"]) for fam, c in tables.items()}
     if ar is not None:
         rows["all_reduce"] = len(ar.time_s)
-    return build_profile(chip, engine, kw, used=used, ar_source=ar_source, rows=rows)
+    return with_all_to_all(build_profile(chip, engine, kw, used=used, ar_source=ar_source, rows=rows), root, chip)
+
+
+MLA_NOTE = "; MLA attention (mla_prefill/mla_decode"
+
+
+def with_mla(profile: EfficiencyProfile, root, chip: str, engine: str, *,
+             today: str | None = None) -> EfficiencyProfile:
+    """``profile`` with its MLA attention tables (re)fitted on the (chip, engine) ``mla`` tables and
+    every other term kept (engine terms fitted later on end-to-end rows stay as they are); the
+    derivation says which tables, and ``fit`` counts their rows."""
+    tables, used = {}, {}
+    for family in ("context_mla", "generation_mla"):
+        for eng in (engine,) + tuple(e for e in MLA_FALLBACK if e != engine):
+            frame = read_frame(root, FOLDERS[chip], eng, family)
+            if frame is not None:
+                tables[family] = pool([primary_source(frame)])
+                used[family] = f"{eng} {frame.path.split('/kernels/')[-1]}"
+                break
+    kw = fit_mla(tables.get("context_mla") or {}, tables.get("generation_mla") or {})
+    if not kw:
+        return profile
+    today = today or datetime.date.today().isoformat()
+    base = profile.derivation.split(MLA_NOTE)[0].rstrip(".")   # drops a later all-to-all note too: refit it after
+    note = (f"{MLA_NOTE}, per KV dtype) fitted by fidelity.mla_fit ({today}) on "
+            + "; ".join(f"{fam}: {src}" for fam, src in used.items())
+            + " (DeepSeek-V3's MLA shape; unabsorbed prefill, absorbed decode; used by the calibrated step for MLA "
+            "models).")
+    fit = {k: v for k, v in profile.fit.items() if not k.endswith("_mla_rows")}
+    fit.update({f"{fam}_rows": len(c["time_s"]) for fam, c in tables.items()})
+    return dataclasses.replace(profile, derivation=base + note, fit=fit, mla_prefill=kw.get("mla_prefill", ()),
+                               mla_decode=kw.get("mla_decode", ()))
+
+
+GDN_NOTE = "; Gated DeltaNet kernels (gdn"
+
+
+def with_gdn(profile: EfficiencyProfile, root, chip: str, engine: str, *,
+             today: str | None = None) -> EfficiencyProfile:
+    """``profile`` with its ``gdn`` tables (re)fitted on the chip's ``gdn_perf`` table
+    (``GDN_ENGINES``), every other term kept; call after ``with_mla``, before ``with_all_to_all``."""
+    for eng in GDN_ENGINES[engine]:
+        frame = read_frame(root, FOLDERS[chip], eng, "gdn")
+        if frame is not None:
+            break
+    else:
+        return profile
+    cols = pool([primary_source(frame, by="kernel")])
+    kw = fit_gdn(cols)
+    if not kw:
+        return profile
+    today = today or datetime.date.today().isoformat()
+    base = profile.derivation.split(GDN_NOTE)[0].rstrip(".")   # drops a later all-to-all note too: refit it after
+    note = (f"{GDN_NOTE}: chunk, recurrent, conv, conv_update) fitted by fidelity.gdn_fit ({today}) on {eng} "
+            f"{frame.path.split('/kernels/')[-1]} (the calibrated step prices GDN layers' "
+            "recurrence with the recurrent and chunk rates: docs/calibration.md).")
+    fit = dict(profile.fit)
+    fit["gdn_rows"] = len(cols["time_s"])
+    return dataclasses.replace(profile, derivation=base + note, fit=fit, gdn=kw["gdn"])
+
+
+A2A_NOTE = "; EP all-to-all ([all_to_all]"
+
+
+def with_all_to_all(profile: EfficiencyProfile, root, chip: str, *, today: str | None = None) -> EfficiencyProfile:
+    """``profile`` with its ``all_to_all`` link terms (re)fitted on the chip's NCCL one-node
+    all-to-all (``comm_fit``; the same for every engine), every other term kept; unchanged where
+    the chip has no catalogued system or no table."""
+    from .comm_fit import fit_all_to_all, load_all_to_all
+
+    if not SYSTEMS.get(chip):
+        return profile
+    rows, source = load_all_to_all(root, FOLDERS[chip])
+    link = fit_all_to_all(get_system(SYSTEMS[chip]), rows) if rows is not None else None
+    if link is None:
+        return profile
+    today = today or datetime.date.today().isoformat()
+    base = profile.derivation.split(A2A_NOTE)[0].rstrip(".")   # appended last (after the MLA note)
+    note = (f"{A2A_NOTE}: per-call overhead, per-step latency, bandwidth share of the scale-up link) fitted by "
+            f"fidelity.comm_fit ({today}) on NCCL's bf16 one-node all-to-all, {source}; the scale_up terms stay the "
+            "engine all-reduce's; DeepEP tables are not in the shared data).")
+    fit = dict(profile.fit)
+    fit["all_to_all_rows"] = len(rows.time_s)
+    return dataclasses.replace(profile, derivation=base + note, fit=fit, all_to_all=link)
 
 
 ALL = tuple((chip, engine) for chip in CHIPS.values() for engine in ENGINES)

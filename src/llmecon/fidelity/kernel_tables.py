@@ -40,6 +40,7 @@ import numpy as np
 
 from ..dtypes import get_dtype
 from ..errors import CatalogError
+from ..step.kernels import GDN_KERNELS, MLA_DIMS, gdn_work, mla_work  # noqa: F401 (MLA_DIMS re-exported)
 
 CHIPS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200", "b300_sxm": "b300", "gb200": "gb200",
          "gb300": "gb300"}
@@ -48,7 +49,10 @@ ENGINES = ("trtllm", "sglang", "vllm")
 FAMILIES = {"gemm": ("gemm", "gemm_perf.parquet"),
             "context_attention": ("attention", "context_attention_perf.parquet"),
             "generation_attention": ("attention", "generation_attention_perf.parquet"),
-            "moe": ("moe", "moe_perf.parquet")}
+            "moe": ("moe", "moe_perf.parquet"),
+            "context_mla": ("mla", "context_mla_perf.parquet"),
+            "generation_mla": ("mla", "generation_mla_perf.parquet"),
+            "gdn": ("linear_attention", "gdn_perf.parquet")}
 """family -> (op folder, file name)."""
 DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "nvfp4"}
 """table dtype -> llmecon kernel dtype (fp8_block prices as fp8: ``storage_dtype``)."""
@@ -140,7 +144,15 @@ _SPEC = {
     "moe": (("moe_dtype", "distribution", "kernel_source"),
             ("num_tokens", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size"),
             "moe_dtype"),
+    "context_mla": (("mla_dtype", "kv_cache_dtype", "kernel_source"), ("batch_size", "isl", "num_heads", "tp_size"),
+                    "kv_cache_dtype"),
+    "generation_mla": (("mla_dtype", "kv_cache_dtype", "kernel_source"), ("batch_size", "step", "num_heads", "tp_size"),
+                       "kv_cache_dtype"),
+    "gdn": (("kernel_source", "phase"), ("batch_size", "seq_len", "num_k_heads", "head_k_dim", "num_v_heads",
+                                         "head_v_dim", "d_conv"), None),
 }
+
+
 
 
 def frame_from_table(table, *, chip: str, engine: str, family: str, path: str = "") -> KernelFrame:
@@ -155,7 +167,8 @@ def frame_from_table(table, *, chip: str, engine: str, family: str, path: str = 
                else np.full(n, "", dtype=object).astype(str)) for c in labels}
     num = {c: np.asarray(table.column(c).to_numpy(zero_copy_only=False), dtype=float) for c in numbers}
     t = np.asarray(table.column("latency").to_numpy(zero_copy_only=False), dtype=float) * 1e-3
-    keep = np.isin(col[dtype_col], list(DTYPES)) & np.isfinite(t) & (t > 0)
+    known = np.isin(col[dtype_col], list(DTYPES)) if dtype_col else np.ones(n, dtype=bool)  # gdn: bf16, no column
+    keep = known & np.isfinite(t) & (t > 0)
     skipped = int(n - keep.sum())
     keys = [col[c][keep] for c in labels] + [num[c][keep] for c in numbers]
     keys, t = _median_by_key(keys, t[keep])
@@ -208,8 +221,34 @@ def _work(family: str, c: dict) -> None:
         c["weight_bytes"] = touched * 3.0 * H * (I / tp) * _bytes_of(c["moe_dtype"])
         c["act_bytes"] = pairs * (4.0 * H + 3.0 * I / tp) * 2.0
         c["bytes"] = c["weight_bytes"] + c["act_bytes"]
+    elif family in ("context_mla", "generation_mla"):
+        _mla_work(family, c)
+    elif family == "gdn":
+        c["dtype"] = np.full(len(c["kernel_source"]), "bf16", dtype=object).astype(str)
+        c["kernel"] = np.array([GDN_KERNELS.get(x, "") for x in c["kernel_source"]], dtype=object).astype(str)
+        c["flops"], c["bytes"], c["items"] = gdn_work(
+            "chunk", batch=c["batch_size"], seq_len=c["seq_len"], key_heads=c["num_k_heads"], key_dim=c["head_k_dim"],
+            value_heads=c["num_v_heads"], value_dim=c["head_v_dim"], conv_kernel=c["d_conv"])
+        for kernel in ("recurrent", "conv", "conv_update"):
+            sel = c["kernel"] == kernel
+            got = gdn_work(kernel, batch=c["batch_size"][sel], seq_len=c["seq_len"][sel],
+                           key_heads=c["num_k_heads"][sel], key_dim=c["head_k_dim"][sel],
+                           value_heads=c["num_v_heads"][sel], value_dim=c["head_v_dim"][sel],
+                           conv_kernel=c["d_conv"][sel])
+            for name, v in zip(("flops", "bytes", "items"), got):
+                c[name][sel] = v
     else:
         raise CatalogError(f"unknown kernel family {family!r}; known: {', '.join(FAMILIES)}")
+
+
+def _mla_work(family: str, c: dict) -> None:
+    c["dtype"] = np.array([DTYPES.get(x, x) for x in c["kv_cache_dtype"]], dtype=object).astype(str)
+    if family == "context_mla":
+        c["flops"], c["bytes"] = mla_work(family, batch=c["batch_size"], heads=c["num_heads"], isl=c["isl"])
+    else:
+        c["kv_len"] = c["step"]
+        c["flops"], c["bytes"] = mla_work(family, batch=c["batch_size"], heads=c["num_heads"], kv_len=c["step"],
+                                          kv_bytes=_bytes_of(c["kv_cache_dtype"]))
 
 
 def read_frame(root: str | Path, chip: str, engine: str, family: str) -> KernelFrame | None:

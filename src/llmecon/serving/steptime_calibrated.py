@@ -11,9 +11,12 @@ the iteration's token count N alone. So a step of sequences at contexts L_i is, 
 
 with c(L) a sequence's attention FLOPs on the critical chip at ``attention_fraction`` of the bf16
 peak and k(L) its KV bytes read + written at ``hbm_fraction`` of the HBM bandwidth
-(``inference.attention_work_per_chip``). X(N) is read off inference itself: the calibrated decode
-step of N sequences at context 0 less its attention class. The engine's three lines become
-(X + sum c, X + sum k, X): ``base_s = weights_s = comm_s = X``. A prefill chunk enters the same
+(``inference.attention_work_per_chip``) — an MLA model on a profile with MLA tables: its decode or
+prefill terms' rates, by the sequence's phase, and a Gated DeltaNet model's recurrence at its
+``gdn`` kernel terms (``calibrated.attention_class_s``). X(N) is read off
+inference itself: the calibrated decode step of N sequences at context 0 less its attention
+class. The engine's three lines become (X + sum c, X + sum k, X):
+``base_s = weights_s = comm_s = X``. A prefill chunk enters the same
 way (its attention FLOPs a difference of causal sums, its KV the cached prefix read once and the
 new tokens' KV written), and X(N) is the same for N prompt tokens as for N decoding sequences
 (the GEMMs, element-wise kernels, touched experts and collectives see N tokens either way).
@@ -29,24 +32,28 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..step.inference import ACTIVATION_DTYPE, attention_work_per_chip
+from ..step.calibrated import attention_class_s
+from ..step.inference import ACTIVATION_DTYPE, attention_work_per_chip, gdn_work_per_chip
 from .steptime import VERIFY_REL, InternalError, StepModel, _fit
 
 
 class CalibratedStepModel(StepModel):
     """``StepModel`` for a Deployment with a fitted profile (module docstring)."""
 
-    def _rates(self) -> tuple[float, float]:
-        prof, chip = self.dep.profile, self.dep.system.accelerator
-        return prof.attention_fraction * chip.peak(ACTIVATION_DTYPE), prof.hbm_fraction * chip.hbm_bandwidth_bytes_per_s
-
-    def _attention_s(self, *, flops, kv_read, kv_write) -> tuple[np.ndarray, np.ndarray]:
-        """(attention compute time, KV time) of one sequence's work on the critical chip."""
-        d = self.dep
+    def _attention_s(self, *, flops, kv_read, kv_write, phase: str = "decode",
+                     tokens=1.0) -> tuple[np.ndarray, np.ndarray]:
+        """(attention compute time, KV time) of one sequence's work on the critical chip in
+        ``phase`` (``tokens`` new tokens), at the step's own rates (``calibrated.attention_class_s``:
+        the profile's scalars, an MLA model's per-phase terms, Gated DeltaNet layers' kernel terms)."""
+        d, chip = self.dep, self.dep.system.accelerator
         f, b = attention_work_per_chip(d.model, d.plan, flops_attn_per_seq=flops, kv_read_per_seq=kv_read,
                                        kv_write_per_seq=kv_write)
-        rate_c, rate_k = self._rates()
-        return np.asarray(f, dtype=float) / rate_c, np.asarray(b, dtype=float) / rate_k
+        lin_f, lin_s = gdn_work_per_chip(d.model, d.plan, tokens_per_seq=tokens)
+        kv = getattr(d.kv_dtype or d.model.kv_dtype, "name", d.kv_dtype or d.model.kv_dtype)
+        c, k = attention_class_s(d.model, d.profile, phase=phase, kv_dtype=kv, flops=np.asarray(f, dtype=float),
+                                 kv_bytes=np.asarray(b, dtype=float), lin_flops=lin_f, lin_state=lin_s,
+                                 peak=chip.peak(ACTIVATION_DTYPE), bandwidth=chip.hbm_bandwidth_bytes_per_s)
+        return np.asarray(c, dtype=float), np.asarray(k, dtype=float)
 
     def _decode_parts(self, L):
         m, kv = self.dep.model, self.dep.kv_dtype
@@ -106,9 +113,11 @@ class CalibratedStepModel(StepModel):
         m, kv = self.dep.model, self.dep.kv_dtype
         x = np.arange(0.0, max_tokens + 1.0)
         fc, _ = self._attention_s(flops=m.prefill_attention_flops(np.maximum(x, 1.0), 0.0), kv_read=0.0,
-                                  kv_write=0.0)
-        _, kw = self._attention_s(flops=0.0, kv_read=0.0, kv_write=m.kv_bytes(x, kv))
-        _, kr = self._attention_s(flops=0.0, kv_read=m.kv_read_bytes(x, kv, sparse=False), kv_write=0.0)
+                                  kv_write=0.0, phase="prefill", tokens=np.maximum(x, 1.0))
+        # the GDN state sits in kv_bytes and kv_read_bytes as a constant (held, read once): kw drops it below
+        _, kw = self._attention_s(flops=0.0, kv_read=0.0, kv_write=m.kv_bytes(x, kv), phase="prefill", tokens=0.0)
+        _, kr = self._attention_s(flops=0.0, kv_read=m.kv_read_bytes(x, kv, sparse=False), kv_write=0.0,
+                                  phase="prefill", tokens=0.0)
         fc, kw, kr = fc.copy(), kw - float(kw[0]), kr.copy()
         fc[0] = kr[0] = 0.0
         self._pc, self._pkw, self._pkr = fc, kw, kr

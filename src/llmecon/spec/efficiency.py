@@ -23,7 +23,10 @@ comm): a lower bound. A profile says how far real kernels fall short, per accele
 * per network tier (``scale_up``, ``scale_out``): a per-call overhead, a per-algorithm-step latency
   and the achieved share of the link bandwidth. These come on top of the catalogue's per-operation
   latency floor, which ideal mode charges alone (one collective: ``op_overhead_s + latency floor +
-  steps·step_latency_s + bytes/(bandwidth_fraction·BW)``, ``step.kernels.collective_s``).
+  steps·step_latency_s + bytes/(bandwidth_fraction·BW)``, ``step.kernels.collective_s``);
+* ``all_to_all`` (optional, kernel-table profiles): the same three terms for the expert-parallel
+  dispatch/combine all-to-all inside the scale-up domain, fitted on NCCL's one-node all-to-all
+  (the ``scale_up`` terms are the engine's all-reduce's; without ``all_to_all`` they price it).
 
 One GEMM then takes ``max(2mnk/(η(m)·peak), (mk+kn+mn)·bytes/(hbm_fraction·BW)) + kernel_floor``
 (``step.kernels.gemm_s``); ``step.calibrated`` applies the same terms class by class to whole
@@ -158,6 +161,11 @@ class AttentionTerms:
         _check_terms(self, owner, where, ("isl_half", "head_dim_half", "window_pad", "items_half", "item_s", "floor_s"))
 
 
+ATTENTION_TABLES = ("prefill_attention", "decode_attention", "mla_prefill", "mla_decode", "gdn")
+"""Profile tables of ``AttentionTerms`` per KV dtype: GQA/MHA prefill and decode
+(``step.kernels.prefill_attention_s``/``decode_attention_s``) and MLA prefill (unabsorbed) and
+decode (absorbed) (``step.kernels.mla_prefill_s``/``mla_decode_s``); and ``gdn``, per Gated
+DeltaNet kernel (chunk, recurrent, conv, conv_update: ``step.kernels.gdn_kernel_s``)."""
 ATTENTION_TERM_KEYS = ("fraction", "isl_half", "head_dim_half", "window_pad", "hbm_fraction", "items_half", "item_s",
                        "floor_s")
 
@@ -191,9 +199,13 @@ class EfficiencyProfile:
     ttft_prefill_factor: float = 1.0
     scale_up: LinkEfficiency = field(default_factory=LinkEfficiency)
     scale_out: LinkEfficiency = field(default_factory=LinkEfficiency)
+    all_to_all: LinkEfficiency | None = None
     attention_floor_s: float | None = None
     prefill_attention: tuple[tuple[str, AttentionTerms], ...] = ()
     decode_attention: tuple[tuple[str, AttentionTerms], ...] = ()
+    mla_prefill: tuple[tuple[str, AttentionTerms], ...] = ()
+    mla_decode: tuple[tuple[str, AttentionTerms], ...] = ()
+    gdn: tuple[tuple[str, AttentionTerms], ...] = ()
     gemm: tuple[tuple[str, KernelTerms], ...] = ()
     moe: tuple[tuple[str, KernelTerms], ...] = ()
     moe_skew: tuple[tuple[str, float, float], ...] = ()
@@ -205,7 +217,7 @@ class EfficiencyProfile:
         owner = f"profile {self.name}"
         if self.attention_floor_s is not None:
             require_number("attention_floor_s", self.attention_floor_s, minimum=0, owner=owner)
-        for table in ("gemm", "moe", "prefill_attention", "decode_attention"):
+        for table in ("gemm", "moe") + ATTENTION_TABLES:
             for dt, terms in getattr(self, table):
                 terms.check(owner, f"{table}.{dt}")
         for dist, compute, weights in self.moe_skew:
@@ -218,7 +230,7 @@ class EfficiencyProfile:
             require_number(name, getattr(self, name), minimum=0, owner=owner)
         for name in ("prefill_stall_factor", "ttft_prefill_factor"):
             require_number(name, getattr(self, name), minimum=1, owner=owner)
-        for tier in TIERS:
+        for tier in TIERS + (("all_to_all",) if self.all_to_all is not None else ()):
             e = getattr(self, tier)
             require_number(f"{tier}.bandwidth_fraction", e.bandwidth_fraction, minimum=0, exclusive=True, maximum=1,
                            owner=owner)
@@ -307,19 +319,27 @@ class EfficiencyProfile:
         return self.kernel_floor_s if self.attention_floor_s is None else self.attention_floor_s
 
     def attention_terms(self, phase: str, kv_dtype: str = "bf16") -> AttentionTerms:
-        """The ``prefill`` or ``decode`` attention kernel's terms at ``kv_dtype`` (falling back as
-        ``gemm_terms``); without a table: the scalar attention_fraction, hbm_fraction and
-        attention floor, no ramps."""
-        table = dict(self.prefill_attention if phase == "prefill" else self.decode_attention)
-        for key in _dtype_chain(kv_dtype):
-            if key in table:
-                return table[key]
+        """The ``prefill`` or ``decode`` (GQA/MHA) or ``mla_prefill`` or ``mla_decode`` attention
+        kernel's terms at ``kv_dtype`` (falling back as ``gemm_terms``); an MLA phase the profile
+        has no table for takes the GQA phase's terms; without any table: the scalar
+        attention_fraction, hbm_fraction and attention floor, no ramps."""
+        tables = {"prefill": (self.prefill_attention,), "decode": (self.decode_attention,),
+                  "mla_prefill": (self.mla_prefill, self.prefill_attention),
+                  "mla_decode": (self.mla_decode, self.decode_attention)}
+        for table in tables[phase]:
+            table = dict(table)
+            for key in _dtype_chain(kv_dtype):
+                if key in table:
+                    return table[key]
         return AttentionTerms(fraction=self.attention_fraction, hbm_fraction=self.hbm_fraction,
                               floor_s=self.decode_attention_floor_s)
 
-    def system(self, system: System) -> System:
-        """``system`` with its links as this profile sees them (bandwidth share, step latency)."""
-        up = self.scale_up.apply(system.scale_up) if system.scale_up is not None else None
+    def system(self, system: System, op: str = "") -> System:
+        """``system`` with its links as this profile sees them (bandwidth share, step latency); with
+        ``op="all_to_all"`` the scale-up link as the profile's ``all_to_all`` terms see it (the EP
+        dispatch/combine inside a node; the ``scale_up`` terms where the profile has none)."""
+        up_eff = self.all_to_all if op == "all_to_all" and self.all_to_all is not None else self.scale_up
+        up = up_eff.apply(system.scale_up) if system.scale_up is not None else None
         out = self.scale_out.apply(system.scale_out) if system.scale_out is not None else None
         return dataclasses.replace(system, scale_up=up, scale_out=out)
 
@@ -335,7 +355,7 @@ class EfficiencyProfile:
         for key in ("layer_overhead_s", "request_overhead_s"):  # written only when set (engine-fitted profiles)
             if getattr(self, key):
                 lines.append(f"{key} = {getattr(self, key)!r}")
-        for tier in TIERS:
+        for tier in TIERS + (("all_to_all",) if self.all_to_all is not None else ()):
             e = getattr(self, tier)
             lines += ["", f"[{tier}]", f"op_overhead_s = {e.op_overhead_s!r}", f"bandwidth_fraction = {e.bandwidth_fraction!r}"]
             for key in ("step_latency_s", "p2p_overhead_s"):
@@ -347,7 +367,7 @@ class EfficiencyProfile:
         if extra:
             first_tier = lines.index(f"[{TIERS[0]}]") - 1
             lines[first_tier:first_tier] = extra
-        for table in ("gemm", "moe", "prefill_attention", "decode_attention"):
+        for table in ("gemm", "moe") + ATTENTION_TABLES:
             keys = KERNEL_TERM_KEYS if table in ("gemm", "moe") else ATTENTION_TERM_KEYS
             for dt, terms in getattr(self, table):
                 lines += ["", f"[{table}.{dt}]"] + [f"{k} = {getattr(terms, k)!r}" for k in keys]

@@ -25,7 +25,9 @@ With a kernel-table profile (``EfficiencyProfile.gemm``/``moe``, fitted on NVIDI
 kernels) each class takes its own dtype's terms: non-expert GEMMs the weight dtype's fraction,
 m ramp, n/k ramps (at the class's mean GEMM taken square, ``_shape_ramp``), achieved bandwidth and
 floor; expert GEMMs the MoE layer's terms (ramp in tokens per expert, one floor per MoE layer for
-its grouped kernels, routing and permutation); attention the decode kernel floor. The MoE tables'
+its grouped kernels, routing and permutation); attention the decode kernel floor; MLA models the
+MLA attention terms of the phase and KV dtype (``attention_rates``), Gated DeltaNet layers'
+recurrence the ``gdn`` kernel terms (``attention_class_s``). The MoE tables'
 routing-skew factors are not applied here: the busiest group's load is ``expert_load``'s (with the
 user's ``expert_imbalance``). The prefill attention prompt-length ramp is omitted (constant rate
 keeps the serving simulator's exact split of attention by sequence).
@@ -67,6 +69,10 @@ class Work:
     bandwidth: float            # datasheet HBM bytes/s of the chip
     ne_dtype: str = ""          # weight dtype of the non-expert GEMMs ("" = the profile's scalar terms)
     ex_dtype: str = ""          # weight dtype of the expert GEMMs
+    phase: str = ""             # "prefill" or "decode" ("": the scalar attention terms)
+    kv_dtype: str = ""          # KV-cache dtype (picks the MLA attention terms)
+    lin_flops: object = 0.0     # Gated DeltaNet recurrence FLOPs on this chip (part of attn_flops)
+    lin_state: object = 0.0     # Gated DeltaNet state bytes read on this chip (part of kv_bytes)
 
 
 def kernels_per_layer(model: Model) -> tuple[float, float]:
@@ -127,6 +133,53 @@ def _shape_ramp(terms, flops, m, kernels):
     return (side / (side + terms.n_half)) * (side / (side + terms.k_half))
 
 
+def attention_rates(model: Model, profile: EfficiencyProfile, phase: str = "", kv_dtype: str = "") -> tuple:
+    """(FLOP fraction, bandwidth share, per-kernel floor seconds) of the attention core class. MLA
+    models on a profile with MLA tables (``mla_prefill``/``mla_decode``, fitted on the ``mla``
+    kernel tables) take the ``phase``'s fraction and hbm_fraction at the KV dtype, and the decode
+    kernel's floor in both phases; every other model (and MLA without those tables, or no phase):
+    the scalar attention_fraction, hbm_fraction and attention floor, as before. Omitted, as for
+    GQA: the ramps, per-item and per-tile terms and a per-phase floor — the serving simulator
+    splits a step exactly into X(tokens) + max(sum of per-sequence compute, sum of KV times)
+    (``serving.steptime_calibrated``), which needs rates linear in each sequence's work and
+    floors the same in both phases."""
+    table = profile.mla_decode if phase == "decode" else profile.mla_prefill
+    if model.attention.kind != "mla" or not phase or not table or not profile.mla_decode:
+        return profile.attention_fraction, profile.hbm_fraction, profile.decode_attention_floor_s
+    t = profile.attention_terms(f"mla_{phase}", kv_dtype or "bf16")
+    return t.fraction, t.hbm_fraction, profile.attention_terms("mla_decode", kv_dtype or "bf16").floor_s
+
+
+def gdn_rates(model: Model, profile: EfficiencyProfile, phase: str = ""):
+    """(FLOP fraction, bandwidth share, state factor) of the Gated DeltaNet layers' recurrence in
+    ``phase`` from the profile's ``gdn`` terms (decode: the ``recurrent`` kernel, the state read
+    and written, factor 2 on the state bytes the work counts once, as the kernel fit counts them;
+    prefill: the ``chunk`` kernel, factor 1), or None (no such layers, terms or phase)."""
+    lin = model.linear
+    if lin is None or lin.kind != "gated_deltanet" or not model.n_linear_layers or phase not in ("decode", "prefill"):
+        return None
+    t = dict(profile.gdn).get("recurrent" if phase == "decode" else "chunk")
+    if t is None:
+        return None
+    return t.fraction, t.hbm_fraction, 2.0 if phase == "decode" else 1.0
+
+
+def attention_class_s(model: Model, profile: EfficiencyProfile, *, phase: str, kv_dtype: str, flops, kv_bytes,
+                      lin_flops=0.0, lin_state=0.0, peak: float, bandwidth: float):
+    """(compute seconds, byte seconds) of attention work on the critical chip — linear in the work,
+    so additive over sequences (the serving simulator sums it per sequence): FLOPs and KV bytes at
+    ``attention_rates``; the Gated DeltaNet share (``lin_flops``, ``lin_state``, inside ``flops``
+    and ``kv_bytes``) at ``gdn_rates`` where the profile has them. Per-kernel floors and item
+    costs stay with the attention floor (one per layer, the same in both phases)."""
+    frac, share, _ = attention_rates(model, profile, phase, kv_dtype)
+    g = gdn_rates(model, profile, phase)
+    if g is None:
+        return flops / (frac * peak), kv_bytes / (share * bandwidth)
+    f_lin, b_lin, factor = g
+    return ((flops - lin_flops) / (frac * peak) + lin_flops / (f_lin * peak),
+            (kv_bytes - lin_state) / (share * bandwidth) + factor * lin_state / (b_lin * bandwidth))
+
+
 def stage_time(model: Model, plan: Plan, work: Work, profile: EfficiencyProfile) -> StageTime:
     """Seconds of one stage-step by kernel class (``StageTime``)."""
     bw = profile.hbm_fraction * work.bandwidth
@@ -148,15 +201,17 @@ def stage_time(model: Model, plan: Plan, work: Work, profile: EfficiencyProfile)
         ex_m = work.ex_bytes / (e.hbm_fraction * work.bandwidth)
     elif np.any(np.asarray(work.ex_flops) > 0):  # a dense model has no expert work
         ex_c = work.ex_flops / (g.efficiency(m_ne) * work.ex_peak)
-    at_c = work.attn_flops / (profile.attention_fraction * work.attn_peak)
-    at_m = work.kv_bytes / bw
+    at_floor = attention_rates(model, profile, work.phase, work.kv_dtype)[2]
+    at_c, at_m = attention_class_s(model, profile, phase=work.phase, kv_dtype=work.kv_dtype, flops=work.attn_flops,
+                                   kv_bytes=work.kv_bytes, lin_flops=work.lin_flops, lin_state=work.lin_state,
+                                   peak=work.attn_peak, bandwidth=work.bandwidth)
     act = get_dtype("bf16").bytes
     elem_bytes = layers * act * (m_ne * (2 * model.norms_per_layer + 6) * model.d_model
                                  + 3.0 * work.tokens * active_ffn_width(model) / plan.width)
     elem = elem_bytes / (profile.elementwise_fraction * work.bandwidth)
     _, n_elem = kernels_per_layer(model)
     moe_floor = (e.floor_s if profile.moe_terms(work.ex_dtype) is not None else 2.0 * e.floor_s) * (n_ex / 2.0)
-    floors = profile.engine_floor_scale * layers * (n_ne * g.floor_s + profile.decode_attention_floor_s + moe_floor
+    floors = profile.engine_floor_scale * layers * (n_ne * g.floor_s + at_floor + moe_floor
                                                     + n_elem * profile.elementwise_floor_s)
     kernels = np.maximum(gemm_c, gemm_m) + np.maximum(ex_c, ex_m) + np.maximum(at_c, at_m) + elem + floors
     return StageTime(compute_s=gemm_c + ex_c + at_c, memory_s=gemm_m + ex_m + at_m + elem, floors_s=floors,
@@ -165,20 +220,23 @@ def stage_time(model: Model, plan: Plan, work: Work, profile: EfficiencyProfile)
 
 def comm_overhead_s(model: Model, plan: Plan, tiers: dict, profile: EfficiencyProfile) -> float:
     """Per-call overhead of one iteration's collectives: 2 TP all-reduces per layer, 2 all-to-alls
-    per MoE layer, one per pipeline hop, each at its tier's ``op_overhead_s``."""
+    per MoE layer (inside a scale-up domain: the profile's ``all_to_all`` terms where it has them),
+    one per pipeline hop, each at its tier's ``op_overhead_s``."""
     phi = plan.stage_fraction(model)
 
-    def cost(tier, p2p: bool = False):
+    def cost(tier, p2p: bool = False, a2a: bool = False):
         if not isinstance(tier, str):  # one tier per plan (``spec.plan_array.CodedTier``)
-            return tier.lookup(lambda name: cost(name, p2p))
+            return tier.lookup(lambda name: cost(name, p2p, a2a))
         if tier == "none":
             return 0.0
         eff = profile.scale_up if tier == "scale_up" else profile.scale_out
+        if a2a and tier == "scale_up" and profile.all_to_all is not None:
+            eff = profile.all_to_all
         return eff.p2p_s if p2p else eff.op_overhead_s
 
     calls = plan.pp * phi * model.n_layers * 2 * cost(tiers.get("tp", "none"))
     if model.is_moe:
-        calls += plan.pp * phi * model.n_moe_layers * 2 * cost(tiers.get("ep", "none"))
+        calls += plan.pp * phi * model.n_moe_layers * 2 * cost(tiers.get("ep", "none"), a2a=True)
     calls += (plan.pp - 1) * cost(tiers.get("pp", "none"), p2p=True)
     return profile.engine_floor_scale * calls
 

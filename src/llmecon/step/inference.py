@@ -205,7 +205,7 @@ class CommParts:
 
 
 def comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dtype=None,
-               expert_imbalance: float = 1.0, all_reduce: str = "best") -> CommParts:
+               expert_imbalance: float = 1.0, all_reduce: str = "best", ep_system: System | None = None) -> CommParts:
     """Communication of one iteration moving ``tokens`` tokens per micro-batch (batch/pp x tokens
     per sequence), with pp micro-batches per iteration (SPEC D15, D18, D19).
 
@@ -218,20 +218,25 @@ def comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dty
     chip sending its 1/width share of the token-expert pairs to every expert-TP rank, scaled by the
     busiest expert group's load over the mean (``expert_load``: chance under uniform routing, times
     the ``expert_imbalance`` skew): the all-to-all ends when its busiest receiver has its pairs.
-    Per iteration: the pipeline hops, inside and across domains. Omits overlap of communication
-    with compute (the roofline takes the max)."""
+    Per iteration: the pipeline hops, inside and across domains. The all-to-alls run on
+    ``ep_system``'s links where given (a calibrated profile's ``system(system, "all_to_all")``).
+    Omits overlap of communication with compute (the roofline takes the max)."""
     load = None
     if model.is_moe:
         load = expert_load(model, plan, tokens=np.asarray(tokens, dtype=float), expert_imbalance=expert_imbalance)
     return _comm_parts(model, system, plan, tokens=tokens, dispatch_dtype=dispatch_dtype, load=load,
-                       all_reduce=all_reduce)
+                       all_reduce=all_reduce, ep_system=ep_system)
 
 
 def _comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dtype, load,
-                all_reduce: str = "best") -> CommParts:
+                all_reduce: str = "best", ep_system: System | None = None) -> CommParts:
+    """``comm_parts`` with the expert load given; the EP all-to-alls run on ``ep_system``'s links
+    (a calibrated profile's ``all_to_all`` terms: ``EfficiencyProfile.system(system, "all_to_all")``),
+    default ``system``'s."""
     if isinstance(plan, PlanArray):
         return _comm_parts_grouped(model, system, plan, tokens=tokens, dispatch_dtype=dispatch_dtype, load=load,
-                                   all_reduce=all_reduce)
+                                   all_reduce=all_reduce, ep_system=ep_system)
+    ep_sys = ep_system or system
     where = place(plan, system)
     act = get_dtype(ACTIVATION_DTYPE).bytes
     d = model.d_model
@@ -248,7 +253,7 @@ def _comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dt
         pairs = tokens / plan.width * model.moe.top_k * plan.expert_tp * load.load_factor
         messages = [pairs * d * get_dtype(dt).bytes for dt in (dispatch_dtype or ACTIVATION_DTYPE, ACTIVATION_DTYPE)]
         layers = plan.pp * phi * model.n_moe_layers
-        ep_s = zero + layers * sum(_tiered(where.ep_tier, system, all_to_all_s, two_tier_all_to_all_s,
+        ep_s = zero + layers * sum(_tiered(where.ep_tier, ep_sys, all_to_all_s, two_tier_all_to_all_s,
                                            participants=plan.width, message_bytes=m,
                                            domain_chips=where.chips_per_domain) for m in messages)
         ep_bytes = layers * sum(messages)
@@ -278,8 +283,9 @@ def _tiered_grouped(plans: PlanArray, tier: np.ndarray, participants, system: Sy
 
 
 def _comm_parts_grouped(model: Model, system: System, plans: PlanArray, *, tokens, dispatch_dtype, load,
-                        all_reduce: str) -> CommParts:
+                        all_reduce: str, ep_system: System | None = None) -> CommParts:
     """``_comm_parts`` for a ``PlanArray`` (one token count per entry): the same terms, the tiers as masks."""
+    ep_sys = ep_system or system
     act = get_dtype(ACTIVATION_DTYPE).bytes
     d = model.d_model
     phi = plans.stage_fraction(model)
@@ -296,11 +302,11 @@ def _comm_parts_grouped(model: Model, system: System, plans: PlanArray, *, token
         layers = plans.pp * phi * model.n_moe_layers
         if get_dtype(dispatch_dtype or ACTIVATION_DTYPE).bytes == get_dtype(ACTIVATION_DTYPE).bytes:
             # dispatch and combine move the same bytes: one evaluation serves both (the same sum, bit for bit)
-            one = _tiered_grouped(plans, plans.ep_tier, plans.width, system, all_to_all_s, two_tier_all_to_all_s,
+            one = _tiered_grouped(plans, plans.ep_tier, plans.width, ep_sys, all_to_all_s, two_tier_all_to_all_s,
                                   messages=messages[:1])[0]
             parts = [one, one]
         else:
-            parts = _tiered_grouped(plans, plans.ep_tier, plans.width, system, all_to_all_s, two_tier_all_to_all_s,
+            parts = _tiered_grouped(plans, plans.ep_tier, plans.width, ep_sys, all_to_all_s, two_tier_all_to_all_s,
                                     messages=messages)
         ep_s = zero + layers * sum(parts)
         ep_bytes = np.where(plans.ep_tier != 0, layers * sum(messages), zero)
@@ -322,6 +328,20 @@ def attention_work_per_chip(model: Model, plan: Plan, *, flops_attn_per_seq, kv_
     phi = plan.stage_fraction(model)
     return (phi / plan.width * flops_attn_per_seq,
             phi * (kv_read_per_seq + kv_write_per_seq) / (plan.kv_shards(model) * plan.adp))
+
+
+def gdn_work_per_chip(model: Model, plan: Plan, *, tokens_per_seq) -> tuple:
+    """(recurrence FLOPs, state bytes read) that one sequence's Gated DeltaNet layers put on the
+    critical chip — the part of ``attention_work_per_chip``'s work that ``calibrated`` prices with
+    the ``gdn`` kernel terms: ``tokens_per_seq`` tokens of ``LinearMixer.recurrent_flops_per_token``
+    and the layers' state (``LinearMixer.state_bytes``) read once, split as the attention work is.
+    (0, 0) for models without Gated DeltaNet layers."""
+    lin = model.linear
+    if lin is None or lin.kind != "gated_deltanet" or not model.n_linear_layers:
+        return 0.0, 0.0
+    return attention_work_per_chip(
+        model, plan, flops_attn_per_seq=tokens_per_seq * model.n_linear_layers * lin.recurrent_flops_per_token(),
+        kv_read_per_seq=model.n_linear_layers * lin.state_bytes(), kv_write_per_seq=0.0)
 
 
 def _assemble(model, system, plan, *, phase, mode, profile, batch, context, tokens_per_seq, flops_attn_per_seq,
@@ -356,13 +376,17 @@ def _assemble(model, system, plan, *, phase, mode, profile, batch, context, toke
     ne_bytes, ex_bytes = _weights_read_parts(model, plan, weight_dtype=weight_dtype, touched_fraction=busy_touched)
     attn_flops, kv_bytes = attention_work_per_chip(model, plan, flops_attn_per_seq=flops_attn_per_seq,
                                                    kv_read_per_seq=kv_read_per_seq, kv_write_per_seq=kv_write_per_seq)
+    lin_flops, lin_state = gdn_work_per_chip(model, plan, tokens_per_seq=tokens_per_seq)
     work = Work(tokens=tokens, ne_flops=phi / plan.width * tokens * mm.non_expert,
                 ex_flops=phi / plan.width * tokens * (mm.expert - routed_active) + routed,
                 attn_flops=micro * attn_flops, ne_bytes=ne_bytes, ex_bytes=ex_bytes, kv_bytes=micro * kv_bytes,
                 expert_rows=rows, ne_peak=chip.peak(w_dtype), ex_peak=chip.peak(e_dtype),
                 attn_peak=chip.peak(ACTIVATION_DTYPE), bandwidth=chip.hbm_bandwidth_bytes_per_s,
-                ne_dtype=w_dtype, ex_dtype=e_dtype)
+                ne_dtype=w_dtype, ex_dtype=e_dtype, phase=phase,
+                kv_dtype=getattr(kv_dtype or model.kv_dtype, "name", kv_dtype or model.kv_dtype),
+                lin_flops=micro * lin_flops, lin_state=micro * lin_state)
     comm = _comm_parts(model, profile.system(system), plan, tokens=tokens, dispatch_dtype=dispatch_dtype, load=load,
+                       ep_system=profile.system(system, "all_to_all"),
                        all_reduce=profile.all_reduce_algorithm)
     routed_s = pp * routed / work.ex_peak
     if profile.is_ideal:

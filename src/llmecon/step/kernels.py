@@ -143,3 +143,125 @@ def collective_s(profile: EfficiencyProfile, system: System, *, kind: str, messa
                         algorithm=profile.all_reduce_algorithm) + overhead
 
 
+MLA_DIMS = {"kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128}
+"""The MLA shape of the ``mla`` tables: DeepSeek-V3's (the model the tables' module variants name,
+``deepseek-ai/DeepSeek-V3``; Kimi-K2.5 and DeepSeek-V3.2 share it, GLM-5 has nope 192, v 256)."""
+
+
+def mla_work(family: str, *, batch, heads, isl=None, kv_len=None, kv_bytes=2.0, dims=None) -> tuple:
+    """(FLOPs, bytes) of one MLA attention kernel as llmecon counts them (``spec.layers.Attention.
+    score_value_dims``; ``spec.model.Model.prefill_attention_flops``), ``dims`` as ``MLA_DIMS``:
+
+    * prefill (``context_mla``), unabsorbed (DeepSeek-V2 §2.1.2), causal over ``isl`` tokens:
+      FLOPs 2·b·h·S(isl)·(d_qk + d_v), d_qk = nope + rope, S(x) = x(x+1)/2; bytes: Q and K read
+      (h·d_qk each per token), V read and O written (h·d_v each), bf16 (the table's ``mla_dtype``);
+    * decode (``generation_mla``), absorbed, one query token over L = ``kv_len`` cached tokens:
+      FLOPs 2·b·h·L·(r + rope + r), r = kv_lora_rank (scores over the latent and rope key,
+      values over the latent); bytes: the latent cache read once per sequence (shared by all
+      heads), b·(L + 1)·(r + rope)·``kv_bytes`` (one token written), plus the absorbed query read
+      and output written in bf16, b·h·(2r + rope)·2.
+
+    Omitted (so both stay lower bounds): fp8 scales, page tables, the split-KV reduction."""
+    d = dims or MLA_DIMS
+    b, h = np.asarray(batch, dtype=float), np.asarray(heads, dtype=float)
+    r, rope = float(d["kv_lora_rank"]), float(d["qk_rope_head_dim"])
+    if family == "context_mla":
+        s = np.asarray(isl, dtype=float)
+        dqk, dv = float(d["qk_nope_head_dim"]) + rope, float(d["v_head_dim"])
+        return 2.0 * b * h * _causal_sum(s, 0.0) * (dqk + dv), b * s * h * (2.0 * dqk + 2.0 * dv) * 2.0
+    L = np.asarray(kv_len, dtype=float)
+    return (2.0 * b * h * L * (2.0 * r + rope),
+            b * (L + 1.0) * (r + rope) * np.asarray(kv_bytes, dtype=float) + b * h * (2.0 * r + rope) * 2.0)
+
+
+def mla_prefill_s(profile: EfficiencyProfile, chip: Accelerator, *, batch, isl, heads, kv_dtype: str = "bf16",
+                  dims=None):
+    """Seconds of one causal MLA prefill attention kernel (unabsorbed: ``batch`` prompts of ``isl``
+    tokens, ``heads`` query heads per GPU), priced with ``profile.attention_terms("mla_prefill",
+    kv_dtype)``: FLOPs and bytes of ``mla_work`` (``dims``: the model's MLA
+    shape, default DeepSeek-V3's) at fraction·r(isl; isl_half)·bf16 peak or hbm_fraction·BW,
+    whichever is slower, plus ``item_s`` per (sequence, head, 128-token query tile) and the floor.
+    With ``IDEAL``: its roofline. Omitted: softmax, the rope split, the KV up-projection GEMM
+    (a separate kernel)."""
+    from ..spec.efficiency import ramp
+
+    t = profile.attention_terms("mla_prefill", kv_dtype)
+    b, s, h = (np.asarray(x, dtype=float) for x in (batch, isl, heads))
+    flops, moved = mla_work("context_mla", batch=b, heads=h, isl=s, dims=dims)
+    eff = t.fraction * ramp(s, t.isl_half)
+    return (np.maximum(flops / (eff * chip.peak("bf16")), moved / (t.hbm_fraction * chip.hbm_bandwidth_bytes_per_s))
+            + t.item_s * b * h * np.ceil(s / 128.0) + t.floor_s)
+
+
+def mla_decode_s(profile: EfficiencyProfile, chip: Accelerator, *, batch, kv_len, heads, kv_dtype: str = "bf16",
+                 dims=None):
+    """Seconds of one absorbed MLA decode kernel (FlashMLA-style: ``batch`` sequences, one query
+    token each over ``kv_len`` cached latents, ``heads`` query heads per GPU), priced with
+    ``profile.attention_terms("mla_decode", kv_dtype)``: FLOPs (``mla_work``) at fraction·bf16
+    peak, or the latent read at hbm_fraction·r(b; items_half)·BW (few sequences cannot fill the
+    chip: one latent stream per sequence), plus ``item_s`` per sequence and the floor. With
+    ``IDEAL``: its roofline. Omitted: split-KV reduction, page tables, fp8 dequantisation cost."""
+    from ..spec.efficiency import ramp
+
+    t = profile.attention_terms("mla_decode", kv_dtype)
+    b, L, h = (np.asarray(x, dtype=float) for x in (batch, kv_len, heads))
+    flops, moved = mla_work("generation_mla", batch=b, heads=h, kv_len=L,
+                            kv_bytes=get_dtype(_storage(kv_dtype)).bytes, dims=dims)
+    bw = t.hbm_fraction * ramp(b, t.items_half) * chip.hbm_bandwidth_bytes_per_s
+    return np.maximum(flops / (t.fraction * chip.peak("bf16")), moved / bw) + t.item_s * b + t.floor_s
+
+
+GDN_KERNELS = {"chunk_gated_delta_rule": "chunk", "chunk_gated_delta_rule_flashinfer": "chunk",
+               "fused_recurrent_gated_delta_rule": "recurrent",
+               "fused_recurrent_gated_delta_rule_packed_decode": "recurrent", "causal_conv1d_fn": "conv",
+               "causal_conv1d_update": "conv_update"}
+"""Gated DeltaNet kernels of the ``linear_attention`` tables -> the profile's ``gdn`` keys:
+``chunk`` (prefill recurrence), ``recurrent`` (decode recurrence), ``conv`` / ``conv_update``
+(the short causal convolution in prefill / decode)."""
+
+
+def gdn_work(kernel: str, *, batch, seq_len, key_heads, key_dim, value_heads, value_dim, conv_kernel=4) -> tuple:
+    """(FLOPs, bytes, items) of one Gated DeltaNet kernel on one GPU (one layer; ``batch``
+    sequences of ``seq_len`` new tokens, T = batch·seq_len; nk key heads of dk, nv value heads of
+    dv; state fp32, activations bf16), as ``spec.layers.LinearMixer`` counts the work:
+
+    * ``chunk``/``recurrent``: FLOPs 7·dk·dv per value head per token (``recurrent_flops_per_token``;
+      the chunked form's intra-chunk work is omitted); bytes q, k, v read and o written in bf16,
+      T·(2·nk·dk + 2·nv·dv)·2, plus the fp32 state: written once per sequence (``chunk``) or read
+      and written (``recurrent``), nv·dk·dv·4 each;
+    * ``conv``/``conv_update``: C = 2·nk·dk + nv·dv channels (``conv_channels``), FLOPs 2·K per
+      channel per token; bytes the input read and output written, T·C·2·2, plus the conv state
+      ((K-1)·C in bf16) written (``conv``) or read and written (``conv_update``).
+
+    ``items`` = the independent pieces a kernel spreads over the chip: b·nv·⌈seq_len/64⌉ (64-token
+    chunks) for prefill kernels, b·nv for decode ones. Omitted: gates, norms, the chunked form's
+    extra FLOPs (so both counts stay lower bounds)."""
+    b, s = np.asarray(batch, dtype=float), np.asarray(seq_len, dtype=float)
+    nk, dk, nv, dv, k = (np.asarray(x, dtype=float) for x in (key_heads, key_dim, value_heads, value_dim,
+                                                                 conv_kernel))
+    t = b * s
+    state, chan = b * nv * dk * dv * 4.0, 2.0 * nk * dk + nv * dv
+    if kernel in ("chunk", "recurrent"):
+        moved = t * (2.0 * nk * dk + 2.0 * nv * dv) * 2.0 + state * (1.0 if kernel == "chunk" else 2.0)
+        flops = t * nv * 7.0 * dk * dv
+    elif kernel in ("conv", "conv_update"):
+        conv_state = b * (k - 1.0) * chan * 2.0
+        moved = t * chan * 4.0 + conv_state * (1.0 if kernel == "conv" else 2.0)
+        flops = t * chan * 2.0 * k
+    else:
+        raise SpecError(f"gdn kernel must be one of chunk, recurrent, conv, conv_update, got {kernel!r}")
+    items = b * nv * (np.ceil(s / 64.0) if kernel in ("chunk", "conv") else 1.0)
+    return flops, moved, items
+
+
+def gdn_kernel_s(profile: EfficiencyProfile, chip: Accelerator, kernel: str, **shape):
+    """Seconds of one Gated DeltaNet kernel (``gdn_work``'s shape keywords), with the profile's
+    ``gdn`` terms of ``kernel``: max(FLOPs at fraction·bf16 peak, bytes at
+    hbm_fraction·r(items; items_half)·BW) + item_s·items + floor_s. Without terms for ``kernel``
+    (or with ``IDEAL``): its roofline."""
+    from ..spec.efficiency import AttentionTerms, ramp
+
+    t = dict(profile.gdn).get(kernel, AttentionTerms())
+    flops, moved, items = gdn_work(kernel, **shape)
+    bw = t.hbm_fraction * ramp(items, t.items_half) * chip.hbm_bandwidth_bytes_per_s
+    return np.maximum(flops / (t.fraction * chip.peak("bf16")), moved / bw) + t.item_s * items + t.floor_s
