@@ -52,11 +52,12 @@ from .engine_fit import BASE, PARAMS
 
 KERNEL_SCALARS = ("hbm_fraction", "matmul_fraction", "matmul_m_half", "kernel_floor_s", "elementwise_fraction",
                   "elementwise_floor_s", "attention_fraction", "attention_floor_s")
-KERNEL_TABLES = ("gemm", "moe", "prefill_attention", "decode_attention")
+KERNEL_TABLES = ("gemm", "moe", "prefill_attention", "decode_attention", "mla_prefill", "mla_decode", "gdn")
 ENGINE_TERMS = PARAMS + ("iteration_overhead_s",)
 DATASHEET = "peaks per dtype, HBM bandwidth and link bandwidths/latency floors of the target (catalogue)"
 BORROWED = ("kernel fractions, ramps (shape units, unscaled), floors and per-item times (seconds, unscaled), MoE "
-            "skew, scale-up achieved bandwidth share and overheads, engine terms")
+            "skew, MLA and Gated DeltaNet attention terms, scale-up achieved bandwidth share and overheads "
+            "(all-reduce and EP all-to-all), engine terms")
 
 
 def has_engine_terms(profile: EfficiencyProfile) -> bool:
@@ -122,12 +123,14 @@ def _pooled_kernel(sources: list[EfficiencyProfile]) -> dict:
     kw["moe_skew"] = tuple((d, _median([c for p in sources for dd, c, _ in p.moe_skew if dd == d]),
                             _median([w for p in sources for dd, _, w in p.moe_skew if dd == d])) for d in dists)
     kw["scale_up"] = _median_terms([p.scale_up for p in sources])
+    a2a = [p.all_to_all for p in sources if p.all_to_all is not None]
+    kw["all_to_all"] = _median_terms(a2a) if a2a else None
     return kw
 
 
 def _own_kernel(source: EfficiencyProfile) -> dict:
     kw = {k: getattr(source, k) for k in KERNEL_SCALARS + KERNEL_TABLES + ("moe_skew",)}
-    kw["scale_up"] = source.scale_up
+    kw["scale_up"], kw["all_to_all"] = source.scale_up, source.all_to_all
     return kw
 
 
