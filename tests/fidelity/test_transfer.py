@@ -27,7 +27,7 @@ TRANSFERRED = [p for p in default_profiles() if p.transferred]
 
 
 def _kernel_and_engine(p) -> dict:
-    keys = KERNEL_SCALARS + KERNEL_TABLES + ("moe_skew", "scale_up") + ENGINE_TERMS
+    keys = KERNEL_SCALARS + KERNEL_TABLES + ("moe_skew", "scale_up", "all_to_all") + ENGINE_TERMS
     return {k: getattr(p, k) for k in keys}
 
 
@@ -41,6 +41,7 @@ def test_transfer_of_a_chip_to_itself_reproduces_its_terms():
         moved = transfer(b200, [own], method=method, engine="trtllm")
         assert _kernel_and_engine(moved) == _kernel_and_engine(own), method
         assert moved.transferred and moved.accelerators == ("b200",) and moved.transfer["method"] == method
+    assert own.mla_decode and own.gdn and own.all_to_all is not None   # the tables carried are not empty
     # hand check of one term: b200/trtllm's bf16 GEMM fraction 0.7982 and floor 2.444 us (the shipped file)
     assert moved.gemm_terms("bf16").fraction == own.gemm_terms("bf16").fraction == 0.7982
 
