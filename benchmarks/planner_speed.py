@@ -1,6 +1,7 @@
 """Deployment-planner speed: (plan, batch) points searched per second by ``planner.plan_deployment``.
 
     PYTHONPATH=src python benchmarks/planner_speed.py [--repeats 3] [--profile] [--json] [--no-pin]
+        [--skip-peers] [--venv DIR] [--peer-repeats 2] [--out FILE]
 
 One core: BLAS/OpenMP thread counts are set to 1 before numpy is imported and, unless --no-pin, the
 process is pinned to its first allowed CPU. Each case is one full ``plan_deployment`` call (decode
@@ -17,8 +18,19 @@ Reported per case: decode and prefill points evaluated, the first call (cold
 caches) and the best of ``--repeats`` calls in seconds, and points per second = all points / best
 seconds. Targets: the planner issue's, >= 100,000 (plan, batch) points in <= 2 s on one core (a case
 with fewer points is judged on the implied rate, 50,000 points/s), and issue 23's, >= 2,000,000 points/s
-end to end (the whole ``plan_deployment`` call, warm). No peer runs here: AIConfigurator's search is
-the nearest (see ``../shared/PEERS.md``), and it is not installed. When a case misses it, or with --profile, the call runs under cProfile and the top functions are printed.
+end to end (the whole ``plan_deployment`` call, warm). When a case misses it, or with --profile, the call runs
+under cProfile and the top functions are printed.
+
+Peer (unless --skip-peers): NVIDIA AIConfigurator 0.12.0's own search, ``aiconfigurator cli default`` (TensorRT-LLM
+backend, aggregated and disaggregated, measured kernel tables), run in its throw-away venv
+(``peers/setup_aiconfigurator.sh``; --venv, $LLMECON_AIC_VENV or /work/peer-venvs/aiconfigurator) through
+``peers/run_peer.run_aiconfigurator``, per system in the same run: DeepSeek-V3 on gb200 (72 GPUs, one NVL72 rack),
+h100_sxm and h200_sxm (16 GPUs, two 8-GPU nodes), ISL 4096, OSL 512, TTFT <= 2000 ms, TPOT <= 50 ms. For each
+system llmecon runs --repeats calls before and --repeats calls after the peer's process (one cold search, then
+--peer-repeats warm ones), twice: its default job (<= 512 chips per replica) and the peer's GPU budget
+(max_chips = the peer's total GPUs); best of all kept. Ratio = peer's best warm search / llmecon's best call. The
+peer child inherits the pinning, so both run on the same one core. If the venv is missing the peer columns show
+``-`` and the output says why.
 """
 
 from __future__ import annotations
@@ -52,6 +64,9 @@ from llmecon.catalog.models import get_model  # noqa: E402
 from llmecon.econ.planner import SearchOptions, PlanTargets, plan_deployment  # noqa: E402
 from llmecon.resolve import profiles_for  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from peers.run_peer import aiconfigurator_python, run_aiconfigurator  # noqa: E402
+
 TARGET_POINTS = 100_000
 TARGET_S = 2.0
 TARGET_RATE = 2_000_000    # issue 23: points per second, end to end
@@ -62,10 +77,15 @@ CASES = (("deepseek-v3", SYSTEMS, "ideal"), ("llama-3.1-405b", SYSTEMS, "ideal")
 # Illustrative rental prices (USD per chip-hour) so that the cost objective and the $ columns run;
 # the search does the same work with or without them.
 PRICES = {"gb200-nvl72": 4.0, "hgx-h100": 2.5, "hgx-b200": 3.5, "hgx-h200": 3.0}
+# llmecon system, AIConfigurator system, the GPU budget given to AIConfigurator (--total-gpus): one NVL72 rack; two
+# 8-GPU nodes (DeepSeek-V3's FP8 weights, ~671 GB, do not fit one node of 80 GB H100s)
+PEER_CASES = (("gb200-nvl72", "gb200", 72), ("hgx-h100", "h100_sxm", 16), ("hgx-h200", "h200_sxm", 16))
+PEER_MODEL = ("deepseek-v3", "deepseek-ai/DeepSeek-V3")
+PEER_JOB = {"isl": 4096, "osl": 512, "ttft_ms": 2000.0, "tpot_ms": 50.0}   # = PlanTargets below (ms)
 
 
-def _call(model, systems, mode="ideal"):
-    options = SearchOptions(profiles=profiles_for(mode, None, systems))
+def _call(model, systems, mode="ideal", max_chips=512):
+    options = SearchOptions(profiles=profiles_for(mode, None, systems), max_chips=max_chips)
     return plan_deployment(model, systems, targets=PlanTargets(tpot_s=0.05, ttft_s=2.0), options=options,
                            prices={s.name: PRICES[s.name] for s in systems})
 
@@ -113,26 +133,165 @@ def profile_case(model_name: str, system_names, mode: str = "ideal", top: int = 
         buf.getvalue().strip()
 
 
+def _timed(model, systems, max_chips: int, repeats: int):
+    times, r = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        r = _call(model, systems, "ideal", max_chips)
+        times.append(time.perf_counter() - t0)
+    return times, r
+
+
+def _point_facts(p, phase: str) -> dict:
+    return {"phase": phase, "plan": p.plan.label(), "chips": p.plan.chips,
+            "batch": p.batch, "latency_ms": p.latency_s * 1e3, "tokens_per_s_per_chip": p.tokens_per_s_per_chip,
+            "tokens_per_s_per_user": p.tokens_per_s_per_user}
+
+
+def run_peer_cases(repeats: int, peer_repeats: int, venv: str | None, with_peer: bool = True) -> list[dict]:
+    """Per system: llmecon (default job and at the peer's GPU budget), the peer's process (unless not
+    ``with_peer``), llmecon again."""
+    model = get_model(PEER_MODEL[0])
+    rows = []
+    for sys_name, aic_system, gpus in PEER_CASES:
+        systems = [get_system(sys_name)]
+        t_def, r_def = _timed(model, systems, 512, repeats)
+        t_bud, r_bud = _timed(model, systems, gpus, repeats)
+        load_before = os.getloadavg()[0]
+        peer = run_aiconfigurator(aic_system, gpus, venv, model_path=PEER_MODEL[1], repeats=peer_repeats,
+                                  **PEER_JOB) if with_peer else None
+        load_after = os.getloadavg()[0]
+        t_def2, _ = _timed(model, systems, 512, repeats)
+        t_bud2, _ = _timed(model, systems, gpus, repeats)
+        best, best_bud = min(t_def + t_def2), min(t_bud + t_bud2)
+        points = r_def.decode.points_evaluated + r_def.prefill.points_evaluated
+        row = {"system": sys_name, "peer_system": aic_system, "peer_gpus": gpus, "loadavg_1min": [load_before,
+                                                                                                  load_after],
+               "llmecon_best_s": best, "llmecon_points": points, "llmecon_points_per_s": points / best,
+               "rate_verdict": "met" if points / best >= TARGET_RATE else
+               f"missed ({points / best / TARGET_RATE:.2f}x)",
+               "llmecon_budget_best_s": best_bud,
+               "llmecon_budget_points": r_bud.decode.points_evaluated + r_bud.prefill.points_evaluated,
+               "llmecon_best": [_point_facts(r_def.decode.best, "decode"), _point_facts(r_def.prefill.best, "prefill")],
+               "llmecon_budget_best": [_point_facts(r_bud.decode.best, "decode"),
+                                       _point_facts(r_bud.prefill.best, "prefill")],
+               "peer": peer}
+        if peer is not None:
+            row["ratio"] = peer["best_s"] / best
+            row["ratio_budget"] = peer["best_s"] / best_bud
+        rows.append(row)
+    return rows
+
+
+def _print_peer_rows(rows: list[dict], combined: dict | None, peer_note: str) -> None:
+    print(f"\nDeepSeek-V3 per system, llmecon vs {peer_note}")
+    head = f"{'system':<12} {'llmecon s':>9} {'points':>8} {'points/s':>10} {'vs 2M/s':<14} {'<=G chips s':>11} " \
+           f"{'points':>7} | {'peer':<9} {'G':>3} {'cold s':>7} {'warm s':>7} {'evals':>8} {'distinct':>8} " \
+           f"{'ratio':>7} {'ratio@G':>8}"
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        p = r["peer"]
+        left = f"{r['system']:<12} {r['llmecon_best_s']:>9.3f} {r['llmecon_points']:>8,} " \
+               f"{r['llmecon_points_per_s']:>10,.0f} {r['rate_verdict']:<14} {r['llmecon_budget_best_s']:>11.3f} " \
+               f"{r['llmecon_budget_points']:>7,}"
+        if p is None:
+            right = f"{r['peer_system']:<9} {r['peer_gpus']:>3} {'-':>7} {'-':>7} {'-':>8} {'-':>8} {'-':>7} {'-':>8}"
+        else:
+            right = f"{p['system']:<9} {p['total_gpus']:>3} {p['first_s']:>7.1f} {p['best_s']:>7.1f} " \
+                    f"{p['evaluations_total']:>8,} {p['evaluations_distinct']:>8,} {r['ratio']:>6.0f}x " \
+                    f"{r['ratio_budget']:>7.0f}x"
+        print(left + " | " + right)
+    if combined is not None:
+        print(f"{'all three':<12} {combined['llmecon_best_s']:>9.3f} {combined['llmecon_points']:>8,} "
+              f"{combined['llmecon_points_per_s']:>10,.0f} {combined['rate_verdict']:<14} {'':>11} {'':>7} | "
+              f"{'sum':<9} {'':>3} {combined['peer_first_s']:>7.1f} {combined['peer_best_s']:>7.1f} "
+              f"{combined['peer_evaluations']:>8,} {combined['peer_distinct']:>8,} {combined['ratio']:>6.0f}x")
+    print("points: llmecon's (plan, batch) points, decode + prefill; <=G chips: the same call with max_chips = the "
+          "peer's GPUs.\npeer cold: first search in its process (loads its perf database); warm: best later search; "
+          "evals: its sweep's point\nevaluations (calls; the aggregated sweep re-asks cached points once per TPOT "
+          "value), distinct: distinct (mode, parallel, batch[, chunk]).\nratio = peer warm / llmecon default job; "
+          "ratio@G = peer warm / llmecon at the peer's budget. 'all three': llmecon's one\n3-system call (the case "
+          "above) against the sum of the peer's three searches (it takes one system per call).")
+    print("\nChosen configurations (facts only; llmecon: cheapest decode and prefill points, disaggregated, "
+          "ideal mode, at the peer's GPU budget;\npeer: its rank-1 aggregated and disaggregated rows, ranked by "
+          "tokens/s/gpu)")
+    for r in rows:
+        for f in r["llmecon_budget_best"]:
+            print(f"  {r['system']:<12} llmecon {f['phase']:<8} {f['plan']:<34} batch {f['batch']:>9,.0f}  "
+                  f"{'TPOT' if f['phase'] == 'decode' else 'TTFT'} {f['latency_ms']:7.1f} ms  "
+                  f"{f['tokens_per_s_per_chip']:>9,.0f} tok/s/chip"
+                  + (f"  {f['tokens_per_s_per_user']:.1f} tok/s/user" if f["phase"] == "decode" else ""))
+        p = r["peer"]
+        for mode, err in ((p or {}).get("outcomes") or {}).items():
+            if err:
+                print(f"  {r['system']:<12} peer    {mode:<8} no result: {err[:150]}")
+        for mode, b in ((p or {}).get("best") or {}).items():
+            if not b:
+                continue
+            par = b.get("parallel") or f"P {b.get('(p)workers')}x {b.get('(p)parallel')} bs {b.get('(p)bs')} + " \
+                                          f"D {b.get('(d)workers')}x {b.get('(d)parallel')} bs {b.get('(d)bs')}"
+            bs = f" bs {b['bs']}" if "bs" in b else ""
+            print(f"  {r['system']:<12} peer    {mode:<8} {par}{bs}, {b.get('num_total_gpus')} GPUs, concurrency "
+                  f"{b.get('concurrency')}  TTFT {b.get('ttft'):.1f} ms  TPOT {b.get('tpot'):.1f} ms  "
+                  f"{b.get('tokens/s/gpu'):,.1f} tok/s/gpu  {b.get('tokens/s/user'):.1f} tok/s/user")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--profile", action="store_true", help="profile every case, not only those missing the target")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--no-pin", action="store_true")
+    ap.add_argument("--skip-peers", action="store_true", help="do not run AIConfigurator")
+    ap.add_argument("--venv", default=None, help="AIConfigurator venv (default $LLMECON_AIC_VENV or "
+                                                 "/work/peer-venvs/aiconfigurator)")
+    ap.add_argument("--peer-repeats", type=int, default=2, help="warm AIConfigurator searches after its first")
+    ap.add_argument("--out", default=None, help="also write the JSON object to this file")
     args = ap.parse_args()
     pinned = "not pinned (--no-pin)" if args.no_pin else pin_one_core()
+    load_start = os.getloadavg()
     rows = [run_case(m, s, mode, args.repeats) for m, s, mode in CASES]
+    py, venv = aiconfigurator_python(args.venv)
+    if args.skip_peers:
+        peer_note = "peer: skipped (--skip-peers)"
+    elif not py.exists():
+        peer_note = f"peer: AIConfigurator venv missing ({py}); create it with benchmarks/peers/setup_aiconfigurator.sh"
+    else:
+        peer_note = "peer: AIConfigurator 0.12.0 (cli default, trtllm, agg + disagg)"
+    with_peer = not args.skip_peers and py.exists()
+    # llmecon's per-system figures print either way, with '-' in the peer columns when it does not run
+    peer_rows = run_peer_cases(args.repeats, args.peer_repeats, args.venv, with_peer)
+    combined = None
+    peers_ok = [r["peer"] for r in peer_rows if r["peer"] is not None]
+    if len(peers_ok) == len(PEER_CASES):
+        three = next(r for r in rows if r["model"] == PEER_MODEL[0] and r["mode"] == "ideal"
+                     and set(r["systems"]) == {c[0] for c in PEER_CASES})
+        peer_best = sum(p["best_s"] for p in peers_ok)
+        combined = {"llmecon_best_s": three["best_s"], "llmecon_points": three["points"],
+                    "llmecon_points_per_s": three["points_per_s"], "rate_verdict": three["rate_verdict"],
+                    "peer_first_s": sum(p["first_s"] for p in peers_ok), "peer_best_s": peer_best,
+                    "peer_evaluations": sum(p["evaluations_total"] for p in peers_ok),
+                    "peer_distinct": sum(p["evaluations_distinct"] for p in peers_ok),
+                    "ratio": peer_best / three["best_s"]}
     profiles = {r["model"]: profile_case(r["model"], r["systems"], r["mode"]) for r in rows
                 if args.profile or "missed" in r["verdict"]}
     machine = {"cpu": cpu_name(), "cpus": os.cpu_count(), "pinning": pinned, "python": platform.python_version(),
-               "numpy": np.__version__}
+               "numpy": np.__version__, "loadavg_start": load_start, "loadavg_end": os.getloadavg()}
+    doc = json.dumps({"machine": machine, "target": {"points": TARGET_POINTS, "seconds": TARGET_S, "rate": TARGET_RATE},
+                      "cases": rows, "profiles": profiles, "peer": peer_note, "peer_cases": peer_rows,
+                      "peer_all_three": combined}, indent=2, default=str)
+    if args.out:
+        Path(args.out).write_text(doc + "\n")
     if args.json:
-        print(json.dumps({"machine": machine, "target": {"points": TARGET_POINTS, "seconds": TARGET_S},
-                          "cases": rows, "profiles": profiles}, indent=2))
+        print(doc)
         return
     print(f"planner speed: {machine['cpu']}, {pinned}, Python {machine['python']}, numpy {machine['numpy']}")
     print(f"targets: >= {TARGET_POINTS:,} (plan, batch) points in <= {TARGET_S:g} s on one core; issue 23: >= "
-          f"{TARGET_RATE:,} points/s; best of {args.repeats}; peer: none installed (AIConfigurator)\n")
+          f"{TARGET_RATE:,} points/s; best of {args.repeats}; {peer_note}")
+    print(f"load average (1/5/15 min) at start {load_start[0]:.2f}/{load_start[1]:.2f}/{load_start[2]:.2f}, at end "
+          f"{machine['loadavg_end'][0]:.2f}/{machine['loadavg_end'][1]:.2f}/{machine['loadavg_end'][2]:.2f}, "
+          f"{machine['cpus']} CPUs\n")
     head = f"{'model':<16} {'systems':<30} {'mode':<10} {'decode pts':>11} {'prefill pts':>12} {'first s':>8} " \
            f"{'best s':>7} {'points/s':>10}  {'vs 2M/s':<14} planner target"
     print(head)
@@ -145,6 +304,8 @@ def main() -> None:
     for r in rows:
         print(f"{r['model']} ({r['mode']}, {','.join(r['systems'])}): decode {r['best_decode']}; "
               f"prefill {r['best_prefill']}")
+    if peer_rows:
+        _print_peer_rows(peer_rows, combined, peer_note)
     for text in profiles.values():
         print()
         print(text)

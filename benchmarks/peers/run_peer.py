@@ -6,6 +6,9 @@ imported into, or vendored in, llmecon.  When a venv is missing the runner retur
 ``None`` and says why on stderr, so a benchmark can still print llmecon's own figures.
 
     python benchmarks/peers/run_peer.py --batch 1 16 64 256 --context 2048 --tp 4
+
+``run_aiconfigurator`` does the same for AIConfigurator 0.12.0's deployment search
+(``setup_aiconfigurator.sh``, ``aiconfigurator_search.py``); ``benchmarks/planner_speed.py`` calls it.
 """
 
 from __future__ import annotations
@@ -117,6 +120,64 @@ def run_llm_analysis(
     if proc.returncode not in (0, 2):  # 2 = the tool rejected the point, JSON says why
         _warn(f"exit {proc.returncode}; using its JSON line anyway")
     result["subprocess_wall_s"] = wall
+    return result
+
+
+AIC_SCRIPT = HERE / "aiconfigurator_search.py"
+DEFAULT_AIC_VENV = "/work/peer-venvs/aiconfigurator"
+AIC_TIMEOUT_S = 900
+
+
+def aiconfigurator_python(venv: str | None = None) -> tuple[Path, str]:
+    """The AIConfigurator venv's python and the venv path (``venv``, $LLMECON_AIC_VENV or the default)."""
+    venv = venv or os.environ.get("LLMECON_AIC_VENV") or DEFAULT_AIC_VENV
+    return _venv_python(venv), venv
+
+
+def run_aiconfigurator(
+    system: str,
+    total_gpus: int,
+    venv: str | None = None,
+    *,
+    model_path: str = "deepseek-ai/DeepSeek-V3",
+    isl: int = 4096,
+    osl: int = 512,
+    ttft_ms: float = 2000.0,
+    tpot_ms: float = 50.0,
+    repeats: int = 2,
+) -> dict | None:
+    """Time AIConfigurator 0.12.0's ``cli default`` search (TensorRT-LLM backend, aggregated and disaggregated)
+    in its own venv (``setup_aiconfigurator.sh``): one cold search, then ``repeats`` warm ones in the same process.
+
+    Returns the JSON dict of ``aiconfigurator_search.py`` (first_s, warm_s, best_s, evaluations, best configs)
+    plus ``subprocess_wall_s``, or None with the reason on stderr (venv missing, timeout, no JSON line).
+    The child inherits this process's CPU pinning; HF_HUB_OFFLINE=1 is set (it needs no download)."""
+    py, venv = aiconfigurator_python(venv)
+    tag = "[peer aiconfigurator]"
+    if not py.exists():
+        print(f"{tag} venv missing ({py} not found); create it with benchmarks/peers/setup_aiconfigurator.sh "
+              f"[--venv DIR] — skipping the peer", file=sys.stderr)
+        return None
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    t_launch = time.perf_counter()
+    cmd = [str(py), str(AIC_SCRIPT), "--model-path", model_path, "--system", system, "--total-gpus",
+           str(int(total_gpus)), "--isl", str(int(isl)), "--osl", str(int(osl)), "--ttft", repr(float(ttft_ms)),
+           "--tpot", repr(float(tpot_ms)), "--repeats", str(int(repeats)), "--t-launch", repr(t_launch)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=AIC_TIMEOUT_S, env=env, cwd=str(HERE))
+    except subprocess.TimeoutExpired:
+        print(f"{tag} timed out after {AIC_TIMEOUT_S} s", file=sys.stderr)
+        return None
+    except OSError as exc:
+        print(f"{tag} could not start {py}: {exc}", file=sys.stderr)
+        return None
+    result = _last_json_line(proc.stdout)
+    if result is None:
+        tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-5:]
+        print(f"{tag} no JSON result (exit {proc.returncode}): " + " | ".join(tail), file=sys.stderr)
+        return None
+    result["subprocess_wall_s"] = time.perf_counter() - t_launch
     return result
 
 
