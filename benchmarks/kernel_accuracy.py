@@ -1,26 +1,33 @@
 """Kernel-level accuracy of the kernel-table profiles, out of sample, on NVIDIA's measured tables.
 
     python benchmarks/kernel_accuracy.py [--out benchmarks/results/kernel_accuracy_<date>.md] [--jobs 2]
+        [--families context_mla,generation_mla,gdn,all_reduce,all_to_all,...]
 
 For every chip (h100-sxm, h200, b200, b300, gb200, gb300), engine (trtllm, sglang, vllm) and op
 family (GEMM per dtype, prefill and decode attention, MoE balanced and skewed, the engine's
-all-reduce) it prints the median and p90 absolute relative error |pred/meas - 1| of kernel times:
+all-reduce, MLA prefill and decode, NCCL's all-to-all, Gated DeltaNet kernels) it prints the
+median and p90 absolute relative error |pred/meas - 1| of kernel times:
 
 (a) **k-fold by shape**: the shapes are split into 5 folds by group (GEMM: weight shape n x k;
-    attention: heads, KV heads, head dim, window; MoE: hidden, inter, top-k, experts; all-reduce:
-    message size); each fold is predicted by terms fitted on the other four (``fidelity.kernel_fit``,
-    the same fit as the shipped profiles);
+    attention: heads, KV heads, head dim, window; MoE: hidden, inter, top-k, experts; MLA: query
+    heads per GPU, batch; GDN: value heads, batch; all-reduce and all-to-all: message size); each
+    fold is predicted by terms fitted on the other four (``fidelity.kernel_fit``, ``mla_fit``,
+    ``gdn_fit``, ``comm_fit``: the same fits as the shipped profiles);
 (b) **leave-one-chip-out**: each chip's rows predicted by terms fitted on the other five chips'
     tables of the same engine, transferred through the held-out chip's datasheet peak and HBM
-    bandwidth (the terms are fractions, ramps and floors); the all-reduce is not transferred
-    (its tier differs per system);
+    bandwidth (the terms are fractions, ramps and floors); the all-reduce and the all-to-all are
+    not transferred (their tier differs per system);
 (c) **ideal <= measured**: the share of rows where ideal mode (datasheet peak and bandwidth, no
     floors) is at or below the measurement, and the exceptions by table.
 
-Rows pool the engines of a chip in the summary; the per-engine table follows. Nothing is tuned on
+Rows pool the engines of a chip in the summary; the per-engine table follows. NCCL's all-to-all
+is engine-independent and scored once per chip (in its first engine's row); MLA and GDN tables an
+engine reads from another engine are scored once, in that engine's row. ``--families`` scores only
+the named families (``kernel_profiles.FAMILY_NAMES`` and all_reduce, all_to_all). Nothing is tuned on
 a held-out group: the fit and the model forms are fixed, and every error is of rows the fit did
 not see. The folds and fits are ``fidelity.holdout_kernels``'s (``llmecon validate <kernels folder>``
-runs them too); this script runs them in parallel and formats the tables. Needs ../shared/validation/aiconfigurator/kernels (not shipped).
+runs them too); this script runs them in parallel and formats the tables. Needs
+../shared/validation/aiconfigurator/kernels (not shipped).
 """
 
 from __future__ import annotations
@@ -37,13 +44,14 @@ from llmecon.fidelity import holdout_kernels as hk
 from llmecon.fidelity.holdout_kernels import LABELS
 from llmecon.fidelity.kernel_tables import CHIPS, ENGINES, default_root
 
-TABLES: dict = {}   # (chip, engine) -> (tables, all-reduce rows, system); filled before forking workers
+TABLES: dict = {}   # (chip, engine) -> hk.load_key's (tables, all-reduce, None, all-to-all); filled before forking
+ONLY: set = set()   # --families: the families to score (empty: all)
 
 
 def kfold_job(key):
-    tables, ar, _ = TABLES[key]
+    tables, ar, _, a2a = TABLES[key]
     system = hk.system_of(key[0])
-    return key, hk.kfold(tables, ar, system), hk.ideal(tables, ar, system)
+    return key, hk.kfold(tables, ar, system, a2a), hk.ideal(tables, ar, system, a2a)
 
 
 def loco_job(key):
@@ -53,7 +61,8 @@ def loco_job(key):
 
 
 def _load(key):
-    return key, hk.load_key(default_root(), *key, with_system=False)
+    return key, hk.load_key(default_root(), *key, with_system=False, all_to_all=key[1] == ENGINES[0],
+                            families=ONLY)
 
 
 def _stats(pred, meas) -> tuple[int, float, float]:
@@ -135,7 +144,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", help="also write the markdown report to this file")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--families", help="comma-separated families to score (e.g. context_mla,generation_mla; "
+                    "all_reduce, all_to_all for the collectives); default all")
     args = ap.parse_args()
+    ONLY.update(hk.check_families([f for f in (args.families or "").split(",") if f]) or ())
     if default_root() is None:
         raise SystemExit("../shared/validation/aiconfigurator/kernels not found (the measured tables are not shipped)")
     t0 = time.perf_counter()

@@ -113,6 +113,12 @@ def test_kernel_folder_holdout_json(tmp_path, scheme):
     assert cell[("chip", "b200")]["ideal_below"] == 1.0 and ("engine", "trtllm") in cell
 
 
+def test_kernel_folder_families_scores_only_those(tmp_path):
+    root = _kernels(tmp_path)
+    assert {c["quantity"] for c in _json(["validate", str(root), "--families", "gemm"])["cells"]} == {"gemm fp8"}
+    assert _json(["validate", str(root), "--families", "context_mla,all_to_all"])["cells"] == []
+
+
 def fails(args, *needles):
     code, text = invoke(args)
     assert code == 2 and text.startswith("error: ") and text.count("\n") == 1 and "Traceback" not in text, text
@@ -131,6 +137,8 @@ def test_bad_input_exits_2_naming_the_problem(tmp_path, silicon):
     fails(["validate", path, "--configs", configs, "--profile", "b200/trtllm"], "--profile")
     fails(["validate", path, "--configs", str(tmp_path)], "measurements", "no aggregated row")
     fails(["validate", str(_kernels(tmp_path / "k")), "--models", "x"], "--models", "no model column")
+    fails(["validate", str(tmp_path / "k"), "--families", "mla"], "--families", "mla", "context_mla")
+    fails(["validate", path, "--configs", configs, "--families", "gemm"], "--families", "kernel-tables folder")
     meas = tmp_path / "m.csv"
     meas.write_text("kind,accelerator,m,n,k,dtype,measured_s\ngemm,h100-sxm,1,1,1,bf16,1e-6\n")
     fails(["validate", str(meas), "--holdout", "chip"], "--holdout", "measurement CSV")

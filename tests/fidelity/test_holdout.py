@@ -152,13 +152,14 @@ def test_kernel_kfold_and_loco_recover_the_generating_terms(monkeypatch):
         return real(family, train, test)
 
     monkeypatch.setattr(hk, "predict_family", spy)
-    got = hk.kernel_holdout(lambda chip, engine: (tables[(chip, engine)], None, None), list(tables), "chip")
+    got = hk.kernel_holdout(lambda chip, engine: (tables[(chip, engine)], None, None, None), list(tables), "chip")
     assert [(tr, te) for tr, te, _, _ in seen] == [({"h100-sxm"}, {"b200"}), ({"b200"}, {"h100-sxm"})]
     rep = got.report()
     cell = {(c.by, c.group): c for c in rep.cells if c.quantity == "gemm fp8"}
     assert cell[("all", "all")].rows == 144 and cell[("all", "all")].median < 0.02
     assert cell[("chip", "b200")].p90 < 0.02 and cell[("all", "all")].ideal_below == 1.0
     seen.clear()
-    kf = hk.kernel_holdout(lambda chip, engine: (tables[(chip, engine)], None, None), [("b200", "trtllm")], "model")
+    kf = hk.kernel_holdout(lambda chip, engine: (tables[(chip, engine)], None, None, None), [("b200", "trtllm")],
+                           "model")
     assert len(seen) == hk.FOLDS and all(tr + te == 72 for _, _, tr, te in seen)  # each row held out once
     assert kf.report().cells[0].predicted == 72 and kf.report().cells[0].p90 < 0.02

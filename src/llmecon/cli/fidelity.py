@@ -131,6 +131,10 @@ def validate(
     configs: Annotated[Optional[str], typer.Option("--configs", help="Silicon CSV: folder of <org>--<name>_config.json "
                                                                      "files (default: ../../reference/hf_configs "
                                                                      "from the CSV).")] = None,
+    families: Annotated[ListOpt, typer.Option(
+        "--families", help="Kernel tables: score only these families (comma-separated: gemm, context_attention, "
+                           "generation_attention, moe, context_mla, generation_mla, gdn, all_reduce, "
+                           "all_to_all).")] = None,
 ) -> None:
     """Error of predictions against measurements: median and 90th-percentile |pred/meas - 1| and the
     share of rows ideal mode keeps at or below the measurement. A measurement CSV: ideal and
@@ -148,18 +152,20 @@ def validate(
                   "profile fitted out of sample; leave --profile and --mode out")
         scheme = (holdout or Holdout.model).value
         if kind == "silicon":
+            if families is not None:
+                _fail("--families: applies to a kernel-tables folder; a silicon CSV scores TPOT and TTFT")
             report = _silicon_report(measurements, scheme, models, chips, engines, configs, as_json)
         else:
             if models is not None:
                 _fail("--models: kernel tables have no model column; use --holdout model (shape groups) and --chips")
-            report = _kernel_report(Path(measurements), scheme, chips, engines, as_json)
+            report = _kernel_report(Path(measurements), scheme, chips, engines, families, as_json)
         if as_json:
             _emit_json(report.as_dict())
             return
         _print_holdout(_console(), report, measurements)
         return
     extra = [f for f, v in (("--holdout", holdout), ("--models", models), ("--chips", chips), ("--engines", engines),
-                            ("--configs", configs)) if v is not None]
+                            ("--configs", configs), ("--families", families)) if v is not None]
     if extra:
         _fail(f"{extra[0]}: applies to a silicon CSV or a kernel-tables folder; {measurements} is a measurement CSV "
               "(its split column holds rows out)")
@@ -268,9 +274,10 @@ def _silicon_report(path, scheme, models, chips, engines, configs, quiet):
     return rep
 
 
-def _kernel_report(root, scheme, chips, engines, quiet):
+def _kernel_report(root, scheme, chips, engines, families, quiet):
     from ..errors import CatalogError
-    from ..fidelity.holdout_kernels import kernel_holdout, load_key
+    from ..fidelity.holdout_kernels import COLLECTIVES, kernel_holdout, load_key
+    from ..fidelity.kernel_profiles import FAMILY_NAMES
     from ..fidelity.kernel_tables import CHIPS, ENGINES
 
     present = [folder for folder in CHIPS if (root / folder).is_dir()]
@@ -280,14 +287,15 @@ def _kernel_report(root, scheme, chips, engines, quiet):
                            fix="give the kernels folder of shared/validation/aiconfigurator")
     pick_c = _names("chips", chips, set(CHIPS.values()), "chip")
     pick_e = _names("engines", engines, set(ENGINES), "engine")
+    pick_f = _names("families", families, {*FAMILY_NAMES, *COLLECTIVES}, "kernel family")
     every = [(CHIPS[f], e) for f in CHIPS if f in present for e in ENGINES if pick_e is None or e in pick_e]
     keys = [k for k in every if pick_c is None or k[0] in pick_c]
     if not keys:
         raise CatalogError(f"no tables of {', '.join(sorted(pick_c or ()))} in {root}", field="chips",
                            fix=f"pick from {', '.join(CHIPS[f] for f in present)}")
     with _Bar("fitting kernel terms", quiet) as bar:
-        got = kernel_holdout(lambda chip, engine: load_key(root, chip, engine), keys, scheme, every=every,
-                             progress=bar)
+        got = kernel_holdout(lambda chip, engine: load_key(root, chip, engine, families=pick_f), keys, scheme,
+                             every=every, progress=bar)
     return got.report()
 
 
