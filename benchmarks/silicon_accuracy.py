@@ -145,8 +145,10 @@ def write_profiles(shipped: dict, rows) -> None:
         models = sorted({r.model for r in rows if r.profile == prof})
         k = sum(r.profile == prof for r in rows)
         held = ", ".join(f"{name} = {v:g}" for name, v in FIXED.items())
+        shared = (f"; {', '.join(hs.SHARED)} fitted on every chip's {prof.split('/')[1]} rows (engine-shared, "
+                  "fidelity.holdout_silicon.SHARED)") if hs.SHARED else ""
         note = (f" Engine terms ({', '.join(PARAMS)}) fitted by benchmarks/silicon_accuracy.py (2026-11-26, "
-                f"fidelity.engine_fit; {held} held, not fitted) on {k} "
+                f"fidelity.engine_fit; {held} held, not fitted{shared}) on {k} "
                 f"aggregated serving rows of aiconfigurator's silicon_dev.csv ({'; '.join(models)}); "
                 "leave-one-model-out error in benchmarks/results/silicon_accuracy_2026-11-26.md.")
         text = re.sub(r'^(derivation = ".*?)( Engine terms \(.*?\.md\.)?"$', lambda m: m.group(1) + note + '"', text,

@@ -98,3 +98,17 @@ def test_engine_fitted_profiles_say_so_and_unfitted_ones_keep_no_engine_cost():
     for p in default_profiles():
         if p.engine and p.name not in fitted and not p.transferred:  # b300/trtllm, gb300/*: only disaggregated rows
             assert all(getattr(p, k) == v for k, v in BASE.items()), p.name
+
+
+def test_held_terms_are_returned_and_the_others_fitted_around_them(monkeypatch):
+    """``hold`` (the engine-shared TTFT terms of holdout_silicon) keeps those terms at the given values, off the
+    linearisation point, and the free terms recover the truth exactly (linear data, no prior)."""
+    monkeypatch.setattr(engine_fit, "PRIOR_WEIGHT", 0.0)
+    rows, lin = _problem(TRUTH)
+    hold = {"ttft_prefill_factor": TRUTH["ttft_prefill_factor"], "request_overhead_s": TRUTH["request_overhead_s"]}
+    got = fit_terms(range(len(rows)), rows, lin, BASE, hold)
+    for p in PARAMS:
+        assert got[p] == pytest.approx(TRUTH[p], rel=1e-3, abs=1e-9), p
+    # a wrong held value is kept as given; three free terms need only three rows
+    got = fit_terms(range(3), rows, lin, BASE, {**hold, "request_overhead_s": 0.2})
+    assert got["request_overhead_s"] == 0.2 and got["ttft_prefill_factor"] == TRUTH["ttft_prefill_factor"]

@@ -14,7 +14,8 @@ from llmecon.catalog.hardware import get_accelerator
 from llmecon.fidelity import holdout_kernels as hk
 from llmecon.fidelity.holdout import (Fold, band_of, below_share, cells, leave_one_group_out, rel_error, run_folds,
                                       stats)
-from llmecon.fidelity.holdout_silicon import MIN_TRAIN, chip_folds, group_of, model_folds, pooled_model_folds
+from llmecon.fidelity.holdout_silicon import (MIN_TRAIN, chip_folds, group_of, model_folds, pool_of,
+                                              pooled_model_folds)
 from llmecon.spec.efficiency import IDEAL, KernelTerms
 from llmecon.step.kernels import gemm_s
 
@@ -108,6 +109,43 @@ def test_silicon_model_folds_hold_architectures_together_and_fall_back_to_other_
         assert {rows[i].engine for i in f.train} == {"sglang"}
     for f in pooled_model_folds(rows, base):
         assert {group_of(rows[i]) for i in f.held}.isdisjoint({group_of(rows[i]) for i in f.train})
+    # the engine-pooled fit of the shared TTFT terms: every chip's sglang rows, the held-out group excluded
+    # everywhere, unpriced rows left out; none for the fallback fold (pooled already) or a chip fold
+    base_one_unpriced = base.copy()
+    base_one_unpriced[3 * k] = np.nan
+    assert pool_of(rows, ds.held, ds.train, base_one_unpriced) == [i for i in range(2 * k, len(rows)) if i != 3 * k]
+    assert pool_of(rows, q.held, q.train, base) is None
+    assert all(pool_of(rows, f.held, f.train, base) is None for f in loco)
+
+
+def test_fits_hold_the_engine_shared_terms_and_cross_chip_folds_keep_kernel_only_chip_terms(monkeypatch):
+    """Spy on the fits of ``predict_folds``: a per-chip fold holds the TTFT terms of the engine-pooled fit
+    (its held group excluded), a fold fitted on other chips' rows holds the per-chip terms at BASE."""
+    from llmecon.fidelity import holdout_silicon as hs
+    from llmecon.fidelity.engine_fit import BASE, PARAMS
+
+    k = MIN_TRAIN
+    rows = ([_row("A", "b200", "sglang")] * k + [_row("B", "b200", "sglang")] * k + [_row("B", "h200", "sglang")] * k)
+    base = np.ones(len(rows))
+    folds, _ = model_folds(rows, base)
+    calls = []
+
+    def fit(train, r, lin, hold=None):
+        calls.append((list(train), hold))
+        return {**BASE, "ttft_prefill_factor": 2.0 + len(calls), "request_overhead_s": 0.1}
+
+    monkeypatch.setattr(hs, "fit_fold", fit)
+    monkeypatch.setattr(hs, "_predict", lambda r, held, terms: (np.zeros(len(held)), np.zeros(len(held))))
+    hs.predict_folds(rows, folds, (base, base, None, None))
+    per_chip = [f for f in folds if f.name == "b200/sglang without A"][0]
+    fallback = [f for f in folds if f.name == "h200/sglang without B"][0]
+    by_train = {tuple(t): h for t, h in calls}
+    pooled = tuple(i for i, r in enumerate(rows) if r.model != "A")  # every chip's sglang rows but A's
+    assert by_train[pooled] is None  # the pooled fit fits all terms
+    assert calls[0] == (list(pooled), None)  # the first fold's pooled fit comes first: its factor is 2 + 1
+    assert by_train[per_chip.train]["ttft_prefill_factor"] == 3.0
+    assert set(by_train[per_chip.train]) == set(hs.SHARED)
+    assert by_train[fallback.train] == {p: BASE[p] for p in PARAMS if p not in hs.SHARED}
 
 
 def test_a_profile_with_too_few_priced_rows_is_not_fitted():

@@ -127,3 +127,16 @@ def test_fp8_block_has_fp8_bytes_and_peak():
     assert get_dtype("fp8_block").bytes == get_dtype("fp8").bytes == 1.0
     h100 = get_accelerator("h100-sxm")
     assert h100.peak("fp8_block") == h100.peak("fp8")
+
+
+def test_speculative_runs_are_skipped_with_their_reason(configs):
+    """DeepSeek-R1 on TensorRT-LLM 1.2.0rc6.post3 decoded with MTP (fidelity.silicon.SPECULATIVE_RUNS): such rows
+    are skipped, named; the same model at another version, or another model at that version, is kept."""
+    head = HEAD.replace("id,backend,", "id,backend,backend_version,")
+    lines = ["s1,trtllm,1.2.0rc6.post3,deepseek-ai/DeepSeek-R1,b200_sxm,fp8,agg,1024,1024,fp8,4,8,1,1,1,8,195,5.38",
+             "s2,trtllm,1.2.0rc6.post2,Qwen/Qwen3-32B,b200_sxm,fp8,agg,1024,1024,fp8,4,8,1,1,1,1,188,10.3",
+             "s3,trtllm,1.2.0rc6.post3,Qwen/Qwen3-32B,b200_sxm,fp8,agg,1024,1024,fp8,4,8,1,1,1,1,188,10.3"]
+    rows, skipped = parse_silicon(head + "\n".join(lines) + "\n", configs)
+    assert sorted(r.id for r in rows) == ["s2", "s3"]
+    (s,) = skipped
+    assert s.id == "s1" and "speculative decoding (MTP)" in s.reason and "1.2.0rc6.post3" in s.reason

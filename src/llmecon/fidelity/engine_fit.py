@@ -22,7 +22,9 @@ rows of concurrency <= ``TTFT_MAX_CONCURRENCY`` (larger ones are queueing at the
 the README warns), within ``BOUNDS``, by ``scipy.optimize.least_squares``. The linearisation only
 guides the fit: every reported error re-prices the rows with the full model and the fitted terms.
 ``iteration_overhead_s`` stays 0 (a second per-step term is not identifiable beside
-``step_overhead_s``).
+``step_overhead_s``). ``fit_terms(..., hold=...)`` holds named terms at given values and fits the
+rest: ``holdout_silicon`` fits the TTFT terms once per engine over every chip and holds them in the
+per-chip fits, and a chip fitted on other chips' rows keeps its per-chip terms at ``BASE``.
 
 ``prefill_stall_factor`` is not fitted (``FIXED``: 1). On the silicon rows where the prefill stall
 is identifiable (the stall x·P_1 at least 30% of the measured TPOT, no KV queueing: 320 rows of
@@ -87,30 +89,42 @@ def jacobian(rows, at: dict[str, dict] | None = None):
     return tpot0, ttft0, d_tpot, d_ttft
 
 
-def fit_terms(idx, rows, lin, at: dict) -> dict:
+def fit_terms(idx, rows, lin, at: dict, hold: dict | None = None) -> dict:
     """Terms fitted on rows ``idx`` (one profile's training rows) from the linearisation ``lin``
-    (``jacobian``'s output over all ``rows``) taken at ``at``."""
+    (``jacobian``'s output over all ``rows``) taken at ``at``; terms named in ``hold`` are held at
+    its values (the engine-shared ones of ``holdout_silicon``), the others fitted."""
     from scipy.optimize import least_squares
 
     tpot0, ttft0, d_tpot, d_ttft = lin
+    hold = dict(hold or {})
+    free = [j for j, p in enumerate(PARAMS) if p not in hold]
+    fixed = [j for j, p in enumerate(PARAMS) if p in hold]
+    if not free:
+        return {**FIXED, **{k: float(v) for k, v in hold.items()}}
     idx = np.asarray([i for i in idx if np.isfinite(tpot0[i]) and np.all(np.isfinite(d_tpot[i]))])
-    if idx.size < len(PARAMS):
-        raise InfeasibleError(f"engine fit: {idx.size} predicted rows, fewer than the {len(PARAMS)} terms")
+    if idx.size < len(free):
+        raise InfeasibleError(f"engine fit: {idx.size} predicted rows, fewer than the {len(free)} terms")
     m_tpot = np.array([rows[i].tpot_s for i in idx])
     m_ttft = np.array([rows[i].ttft_s for i in idx])
     low = np.array([rows[i].concurrency <= TTFT_MAX_CONCURRENCY for i in idx]) & np.isfinite(ttft0[idx]) \
         & np.all(np.isfinite(d_ttft[idx]), axis=1)
-    x0 = np.array([at[p] for p in PARAMS])
-    prior = np.array([BASE[p] for p in PARAMS])
-    scale = np.abs(np.array([STEPS[p] for p in PARAMS]))
+    names = [PARAMS[j] for j in free]
+    x0 = np.array([at[p] for p in names])
+    prior = np.array([BASE[p] for p in names])
+    scale = np.abs(np.array([STEPS[p] for p in names]))
+    # the held terms' offset from the linearisation point, a constant in the linear model
+    off = np.array([hold[PARAMS[j]] - at[PARAMS[j]] for j in fixed])
+    tpot_h = tpot0[idx] + (d_tpot[idx][:, fixed] @ off if fixed else 0.0)
+    ttft_h = ttft0[idx] + (d_ttft[idx][:, fixed] @ off if fixed else 0.0)
+    dt, df = d_tpot[idx][:, free], d_ttft[idx][:, free]
 
     def resid(x):
         dx = x - x0
-        r1 = (tpot0[idx] + d_tpot[idx] @ dx) / m_tpot - 1.0
-        r2 = (ttft0[idx][low] + d_ttft[idx][low] @ dx) / m_ttft[low] - 1.0
+        r1 = (tpot_h + dt @ dx) / m_tpot - 1.0
+        r2 = (ttft_h[low] + df[low] @ dx) / m_ttft[low] - 1.0
         return np.concatenate([r1, r2, PRIOR_WEIGHT * (x - prior) / scale])
 
-    lo = np.array([BOUNDS[p][0] for p in PARAMS])
-    hi = np.array([BOUNDS[p][1] for p in PARAMS])
+    lo = np.array([BOUNDS[p][0] for p in names])
+    hi = np.array([BOUNDS[p][1] for p in names])
     sol = least_squares(resid, np.clip(x0, lo, hi), bounds=(lo, hi), loss="soft_l1", f_scale=0.1, x_scale=scale)
-    return {**FIXED, **dict(zip(PARAMS, (float(v) for v in sol.x)))}
+    return {**FIXED, **dict(zip(names, (float(v) for v in sol.x))), **{k: float(v) for k, v in hold.items()}}

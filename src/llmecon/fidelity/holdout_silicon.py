@@ -15,6 +15,18 @@ kernel-only linearisation, then re-linearised at the first-pass terms on the tra
   out (a comparison for the benchmark, not shipped).
 * ``in_sample``: terms fitted on every row of a profile (the shipped ones): not an accuracy claim.
 
+Engine-shared terms (``SHARED``: ``ttft_prefill_factor``, ``request_overhead_s``): in a fold fitted on
+its own chip's rows (and in ``in_sample``) these are first fitted on the same engine's priced rows of
+every chip (the held-out group excluded everywhere; ``pool_of``, ``shared_terms``) and then held
+while the per-chip fit sets the other terms: what a request pays before its first token (admission,
+tokenisation, prefill scheduling, the first token's return) is the engine's software, and the
+per-chip fits of these terms on two or three models did not transfer (2026-11-26,
+docs/calibration.md). A fold fitted on other chips' rows only (the fallback of ``model_folds``, every
+``chip_folds`` fold: a chip with no rows of its own) fits the shared terms there and keeps the per-chip
+ones (``engine_floor_scale``, ``step_overhead_s``, ``layer_overhead_s``) at ``BASE`` (kernel-only,
+``CROSS_CHIP_BASE``): those follow the chip's launch floors and host, and borrowed from other chips
+they priced h100-sxm/sglang at 52% median TPOT error against 25% kernel-only (2026-11-26).
+
 Nothing of a held-out group enters its own fit: the first linearisation point is the fixed
 kernel-only profile (``engine_fit.BASE``), and ``run_folds`` refuses a fold whose held-out rows
 are among its training rows. TTFT is scored only at concurrency <= ``TTFT_MAX_CONCURRENCY``
@@ -23,6 +35,7 @@ are among its training rows. TTFT is scored only at concurrency <= ``TTFT_MAX_CO
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -44,15 +57,53 @@ def group_of(row) -> str:
     return FAMILY.get(row.model, row.model)
 
 
-def fit_fold(train, rows, lin0) -> dict:
+def fit_fold(train, rows, lin0, hold: dict | None = None) -> dict:
     """Engine terms fitted on rows ``train`` (indices into ``rows``; ``lin0`` = ``jacobian`` at
     ``BASE``, over ``rows``): two passes, the second linearised at the first's terms on the
-    training rows only."""
+    training rows only; ``hold`` (term: value) held, not fitted."""
     train = list(train)
-    t1 = fit_terms(train, rows, lin0, BASE)
+    t1 = fit_terms(train, rows, lin0, BASE, hold)
     sub = [rows[i] for i in train]
     lin1 = jacobian(sub, at={r.profile: t1 for r in sub})
-    return fit_terms(range(len(sub)), sub, lin1, t1)
+    return fit_terms(range(len(sub)), sub, lin1, t1, hold)
+
+
+SHARED = tuple(t for t in os.environ.get("LLMECON_SHARED_TERMS", "ttft_prefill_factor,request_overhead_s").split(",")
+               if t)
+"""Engine terms fitted once per engine over every chip's rows and held in the per-chip fits (the
+TTFT terms: host-side admission, tokenisation and prefill scheduling are the engine's, not the
+chip's; module docstring)."""
+
+
+CROSS_CHIP_BASE = os.environ.get("LLMECON_CROSS_CHIP_BASE", "1") == "1"
+"""A fold fitted on other chips' rows only (the fallback of ``model_folds``, every ``chip_folds``
+fold) keeps the per-chip terms at ``BASE`` (kernel-only) and fits the ``SHARED`` ones."""
+
+
+def shared_terms(rows, lin0, pool, cache: dict) -> dict:
+    """``SHARED`` terms of an engine-pooled fit on rows ``pool`` (cached by the pool)."""
+    unknown = sorted(set(SHARED) - set(PARAMS))
+    if unknown:
+        raise InfeasibleError(f"not fitted engine terms {', '.join(unknown)} (fitted: {', '.join(PARAMS)})",
+                              field="LLMECON_SHARED_TERMS", value=",".join(SHARED))
+    key = tuple(sorted(pool))
+    if key not in cache:
+        t = fit_fold(key, rows, lin0)
+        cache[key] = {p: t[p] for p in SHARED}
+    return cache[key]
+
+
+def pool_of(rows, fold_held, fold_train, base_tpot) -> list[int] | None:
+    """Rows of the engine-pooled fit for a per-chip fold: the same engine's priced rows on every
+    chip, every group of the held rows excluded; None where the fold's training rows are not all
+    on the held rows' chip (fallback and chip folds are pooled already)."""
+    chips = {rows[i].chip for i in fold_held}
+    if not SHARED or not fold_train or {rows[i].chip for i in fold_train} != chips or len(chips) != 1:
+        return None
+    engine = rows[fold_held[0]].engine
+    groups = {group_of(rows[i]) for i in fold_held}
+    return [i for i, r in enumerate(rows) if r.engine == engine and group_of(r) not in groups
+            and np.isfinite(base_tpot[i])]
 
 
 def _priced(idx, base_tpot) -> int:
@@ -125,9 +176,20 @@ def _predict(rows, held, terms):
 def predict_folds(rows, folds, lin0, progress=None, notes: dict | None = None):
     """(TPOT, TTFT) held-out predictions of ``folds``; a fold whose fit is refused (too few rows)
     stays NaN, with the reason in ``notes``."""
+    cache: dict = {}
+    order = iter([f for f in folds if f.held])  # run_folds fits these folds, in this order
+
     def fit(train):
+        fold = next(order)
+        if list(fold.train) != list(train):
+            raise ValueError(f"fold {fold.name}: fitted out of order")
         try:
-            return fit_fold(train, rows, lin0)
+            held = fold.held
+            pool = pool_of(rows, held, train, lin0[0])
+            hold = shared_terms(rows, lin0, pool, cache) if pool is not None else None
+            if CROSS_CHIP_BASE and {rows[i].chip for i in held}.isdisjoint(rows[i].chip for i in train):
+                hold = {p: BASE[p] for p in PARAMS if p not in SHARED}
+            return fit_fold(train, rows, lin0, hold)
         except InfeasibleError as exc:
             if notes is not None:
                 notes[f"fold {len(notes)}"] = str(exc)
@@ -139,12 +201,14 @@ def predict_folds(rows, folds, lin0, progress=None, notes: dict | None = None):
 
 def in_sample(rows, lin0, base_tpot):
     """({profile: terms fitted on all its rows}, TPOT, TTFT) for profiles with enough priced rows."""
-    terms = {}
+    terms, cache = {}, {}
     tpot, ttft = np.full(len(rows), np.nan), np.full(len(rows), np.nan)
     for prof, idx in _by_profile(rows).items():
         if _priced(idx, base_tpot) < MIN_TRAIN:
             continue
-        terms[prof] = fit_fold(idx, rows, lin0)
+        pool = [i for i, r in enumerate(rows) if r.engine == rows[idx[0]].engine and np.isfinite(base_tpot[i])]
+        hold = shared_terms(rows, lin0, pool, cache) if SHARED else None
+        terms[prof] = fit_fold(idx, rows, lin0, hold)
         tpot[idx], ttft[idx] = _predict(rows, idx, terms[prof])
     return terms, tpot, ttft
 
@@ -218,7 +282,8 @@ def silicon_holdout(rows, holdout: str = "model", *, models=None, chips=None, en
         progress(0, 1, "linearising the engine terms")
     if holdout == "none":
         profs = {rows[i].profile for i in np.flatnonzero(scored)}
-        lin0 = linearise(rows, [i for i in range(n) if rows[i].profile in profs])
+        engines = {p.split("/")[1] for p in profs} if SHARED else set()  # the engine-pooled fit's rows
+        lin0 = linearise(rows, [i for i in range(n) if rows[i].profile in profs or rows[i].engine in engines])
         _, held_tpot, held_ttft = in_sample(rows, lin0, lin0[0])
         notes["in-sample"] = "terms fitted on every row of the chip and engine: not an accuracy claim"
     else:
@@ -230,7 +295,9 @@ def silicon_holdout(rows, holdout: str = "model", *, models=None, chips=None, en
                  for f in folds]
         folds = [f for f in folds if f.held]
         if lin0 is None:
-            lin0 = linearise(rows, {i for f in folds for i in f.held + f.train})
+            engines = {rows[i].engine for f in folds for i in f.held} if SHARED else set()
+            lin0 = linearise(rows, {i for f in folds for i in f.held + f.train}
+                             | {i for i, r in enumerate(rows) if r.engine in engines})
         held_tpot, held_ttft = predict_folds(rows, folds, lin0, progress=progress, notes=notes)
     ideal_tpot, ideal_ttft = np.full(n, np.nan), np.full(n, np.nan)
     idx = np.flatnonzero(scored)

@@ -37,6 +37,17 @@ phase ``serving`` (``serving.steady_state``) with the (chip, engine) kernel-tabl
   model takes ``ep = moe_ep_size`` and its ``moe_tp_size·moe_ep_size`` must equal ``tp·adp``
   (llmecon's expert TP is ``tp·adp/ep``), else the row is skipped; a dense model has ep 1.
 * ``mode`` disagg (separate prefill and decode workers) is skipped: not yet supported.
+* Runs that decoded speculatively are skipped (``SPECULATIVE_RUNS``): the CSV does not record
+  speculative decoding, and llmecon's serving model prices one token per forward step. DeepSeek-R1 on
+  TensorRT-LLM ``1.2.0rc6.post3`` (88 aggregated B200 rows, 2026-02-05/06): measured TPOT is 0.56x
+  the kernel-only one-token step at concurrency <= 16 (median of 37 rows) against 0.89x for the
+  ``1.2.0rc6.post2`` rows of the same model and chip (25 rows); one configuration halves its TPOT
+  between the two patch releases (tp 8, fp8, c = 4, 1024/1024: 10.30 ms -> 5.38 ms), and the ratio
+  rises with concurrency (0.43-0.60 at c = 4, 0.52-0.83 at c = 64, 0.58-1.2 at c = 256), as
+  multi-token prediction does (DeepSeek-R1 ships an MTP module, DeepSeek-AI 2024 sec. 2.2, which
+  TensorRT-LLM runs as speculative decoding in its low-latency DeepSeek-R1 configurations). Left
+  in: the ``1.1.0rc2.post2`` DeepSeek-R1 rows (at c <= 16: 0.45-0.68 on 11 of 21 rows, 0.75-1.15 on
+  the rest; mixed, and no recorded field separates them).
 
 ``read_silicon`` gives (rows, skipped); ``predict_silicon`` prices rows group by group (a group
 that llmecon refuses is recorded with its reason, never dropped silently).
@@ -65,6 +76,8 @@ ENGINES = ("trtllm", "sglang", "vllm")
 MODEL_ALIASES = {"zhipuai/GLM-5": "zai-org/GLM-5", "meta-llama/Llama-3.1-70B": "meta-llama/Meta-Llama-3.1-70B"}
 _WEIGHTS = {"nvfp4": "nvfp4", "fp8": "fp8", "fp8_block": "fp8_block", "int4_wo": "int4", "bf16": "bf16",
             "fp4": "nvfp4", "int4": "int4"}
+SPECULATIVE_RUNS = {("trtllm", "1.2.0rc6.post3"): ("deepseek-ai/DeepSeek-R1",)}
+"""(backend, backend_version) -> model paths whose rows ran speculative decoding (module docstring)."""
 NEEDED = ("id", "backend", "model_path", "system", "precision", "mode", "isl", "osl", "gemm_quant_mode", "batch_size",
           "tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size", "silicon_ttft_ms",
           "silicon_tpot_ms")
@@ -168,6 +181,10 @@ def parse_silicon(text: str, configs: str | Path, *, where: str = "silicon_dev.c
             continue
         if r["backend"] not in ENGINES:
             skip(f"unknown backend {r['backend']!r}")
+            continue
+        if r["model_path"] in SPECULATIVE_RUNS.get((r["backend"], (r.get("backend_version") or "").strip()), ()):
+            skip(f"speculative decoding (MTP) ran: {r['backend']} {r['backend_version']} {r['model_path']} rows decode "
+                 "at about half the one-token step (fidelity.silicon.SPECULATIVE_RUNS)")
             continue
         mp = MODEL_ALIASES.get(r["model_path"], r["model_path"])
         cfg = configs / (mp.replace("/", "--") + "_config.json")
