@@ -7,8 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, AdpOpt, EpOpt, JsonOpt, KvDtypeOpt, Mode, ModeOpt, ModelOpt,
-                      Phase, PpOpt, ProfileOpt, RedundantOpt, SystemOpt, TpOpt, WeightDtypeOpt, _check_plot_path,
+from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, AcceptanceOpt, AdpOpt, DraftOpt, EpOpt, JsonOpt, KvDtypeOpt,
+                      Mode, ModeOpt, ModelOpt, Phase, PpOpt, ProfileOpt, RedundantOpt, SpecTokensOpt, SystemOpt,
+                      TpOpt, WeightDtypeOpt, _check_plot_path,
                       _console, _deployment, _emit_json, _kv_table, app, catalog_app)
 
 
@@ -84,12 +85,15 @@ def step(
                                                                    "prompt tokens.")] = 4096,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
     pp: PpOpt = None, adp: AdpOpt = None, redundant_experts: RedundantOpt = None, mode: ModeOpt = Mode.ideal,
-    profile: ProfileOpt = None,
+    profile: ProfileOpt = None, spec_tokens: SpecTokensOpt = None, acceptance: AcceptanceOpt = None,
+    draft: DraftOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Time of one decode or prefill step, and which of compute, memory or communication binds.
 
-    Without --tp/--ep/--pp the plan is the smallest that holds the weights in half of HBM.
+    Without --tp/--ep/--pp the plan is the smallest that holds the weights in half of HBM. With
+    --spec-tokens k (decode): the verify step over k+1 tokens, the draft cost, TPOT per output token
+    and the batch at which speculation stops paying.
     """
     from ..econ.batching import require_fit
     from ..step.inference import decode_of, prefill_of
@@ -97,14 +101,23 @@ def step(
     from ..units import fmt_bytes, fmt_seconds
 
     dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, adp=adp, profile=profile,
-                      redundant_experts=redundant_experts)
+                      redundant_experts=redundant_experts, spec_tokens=spec_tokens, acceptance=acceptance,
+                      draft=draft)
     chosen = _chosen_plan(dep, tp, ep, pp, adp, redundant_experts)
+    spec = None
     if phase is Phase.decode:
         result = decode_of(dep, batch=batch, context=context)
+        if dep.speculation is not None:
+            from ..report.speculation import speculation_dict
+            from ..step.speculative import breakeven_batch, speculative_of
+
+            spec = speculation_dict(speculative_of(dep, batch=batch, context=context),
+                                    breakeven_batch=breakeven_batch(dep, context=context))
     else:
         result = prefill_of(dep, batch=batch, prompt_tokens=context)
     require_fit(dep, batch=batch, context=context)
     d = step_dict(result, dep)
+    d["speculation"] = spec
     if as_json:
         _emit_json(d)
         return
@@ -128,6 +141,9 @@ def step(
                 f"; its expert group computes {d['expert_load_factor']:.3g}x the mean group's token-expert pairs"
                 if dep.plan.ep > 1 else "")),
             ("memory per chip", f"{fmt_bytes(d['memory_per_chip_bytes'])} of {fmt_bytes(d['hbm_per_chip_bytes'])}")]
+    from ..report.speculation import speculation_rows
+
+    rows += speculation_rows(spec)
     _console().print(_kv_table("llmecon step", rows))
 
 

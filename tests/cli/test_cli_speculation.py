@@ -1,0 +1,49 @@
+"""Speculative decoding from the CLI: JSON fields, the table rows, bad input exits 2 naming the flag."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cli_run import invoke
+
+
+def _json(*args):
+    code, out = invoke([*args, "--json"])
+    assert code == 0, out
+    return json.loads(out)
+
+
+def test_step_mtp_default_acceptance():
+    d = _json("step", "-m", "deepseek-v3", "-s", "gb200-nvl72", "-b", "64", "--spec-tokens", "1")
+    s = d["speculation"]
+    assert s["spec_tokens"] == 1 and s["acceptance"] == [0.85] and s["draft"] == "mtp"
+    assert s["tokens_per_step"] == pytest.approx(1.85)
+    assert s["plain_tpot_s"] == d["step_s"]
+    assert s["tpot_s"] == pytest.approx((s["verify_step_s"] + s["draft_s"]) / 1.85, rel=1e-12)
+    assert s["speedup"] > 1
+
+
+def test_step_without_speculation_is_null():
+    assert _json("step", "-m", "llama-3.1-8b", "-s", "h100-sxm")["speculation"] is None
+
+
+def test_step_draft_model_table():
+    code, out = invoke(["step", "-m", "llama-3.1-70b", "-s", "gb200-nvl72", "--tp", "4", "--spec-tokens", "3",
+                        "--acceptance", "0.8", "--draft", "llama-3.1-8b"])
+    assert code == 0, out
+    assert "2.95 tokens per verify step" in out and "TPOT" in out
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["--spec-tokens", "2"], "--acceptance"),          # DeepSeek's published figure is for position 1 only
+    (["--spec-tokens", "-1"], "--spec-tokens"),
+    (["--spec-tokens", "1", "--acceptance", "1.5"], "--acceptance"),
+    (["--spec-tokens", "1", "--acceptance", "0"], "--acceptance"),
+    (["-m", "llama-3.1-8b", "--spec-tokens", "1", "--draft", "llama-3.1-8b"], "--acceptance"),
+    (["-m", "llama-3.1-8b", "--spec-tokens", "1", "--acceptance", "0.7"], "--draft"),
+])
+def test_bad_input_exits_2(args, flag):
+    code, out = invoke(["step", *args])
+    assert code == 2, out
+    assert out.startswith(f"error: {flag}") and "Traceback" not in out
