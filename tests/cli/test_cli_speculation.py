@@ -47,3 +47,16 @@ def test_bad_input_exits_2(args, flag):
     code, out = invoke(["step", *args])
     assert code == 2, out
     assert out.startswith(f"error: {flag}") and "Traceback" not in out
+
+
+def test_batch_curve_has_spec_columns_and_breakeven():
+    d = _json("batch", "-m", "deepseek-v3", "-s", "gb200-nvl72", "-L", "128", "--spec-tokens", "1")
+    s = d["speculation"]
+    assert s["tokens_per_step"] == pytest.approx(1.85) and s["breakeven_batch"] > 1
+    rows = d["curve"]
+    below = [r for r in rows if r["batch"] < s["breakeven_batch"]]
+    above = [r for r in rows if r["batch"] >= s["breakeven_batch"]]
+    assert below and above
+    assert all(r["spec_tpot_s"] < r["step_s"] for r in below)
+    assert all(r["spec_tpot_s"] >= r["step_s"] for r in above)
+    assert _json("batch", "-m", "llama-3.1-8b", "-s", "h100-sxm")["speculation"] is None

@@ -155,13 +155,16 @@ def batch_cmd(
     = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
     pp: PpOpt = None, adp: AdpOpt = None, redundant_experts: RedundantOpt = None, mode: ModeOpt = Mode.ideal,
-    profile: ProfileOpt = None,
+    profile: ProfileOpt = None, spec_tokens: SpecTokensOpt = None, acceptance: AcceptanceOpt = None,
+    draft: DraftOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Latency and cost per token against batch; balance batch, latency floor, drain time, and the
     cost of not batching.
 
-    Without --tp/--ep/--pp the plan is the smallest that holds the weights in half of HBM.
+    Without --tp/--ep/--pp the plan is the smallest that holds the weights in half of HBM. With
+    --spec-tokens: TPOT and cost per output token with speculative decoding beside plain decoding's,
+    and the batch at which speculation stops paying.
     """
     from ..econ.batching import batch_economics
     from ..report.analyze import economics_dict, fmt_tokens, plot_batch_curve
@@ -170,7 +173,8 @@ def batch_cmd(
     if plot:
         _check_plot_path(plot)
     dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, adp=adp, profile=profile,
-                      redundant_experts=redundant_experts)
+                      redundant_experts=redundant_experts, spec_tokens=spec_tokens, acceptance=acceptance,
+                      draft=draft)
     chosen = _chosen_plan(dep, tp, ep, pp, adp, redundant_experts)
     e = batch_economics(dep, context=context)
     if plot:
@@ -188,16 +192,31 @@ def batch_cmd(
                           f"{fmt_tokens(context)} tokens"),
         ("latency floor", fmt_seconds(e.latency_floor_s)), ("HBM drain time", fmt_seconds(e.hbm_drain_s)),
         ("no-batching cost ratio", f"{e.no_batching_cost_ratio:,.1f}x (batch 1 vs best batch {e.best_batch:,.0f})"),
-        ("max batch", f"{e.max_batch:,} at {fmt_tokens(context)} tokens")]))
-    table = Table("batch", "step", "bound", "tokens/s", "chip-s per Mtok")
+        ("max batch", f"{e.max_batch:,} at {fmt_tokens(context)} tokens"),
+        *_spec_batch_rows(d["speculation"])]))
+    spec = d["speculation"] is not None
+    table = Table("batch", "step", "bound", "tokens/s", "chip-s per Mtok",
+                  *(("spec TPOT", "spec tokens/s", "spec chip-s per Mtok") if spec else ()))
     rows = d["curve"]
     stride = max(1, len(rows) // 16)
     for r in rows[::stride] + ([rows[-1]] if (len(rows) - 1) % stride else []):
         table.add_row(f"{r['batch']:,.0f}", fmt_seconds(r["step_s"]), r["bound"], f"{r['tokens_per_s']:,.0f}",
-                      f"{r['chip_s_per_token'] * 1e6:,.1f}")
+                      f"{r['chip_s_per_token'] * 1e6:,.1f}",
+                      *((fmt_seconds(r["spec_tpot_s"]), f"{r['spec_tokens_per_s']:,.0f}",
+                         f"{r['spec_chip_s_per_token'] * 1e6:,.1f}") if spec else ()))
     console.print(table)
     if plot:
         console.print(f"figure written to {plot}")
+
+
+def _spec_batch_rows(d) -> list[tuple[str, str]]:
+    if not d:
+        return []
+    acc = ", ".join(f"{a:g}" for a in d["acceptance"])
+    stop = (f"stops paying at batch {d['breakeven_batch']:,.0f}" if d["breakeven_batch"] is not None
+            else "pays at every batch scanned")
+    return [("speculation", f"k={d['spec_tokens']} ({d['draft']}), acceptance {acc}: {d['tokens_per_step']:.3g} "
+                            f"tokens per verify step; {stop}")]
 
 
 @app.command("model")

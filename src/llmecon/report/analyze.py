@@ -100,8 +100,19 @@ def economics_dict(e: BatchEconomics, dep: Deployment, *, with_curve: bool = Tru
         "model_max_context": e.model_max_context or None,
         **json_fields(e, "weights_per_chip_bytes", "kv_bytes_per_token"),
     }
+    if e.speculative is not None:
+        out["speculation"] = {**dep.speculation.as_dict(), "breakeven_batch": json_num(e.spec_breakeven_batch)}
+    else:
+        out["speculation"] = None
     if with_curve:
         out["curve"] = curve_rows(e.curve)
+        if e.speculative is not None:  # per batch: TPOT, output tokens/s and chip-s per token with speculation
+            s = e.speculative
+            tpot = np.broadcast_to(np.asarray(s.tpot_s, dtype=float), e.curve.batch.shape)
+            tps = np.broadcast_to(np.asarray(s.tokens_per_s, dtype=float), e.curve.batch.shape)
+            for row, t, r in zip(out["curve"], tpot, tps):
+                row.update(spec_tpot_s=json_num(t), spec_tokens_per_s=json_num(r),
+                           spec_chip_s_per_token=json_num(e.curve.chips / r))
     return out
 
 
