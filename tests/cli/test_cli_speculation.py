@@ -60,3 +60,21 @@ def test_batch_curve_has_spec_columns_and_breakeven():
     assert all(r["spec_tpot_s"] < r["step_s"] for r in below)
     assert all(r["spec_tpot_s"] >= r["step_s"] for r in above)
     assert _json("batch", "-m", "llama-3.1-8b", "-s", "h100-sxm")["speculation"] is None
+
+
+def test_cost_output_price_falls_by_the_speedup():
+    """$/Mtok out = iteration x chips / (batch x E) x $/chip-s: its ratio to plain decoding's is the
+    TPOT speed-up of ``step`` at the same batch; input (prefill) is unchanged."""
+    args = ["-m", "deepseek-v3", "-s", "gb200-nvl72", "-b", "64", "--price-per-chip-hour", "2"]
+    plain, spec = _json("cost", *args), _json("cost", *args, "--spec-tokens", "1")
+    step = _json("step", "-m", "deepseek-v3", "-s", "gb200-nvl72", "-b", "64", "--spec-tokens", "1")["speculation"]
+    assert plain["output_usd_per_mtok"] / spec["output_usd_per_mtok"] == pytest.approx(step["speedup"], rel=1e-9)
+    assert spec["input_usd_per_mtok"] == plain["input_usd_per_mtok"]
+    assert spec["tpot_s"] == pytest.approx(step["tpot_s"], rel=1e-12)
+    assert spec["speculation"]["spec_tokens"] == 1 and plain["speculation"] is None
+
+
+def test_calibrated_step_json():
+    d = _json("step", "-m", "deepseek-v3", "-s", "gb200-nvl72", "-b", "8", "--spec-tokens", "1", "--mode",
+              "calibrated")
+    assert d["mode"] == "calibrated" and d["speculation"]["speedup"] > 1

@@ -193,7 +193,19 @@ def headline_lines(dep: Deployment, e: BatchEconomics, batch_result: StepResult,
                                        f"per replica, {step_s and 1 / step_s:.1f} tok/s per user"),
         ("cost of no batching", f"{e.no_batching_cost_ratio:,.0f}x the device time per token of the best batch "
                                 f"({e.best_batch:,.0f})"),
+        *_speculation_line(dep, e),
     ]
+
+
+def _speculation_line(dep: Deployment, e: BatchEconomics) -> list[tuple[str, str]]:
+    """The headline row of speculative decoding (none without it)."""
+    if dep.speculation is None:
+        return []
+    sp = dep.speculation
+    stop = (f"stops paying at batch {e.spec_breakeven_batch:,.0f}" if e.spec_breakeven_batch is not None
+            else "pays at every batch scanned")
+    return [("speculative decoding", f"k={sp.k} ({sp.draft}), acceptance {', '.join(f'{a:g}' for a in sp.acceptance)}"
+                                     f": {sp.tokens_per_step:.3g} tokens per verify step; {stop}")]
 
 
 def batch_curve_figure(curve: BatchCurve, dep: Deployment, *, economics: BatchEconomics | None = None):

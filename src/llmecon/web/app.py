@@ -65,7 +65,8 @@ def _dep(body: S.DeploymentIn):
 
     return deployment(body.model, body.system, tp=body.tp, ep=body.ep, pp=body.pp, adp=body.adp,
                       weight_dtype=body.weight_dtype, kv_dtype=body.kv_dtype, mode=body.mode, auto=True,
-                      redundant_experts=body.redundant_experts)
+                      redundant_experts=body.redundant_experts, spec_tokens=body.spec_tokens,
+                      acceptance=body.acceptance, draft=body.draft)
 
 
 @lru_cache(maxsize=1)
@@ -184,12 +185,19 @@ def create_app() -> FastAPI:
         from ..report.analyze import step_dict
 
         dep = _dep(body)
+        spec = None
         if body.phase == "decode":
             result = decode_of(dep, batch=body.batch, context=body.context)
+            if dep.speculation is not None:
+                from ..report.speculation import speculation_dict
+                from ..step.speculative import breakeven_batch, speculative_of
+
+                spec = speculation_dict(speculative_of(dep, batch=body.batch, context=body.context),
+                                        breakeven_batch=breakeven_batch(dep, context=body.context))
         else:
             result = prefill_of(dep, batch=body.batch, prompt_tokens=body.context)
         require_fit(dep, batch=body.batch, context=body.context)
-        return to_json(step_dict(result, dep))
+        return to_json({**step_dict(result, dep), "speculation": spec})
 
     @app.post("/api/context", summary="llmecon context: KV economics against context length")
     def context(body: S.ContextIn) -> dict:
