@@ -78,3 +78,13 @@ def test_calibrated_step_json():
     d = _json("step", "-m", "deepseek-v3", "-s", "gb200-nvl72", "-b", "8", "--spec-tokens", "1", "--mode",
               "calibrated")
     assert d["mode"] == "calibrated" and d["speculation"]["speedup"] > 1
+
+
+def test_plan_searches_k():
+    d = _json("plan", "-m", "deepseek-v3", "--systems", "gb200-nvl72", "--tpot", "5ms", "--max-chips", "72",
+              "--spec-tokens", "1")
+    assert d["best"]["decode"]["spec_tokens"] == 1 and d["best"]["decode"]["tokens_per_step"] == pytest.approx(1.85)
+    assert [s["spec_tokens"] for s in d["speculation_searched"]] == [1]
+    assert "spec_tokens" in d["frontier"][0]
+    code, out = invoke(["plan", "--systems", "gb200-nvl72", "--spec-tokens", "3"])
+    assert code == 2 and out.startswith("error: --acceptance"), out

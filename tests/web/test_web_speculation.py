@@ -43,3 +43,10 @@ def test_bad_speculation_is_422(client, body, field):
     r = client.post("/api/step", json=body)
     assert r.status_code == 422, r.text
     assert any(d["loc"][-1] == field for d in r.json()["detail"]), r.text
+
+
+def test_plan_searches_k(client):
+    r = client.post("/api/plan", json={"systems": ["gb200-nvl72"], "tpot_s": 0.005, "max_chips": 72,
+                                       "spec_tokens": 1})
+    assert r.status_code == 200, r.text
+    assert r.json()["best"]["decode"]["spec_tokens"] == 1

@@ -153,3 +153,18 @@ def speculation_for(model, *, k: int | None, acceptance=None, draft: str | None 
     elif len(acc) == 1 and k > 1:
         acc = acc * k
     return Speculation(k=k, acceptance=acc, draft=draft, acceptance_source=source)
+
+
+def speculation_candidates(model, *, max_k: int | None, acceptance=None, draft: str | None = None) -> tuple:
+    """One Speculation per k = 1..max_k, for a search (the planner; k = 0, plain decoding, is always
+    searched beside them): ``acceptance`` one value (every position), at least max_k values (the first
+    k for each k), or None (the family default, which must cover max_k positions)."""
+    if max_k is None or max_k == 0:
+        if acceptance is not None and parse_acceptance(acceptance) is not None:
+            raise SpecError("is given without draft tokens to search", field="acceptance",
+                            fix="give {spec_tokens} K to search k = 0..K")
+        return ()
+    speculation_for(model, k=max_k, acceptance=acceptance, draft=draft)  # validates K, the acceptance and the draft
+    acc = parse_acceptance(acceptance)
+    return tuple(speculation_for(model, k=k, draft=draft, acceptance=None if acc is None else
+                                 (acc if len(acc) == 1 else acc[:k])) for k in range(1, max_k + 1))

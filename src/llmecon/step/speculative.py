@@ -35,9 +35,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import SpecError
+from ..errors import SpecError, require_array
 from ..spec.deployment import Deployment
 from ..spec.plan import Plan
+from ..spec.plan_array import PlanArray
 from ..spec.speculation import Speculation
 from .inference import StepResult, _assemble, _decode, decode_step
 
@@ -105,37 +106,51 @@ def mtp_draft_share(model) -> float:
     return 2.0 * (model.mtp_active_params() + model.params.head_matmul) / model.matmul_flops_per_token().total
 
 
-def verify_of(dep: Deployment, *, batch, context, k: int) -> StepResult:
-    """The verify step: a decode step over k+1 tokens per sequence (module docstring)."""
+def verify_step(model, system, plan, profile, *, mode, batch, context, k: int, weight_dtype=None, kv_dtype=None,
+                expert_imbalance: float = 1.0, dispatch_dtype=None) -> StepResult:
+    """The verify step: a decode step over k+1 tokens per sequence (module docstring). ``plan`` may
+    be a ``PlanArray`` (the planner: one plan per point); k = 0 is the plain decode step."""
     if k == 0:
-        return _decode(dep.model, dep.system, dep.plan, dep.profile, mode=dep.mode, batch=batch, context=context,
-                       weight_dtype=dep.weight_dtype, kv_dtype=dep.kv_dtype, expert_imbalance=1.0,
-                       dispatch_dtype=None)
-    from ..errors import require_array
-
-    model = dep.model
+        return _decode(model, system, plan, profile, mode=mode, batch=batch, context=context,
+                       weight_dtype=weight_dtype, kv_dtype=kv_dtype, expert_imbalance=expert_imbalance,
+                       dispatch_dtype=dispatch_dtype)
     batch = require_array("batch", batch, minimum=0, exclusive=True)
     context = require_array("context", context, minimum=0)
     attn = sum(model.attention_flops_per_token(context + i, absorbed=True) for i in range(k + 1))
-    return _assemble(model, dep.system, dep.plan, phase="decode", mode=dep.mode, profile=dep.profile, batch=batch,
-                     context=context, tokens_per_seq=float(k + 1), flops_attn_per_seq=attn,
-                     kv_read_per_seq=model.kv_read_bytes(context, dep.kv_dtype),
-                     kv_write_per_seq=(k + 1) * model.kv_bytes_per_token(dep.kv_dtype),
-                     weight_dtype=dep.weight_dtype, kv_dtype=dep.kv_dtype, expert_imbalance=1.0,
-                     dispatch_dtype=None)
+    return _assemble(model, system, plan, phase="decode", mode=mode, profile=profile, batch=batch, context=context,
+                     tokens_per_seq=float(k + 1), flops_attn_per_seq=attn,
+                     kv_read_per_seq=model.kv_read_bytes(context, kv_dtype),
+                     kv_write_per_seq=(k + 1) * model.kv_bytes_per_token(kv_dtype), weight_dtype=weight_dtype,
+                     kv_dtype=kv_dtype, expert_imbalance=expert_imbalance, dispatch_dtype=dispatch_dtype)
 
 
-def _draft_model_step_s(dep: Deployment, draft: str, *, batch, context):
+def verify_of(dep: Deployment, *, batch, context, k: int) -> StepResult:
+    """``verify_step`` of a Deployment."""
+    return verify_step(dep.model, dep.system, dep.plan, dep.profile, mode=dep.mode, batch=batch, context=context,
+                       k=k, weight_dtype=dep.weight_dtype, kv_dtype=dep.kv_dtype)
+
+
+def draft_s(model, system, plan, profile, spec: Speculation, *, mode, batch, context, plain_step_s):
+    """Seconds of the k draft passes of one iteration: MTP, k·r·(plain decode step); a draft model,
+    k of its decode steps on ``Plan(tp=plan.tp)`` (per distinct tp when ``plan`` is a ``PlanArray``)."""
+    if spec.is_mtp:
+        return spec.k * mtp_draft_share(model) * np.asarray(plain_step_s)
     from ..catalog.models import get_model
     from ..errors import LlmeconError, with_field
 
     try:
-        m = get_model(draft)
-        step = decode_step(m, dep.system, batch=batch, context=context, plan=Plan(tp=dep.plan.tp),
-                           profile=dep.profile, mode=dep.mode)
+        m = get_model(spec.draft)
+        if not isinstance(plan, PlanArray):
+            return spec.k * np.asarray(decode_step(m, system, batch=batch, context=context, plan=Plan(tp=plan.tp),
+                                                   profile=profile, mode=mode).step_s)
+        out = np.empty(plan.row.shape)
+        b = np.broadcast_to(np.asarray(batch, dtype=float), out.shape)
+        for (tp,), idx in plan.groups(plan.tp):
+            out[idx] = decode_step(m, system, batch=b[idx], context=context, plan=Plan(tp=int(tp)), profile=profile,
+                                   mode=mode).step_s
+        return spec.k * out
     except LlmeconError as exc:
         raise with_field(exc, "draft") from None
-    return step.step_s
 
 
 def speculative_of(dep: Deployment, *, batch, context, speculation: Speculation | None = None) -> SpeculativeStep:
@@ -147,14 +162,10 @@ def speculative_of(dep: Deployment, *, batch, context, speculation: Speculation 
     if spec is None or spec.k == 0:
         return SpeculativeStep(speculation=None, plain=plain, verify=plain, draft_s=0.0, draft_share=0.0)
     verify = verify_of(dep, batch=batch, context=context, k=spec.k)
-    if spec.is_mtp:
-        share = mtp_draft_share(dep.model)
-        draft_s = spec.k * share * np.asarray(plain.step_s)
-    else:
-        one = _draft_model_step_s(dep, spec.draft, batch=batch, context=context)
-        share = float(np.mean(np.divide(one, plain.step_s)))
-        draft_s = spec.k * np.asarray(one)
-    return SpeculativeStep(speculation=spec, plain=plain, verify=verify, draft_s=draft_s, draft_share=share)
+    drafted = draft_s(dep.model, dep.system, dep.plan, dep.profile, spec, mode=dep.mode, batch=batch,
+                      context=context, plain_step_s=plain.step_s)
+    share = float(np.mean(np.divide(drafted, spec.k * np.asarray(plain.step_s))))
+    return SpeculativeStep(speculation=spec, plain=plain, verify=verify, draft_s=drafted, draft_share=share)
 
 
 def breakeven_batch(dep: Deployment, *, context, speculation: Speculation | None = None,

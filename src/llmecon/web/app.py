@@ -224,8 +224,12 @@ def create_app() -> FastAPI:
                 get_dtype(dt)
         targets = PlanTargets(tpot_s=body.tpot_s, ttft_s=body.ttft_s, context=body.context,
                               prompt_tokens=body.prompt_tokens, output_tokens=body.output_tokens)
+        from ..spec.speculation import speculation_candidates
+
         options = SearchOptions(max_chips=body.max_chips, weight_dtype=body.weight_dtype, kv_dtype=body.kv_dtype,
-                                profiles=profiles_for(body.mode, None, found))
+                                profiles=profiles_for(body.mode, None, found),
+                                speculation=speculation_candidates(m, max_k=body.spec_tokens,
+                                                                   acceptance=body.acceptance, draft=body.draft))
         prices = {s.name: body.price_per_chip_hour for s in found} if body.price_per_chip_hour is not None else {}
         r = plan_deployment(m, found, targets=targets, options=options, prices=prices, objective=body.objective)
         out = plan_result_dict(r, hbm_bytes={s.name: s.accelerator.hbm_bytes for s in found},

@@ -107,6 +107,12 @@ class PlanIn(_Body):
     weight_dtype: Optional[DtypeName] = DtypeOpt
     kv_dtype: Optional[DtypeName] = DtypeOpt
     mode: Literal["ideal", "calibrated"] = "ideal"
+    spec_tokens: Optional[int] = Field(None, ge=0, le=8, description="Speculative decoding: search k = 0..K draft "
+                                       "tokens per verify step (default 0 = plain decoding only).")
+    acceptance: Optional[list[float]] = Field(None, min_length=1, max_length=16,
+                                              description="Acceptance per drafted position (one value = every "
+                                              "position); default: the model family's published figure.")
+    draft: Optional[DraftName] = Field(None, description="'mtp' (default) or a draft model from the catalogue.")
 
 
 class SimulateIn(DeploymentIn):
