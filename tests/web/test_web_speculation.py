@@ -50,3 +50,10 @@ def test_plan_searches_k(client):
                                        "spec_tokens": 1})
     assert r.status_code == 200, r.text
     assert r.json()["best"]["decode"]["spec_tokens"] == 1
+
+
+@pytest.mark.parametrize("path", ["/api/simulate", "/api/context"])
+def test_endpoints_without_speculation_refuse_it(client, path):
+    r = client.post(path, json={"spec_tokens": 1})
+    assert r.status_code == 422, r.text
+    assert any(d["loc"][-1] == "spec_tokens" for d in r.json()["detail"]), r.text

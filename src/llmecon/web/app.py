@@ -69,6 +69,17 @@ def _dep(body: S.DeploymentIn):
                       acceptance=body.acceptance, draft=body.draft)
 
 
+def _without_speculation(dep, what: str):
+    """``dep`` for an endpoint that does not model speculative decoding: a 422 naming spec_tokens
+    rather than an answer that silently ignores it."""
+    if dep.speculation is not None:
+        from ..errors import SpecError
+
+        raise SpecError(f"speculative decoding is not modelled by {what} yet", field="spec_tokens",
+                        value=dep.speculation.k, fix="use /api/step, /api/analyze or /api/plan, or leave it out")
+    return dep
+
+
 @lru_cache(maxsize=1)
 def _claims() -> tuple:
     """The lecture's claims (deterministic: computed once per process, ~1.5 s)."""
@@ -204,7 +215,7 @@ def create_app() -> FastAPI:
         from ..econ.context import context_economics
         from ..report.context import context_dict
 
-        dep = _dep(body)
+        dep = _without_speculation(_dep(body), "/api/context")
         e = context_economics(dep, batch=body.batch, batch_cap=body.max_batch)
         return to_json(context_dict(e, dep, price_per_chip_hour=body.price_per_chip_hour, utilization=body.utilization))
 
@@ -249,7 +260,7 @@ def create_app() -> FastAPI:
         wl = synthetic(rate_per_s=body.rate, prompt=parse_lengths(str(body.prompt_tokens), field="prompt_tokens"),
                        output=parse_lengths(str(body.output_tokens), field="output_tokens"), seed=body.seed,
                        n=body.requests, duration_s=None)
-        dep = _dep(body)
+        dep = _without_speculation(_dep(body), "the serving simulator (/api/simulate)")
         require_memory(simulation_bytes(requests=wl.n, longest_tokens=body.prompt_tokens + body.output_tokens),
                        WEB_SIMULATE_MAX_MEMORY_BYTES, what=f"{wl.n:,} requests of up to "
                        f"{body.prompt_tokens + body.output_tokens:,} tokens", fix="use fewer or shorter requests")
