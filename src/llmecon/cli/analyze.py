@@ -21,7 +21,8 @@ def analyze(
                                                                          "batch, memory limit)).")] = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
     pp: PpOpt = None, adp: AdpOpt = None, redundant_experts: RedundantOpt = None, mode: ModeOpt = Mode.ideal,
-    profile: ProfileOpt = None,
+    profile: ProfileOpt = None, spec_tokens: SpecTokensOpt = None, acceptance: AcceptanceOpt = None,
+    draft: DraftOpt = None,
     as_json: JsonOpt = False,
     report: Annotated[Optional[str], typer.Option("--report", help="Also write a self-contained HTML report "
                                                                    "(headline numbers, figures, assumptions).")] = None,
@@ -39,7 +40,8 @@ def analyze(
 
         report_path = check_html_path(report, "--report")
     dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, adp=adp, profile=profile,
-                      redundant_experts=redundant_experts)
+                      redundant_experts=redundant_experts, spec_tokens=spec_tokens, acceptance=acceptance,
+                      draft=draft)
     a = analyze_deployment(dep, context=context, batch=batch)
     e = a.economics
     if report_path is not None:
