@@ -137,14 +137,14 @@ def speculation_for(model, *, k: int | None, acceptance=None, draft: str | None 
     draft = draft or MTP
     if draft == MTP and mtp_layers <= 0:
         raise SpecError(f"model {model_name} ships no multi-token-prediction modules", field="draft", value=draft,
-                        fix="name a draft model (--draft MODEL) or choose a model with MTP layers")
+                        fix="name a draft model in {draft} or choose a model with MTP layers")
     source = "given"
     if acc is None:
         default = family_default(model_name) if draft == MTP else None
         if default is None:
             raise SpecError(f"no published acceptance for {model_name}" + ("" if draft == MTP else
                             f" drafted by {draft}"), field="acceptance",
-                            fix="give the acceptance per drafted position (e.g. --acceptance 0.8)")
+                            fix="give the acceptance per drafted position in {acceptance} (e.g. 0.8)")
         acc, source = default
         if len(acc) < k:
             raise SpecError(f"the published default ({source}) covers {len(acc)} drafted position(s), not {k}",
