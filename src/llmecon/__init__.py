@@ -33,6 +33,9 @@ _EXPORTS = {
     "Analysis": "econ.batching", "EfficiencyProfile": "spec.efficiency", "IDEAL": "spec.efficiency",
     "analyze": "econ.batching", "decode_of": "step.inference", "default_profile": "catalog.efficiency",
     "load_profile": "catalog.efficiency", "prefill_of": "step.inference",
+    # speculative decoding / MTP as a deployment option
+    "Speculation": "spec.speculation", "SpeculativeStep": "step.speculative", "breakeven_batch": "step.speculative",
+    "speculation_for": "spec.speculation", "speculative_of": "step.speculative",
     # context length, KV-cache tiers, prices (SPEC B, C)
     "CachePlacement": "econ.kvcache", "ContextEconomics": "econ.context", "ContextTier": "spec.prices",
     "MemoryTier": "spec.hardware", "PriceSheet": "spec.prices", "ServingCost": "econ.pricing",

@@ -17,6 +17,7 @@ from .spec.deployment import Deployment
 from .spec.efficiency import IDEAL, MODES, EfficiencyProfile
 from .spec.hardware import System
 from .spec.plan import Plan
+from .spec.speculation import speculation_for
 
 
 def fidelity(mode: str, profile: str | EfficiencyProfile | None = None,
@@ -36,9 +37,12 @@ def fidelity(mode: str, profile: str | EfficiencyProfile | None = None,
 def deployment(model: str, system: str, *, tp: int | None = None, ep: int | None = None, pp: int | None = None,
                adp: int | None = None, weight_dtype: str | None = None, kv_dtype: str | None = None,
                mode: str = "ideal", profile: str | EfficiencyProfile | None = None,
-               auto: bool = False, redundant_experts: int | None = None) -> Deployment:
+               auto: bool = False, redundant_experts: int | None = None, spec_tokens: int | None = None,
+               acceptance=None, draft: str | None = None) -> Deployment:
     """Resolve names into a validated Deployment; with ``auto`` and no degree given (nor redundant
-    experts), the smallest plan that holds the weights in half of HBM (``batching.smallest_plan``)."""
+    experts), the smallest plan that holds the weights in half of HBM (``batching.smallest_plan``).
+    ``spec_tokens``/``acceptance``/``draft``: speculative decoding (``spec.speculation.speculation_for``:
+    None/0 = none; acceptance None = the model family's published default)."""
     m, s = get_model(model), get_system(system)
     for field, dt in (("weight_dtype", weight_dtype), ("kv_dtype", kv_dtype)):
         if dt is not None:
@@ -54,7 +58,8 @@ def deployment(model: str, system: str, *, tp: int | None = None, ep: int | None
                     redundant_experts=redundant_experts or 0)
     _, prof = fidelity(mode, profile, s)
     return Deployment(model=m, system=s, plan=plan, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-                      profile=prof or IDEAL)
+                      profile=prof or IDEAL, speculation=speculation_for(m, k=spec_tokens, acceptance=acceptance,
+                                                                         draft=draft))
 
 
 def profiles_for(mode: str, profile: str | EfficiencyProfile | None, systems) -> dict[str, EfficiencyProfile]:

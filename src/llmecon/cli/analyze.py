@@ -7,8 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, AdpOpt, EpOpt, JsonOpt, KvDtypeOpt, Mode, ModeOpt, ModelOpt,
-                      Phase, PpOpt, ProfileOpt, RedundantOpt, SystemOpt, TpOpt, WeightDtypeOpt, _check_plot_path,
+from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, AcceptanceOpt, AdpOpt, DraftOpt, EpOpt, JsonOpt, KvDtypeOpt,
+                      Mode, ModeOpt, ModelOpt, Phase, PpOpt, ProfileOpt, RedundantOpt, SpecTokensOpt, SystemOpt,
+                      TpOpt, WeightDtypeOpt, _check_plot_path,
                       _console, _deployment, _emit_json, _kv_table, app, catalog_app)
 
 
@@ -20,7 +21,8 @@ def analyze(
                                                                          "batch, memory limit)).")] = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
     pp: PpOpt = None, adp: AdpOpt = None, redundant_experts: RedundantOpt = None, mode: ModeOpt = Mode.ideal,
-    profile: ProfileOpt = None,
+    profile: ProfileOpt = None, spec_tokens: SpecTokensOpt = None, acceptance: AcceptanceOpt = None,
+    draft: DraftOpt = None,
     as_json: JsonOpt = False,
     report: Annotated[Optional[str], typer.Option("--report", help="Also write a self-contained HTML report "
                                                                    "(headline numbers, figures, assumptions).")] = None,
@@ -38,7 +40,8 @@ def analyze(
 
         report_path = check_html_path(report, "--report")
     dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, adp=adp, profile=profile,
-                      redundant_experts=redundant_experts)
+                      redundant_experts=redundant_experts, spec_tokens=spec_tokens, acceptance=acceptance,
+                      draft=draft)
     a = analyze_deployment(dep, context=context, batch=batch)
     e = a.economics
     if report_path is not None:
@@ -84,12 +87,15 @@ def step(
                                                                    "prompt tokens.")] = 4096,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
     pp: PpOpt = None, adp: AdpOpt = None, redundant_experts: RedundantOpt = None, mode: ModeOpt = Mode.ideal,
-    profile: ProfileOpt = None,
+    profile: ProfileOpt = None, spec_tokens: SpecTokensOpt = None, acceptance: AcceptanceOpt = None,
+    draft: DraftOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Time of one decode or prefill step, and which of compute, memory or communication binds.
 
-    Without --tp/--ep/--pp the plan is the smallest that holds the weights in half of HBM.
+    Without --tp/--ep/--pp the plan is the smallest that holds the weights in half of HBM. With
+    --spec-tokens k (decode): the verify step over k+1 tokens, the draft cost, TPOT per output token
+    and the batch at which speculation stops paying.
     """
     from ..econ.batching import require_fit
     from ..step.inference import decode_of, prefill_of
@@ -97,14 +103,23 @@ def step(
     from ..units import fmt_bytes, fmt_seconds
 
     dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, adp=adp, profile=profile,
-                      redundant_experts=redundant_experts)
+                      redundant_experts=redundant_experts, spec_tokens=spec_tokens, acceptance=acceptance,
+                      draft=draft)
     chosen = _chosen_plan(dep, tp, ep, pp, adp, redundant_experts)
+    spec = None
     if phase is Phase.decode:
         result = decode_of(dep, batch=batch, context=context)
+        if dep.speculation is not None:
+            from ..report.speculation import speculation_dict
+            from ..step.speculative import breakeven_batch, speculative_of
+
+            spec = speculation_dict(speculative_of(dep, batch=batch, context=context),
+                                    breakeven_batch=breakeven_batch(dep, context=context))
     else:
         result = prefill_of(dep, batch=batch, prompt_tokens=context)
     require_fit(dep, batch=batch, context=context)
     d = step_dict(result, dep)
+    d["speculation"] = spec
     if as_json:
         _emit_json(d)
         return
@@ -128,6 +143,9 @@ def step(
                 f"; its expert group computes {d['expert_load_factor']:.3g}x the mean group's token-expert pairs"
                 if dep.plan.ep > 1 else "")),
             ("memory per chip", f"{fmt_bytes(d['memory_per_chip_bytes'])} of {fmt_bytes(d['hbm_per_chip_bytes'])}")]
+    from ..report.speculation import speculation_rows
+
+    rows += speculation_rows(spec)
     _console().print(_kv_table("llmecon step", rows))
 
 
@@ -139,13 +157,16 @@ def batch_cmd(
     = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
     pp: PpOpt = None, adp: AdpOpt = None, redundant_experts: RedundantOpt = None, mode: ModeOpt = Mode.ideal,
-    profile: ProfileOpt = None,
+    profile: ProfileOpt = None, spec_tokens: SpecTokensOpt = None, acceptance: AcceptanceOpt = None,
+    draft: DraftOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Latency and cost per token against batch; balance batch, latency floor, drain time, and the
     cost of not batching.
 
-    Without --tp/--ep/--pp the plan is the smallest that holds the weights in half of HBM.
+    Without --tp/--ep/--pp the plan is the smallest that holds the weights in half of HBM. With
+    --spec-tokens: TPOT and cost per output token with speculative decoding beside plain decoding's,
+    and the batch at which speculation stops paying.
     """
     from ..econ.batching import batch_economics
     from ..report.analyze import economics_dict, fmt_tokens, plot_batch_curve
@@ -154,7 +175,8 @@ def batch_cmd(
     if plot:
         _check_plot_path(plot)
     dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, adp=adp, profile=profile,
-                      redundant_experts=redundant_experts)
+                      redundant_experts=redundant_experts, spec_tokens=spec_tokens, acceptance=acceptance,
+                      draft=draft)
     chosen = _chosen_plan(dep, tp, ep, pp, adp, redundant_experts)
     e = batch_economics(dep, context=context)
     if plot:
@@ -172,16 +194,31 @@ def batch_cmd(
                           f"{fmt_tokens(context)} tokens"),
         ("latency floor", fmt_seconds(e.latency_floor_s)), ("HBM drain time", fmt_seconds(e.hbm_drain_s)),
         ("no-batching cost ratio", f"{e.no_batching_cost_ratio:,.1f}x (batch 1 vs best batch {e.best_batch:,.0f})"),
-        ("max batch", f"{e.max_batch:,} at {fmt_tokens(context)} tokens")]))
-    table = Table("batch", "step", "bound", "tokens/s", "chip-s per Mtok")
+        ("max batch", f"{e.max_batch:,} at {fmt_tokens(context)} tokens"),
+        *_spec_batch_rows(d["speculation"])]))
+    spec = d["speculation"] is not None
+    table = Table("batch", "step", "bound", "tokens/s", "chip-s per Mtok",
+                  *(("spec TPOT", "spec tokens/s", "spec chip-s per Mtok") if spec else ()))
     rows = d["curve"]
     stride = max(1, len(rows) // 16)
     for r in rows[::stride] + ([rows[-1]] if (len(rows) - 1) % stride else []):
         table.add_row(f"{r['batch']:,.0f}", fmt_seconds(r["step_s"]), r["bound"], f"{r['tokens_per_s']:,.0f}",
-                      f"{r['chip_s_per_token'] * 1e6:,.1f}")
+                      f"{r['chip_s_per_token'] * 1e6:,.1f}",
+                      *((fmt_seconds(r["spec_tpot_s"]), f"{r['spec_tokens_per_s']:,.0f}",
+                         f"{r['spec_chip_s_per_token'] * 1e6:,.1f}") if spec else ()))
     console.print(table)
     if plot:
         console.print(f"figure written to {plot}")
+
+
+def _spec_batch_rows(d) -> list[tuple[str, str]]:
+    if not d:
+        return []
+    acc = ", ".join(f"{a:g}" for a in d["acceptance"])
+    stop = (f"stops paying at batch {d['breakeven_batch']:,.0f}" if d["breakeven_batch"] is not None
+            else "pays at every batch scanned")
+    return [("speculation", f"k={d['spec_tokens']} ({d['draft']}), acceptance {acc}: {d['tokens_per_step']:.3g} "
+                            f"tokens per verify step; {stop}")]
 
 
 @app.command("model")

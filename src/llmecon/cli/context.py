@@ -8,9 +8,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, EpOpt, JsonOpt, KvDtypeOpt, Mode, ModelOpt, ModeOpt, PpOpt,
-    ProfileOpt, SystemOpt, TpOpt, WeightDtypeOpt, _check_plot_path, _console, _deployment, _emit_json, _fail,
-    _kv_table, app, catalog_app)
+from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, AcceptanceOpt, DraftOpt, EpOpt, JsonOpt, KvDtypeOpt, Mode,
+    ModelOpt, ModeOpt, PpOpt, ProfileOpt, SpecTokensOpt, SystemOpt, TpOpt, WeightDtypeOpt, _check_plot_path, _console,
+    _deployment, _emit_json, _fail, _kv_table, app, catalog_app)
 
 prices_app = typer.Typer(add_completion=False, no_args_is_help=True,
                          help="API price sheets: list them, read them backwards, design context tiers.")
@@ -27,10 +27,12 @@ KvShareOpt = Annotated[int, typer.Option("--kv-share", help="What-if: every N ad
                                                             "(cross-layer attention). 1 = as configured.")]
 
 
-def _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, kv_share: int = 1, profile=None):
+def _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, kv_share: int = 1, profile=None, spec_tokens=None,
+         acceptance=None, draft=None):
     from dataclasses import replace
 
-    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, profile=profile)
+    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, profile=profile,
+                      spec_tokens=spec_tokens, acceptance=acceptance, draft=draft)
     if kv_share != 1:
         dep = replace(dep, model=dep.model.with_kv_sharing(kv_share))
     return dep
@@ -141,14 +143,17 @@ def cost_cmd(
                                                                          "that fits).")] = None,
     utilization: UtilOpt = 1.0, provider: ProviderOpt = None, price_model: PriceModelOpt = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
+    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, spec_tokens: SpecTokensOpt = None,
+    acceptance: AcceptanceOpt = None, draft: DraftOpt = None, as_json: JsonOpt = False,
 ) -> None:
-    """$ per million input and output tokens for a deployment, and the margin against a list price."""
+    """$ per million input and output tokens for a deployment, and the margin against a list price.
+    With --spec-tokens, output tokens are decoded speculatively (E tokens per verify step)."""
     from ..econ.pricing import serving_cost
     from ..report.context import cost_dict
     from ..units import fmt_seconds
 
-    dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, profile=profile)
+    dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, profile=profile, spec_tokens=spec_tokens,
+               acceptance=acceptance, draft=draft)
     sheet = _sheet(provider, price_model)
     c = serving_cost(dep, context=context, price_per_chip_hour=price_per_chip_hour, utilization=utilization,
                      batch=batch)
@@ -159,7 +164,9 @@ def cost_cmd(
     rows = [("deployment", f"{dep.model.name} on {dep.system.name}, {dep.plan.label()} ({c.chips} chips), {dep.mode}"),
             ("assumptions", f"${price_per_chip_hour:g}/chip-hour, {utilization:.0%} utilised, context "
                             f"{_tokens(context)}, decode batch {c.batch:,.0f}, prefills batched to the balance batch"),
-            ("decode step", fmt_seconds(c.step_s)),
+            ("decode step", fmt_seconds(c.step_s) + ("" if dep.speculation is None else
+                            f" (verify + draft of k={dep.speculation.k}: {c.tokens_per_step:.3g} tokens per step, "
+                            f"TPOT {fmt_seconds(c.tpot_s)})")),
             ("input (prefill)", f"{_money(c.input_usd_per_mtok)} per million tokens"),
             ("output (decode)", f"{_money(c.output_usd_per_mtok)} per million tokens")]
     if sheet is not None:

@@ -1,5 +1,6 @@
 """The typer app and the options every command shares: --model, --system, --weight-dtype,
---kv-dtype, --tp, --ep, --pp, --adp, --redundant-experts, --mode, --profile, --json, and the helpers that turn them into
+--kv-dtype, --tp, --ep, --pp, --adp, --redundant-experts, --mode, --profile, --spec-tokens, --acceptance,
+--draft, --json, and the helpers that turn them into
 a Deployment, print tables and fail with one line. Command modules import from here; nothing here
 imports a command module (``cli/__init__.py`` registers them)."""
 
@@ -66,6 +67,15 @@ ProfileOpt = Annotated[Optional[str], typer.Option("--profile", help="Efficiency
                                                                      "(b200/sglang = chip/engine; b200 = the chip's "
                                                                      "default engine) or a TOML file (llmecon calibrate "
                                                                      "writes one); implies --mode calibrated.")]
+SpecTokensOpt = Annotated[Optional[int], typer.Option("--spec-tokens", help="Speculative decoding: draft tokens per "
+                                                                         "verify step k (default 0 = none).")]
+AcceptanceOpt = Annotated[Optional[str], typer.Option("--acceptance", help="Speculative decoding: acceptance of "
+                                                                           "each drafted position, comma-separated "
+                                                                           "(one value = every position); default: "
+                                                                           "the model family's published figure.")]
+DraftOpt = Annotated[Optional[str], typer.Option("--draft", help="Speculative decoding: 'mtp' (the model's "
+                                                                 "multi-token-prediction modules, default) or a "
+                                                                 "draft model's catalogue name.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
 
 
@@ -83,12 +93,14 @@ def _emit_json(obj: dict) -> None:
 
 
 def _deployment(model: str, system: str, tp, ep, pp, weight_dtype, kv_dtype, mode: Mode, *, auto: bool = False,
-                adp=None, profile: str | None = None, redundant_experts=None):
+                adp=None, profile: str | None = None, redundant_experts=None, spec_tokens=None, acceptance=None,
+                draft=None):
     """Resolve names into a Deployment (``resolve.deployment``, shared with the web API)."""
     from ..resolve import deployment
 
     return deployment(model, system, tp=tp, ep=ep, pp=pp, adp=adp, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-                      mode=mode.value, profile=profile, auto=auto, redundant_experts=redundant_experts)
+                      mode=mode.value, profile=profile, auto=auto, redundant_experts=redundant_experts,
+                      spec_tokens=spec_tokens, acceptance=acceptance, draft=draft)
 
 
 def _fidelity(mode: Mode, profile: str | None, system=None):

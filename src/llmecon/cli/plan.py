@@ -9,8 +9,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from .options import (DEFAULT_MODEL, JsonOpt, KvDtypeOpt, Mode, ModelOpt, ModeOpt, ProfileOpt, WeightDtypeOpt,
-    _check_plot_path, _console, _emit_json, _kv_table, app)
+from .options import (DEFAULT_MODEL, AcceptanceOpt, DraftOpt, JsonOpt, KvDtypeOpt, Mode, ModelOpt, ModeOpt,
+    ProfileOpt, WeightDtypeOpt, _check_plot_path, _console, _emit_json, _kv_table, app)
 
 PLAN_SYSTEMS = "gb200-nvl72,hgx-h100"
 PIPE_WIDTH = 120  # text width when stdout is not a terminal and COLUMNS is unset
@@ -90,10 +90,15 @@ def plan_cmd(
                                                    "(fastest per user first).")] = 10,
     plot: Annotated[Optional[str], typer.Option("--plot", help="Write the decode frontier figure "
                                                                "(PNG/SVG/PDF).")] = None,
+    spec_tokens: Annotated[Optional[int], typer.Option(
+        "--spec-tokens", help="Speculative decoding: search draft tokens per verify step k = 0..K (default 0 = "
+                              "plain decoding only).")] = None,
+    acceptance: AcceptanceOpt = None, draft: DraftOpt = None,
     mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Plan a deployment: search systems x parallelism plans x batch under TPOT/TTFT targets and HBM, and
-    show the best decode and prefill plans, why, and the throughput frontier."""
+    show the best decode and prefill plans, why, and the throughput frontier. With --spec-tokens K the
+    decode search also tries speculative decoding with k = 1..K and reports the k chosen."""
     from ..catalog.hardware import get_system
     from ..catalog.models import get_model
     from ..dtypes import get_dtype
@@ -114,9 +119,13 @@ def plan_cmd(
 
     m = get_model(model)
     found = [get_system(n) for n in names]
+    from ..spec.speculation import speculation_candidates
+
     options = SearchOptions(max_chips=max_chips, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                             dispatch_dtype=dispatch_dtype, expert_imbalance=expert_imbalance,
-                            profiles=profiles_for(mode.value, profile, found))
+                            profiles=profiles_for(mode.value, profile, found),
+                            speculation=speculation_candidates(m, max_k=spec_tokens, acceptance=acceptance,
+                                                               draft=draft))
     for dt in (weight_dtype, kv_dtype, dispatch_dtype):
         if dt is not None:
             get_dtype(dt)
@@ -141,15 +150,17 @@ def plan_cmd(
     console.print(f"[bold]llmecon plan[/bold] ({r.fidelity}): {headline(r)}")
     for search, target in ((r.decode, targets.tpot_s), (r.prefill, targets.ttft_s)):
         console.print()
-        console.print(_kv_table(f"{search.phase}: best plan", best_rows(search, hbm_bytes=hbm[search.best.system],
-                                                                        target_s=target)))
+        console.print(_kv_table(f"{search.phase}: best plan", best_rows(
+            search, hbm_bytes=hbm[search.best.system], target_s=target,
+            spec=bool(r.speculation) and search.phase == "decode")))
         priced = any(v is not None for v in r.prices.values())
-        rows = frontier_rows(search, top, priced=priced)
+        spec = bool(r.speculation) and search.phase == "decode"
+        rows = frontier_rows(search, top, priced=priced, spec=spec)
         table = Table(title=f"{search.phase} frontier: {len(rows)} of {len(search.frontier)} non-dominated points, "
                             "spread from fastest per user to most per chip", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
         for header in ("system", "plan", "chips", "batch", "step", "tok/s/chip",
                        "tok/s/user" if search.phase == "decode" else "prompt tok/s", *(("$/Mtok",) if priced else ()),
-                       "bound"):
+                       "bound", *(("k",) if spec else ())):
             table.add_column(header, justify="left" if header in ("system", "plan", "bound") else "right")
         for row in rows:
             table.add_row(*row)

@@ -123,7 +123,9 @@ def additive_fast_mode_load(*, speedup, batch_ratio):
 
 def speculative_tokens_per_step(*, draft_tokens, acceptance):
     """Expected tokens per verification step with k drafted tokens each accepted with
-    probability alpha (Leviathan et al. 2023): (1 - alpha^(k+1))/(1 - alpha)."""
+    probability alpha (Leviathan et al. 2023): (1 - alpha^(k+1))/(1 - alpha). The lecture's helper;
+    speculative decoding as a deployment option (per-position acceptance, verify and draft cost):
+    ``spec.speculation`` and ``step.speculative``."""
     a = np.asarray(acceptance, dtype=float)
     k = np.asarray(draft_tokens, dtype=float)
     if np.any((a < 0) | (a > 1)) or np.any(k < 0):
@@ -323,6 +325,8 @@ class BatchEconomics:
     weights_per_chip_bytes: float
     kv_bytes_per_token: float
     curve: BatchCurve
+    speculative: object = None       # ``step.speculative.SpeculativeStep`` over the curve's batches, or None
+    spec_breakeven_batch: float | None = None  # where speculation stops paying (``breakeven_batch``); None: never
 
 
 def roofline_twin(dep: Deployment) -> Deployment:
@@ -413,6 +417,12 @@ def batch_economics(dep: Deployment, *, context: float, batches=None) -> BatchEc
     at_one = decode_of(dep, batch=1.0, context=context)
     cost_one = float(at_one.step_s) * dep.plan.chips
     best = int(np.argmin(cost))
+    spec = brk = None
+    if dep.speculation is not None:
+        from ..step.speculative import breakeven_batch, speculative_of
+
+        spec = speculative_of(dep, batch=curve.batch, context=context)
+        brk = breakeven_batch(dep, context=context)
     return BatchEconomics(
         context=float(context), balance_batch=b_star,
         balance_batch_at_context=balance_batch_at_context_of(dep, context),
@@ -422,7 +432,8 @@ def batch_economics(dep: Deployment, *, context: float, batches=None) -> BatchEc
         max_batch=max_batch(dep, context=context) if context > 0 else 0,
         max_context_at_batch_1=max_context(dep, batch=1.0), kv_capacity_tokens=kv_capacity_tokens(dep),
         model_max_context=dep.model.max_context, weights_per_chip_bytes=dep.weights_per_chip_bytes,
-        kv_bytes_per_token=dep.model.kv_bytes_per_token(dep.kv_dtype), curve=curve)
+        kv_bytes_per_token=dep.model.kv_bytes_per_token(dep.kv_dtype), curve=curve, speculative=spec,
+        spec_breakeven_batch=brk)
 
 
 @dataclass(frozen=True, kw_only=True)

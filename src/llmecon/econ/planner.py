@@ -7,7 +7,10 @@ TPOT (one decode iteration) <= target; the prefill search picks plan and prefill
 minimise $ per input token with TTFT (one prefill step of the whole batch, plus the pipeline fill
 when pp > 1: ``StepResult.latency_s``) <= target. Both call
 ``inference.decode_step`` / ``prefill_step`` (the same functions as ``llmecon analyze``),
-vectorised over the batch grid, once per plan.
+vectorised over the batch grid, once per plan. With speculative candidates (``SearchOptions.speculation``,
+one ``Speculation`` per k) the decode search also tries each k: a point's iteration is the verify step
+plus the draft (``step.speculative``, vectorised over the same plans), its TPOT the iteration over E and
+its tokens batch·E per iteration; the best point reports the k chosen (0 = plain decoding).
 
 Search space per system: stage widths W = tp·adp from ``stage_widths`` (inside one scale-up domain,
 or power-of-two multiples of a width filling most of one), tp a divisor of the heads within one domain,
@@ -72,6 +75,9 @@ class SearchOptions:
     batches: tuple = ()              # decode batch grid per replica; () = 1..2^17, 128 points
     prefill_batches: tuple = ()      # prefill batch grid; () = 1..1024, 48 points
     pp_choices: tuple = PP_CHOICES
+    # speculative decoding candidates searched beside plain decoding (k = 0), e.g. one per k = 1..K
+    # (``spec.speculation.speculation_for``); () = plain decoding only
+    speculation: tuple = ()
     # each system's efficiency profile by name (``resolve.profiles_for``); a system not named: IDEAL
     profiles: Mapping[str, EfficiencyProfile] = field(default_factory=dict)
 
@@ -189,6 +195,8 @@ class Point:
     memory_s: float
     comm_s: float
     bound: str
+    spec_tokens: int = 0             # decode: draft tokens per verify step (0 = plain decoding)
+    tokens_per_step: float = 1.0     # decode: expected tokens per sequence per iteration (E)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -217,6 +225,7 @@ class PlanResult:
     prefill: PhaseSearch
     fidelity: str = "ideal"          # "ideal" or "calibrated (<profiles>)": what the steps were priced with
     fidelity_fields: dict = field(default_factory=lambda: {"transferred": False}, compare=False)
+    speculation: tuple = ()          # the speculative candidates searched beside plain decoding (k = 0)
 
     @property
     def usd_per_mtok_blended(self) -> float | None:
@@ -276,7 +285,8 @@ def _evaluate(model, systems, plans_by_system, *, phase, targets, options, price
     full = (_grid(options.batches, 2 ** 17, 128, "batches") if phase == "decode"
             else _grid(options.prefill_batches, 1024, 48, "prefill_batches"))
     cols = {k: [] for k in ("sys", "plan", "batch", "step", "tokens", "mem", "fits", "compute", "memory", "comm",
-                            "chips", "price")}
+                            "chips", "price", "spec", "per_step")}
+    specs = (None, *options.speculation) if phase == "decode" else (None,)
     plan_list = []
     for si, system in enumerate(systems):
         table = plans_by_system[system.name]
@@ -290,23 +300,41 @@ def _evaluate(model, systems, plans_by_system, *, phase, targets, options, price
         kw = dict(plan=pts, weight_dtype=options.weight_dtype, kv_dtype=options.kv_dtype,
                   dispatch_dtype=options.dispatch_dtype, expert_imbalance=options.expert_imbalance,
                   profile=options.profile_for(system))
-        if phase == "decode":
-            r = decode_step(model, system, batch=grid, context=targets.context, **kw)
-        else:
-            r = prefill_step(model, system, batch=grid, prompt_tokens=targets.prompt_tokens, **kw)
-        n = grid.size
-        cols["sys"].append(np.full(n, si))
-        cols["plan"].append(offset + rows)
-        cols["batch"].append(grid)
-        for key, value in (("step", r.step_s), ("tokens", r.tokens), ("mem", r.memory_per_chip_bytes),
-                           ("fits", r.fits), ("compute", r.time.compute_s), ("memory", r.time.memory_s),
-                           ("comm", r.time.comm_s)):
-            cols[key].append(np.broadcast_to(value, grid.shape))
-        cols["chips"].append(pts.chips)
-        cols["price"].append(np.full(n, np.nan if prices.get(system.name) is None else prices[system.name]))
+        plain = None
+        for spec in specs:  # decode: plain, then each speculative candidate (its iteration = verify + draft)
+            if phase == "prefill":
+                r = prefill_step(model, system, batch=grid, prompt_tokens=targets.prompt_tokens, **kw)
+            elif spec is None:
+                r = plain = decode_step(model, system, batch=grid, context=targets.context, **kw)
+            else:
+                r, e = _speculative(model, system, pts, spec, plain, grid=grid, targets=targets, kw=kw)
+            step, per_step = (r.step_s, 1.0) if spec is None else (np.add(r.step_s, e), spec.tokens_per_step)
+            n = grid.size
+            cols["sys"].append(np.full(n, si))
+            cols["plan"].append(offset + rows)
+            cols["batch"].append(grid)
+            for key, value in (("step", step), ("tokens", r.tokens if spec is None else grid * per_step),
+                               ("mem", r.memory_per_chip_bytes), ("fits", r.fits), ("compute", r.time.compute_s),
+                               ("memory", r.time.memory_s), ("comm", r.time.comm_s), ("per_step", per_step),
+                               ("spec", 0 if spec is None else spec.k)):
+                cols[key].append(np.broadcast_to(value, grid.shape))
+            cols["chips"].append(pts.chips)
+            cols["price"].append(np.full(n, np.nan if prices.get(system.name) is None else prices[system.name]))
     if not cols["step"]:
         return None, []
     return {k: np.concatenate(v) for k, v in cols.items()}, plan_list
+
+
+def _speculative(model, system, pts, spec, plain, *, grid, targets, kw):
+    """(verify step, draft seconds) of ``spec`` at every point (``step.speculative``)."""
+    from ..step.speculative import draft_s, verify_step
+
+    prof = kw["profile"]
+    v = verify_step(model, system, pts, prof, mode=prof.mode, batch=grid, context=targets.context, k=spec.k,
+                    weight_dtype=kw["weight_dtype"], kv_dtype=kw["kv_dtype"],
+                    expert_imbalance=kw["expert_imbalance"], dispatch_dtype=kw["dispatch_dtype"])
+    return v, draft_s(model, system, pts, prof, spec, mode=prof.mode, batch=grid, context=targets.context,
+                      plain_step_s=plain.step_s)
 
 
 def _point(a: dict, i: int, plan_list) -> Point:
@@ -317,7 +345,8 @@ def _point(a: dict, i: int, plan_list) -> Point:
                  latency_s=float(a["latency"][i]),
                  tokens_per_s_per_chip=float(a["per_chip"][i]), tokens_per_s_per_user=float(a["per_user"][i]),
                  usd_per_mtok=usd, memory_per_chip_bytes=float(a["mem"][i]), compute_s=comp, memory_s=mem,
-                 comm_s=com, bound=("compute", "memory", "comm")[int(np.argmax([comp, mem, com]))])
+                 comm_s=com, bound=("compute", "memory", "comm")[int(np.argmax([comp, mem, com]))],
+                 spec_tokens=int(a["spec"][i]), tokens_per_step=float(a["per_step"][i]))
 
 
 def _search_phase(model, systems, plans_by_system, *, phase, targets, options, prices, objective) -> PhaseSearch:
@@ -327,9 +356,11 @@ def _search_phase(model, systems, plans_by_system, *, phase, targets, options, p
     if a is None:
         return PhaseSearch(phase=phase, points_evaluated=0, points_fitting=0, points_meeting_slo=0, best=None,
                            frontier=(), best_achievable_s=math.inf)
+    a.setdefault("per_step", np.ones_like(a["step"]))  # plain decoding when no speculative column was evaluated
+    a.setdefault("spec", np.zeros(a["step"].shape, dtype=np.int64))
     a["per_chip"] = a["tokens"] / a["step"] / a["chips"]
-    # what a request waits: decode, one iteration per token; prefill, the step plus the pipeline fill
-    a["latency"] = (a["step"] if phase == "decode" else
+    # what a request waits: decode, one iteration per E tokens (TPOT); prefill, the step plus the pipeline fill
+    a["latency"] = (a["step"] / a["per_step"] if phase == "decode" else
                     a["step"] * pipeline_fill_factor(np.array([p.pp for _, p in plan_list])[a["plan"]]))
     # decode: each sequence emits one token per iteration; prefill: a request's prompt per TTFT
     a["per_user"] = (1.0 if phase == "decode" else targets.prompt_tokens) / a["latency"]
@@ -355,7 +386,8 @@ def _search_phase(model, systems, plans_by_system, *, phase, targets, options, p
     comm, limited = None, ""
     if best is not None:
         system = next(s for s in systems if s.name == best.system)
-        tokens = best.batch / best.plan.pp * (1.0 if phase == "decode" else targets.prompt_tokens)
+        per_seq = (1.0 + best.spec_tokens) if phase == "decode" else targets.prompt_tokens
+        tokens = best.batch / best.plan.pp * per_seq
         prof = options.profile_for(system)
         comm = comm_parts(model, prof.system(system), best.plan, tokens=tokens, dispatch_dtype=options.dispatch_dtype,
                           expert_imbalance=options.expert_imbalance, all_reduce=prof.all_reduce_algorithm,
@@ -384,7 +416,7 @@ def _batch_limit(a: dict, i: int, slo) -> str:
     ("memory"), would miss the latency target ("target"), would cost more ("objective"), or the
     grid ends ("grid")."""
     nxt = i + 1
-    if nxt >= a["plan"].size or a["plan"][nxt] != a["plan"][i]:
+    if nxt >= a["plan"].size or a["plan"][nxt] != a["plan"][i] or a["spec"][nxt] != a["spec"][i]:
         return "grid"
     if not a["fits"][nxt]:
         return "memory"
@@ -455,7 +487,7 @@ def plan_deployment(model: Model, systems: list[System], *, targets: PlanTargets
                                   fix=f"raise {{{name}}} or {{max_chips}}, or add a faster system")
     return PlanResult(model=model.name, systems=tuple(names), targets=targets, objective=objective, prices=prices,
                       decode=phases["decode"], prefill=phases["prefill"], fidelity=options.fidelity(systems),
-                      fidelity_fields=options.fidelity_fields(systems))
+                      fidelity_fields=options.fidelity_fields(systems), speculation=tuple(options.speculation))
 
 
 def _fitting(model: Model, system: System, table: PlanArray, options: SearchOptions) -> PlanArray:

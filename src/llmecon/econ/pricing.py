@@ -317,6 +317,8 @@ class ServingCost:
     chips: int
     input_usd_per_mtok: float
     output_usd_per_mtok: float
+    tokens_per_step: float = 1.0  # speculative decoding: expected tokens per sequence per decode iteration (E)
+    tpot_s: float | None = None   # time per output token: step_s / E (None = step_s)
 
     def margin_against(self, sheet: PriceSheet) -> tuple[float, float]:
         """(input, output) margins (price - cost)/price at this context's list price."""
@@ -327,7 +329,8 @@ class ServingCost:
 def serving_cost(dep: Deployment, *, context: float, price_per_chip_hour: float, utilization: float = 1.0,
                  batch: float | None = None) -> ServingCost:
     """Output tokens decoded at ``context`` with ``batch`` sequences (default: the largest that
-    fits); input tokens prefilled as prompts of ``context`` tokens, batched to the balance batch.
+    fits; with speculative decoding each iteration emits E tokens per sequence); input tokens
+    prefilled as prompts of ``context`` tokens, batched to the balance batch.
     The chips are paid whether busy or not: cost is divided by ``utilization``."""
     require_number("context", context, minimum=1, hint="tokens")
     usd_per_mtok(0.0, price_per_chip_hour=price_per_chip_hour, utilization=utilization)  # validates both
@@ -336,10 +339,17 @@ def serving_cost(dep: Deployment, *, context: float, price_per_chip_hour: float,
     if not math.isfinite(b):
         raise InfeasibleError(f"batch {batch:g} does not fit at context {context:,.0f}")
     step = decode_of(dep, batch=b, context=context)
-    out_chip_s = float(step.step_s) * dep.plan.chips / b
+    step_s, tokens = float(step.step_s), 1.0
+    if dep.speculation is not None:  # an iteration (verify + draft) emits E tokens per sequence (step.speculative)
+        from ..step.speculative import speculative_of
+
+        spec = speculative_of(dep, batch=b, context=context)
+        step_s, tokens = float(spec.step_s), spec.tokens_per_step
+    out_chip_s = step_s * dep.plan.chips / (b * tokens)
     in_chip_s = float(prefill_chip_s_per_token(dep, [float(context)], balance_batch=balance_batch_of(dep))[0])
     kw = dict(price_per_chip_hour=price_per_chip_hour, utilization=utilization)
-    return ServingCost(context=float(context), batch=b, step_s=float(step.step_s),
+    return ServingCost(context=float(context), batch=b, step_s=step_s, tokens_per_step=tokens,
+                       tpot_s=step_s / tokens,
                        price_per_chip_hour=float(price_per_chip_hour), utilization=float(utilization),
                        chips=dep.plan.chips, input_usd_per_mtok=float(usd_per_mtok(in_chip_s, **kw)),
                        output_usd_per_mtok=float(usd_per_mtok(out_chip_s, **kw)))

@@ -21,6 +21,13 @@ the chips of one replica the case was priced on (tp·adp·pp), so the default is
 ``transferred`` says whether the profile was transferred from other chips (``fidelity.transfer``) and
 ``expected_tpot_error`` is then its leave-one-chip-out TPOT median error (a share; '' otherwise). Any
 bad row is an error naming its line, the column and the fix, and nothing is written.
+
+Speculative decoding (optional columns): ``spec_tokens`` k (empty or 0 = plain decoding),
+``acceptance`` per drafted position (empty = the model family's published default,
+``spec.speculation``), ``draft`` ("mtp", the default, or a draft model's name). A decode row then
+reports the iteration (verify + draft) as ``step_s``, the verify step's compute/memory/comm and bound,
+``tpot_s`` = step_s / E and ``tokens_per_step`` = E (``step.speculative``); the serving phase does not
+model it (an error).
 """
 
 from __future__ import annotations
@@ -39,13 +46,15 @@ from ..catalog.models import get_model
 from ..spec.efficiency import EfficiencyProfile
 from ..errors import CatalogError, LlmeconError, did_you_mean
 from ..spec.plan import Plan, parse_label
+from ..spec.speculation import speculation_for
 from ..step.inference import decode_of, prefill_of
 
 INPUT_COLUMNS = ("model", "system", "phase", "batch", "context", "prompt_tokens", "output_tokens", "tp", "ep", "pp",
                  "adp", "weight_dtype", "kv_dtype")
-OPTIONAL_COLUMNS = ("id", "plan")
+OPTIONAL_COLUMNS = ("id", "plan", "spec_tokens", "acceptance", "draft")
 OUTPUT_COLUMNS = ("step_s", "compute_s", "memory_s", "comm_s", "bound", "tokens_per_s", "tpot_s", "ttft_s",
-                  "effective_batch", "mode", "profile", "chips", "transferred", "expected_tpot_error")
+                  "effective_batch", "mode", "profile", "chips", "transferred", "expected_tpot_error",
+                  "tokens_per_step")
 PHASES = ("decode", "prefill", "serving")
 _NEEDS = {"decode": ("batch", "context"), "prefill": ("batch", "prompt_tokens"),
           "serving": ("batch", "prompt_tokens", "output_tokens")}
@@ -102,7 +111,21 @@ def _group_key(row: dict, where: str) -> tuple:
         if not row.get(col):
             raise CatalogError(f"{where}: column '{col}' is empty")
     return (row["model"], row["system"], phase, _plan_of(row, where), row.get("weight_dtype") or None,
-            row.get("kv_dtype") or None)
+            row.get("kv_dtype") or None, _spec_of(row, where))
+
+
+def _spec_of(row: dict, where: str) -> tuple:
+    """(k, acceptance text, draft) of the row: k 0 (empty) = plain decoding; acceptance empty = the
+    model family's published default ('0.9;0.8' or a quoted '0.9,0.8' per position); draft empty = mtp."""
+    k = int(_num(row, "spec_tokens", where, default=0.0)) if row.get("spec_tokens") else 0
+    if row.get("spec_tokens") and float(row["spec_tokens"]) != k:
+        raise CatalogError(f"{where} spec_tokens: expected a whole number >= 0, got {row['spec_tokens']!r}")
+    if (row.get("acceptance") or row.get("draft")) and not k:
+        raise CatalogError(f"{where} acceptance: given without spec_tokens", fix="give spec_tokens k >= 1 on this line")
+    if k and row.get("phase") == "serving":
+        raise CatalogError(f"{where} spec_tokens: speculative decoding is not modelled in the serving phase "
+                           "(the steady state's loop)", fix="use phase decode, or empty spec_tokens")
+    return (k, row.get("acceptance") or None, row.get("draft") or None)
 
 
 def _plan_of(row: dict, where: str) -> Plan:
@@ -176,13 +199,22 @@ def _require_within_context(model: str, phase: str, shape: dict, at: str, limits
 
 
 def _predict_group(key, idx, shapes, out, *, mode, profile) -> None:
-    model, system, phase, plan, wdt, kvdt = key
+    model, system, phase, plan, wdt, kvdt, (k, acceptance, draft) = key
     sys_ = get_system(system)
-    dep = Deployment(model=get_model(model), system=sys_, plan=plan, weight_dtype=wdt,
-                     kv_dtype=kvdt, profile=resolve_profile(mode, profile, sys_.accelerator))
+    m = get_model(model)
+    dep = Deployment(model=m, system=sys_, plan=plan, weight_dtype=wdt, kv_dtype=kvdt,
+                     profile=resolve_profile(mode, profile, sys_.accelerator),
+                     speculation=speculation_for(m, k=k, acceptance=acceptance, draft=draft) if k else None)
     col = {name: np.array([shapes[i][name] for i in idx]) for name in shapes[idx[0]]}
     extra = {}
-    if phase == "decode":
+    if phase == "decode" and dep.speculation is not None:
+        from ..step.speculative import speculative_of
+
+        s = speculative_of(dep, batch=col["batch"], context=col["context"])
+        r = s.verify  # compute/memory/comm/bound: the verify step's; step_s: the iteration (verify + draft)
+        extra = {"step_s": s.step_s, "tpot_s": s.tpot_s, "tokens_per_s": s.tokens_per_s,
+                 "tokens_per_step": s.tokens_per_step}
+    elif phase == "decode":
         r = decode_of(dep, batch=col["batch"], context=col["context"])
     elif phase == "prefill":
         r = prefill_of(dep, batch=col["batch"], prompt_tokens=col["prompt_tokens"], cached_tokens=col["context"])

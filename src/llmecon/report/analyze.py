@@ -100,8 +100,19 @@ def economics_dict(e: BatchEconomics, dep: Deployment, *, with_curve: bool = Tru
         "model_max_context": e.model_max_context or None,
         **json_fields(e, "weights_per_chip_bytes", "kv_bytes_per_token"),
     }
+    if e.speculative is not None:
+        out["speculation"] = {**dep.speculation.as_dict(), "breakeven_batch": json_num(e.spec_breakeven_batch)}
+    else:
+        out["speculation"] = None
     if with_curve:
         out["curve"] = curve_rows(e.curve)
+        if e.speculative is not None:  # per batch: TPOT, output tokens/s and chip-s per token with speculation
+            s = e.speculative
+            tpot = np.broadcast_to(np.asarray(s.tpot_s, dtype=float), e.curve.batch.shape)
+            tps = np.broadcast_to(np.asarray(s.tokens_per_s, dtype=float), e.curve.batch.shape)
+            for row, t, r in zip(out["curve"], tpot, tps):
+                row.update(spec_tpot_s=json_num(t), spec_tokens_per_s=json_num(r),
+                           spec_chip_s_per_token=json_num(e.curve.chips / r))
     return out
 
 
@@ -182,7 +193,19 @@ def headline_lines(dep: Deployment, e: BatchEconomics, batch_result: StepResult,
                                        f"per replica, {step_s and 1 / step_s:.1f} tok/s per user"),
         ("cost of no batching", f"{e.no_batching_cost_ratio:,.0f}x the device time per token of the best batch "
                                 f"({e.best_batch:,.0f})"),
+        *_speculation_line(dep, e),
     ]
+
+
+def _speculation_line(dep: Deployment, e: BatchEconomics) -> list[tuple[str, str]]:
+    """The headline row of speculative decoding (none without it)."""
+    if dep.speculation is None:
+        return []
+    sp = dep.speculation
+    stop = (f"stops paying at batch {e.spec_breakeven_batch:,.0f}" if e.spec_breakeven_batch is not None
+            else "pays at every batch scanned")
+    return [("speculative decoding", f"k={sp.k} ({sp.draft}), acceptance {', '.join(f'{a:g}' for a in sp.acceptance)}"
+                                     f": {sp.tokens_per_step:.3g} tokens per verify step; {stop}")]
 
 
 def batch_curve_figure(curve: BatchCurve, dep: Deployment, *, economics: BatchEconomics | None = None):

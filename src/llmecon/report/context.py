@@ -142,7 +142,9 @@ def cost_dict(c: ServingCost, dep: Deployment, sheet: PriceSheet | None = None) 
            "fidelity": dep.fidelity, **dep.fidelity_fields,
            "context": c.context, "batch": c.batch, "decode_step_s": c.step_s, "chips": c.chips,
            "price_per_chip_hour": c.price_per_chip_hour, "utilization": c.utilization,
-           "input_usd_per_mtok": c.input_usd_per_mtok, "output_usd_per_mtok": c.output_usd_per_mtok}
+           "input_usd_per_mtok": c.input_usd_per_mtok, "output_usd_per_mtok": c.output_usd_per_mtok,
+           "tpot_s": c.tpot_s if c.tpot_s is not None else c.step_s,
+           "speculation": None if dep.speculation is None else dep.speculation.as_dict()}
     if sheet is not None:
         price_in, price_out = sheet.price_at(c.context)
         m_in, m_out = c.margin_against(sheet)

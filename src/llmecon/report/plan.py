@@ -38,7 +38,15 @@ def point_dict(p: Point) -> dict:
             "step_s": p.step_s, "latency_s": p.latency_s, "tokens_per_s_per_chip": p.tokens_per_s_per_chip,
             "tokens_per_s_per_user": p.tokens_per_s_per_user, "usd_per_mtok": json_num(p.usd_per_mtok),
             "memory_per_chip_bytes": p.memory_per_chip_bytes, "compute_s": p.compute_s, "memory_s": p.memory_s,
-            "comm_s": p.comm_s, "bound": p.bound}
+            "comm_s": p.comm_s, "bound": p.bound, "spec_tokens": p.spec_tokens, "tokens_per_step": p.tokens_per_step}
+
+
+def _latency_note(p: Point, target: str) -> str:
+    """What separates the latency from the step: the pipeline fill (prefill) or E tokens per iteration."""
+    if p.spec_tokens:
+        return (f"{target} {fmt_seconds(p.latency_s)} = the iteration over {p.tokens_per_step:.3g} tokens "
+                f"(k={p.spec_tokens})")
+    return f"{target} {fmt_seconds(p.latency_s)} with the pipeline fill of pp {p.plan.pp}"
 
 
 def comm_dict(c) -> dict:
@@ -58,7 +66,7 @@ def why_line(search: PhaseSearch, *, hbm_bytes: float, target_s: float | None) -
     flag = words["target"].upper()
     step = f"the step is {p.bound}-bound ({fmt_seconds(p.step_s)}"
     if p.latency_s != p.step_s:
-        step += f"; {fmt_seconds(p.latency_s)} with the pipeline fill"
+        step += f"; {_latency_note(p, flag)}"
     step += f" of the {fmt_seconds(target_s)} {flag})" if target_s else ")"
     mem = f"{fmt_bytes(p.memory_per_chip_bytes)} of {fmt_bytes(hbm_bytes)} HBM per chip"
     limit = search.batch_limited_by
@@ -100,6 +108,7 @@ def plan_result_dict(r: PlanResult, *, hbm_bytes: dict, model_assumptions=()) ->
         "frontier": [point_dict(p) for p in r.decode.frontier],
         "prefill_frontier": [point_dict(p) for p in r.prefill.frontier],
         "usd_per_mtok_blended": json_num(r.usd_per_mtok_blended),
+        "speculation_searched": [sp.as_dict() for sp in r.speculation],
         "points_evaluated": {n: s.points_evaluated for n, (s, _) in phases.items()},
         "points_fitting": {n: s.points_fitting for n, (s, _) in phases.items()},
         "points_meeting_slo": {n: s.points_meeting_slo for n, (s, _) in phases.items()},
@@ -156,8 +165,9 @@ def comm_text(comm: dict) -> str:
     return "; ".join(parts) or "none (one chip per stage, one stage)"
 
 
-def best_rows(search: PhaseSearch, *, hbm_bytes: float, target_s: float | None) -> list[tuple[str, str]]:
-    """(label, value) rows describing a phase's best plan, its search and why."""
+def best_rows(search: PhaseSearch, *, hbm_bytes: float, target_s: float | None,
+              spec: bool = False) -> list[tuple[str, str]]:
+    """(label, value) rows describing a phase's best plan, its search and why (``spec``: the k chosen)."""
     p = search.best
     w = PHASE_WORDS[search.phase]
     plan = p.plan
@@ -168,12 +178,14 @@ def best_rows(search: PhaseSearch, *, hbm_bytes: float, target_s: float | None) 
         ("batch", f"{p.batch:,.0f} {w['batch']} per replica"),
         ("step", f"{fmt_seconds(p.step_s)} ({p.bound}-bound: compute {fmt_seconds(p.compute_s)}, memory "
                  f"{fmt_seconds(p.memory_s)}, comm {fmt_seconds(p.comm_s)})" + (
-                     f"; {w['target'].upper()} {fmt_seconds(p.latency_s)} with the pipeline fill of pp {plan.pp}"
-                     if p.latency_s != p.step_s else "")),
+                     f"; {_latency_note(p, w['target'].upper())}" if p.latency_s != p.step_s else "")),
         ("throughput", f"{fmt_rate(p.tokens_per_s_per_chip)} tokens/s per chip, {fmt_rate(p.tokens_per_s_per_user)} "
                        f"{w['user']}"),
         ("cost", f"{fmt_usd_per_mtok(p.usd_per_mtok)} per M {w['tokens']} tokens" if p.usd_per_mtok is not None
          else "- (no --price-per-chip-hour)"),
+        *([("speculation", f"k={p.spec_tokens}: {p.tokens_per_step:.3g} tokens per verify step (searched with "
+                            "plain decoding, k = 0)" if p.spec_tokens else "none (k = 0 beat every k searched)")]
+          if spec else []),
         ("memory per chip", f"{fmt_bytes(p.memory_per_chip_bytes)} of {fmt_bytes(hbm_bytes)}"),
         ("communication", comm_text(comm_dict(search.comm))),
         ("search", f"{search.points_evaluated:,} (plan, batch) points, {search.points_fitting:,} fit in memory, "
@@ -182,7 +194,7 @@ def best_rows(search: PhaseSearch, *, hbm_bytes: float, target_s: float | None) 
     ]
 
 
-def frontier_rows(search: PhaseSearch, top: int, *, priced: bool) -> list[tuple[str, ...]]:
+def frontier_rows(search: PhaseSearch, top: int, *, priced: bool, spec: bool = False) -> list[tuple[str, ...]]:
     """``top`` frontier points (all systems) spread evenly along the frontier from the fastest per
     user to the most per chip, so the table shows the whole trade-off; $/Mtok only when ``priced``."""
     ranked = sorted(search.frontier, key=lambda p: -p.tokens_per_s_per_user)
@@ -192,7 +204,8 @@ def frontier_rows(search: PhaseSearch, top: int, *, priced: bool) -> list[tuple[
     points = ranked
     return [(p.system, p.plan.label(), str(p.plan.chips), f"{p.batch:,.0f}", fmt_seconds(p.step_s),
              fmt_rate(p.tokens_per_s_per_chip), fmt_rate(p.tokens_per_s_per_user),
-             *((fmt_usd_per_mtok(p.usd_per_mtok),) if priced else ()), p.bound) for p in points]
+             *((fmt_usd_per_mtok(p.usd_per_mtok),) if priced else ()), p.bound,
+             *((str(p.spec_tokens),) if spec else ())) for p in points]
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """The Deployment: a model on a system under a plan, with weight and KV formats and an efficiency
-profile, validated and placed once and then passed to every analysis.
+profile (and, optionally, speculative decoding: ``spec.speculation.Speculation``), validated and placed
+once and then passed to every analysis.
 
 ``profile`` is an ``EfficiencyProfile`` object: ``IDEAL`` (datasheet peaks, perfect overlap, the
 roofline lower bound) by default, or a fitted profile (calibrated mode). There is no separate mode
@@ -26,6 +27,7 @@ from .efficiency import IDEAL, EfficiencyProfile
 from .hardware import System
 from .model import Model
 from .plan import Placement, Plan, place
+from .speculation import Speculation
 
 
 def memory_per_chip(model: Model, plan: Plan, *, batch, context, weight_dtype=None, kv_dtype=None):
@@ -61,8 +63,12 @@ class Deployment:
     weight_dtype: str | None = None
     kv_dtype: str | None = None
     profile: EfficiencyProfile = IDEAL
+    speculation: Speculation | None = None
 
     def __post_init__(self) -> None:
+        if self.speculation is not None and not isinstance(self.speculation, Speculation):
+            raise SpecError(f"expected a Speculation, got {type(self.speculation).__name__}", field="speculation",
+                            fix="build one with llmecon.spec.speculation.speculation_for")
         if self.profile is None:
             object.__setattr__(self, "profile", IDEAL)
         if not isinstance(self.profile, EfficiencyProfile):

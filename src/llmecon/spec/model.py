@@ -347,6 +347,17 @@ class Model:
             layer += self._ffn_params(self.dense_ffn_dim)
         return 2 * d + 2 * d * d + layer + d
 
+    def mtp_active_params(self) -> int:
+        """Weights one token uses in one multi-token-prediction module (``_mtp_module_params`` with
+        only the top-k of its routed experts), the shared output head not included; 0 without MTP."""
+        if not self.mtp_layers:
+            return 0
+        module = self._mtp_module_params()
+        if self.moe_layers[self.n_layers - 1]:
+            expert, _, _, _, routed = self._moe_layer_params()
+            module += self.moe.top_k * expert - routed
+        return module
+
     @property
     def sparsity(self) -> float:
         """S = N_total / N_active >= 1 (SPEC conventions)."""

@@ -65,7 +65,19 @@ def _dep(body: S.DeploymentIn):
 
     return deployment(body.model, body.system, tp=body.tp, ep=body.ep, pp=body.pp, adp=body.adp,
                       weight_dtype=body.weight_dtype, kv_dtype=body.kv_dtype, mode=body.mode, auto=True,
-                      redundant_experts=body.redundant_experts)
+                      redundant_experts=body.redundant_experts, spec_tokens=body.spec_tokens,
+                      acceptance=body.acceptance, draft=body.draft)
+
+
+def _without_speculation(dep, what: str):
+    """``dep`` for an endpoint that does not model speculative decoding: a 422 naming spec_tokens
+    rather than an answer that silently ignores it."""
+    if dep.speculation is not None:
+        from ..errors import SpecError
+
+        raise SpecError(f"speculative decoding is not modelled by {what} yet", field="spec_tokens",
+                        value=dep.speculation.k, fix="use /api/step, /api/analyze or /api/plan, or leave it out")
+    return dep
 
 
 @lru_cache(maxsize=1)
@@ -184,19 +196,26 @@ def create_app() -> FastAPI:
         from ..report.analyze import step_dict
 
         dep = _dep(body)
+        spec = None
         if body.phase == "decode":
             result = decode_of(dep, batch=body.batch, context=body.context)
+            if dep.speculation is not None:
+                from ..report.speculation import speculation_dict
+                from ..step.speculative import breakeven_batch, speculative_of
+
+                spec = speculation_dict(speculative_of(dep, batch=body.batch, context=body.context),
+                                        breakeven_batch=breakeven_batch(dep, context=body.context))
         else:
             result = prefill_of(dep, batch=body.batch, prompt_tokens=body.context)
         require_fit(dep, batch=body.batch, context=body.context)
-        return to_json(step_dict(result, dep))
+        return to_json({**step_dict(result, dep), "speculation": spec})
 
     @app.post("/api/context", summary="llmecon context: KV economics against context length")
     def context(body: S.ContextIn) -> dict:
         from ..econ.context import context_economics
         from ..report.context import context_dict
 
-        dep = _dep(body)
+        dep = _without_speculation(_dep(body), "/api/context")
         e = context_economics(dep, batch=body.batch, batch_cap=body.max_batch)
         return to_json(context_dict(e, dep, price_per_chip_hour=body.price_per_chip_hour, utilization=body.utilization))
 
@@ -216,8 +235,12 @@ def create_app() -> FastAPI:
                 get_dtype(dt)
         targets = PlanTargets(tpot_s=body.tpot_s, ttft_s=body.ttft_s, context=body.context,
                               prompt_tokens=body.prompt_tokens, output_tokens=body.output_tokens)
+        from ..spec.speculation import speculation_candidates
+
         options = SearchOptions(max_chips=body.max_chips, weight_dtype=body.weight_dtype, kv_dtype=body.kv_dtype,
-                                profiles=profiles_for(body.mode, None, found))
+                                profiles=profiles_for(body.mode, None, found),
+                                speculation=speculation_candidates(m, max_k=body.spec_tokens,
+                                                                   acceptance=body.acceptance, draft=body.draft))
         prices = {s.name: body.price_per_chip_hour for s in found} if body.price_per_chip_hour is not None else {}
         r = plan_deployment(m, found, targets=targets, options=options, prices=prices, objective=body.objective)
         out = plan_result_dict(r, hbm_bytes={s.name: s.accelerator.hbm_bytes for s in found},
@@ -237,7 +260,7 @@ def create_app() -> FastAPI:
         wl = synthetic(rate_per_s=body.rate, prompt=parse_lengths(str(body.prompt_tokens), field="prompt_tokens"),
                        output=parse_lengths(str(body.output_tokens), field="output_tokens"), seed=body.seed,
                        n=body.requests, duration_s=None)
-        dep = _dep(body)
+        dep = _without_speculation(_dep(body), "the serving simulator (/api/simulate)")
         require_memory(simulation_bytes(requests=wl.n, longest_tokens=body.prompt_tokens + body.output_tokens),
                        WEB_SIMULATE_MAX_MEMORY_BYTES, what=f"{wl.n:,} requests of up to "
                        f"{body.prompt_tokens + body.output_tokens:,} tokens", fix="use fewer or shorter requests")

@@ -21,6 +21,7 @@ ModelName = Literal[tuple(model_names())]
 SystemName = Literal[tuple(sorted(systems()))]
 ChipName = Literal[tuple(sorted(accelerators()))]
 DtypeName = Literal[tuple(DTYPES)]
+DraftName = Literal[("mtp", *model_names())]
 Provider = Literal[tuple(sorted({p for p, _ in price_sheets()}))]
 
 Degree = Field(None, ge=1, le=4096, description="Parallel degree (default: 1, or the smallest plan that fits).")
@@ -53,6 +54,14 @@ class DeploymentIn(_Body):
     kv_dtype: Optional[DtypeName] = DtypeOpt
     mode: Literal["ideal", "calibrated"] = Field("ideal", description="ideal = datasheet peaks (a lower bound); "
                                                                       "calibrated = the chip's efficiency profile.")
+    spec_tokens: Optional[int] = Field(None, ge=0, le=16, description="Speculative decoding: draft tokens per "
+                                       "verify step (default 0 = none).")
+    acceptance: Optional[list[float]] = Field(None, min_length=1, max_length=16,
+                                              description="Acceptance of each drafted position, in (0, 1); one "
+                                              "value = every position; default: the model family's published "
+                                              "figure.")
+    draft: Optional[DraftName] = Field(None, description="'mtp' (the model's MTP modules, default) or a draft "
+                                                         "model from the catalogue.")
 
 
 class AnalyzeIn(DeploymentIn):
@@ -98,6 +107,12 @@ class PlanIn(_Body):
     weight_dtype: Optional[DtypeName] = DtypeOpt
     kv_dtype: Optional[DtypeName] = DtypeOpt
     mode: Literal["ideal", "calibrated"] = "ideal"
+    spec_tokens: Optional[int] = Field(None, ge=0, le=8, description="Speculative decoding: search k = 0..K draft "
+                                       "tokens per verify step (default 0 = plain decoding only).")
+    acceptance: Optional[list[float]] = Field(None, min_length=1, max_length=16,
+                                              description="Acceptance per drafted position (one value = every "
+                                              "position); default: the model family's published figure.")
+    draft: Optional[DraftName] = Field(None, description="'mtp' (default) or a draft model from the catalogue.")
 
 
 class SimulateIn(DeploymentIn):
