@@ -20,6 +20,7 @@ class Schedule(str, Enum):
     one_f_one_b = "1f1b"
     interleaved = "interleaved"
     zero_bubble = "zero-bubble"
+    dualpipe = "dualpipe"
 
 
 class Recompute(str, Enum):
@@ -71,6 +72,14 @@ def train_cmd(
                                                                              "Megatron-LM on A100; 1 = ideal).")] = None,
     dp_overlap: Annotated[float, typer.Option("--dp-overlap", help="Share of the last backward that hides the "
                                                                    "DP gradient sync (0-1).")] = 1.0,
+    pp_trim: Annotated[int, typer.Option("--pp-trim", help="Layers fewer on the first and last pipeline chunk "
+                                                           "(Llama 3: 1).")] = 0,
+    dropout: Annotated[bool, typer.Option("--dropout", help="Keep dropout masks (GPT-3/Megatron 2021; Llama and "
+                                                            "DeepSeek train without).")] = False,
+    reserve_gb: Annotated[float, typer.Option("--reserve-gb", help="GB per GPU held back for the framework "
+                                                                   "(CUDA context, NCCL, fragmentation).")] = 0.0,
+    precision: Annotated[str, typer.Option("--precision", help="bf16, or fp8 (layer GEMMs at the fp8 "
+                                                               "peak).")] = "bf16",
     tokens: Annotated[Optional[float], typer.Option("--tokens", help="Total training tokens (adds days, "
                                                                      "GPU-hours).")] = None,
     price_per_gpu_hour: Annotated[Optional[float], typer.Option("--price-per-gpu-hour", help="USD per GPU-hour "
@@ -92,14 +101,16 @@ def train_cmd(
     m, s = get_model(model), get_system(system)
     plan = TrainPlan(tp=tp, pp=pp, dp=_data_parallel(gpus, dp, tp, pp, cp), ep=ep, cp=cp, microbatch=micro_batch,
                      schedule=schedule.value, chunks=chunks, zero=zero, recompute=recompute.value,
-                     flash_attention=not eager_attention)
+                     flash_attention=not eager_attention, dropout=dropout, pp_trim=pp_trim)
+    require_number("--reserve-gb", reserve_gb, minimum=0)
     eff = MEGATRON_A100_EFFICIENCY if efficiency is None else efficiency
     st = train_step(m, s, plan, seq_len=seq_len, global_batch_tokens=global_batch_tokens, efficiency=eff,
-                    dp_overlap=dp_overlap)
+                    dp_overlap=dp_overlap, precision=precision, reserve=reserve_gb * 1e9)
     if not st.memory.fits:  # a plan that cannot run is an error, not numbers with a warning
         from ..errors import InfeasibleError
 
-        raise InfeasibleError(f"{m.name} under {plan.label()} needs {fmt_bytes(st.memory.total)} per GPU but "
+        raise InfeasibleError(f"{m.name} under {plan.label()} needs {fmt_bytes(st.memory.total)} per GPU on "
+                              f"pipeline rank {st.memory.rank} but "
                               f"{s.name} has {fmt_bytes(st.memory.hbm)} of HBM",
                               fix="raise {zero}, {tp} or {pp}, use {recompute} full, or shrink {micro_batch}")
     d = train_dict(st, m, s.name, tokens=tokens, price_per_gpu_hour=price_per_gpu_hour, dp_overlap=dp_overlap)
@@ -118,7 +129,8 @@ def train_cmd(
             ("TFLOP/s per GPU", f"{st.tflops_per_gpu:,.0f} model, {st.hardware_tflops_per_gpu:,.0f} hardware"),
             ("bubble", f"{st.bubble_fraction:.1%} of the step"),
             ("tokens/s", f"{st.tokens_per_s:,.0f}"),
-            ("memory per GPU", f"{fmt_bytes(st.memory.total)} of {fmt_bytes(st.memory.hbm)} ({mem})"),
+            ("memory per GPU", f"{fmt_bytes(st.memory.total)} of {fmt_bytes(st.memory.hbm)} on pipeline rank "
+                               f"{st.memory.rank}, the fullest ({mem})"),
             ("collectives on", ", ".join(f"{k} {v}" for k, v in st.tiers.items() if v != "none") or "-")]
     if tokens is not None:
         rows.append(("to train", f"{d['train_days']:,.1f} days, {d['gpu_hours']:,.0f} GPU-hours"

@@ -15,11 +15,13 @@ from .figure import pyplot, save_figure
 TIME_PARTS = (("compute", "compute_s"), ("element-wise", "elementwise_s"), ("TP comm", "tp_comm_s"),
               ("EP comm", "ep_comm_s"), ("CP comm", "cp_comm_s"), ("PP comm", "pp_comm_s"),
               ("ZeRO-3 gathers", "zero3_gather_s"), ("bubble", "bubble_s"), ("DP comm", "dp_comm_s"))
-MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations")
+MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "reserve")
 
 TRAIN_ASSUMPTIONS = (
     "mixed-precision Adam: 2 + 2 + 12 bytes per parameter (bf16 weights and grads, fp32 master, m, v); "
-    "ZeRO shards over the data-parallel group",
+    "ZeRO shards over the data-parallel × context-parallel group; every pipeline rank's memory is laid out "
+    "(its layers, embedding on the first, head on the last, in-flight micro-batches of its schedule) and the "
+    "fullest decides whether the plan fits; the framework reserve is --reserve-gb (0 unless given)",
     "activations: Korthikanti et al. 2022 accounting with sequence parallelism when tp > 1",
     "TP all-reduces, EP all-to-alls and PP hops are exposed; DP gradient sync hides behind the last "
     "micro-batch's backward by --dp-overlap; CP ring traffic hides behind attention compute",
@@ -40,7 +42,10 @@ def train_dict(st: TrainStep, model: Model, system_name: str, *, tokens: float |
         "tokens_per_s": st.tokens_per_s, "model_flops_per_step": st.model_flops,
         "hardware_flops_per_step": st.hardware_flops, "memory_per_gpu_bytes": st.memory.total,
         "memory_breakdown_bytes": {k: getattr(st.memory, k) for k in MEMORY_PARTS},
-        "hbm_per_gpu_bytes": st.memory.hbm, "fits": st.memory.fits,
+        "hbm_per_gpu_bytes": st.memory.hbm, "fits": st.memory.fits, "fullest_pipeline_rank": st.memory.rank,
+        "memory_per_rank_bytes": [dict(rank=r.rank, layers=r.layers, total=r.total,
+                                       **{k: getattr(r, k) for k in MEMORY_PARTS}) for r in st.memory.ranks],
+        "precision": st.precision,
         "assumptions": list(TRAIN_ASSUMPTIONS) + list(model.assumptions),
     }
     if tokens is not None:
