@@ -39,6 +39,8 @@ from ..errors import InfeasibleError, SpecError, require_number, require_whole, 
 from ..spec.hardware import Link, System
 from ..spec.model import Model
 from .training import SCHEDULES, bubble_fraction
+from ..spec.efficiency import EfficiencyProfile
+from .training_kernels import KernelEfficiency, calibrated as calibrated_kernels, ideal as uniform_kernels
 from .training_memory import (GRAD_BYTES, LOGIT_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, RankMemory, chunk_layers,
                               peak_in_flight, rank_layers)
 
@@ -153,6 +155,7 @@ class TrainStep:
     memory: TrainMemory
     tiers: dict
     precision: str = "bf16"
+    kernels: KernelEfficiency | None = None
 
     @property
     def gpus(self) -> int:
@@ -408,12 +411,14 @@ def _validate(model: Model, system: System, plan: TrainPlan, seq_len: int, globa
 
 def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, global_batch_tokens: float,
                efficiency: float = MEGATRON_A100_EFFICIENCY, dp_overlap: float = 1.0,
-               precision: str = "bf16", reserve: float = 0.0) -> TrainStep:
+               precision: str = "bf16", reserve: float = 0.0,
+               profile: EfficiencyProfile | None = None) -> TrainStep:
     """Time, FLOPs and memory of one step (formulas and omissions in the module docstring).
     ``precision`` fp8 runs the layers' GEMMs at the chip's fp8 peak and the attention core, head,
     element-wise kernels and communication as in bf16 (DeepSeek-V3 §3.3: embedding, output head,
     gating, norms and attention stay in BF16/FP32); MFU stays on the bf16 peak. ``reserve``: bytes
-    per GPU held back for the framework (:func:`memory_per_gpu`)."""
+    per GPU held back for the framework (:func:`memory_per_gpu`). ``profile`` (calibrated mode): kernel
+    efficiencies from a measured profile (:mod:`llmecon.econ.training_kernels`) replace ``efficiency``."""
     require_whole("seq_len", seq_len)
     require_number("global_batch_tokens", global_batch_tokens, minimum=0, exclusive=True)
     eff = require_number("efficiency", efficiency, minimum=0, exclusive=True, maximum=1.0,
@@ -441,18 +446,21 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
     stage_l, head_share = max(stages, key=lambda x: tokens_mb * (x[0] / n * layer_mm + head * x[1])
                               + b * x[0] / n * attn_fwd)
     phi = stage_l / n
-    fwd_stage = tokens_mb * (phi * layer_mm + head * head_share) + b * phi * attn_fwd
     again = plan.recompute in ("full", "reversible")
-    gemm_stage = (3.0 + again) * tokens_mb * phi * layer_mm          # layer GEMMs: fp8 under --precision fp8
-    rest_stage = 3.0 * tokens_mb * head * head_share + (3.0 + (plan.recompute != "none")) * b * phi * attn_fwd
     split = plan.tp * plan.cp
+    ke = uniform_kernels(eff) if profile is None else calibrated_kernels(
+        model, profile, seq=s, microbatch=plan.microbatch, tp=plan.tp,
+        cp=plan.cp, ep=plan.ep, precision=precision)
+    gemm_fwd = tokens_mb * phi * layer_mm / (gemm_peak * ke.layer_gemm)  # layer GEMMs: fp8 under precision fp8
+    head_fwd = tokens_mb * head * head_share / (peak * ke.head_gemm)
+    attn_fwd_s = b * phi * attn_fwd / (peak * ke.attention)
+    compute_mb = ((3.0 + again) * gemm_fwd + 3.0 * head_fwd + (3.0 + (plan.recompute != "none")) * attn_fwd_s) / split
     elementwise = sum(share * layer_elementwise_bytes(model, seq=s / plan.cp, microbatch=b, tp=plan.tp,
                                                       flash_attention=plan.flash_attention, moe_layer=is_moe,
                                                       window=window) for share, is_moe, window in _layer_mix(model))
-    passes = 3.0 + (1.0 if plan.recompute in ("full", "reversible") else 0.0)
-    compute_mb = (gemm_stage / gemm_peak + rest_stage / peak) / split / eff
-    elementwise_mb = passes * stage_l * elementwise / chip.hbm_bandwidth_bytes_per_s
-    attn_core_mb = 3.0 * b * phi * attn_fwd / split / (peak * eff)
+    passes = 3.0 + (1.0 if again else 0.0)
+    elementwise_mb = passes * stage_l * elementwise / (ke.elementwise * chip.hbm_bandwidth_bytes_per_s)
+    attn_core_mb = 3.0 * attn_fwd_s / split
 
     tiers = {}
     # Tensor parallel: 2 all-reduces (or reduce-scatter + all-gather) per layer forward, 2 backward,
@@ -498,7 +506,7 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
     dense_params = (held * layer_dense + p.embedding) / plan.tp
     expert_params = held * p.routed_experts / (plan.tp * plan.ep)
     dp_s = zero3_mb = 0.0
-    backward_mb = 2.0 * fwd_stage / split / (peak * eff)
+    backward_mb = 2.0 * (gemm_fwd + head_fwd + attn_fwd_s) / split
     if dp_link is not None:
         group = plan.dp * plan.cp
         dp_s = float(ring_all_reduce_s(message_bytes=GRAD_COMM_BYTES * dense_params, participants=group, link=dp_link))
@@ -522,7 +530,8 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
     extra["reversible"] = extra["full"]
     memory = memory_per_gpu(model, system, plan, seq_len=seq_len, microbatches=m_count, reserve=reserve)
     return TrainStep(
-        plan=plan, seq_len=seq_len, global_batch_tokens=tokens, microbatches=m_count, efficiency=eff,
+        plan=plan, seq_len=seq_len, global_batch_tokens=tokens, microbatches=m_count, efficiency=ke.layer_gemm,
+        kernels=ke,
         compute_s=m_count * compute_mb, elementwise_s=m_count * elementwise_mb, tp_comm_s=m_count * tp_mb, ep_comm_s=m_count * ep_mb,
         cp_comm_s=m_count * cp_mb, pp_comm_s=m_count * pp_mb, zero3_gather_s=m_count * zero3_mb, bubble_s=bubble,
         dp_comm_s=dp_exposed, model_flops=model_flops, hardware_flops=model_flops + extra[plan.recompute],

@@ -31,7 +31,9 @@ TRAIN_ASSUMPTIONS = (
 
 
 def train_dict(st: TrainStep, model: Model, system_name: str, *, tokens: float | None = None,
-               price_per_gpu_hour: float | None = None, dp_overlap: float = 1.0) -> dict:
+               price_per_gpu_hour: float | None = None, dp_overlap: float = 1.0, goodput=None) -> dict:
+    """The JSON of ``llmecon train``; with ``goodput`` (``econ.training_goodput.Goodput``) days, GPU-hours
+    and dollars are wall time at that goodput (ideal time / goodput)."""
     out = {
         "model": model.name, "system": system_name, "gpus": st.gpus, "plan": asdict(st.plan),
         "seq_len": st.seq_len, "global_batch_tokens": st.global_batch_tokens, "microbatches": st.microbatches,
@@ -48,8 +50,12 @@ def train_dict(st: TrainStep, model: Model, system_name: str, *, tokens: float |
         "precision": st.precision,
         "assumptions": list(TRAIN_ASSUMPTIONS) + list(model.assumptions),
     }
+    if st.kernels is not None:
+        out["kernel_efficiency"] = asdict(st.kernels)
+    if goodput is not None:
+        out["goodput"] = asdict(goodput)
     if tokens is not None:
-        seconds = st.train_s(tokens)
+        seconds = st.train_s(tokens) / (1.0 if goodput is None else goodput.goodput)
         out.update(train_tokens=float(tokens), train_days=seconds / SECONDS_PER_DAY,
                    gpu_hours=seconds * st.gpus / 3600.0)
         if price_per_gpu_hour is not None:
