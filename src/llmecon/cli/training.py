@@ -89,8 +89,8 @@ def train_cmd(
                                                               "calibrated = kernel efficiencies from the chip's "
                                                               "measured profile. Default: --efficiency.")] = None,
     profile: ProfileOpt = None,
-    mtbf_gpu_hours: Annotated[Optional[float], typer.Option("--mtbf-gpu-hours", help="GPU-hours between "
-                                                            "interruptions, per GPU (default: Llama 3's 50,677).")] = None,
+    mtbf_gpu_hours: Annotated[Optional[float], typer.Option(
+        "--mtbf-gpu-hours", help="GPU-hours between interruptions, per GPU (default: Llama 3's 50,677).")] = None,
     checkpoint_s: Annotated[Optional[float], typer.Option("--checkpoint-s", help="Seconds a checkpoint stalls "
                                                                                  "training (adds goodput).")] = None,
     restart_s: Annotated[Optional[float], typer.Option("--restart-s", help="Seconds to restart after a failure "

@@ -41,13 +41,12 @@ from ..spec.model import Model
 from .training import SCHEDULES, bubble_fraction
 from ..spec.efficiency import EfficiencyProfile
 from .training_kernels import KernelEfficiency, calibrated as calibrated_kernels, ideal as uniform_kernels
-from .training_memory import (GRAD_BYTES, LOGIT_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, RankMemory, chunk_layers,
-                              peak_in_flight, rank_layers)
+from .training_memory import (  # noqa: F401  (re-exported: the step's public memory API)
+    ACT_BYTES, GRAD_BYTES, MASK_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, RankMemory, TrainMemory, _layer_mix,
+    in_flight_microbatches, layer_activation_bytes, memory_per_gpu, stage_layers)
 
 RECOMPUTE = ("none", "selective", "full", "reversible")
 PRECISIONS = ("bf16", "fp8")
-ACT_BYTES = 2.0           # bf16 activations (Korthikanti et al. 2022)
-MASK_BYTES = 1.0          # dropout masks, one byte per element (ibid.)
 GRAD_COMM_BYTES = 2.0     # gradients reduced in bf16
 SECONDS_PER_DAY = 86400.0
 
@@ -106,29 +105,6 @@ class TrainPlan:
         return (f"tp{self.tp}·cp{self.cp}·dp{self.dp}·pp{self.pp}" + (f"·ep{self.ep}" if self.ep > 1 else "")
                 + f" mb{self.microbatch} {self.schedule}" + (f"(v={self.chunks})" if self.chunks > 1 else "")
                 + f" zero{self.zero} {self.recompute}" + (f" trim{self.pp_trim}" if self.pp_trim else ""))
-
-
-@dataclass(frozen=True, kw_only=True)
-class TrainMemory:
-    """Bytes per GPU on the fullest pipeline rank (the worst rank decides "fits"); ``ranks`` holds
-    every rank's breakdown (:mod:`llmecon.econ.training_memory`)."""
-
-    weights: float
-    gradients: float
-    optimizer: float
-    activations: float
-    hbm: float
-    reserve: float = 0.0
-    rank: int = 0
-    ranks: tuple = ()
-
-    @property
-    def total(self) -> float:
-        return self.weights + self.gradients + self.optimizer + self.activations + self.reserve
-
-    @property
-    def fits(self) -> bool:
-        return self.total <= self.hbm
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -214,55 +190,6 @@ def group_link(system: System, *, stride: int, size: int, what: str) -> tuple[Li
     return system.scale_out, "scale-out"
 
 
-# ---- activations ---------------------------------------------------------------------------------
-
-
-def layer_activation_bytes(model: Model, *, seq: float, microbatch: float, tp: int, recompute: str,
-                           moe_layer: bool, window: int = 0, dropout: bool = True) -> float:
-    """Activation bytes one transformer layer keeps for the backward pass, per micro-batch, per GPU.
-
-    Korthikanti et al. 2022 (arXiv:2205.05198) Table 2 with sequence parallelism, in general form
-    (s tokens, b sequences, h hidden, a heads): attention 2sbh (QKV input) + 2sb·(q+2k) (Q, K, V)
-    + 2sb·o (output-projection input) + sbh (dropout mask); scores 5·a·s·s'·b (softmax 2, mask 1,
-    dropout output 2; s' = min(s, window)); two norms 4sbh; MLP sbh (mask) + 2sbh (input) + g·sb·f
-    with g = 4 (fc1 and GELU outputs) or 6 (gate, up and their product, gated); MoE: router input
-    shared, k dispatched copies of 2sbh + g·sb·f_e, shared experts as a dense MLP. GPT-3 shapes give
-    sbh(34 + 5as/h) exactly. All of it divides by tp (sequence parallelism). ``recompute``: none
-    keeps the scores; selective (= FlashAttention) drops them; full keeps the layer input 2sbh;
-    reversible keeps nothing per layer (the stage boundary is counted by the caller). Without
-    ``dropout`` (Llama, DeepSeek: no dropout in pretraining) the two 1-byte masks and the scores'
-    mask and dropout output go: 32·s·b·h + 2·a·s²·b for GPT-3 shapes.
-    """
-    s, b, h = float(seq), float(microbatch), float(model.d_model)
-    a = model.attention
-    if recompute == "reversible":
-        return 0.0
-    if recompute == "full":
-        return ACT_BYTES * s * b * h / tp
-    q = a.n_heads * a.head_dim
-    k = a.n_heads * a.head_dim if a.kind == "mla" else a.n_kv_heads * a.head_dim
-    v = a.n_heads * a.v_head_dim if a.kind == "mla" else a.n_kv_heads * a.v_head_dim
-    o = a.n_heads * a.v_head_dim
-    sb = s * b
-    mask = MASK_BYTES if dropout else 0.0
-    attention = ACT_BYTES * sb * (h + q + k + v + o) + mask * sb * h
-    norms = 2 * ACT_BYTES * sb * h
-    g = 6.0 if model.ffn_gated else 4.0
-    mlp = mask * sb * h + ACT_BYTES * sb * h
-    if moe_layer:
-        m = model.moe
-        mlp += m.top_k * (ACT_BYTES * sb * h + g * sb * m.expert_ffn_dim)
-        mlp += m.n_shared * g * sb * (m.shared_ffn_dim or m.expert_ffn_dim)
-    else:
-        mlp += g * sb * model.dense_ffn_dim
-    total = attention + norms + mlp
-    if recompute == "none":
-        attended = s if window == 0 else min(s, float(window))
-        scores = 2 * ACT_BYTES + MASK_BYTES if dropout else ACT_BYTES
-        total += scores * a.n_heads * s * attended * b
-    return total / tp
-
-
 def layer_elementwise_bytes(model: Model, *, seq: float, microbatch: float, tp: int, flash_attention: bool,
                             moe_layer: bool, window: int = 0) -> float:
     """HBM bytes the non-matmul kernels of one layer's forward pass read and write, per GPU.
@@ -288,90 +215,6 @@ def layer_elementwise_bytes(model: Model, *, seq: float, microbatch: float, tp: 
         attended = s if window == 0 else min(s, float(window))
         total += (4 * ACT_BYTES + MASK_BYTES) * model.attention.n_heads * s * attended * b
     return total / tp
-
-
-def _layer_mix(model: Model):
-    """(share of layers, is MoE, window) for each distinct kind of layer."""
-    n = model.n_layers
-    kinds = list(zip(model.moe_layers, model.layer_windows))
-    return [(kinds.count(k) / n, k[0], k[1]) for k in sorted(set(kinds))]
-
-
-def _layer_bytes(model: Model, plan: TrainPlan, seq: float) -> tuple[float, float]:
-    """(bytes one average layer keeps per micro-batch, one layer's working set while recomputed)."""
-    per_layer, working = 0.0, 0.0
-    for share, is_moe, window in _layer_mix(model):
-        kw = dict(seq=seq, microbatch=plan.microbatch, tp=plan.tp, moe_layer=is_moe, window=window,
-                  dropout=plan.dropout)
-        keep = "selective" if plan.flash_attention and plan.recompute == "none" else plan.recompute
-        per_layer += share * layer_activation_bytes(model, recompute=keep, **kw)
-        working = max(working, layer_activation_bytes(model, recompute="selective", **kw))
-    return per_layer, (working if plan.recompute in ("full", "reversible") else 0.0)
-
-
-def in_flight_microbatches(plan: TrainPlan, microbatches: int) -> float:
-    """Micro-batches whose activations the first stage holds at once: GPipe all M; 1F1B and
-    zero-bubble (ZB-H1) min(P, M); interleaved P·(1 + (P−1)/(P·v)) (Korthikanti et al. 2022 §4.2);
-    DualPipe P + 1 (DeepSeek-V3 Table 2). Closed forms for equal chunks; :func:`memory_per_gpu` walks
-    the schedule (:func:`llmecon.econ.training_memory.peak_in_flight`)."""
-    p, m = plan.pp, microbatches
-    if p == 1:
-        return 1.0
-    if plan.schedule == "gpipe":
-        return float(m)
-    if plan.schedule == "interleaved":
-        return min(float(m), p * (1.0 + (p - 1.0) / (p * plan.chunks)))
-    if plan.schedule == "dualpipe":
-        return float(p + 1)
-    return float(min(p, m))
-
-
-def stage_layers(model: Model, plan: TrainPlan) -> list[int]:
-    """Layers on each pipeline rank (both DualPipe stages counted)."""
-    layers = chunk_layers(model.n_layers, plan.pp, plan.chunks, plan.pp_trim)
-    return [sum(c) for c in rank_layers(layers, plan.pp, plan.schedule)]
-
-
-def memory_per_gpu(model: Model, system: System, plan: TrainPlan, *, seq_len: int, microbatches: int,
-                   reserve: float = 0.0) -> TrainMemory:
-    """Weights, gradients, optimizer states and activations of every pipeline rank; the fullest decides
-    (layout, schedules and omissions: :mod:`llmecon.econ.training_memory`)."""
-    reserve = require_number("reserve", reserve, minimum=0)
-    p, n = model.params, model.n_layers
-    layers = chunk_layers(n, plan.pp, plan.chunks, plan.pp_trim)
-    per_rank = rank_layers(layers, plan.pp, plan.schedule)
-    layer_dense = (p.total - p.routed_experts - p.embedding - p.lm_head) / n
-    layer_expert = p.routed_experts / n
-    shard_dense, shard_expert = plan.dp * plan.cp, plan.dp * plan.cp // plan.ep
-    seq = seq_len / plan.cp
-    per_layer, working = _layer_bytes(model, plan, seq)
-    boundary = ACT_BYTES * seq * plan.microbatch * model.d_model / plan.tp  # a reversible stage's (x1, x2)
-    logits = LOGIT_BYTES * seq * plan.microbatch * model.vocab_size / plan.tp
-    ranks = []
-    for r, chunks in enumerate(per_rank):
-        mine = sum(chunks)
-        first, last = r == 0 or plan.schedule == "dualpipe" and r == plan.pp - 1, r == plan.pp - 1 or (
-            plan.schedule == "dualpipe" and r == 0)
-        vocab = (p.embedding if first else 0) + (p.lm_head if last and not (model.tie_embeddings and plan.pp == 1)
-                                                 else 0)
-        dense = (mine * layer_dense + vocab) / plan.tp
-        expert = mine * layer_expert / (plan.tp * plan.ep)
-
-        def sharded(bytes_per_param: float, from_stage: int) -> float:
-            if plan.zero < from_stage:
-                return bytes_per_param * (dense + expert)
-            return bytes_per_param * (dense / shard_dense + expert / shard_expert)
-
-        sizes = tuple(boundary if plan.recompute == "reversible" else c * per_layer for c in chunks)
-        acts = peak_in_flight(plan.schedule, rank=r, pp=plan.pp, microbatches=microbatches, chunk_sizes=sizes)
-        acts += (working if mine else 0.0) + (logits if last else 0.0)
-        ranks.append(RankMemory(rank=r, layers=mine, weights=sharded(WEIGHT_BYTES, 3),
-                                gradients=sharded(GRAD_BYTES, 2), optimizer=sharded(OPTIMIZER_BYTES, 1),
-                                activations=acts, reserve=reserve))
-    worst = max(ranks, key=lambda x: x.total)
-    return TrainMemory(weights=worst.weights, gradients=worst.gradients, optimizer=worst.optimizer,
-                       activations=worst.activations, hbm=system.accelerator.hbm_bytes, reserve=reserve,
-                       rank=worst.rank, ranks=tuple(ranks))
 
 
 # ---- the step ------------------------------------------------------------------------------------
@@ -532,7 +375,8 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
     return TrainStep(
         plan=plan, seq_len=seq_len, global_batch_tokens=tokens, microbatches=m_count, efficiency=ke.layer_gemm,
         kernels=ke,
-        compute_s=m_count * compute_mb, elementwise_s=m_count * elementwise_mb, tp_comm_s=m_count * tp_mb, ep_comm_s=m_count * ep_mb,
+        compute_s=m_count * compute_mb, elementwise_s=m_count * elementwise_mb, tp_comm_s=m_count * tp_mb,
+        ep_comm_s=m_count * ep_mb,
         cp_comm_s=m_count * cp_mb, pp_comm_s=m_count * pp_mb, zero3_gather_s=m_count * zero3_mb, bubble_s=bubble,
         dp_comm_s=dp_exposed, model_flops=model_flops, hardware_flops=model_flops + extra[plan.recompute],
         peak_flops_per_gpu=peak, memory=memory, tiers=tiers, precision=precision)
