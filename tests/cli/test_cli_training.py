@@ -114,7 +114,6 @@ def test_train_llama3_405b_per_rank_memory_and_goodput():
     (("train", "--precision", "fp3"), "--precision"),
     (("train", "--pp", "4", "--pp-trim", "-1"), "--pp-trim"),
     (("train", "--reserve-gb", "-2"), "--reserve-gb"),
-    (("train", "--system", "hgx-h800", "--mode", "calibrated"), "--profile"),
 ])
 def test_train_new_options_bad_input(args, field, tmp_path):
     proc = run(*args, cwd=tmp_path)

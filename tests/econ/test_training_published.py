@@ -141,3 +141,11 @@ def test_fp8_runs_layer_gemms_at_the_fp8_peak():
     assert f8.compute_s < bf.compute_s < 2 * f8.compute_s and f8.mfu > bf.mfu
     with pytest.raises(CatalogError, match="^precision"):
         train_step(m, chip, TrainPlan(), precision="fp4x", **kw)
+
+
+def test_hgx_h800_is_an_h100_with_slower_nvlink():
+    """H800: the H100 SXM die with NVLink 400 GB/s bidirectional = 200 GB/s per direction; IB 50 GB/s per GPU
+    (DeepSeek-V3 §3.2.2)."""
+    assert H800.accelerator == H100.accelerator and H800.chips == 8
+    assert H800.scale_up.bandwidth_bytes_per_s == 200e9 and H100.scale_up.bandwidth_bytes_per_s == 450e9
+    assert H800.scale_out.bandwidth_bytes_per_s == 50e9
