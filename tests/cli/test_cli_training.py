@@ -87,3 +87,36 @@ def test_bad_input_exits_2_with_one_line(args, field, tmp_path):
     if args[1] != "--schedule":  # typer's own choice error is a boxed message
         assert len(lines) == 1 and lines[0].startswith("error:")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_train_llama3_405b_per_rank_memory_and_goodput():
+    """Meta's 16K-GPU configuration fits; the JSON carries every pipeline rank and the fullest one; with
+    --checkpoint-s/--restart-s the days and GPU-hours are wall time at the goodput."""
+    args = ("train", "--model", "llama-3.1-405b", "--gpus", "16384", "--tp", "8", "--pp", "16", "--seq-len", "8192",
+            "--global-batch-tokens", "16777216", "--recompute", "none", "--zero", "2", "--pp-trim", "1",
+            "--tokens", "15.6e12")
+    plain = run_json(*args, "--mode", "ideal")
+    d = run_json(*args, "--mode", "ideal", "--checkpoint-s", "60", "--restart-s", "600")
+    assert d["fits"] and len(d["memory_per_rank_bytes"]) == 16
+    worst = max(d["memory_per_rank_bytes"], key=lambda r: r["total"])
+    assert worst["rank"] == d["fullest_pipeline_rank"] and worst["total"] == d["memory_per_gpu_bytes"]
+    assert [r["layers"] for r in d["memory_per_rank_bytes"]] == [7] + [8] * 14 + [7]
+    assert d["efficiency"] == 1.0 and d["goodput"]["goodput"] == pytest.approx(0.842, abs=0.002)
+    assert d["gpu_hours"] == pytest.approx(plain["gpu_hours"] / d["goodput"]["goodput"], rel=1e-9)
+    cal = run_json(*args, "--profile", "h100-sxm/trtllm")
+    assert cal["kernel_efficiency"]["source"] == "profile h100-sxm/trtllm" and cal["step_s"] > plain["step_s"]
+
+
+@pytest.mark.parametrize("args,field", [
+    (("train", "--mode", "ideal", "--efficiency", "0.5"), "--efficiency"),
+    (("train", "--checkpoint-s", "60"), "--restart-s"),
+    (("train", "--checkpoint-s", "60", "--restart-s", "-1"), "--restart-s"),
+    (("train", "--precision", "fp3"), "--precision"),
+    (("train", "--pp", "4", "--pp-trim", "-1"), "--pp-trim"),
+    (("train", "--reserve-gb", "-2"), "--reserve-gb"),
+])
+def test_train_new_options_bad_input(args, field, tmp_path):
+    proc = run(*args, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:") and field in proc.stderr, proc.stderr

@@ -9,7 +9,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from .options import JsonOpt, _check_plot_path, _console, _emit_json, _fail, _kv_table, app
+from .options import (JsonOpt, Mode, ProfileOpt, _check_plot_path, _console, _emit_json, _fail, _fidelity, _kv_table,
+                      app)
 
 TRAIN_MODEL = "llama-3.1-70b"
 TRAIN_SYSTEM = "hgx-h100"
@@ -20,6 +21,7 @@ class Schedule(str, Enum):
     one_f_one_b = "1f1b"
     interleaved = "interleaved"
     zero_bubble = "zero-bubble"
+    dualpipe = "dualpipe"
 
 
 class Recompute(str, Enum):
@@ -71,10 +73,31 @@ def train_cmd(
                                                                              "Megatron-LM on A100; 1 = ideal).")] = None,
     dp_overlap: Annotated[float, typer.Option("--dp-overlap", help="Share of the last backward that hides the "
                                                                    "DP gradient sync (0-1).")] = 1.0,
+    pp_trim: Annotated[int, typer.Option("--pp-trim", help="Layers fewer on the first and last pipeline chunk "
+                                                           "(Llama 3: 1).")] = 0,
+    dropout: Annotated[bool, typer.Option("--dropout", help="Keep dropout masks (GPT-3/Megatron 2021; Llama and "
+                                                            "DeepSeek train without).")] = False,
+    reserve_gb: Annotated[float, typer.Option("--reserve-gb", help="GB per GPU held back for the framework "
+                                                                   "(CUDA context, NCCL, fragmentation).")] = 0.0,
+    precision: Annotated[str, typer.Option("--precision", help="bf16, or fp8 (layer GEMMs at the fp8 "
+                                                               "peak).")] = "bf16",
     tokens: Annotated[Optional[float], typer.Option("--tokens", help="Total training tokens (adds days, "
                                                                      "GPU-hours).")] = None,
     price_per_gpu_hour: Annotated[Optional[float], typer.Option("--price-per-gpu-hour", help="USD per GPU-hour "
                                                                                              "(adds cost).")] = None,
+    mode: Annotated[Optional[Mode], typer.Option("--mode", help="ideal = datasheet peaks (efficiency 1); "
+                                                              "calibrated = kernel efficiencies from the chip's "
+                                                              "measured profile. Default: --efficiency.")] = None,
+    profile: ProfileOpt = None,
+    mtbf_gpu_hours: Annotated[Optional[float], typer.Option(
+        "--mtbf-gpu-hours", help="GPU-hours between interruptions, per GPU (default: Llama 3's 50,677).")] = None,
+    checkpoint_s: Annotated[Optional[float], typer.Option("--checkpoint-s", help="Seconds a checkpoint stalls "
+                                                                                 "training (adds goodput).")] = None,
+    restart_s: Annotated[Optional[float], typer.Option("--restart-s", help="Seconds to restart after a failure "
+                                                                           "(adds goodput).")] = None,
+    checkpoint_interval_s: Annotated[Optional[float], typer.Option("--checkpoint-interval-s", help="Seconds "
+                                                                   "between checkpoints (default: Young's "
+                                                                   "optimum).")] = None,
     plot: PlotOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Plan a training run: step time and where it goes, MFU/HFU, memory per GPU, and days to train."""
@@ -92,17 +115,37 @@ def train_cmd(
     m, s = get_model(model), get_system(system)
     plan = TrainPlan(tp=tp, pp=pp, dp=_data_parallel(gpus, dp, tp, pp, cp), ep=ep, cp=cp, microbatch=micro_batch,
                      schedule=schedule.value, chunks=chunks, zero=zero, recompute=recompute.value,
-                     flash_attention=not eager_attention)
-    eff = MEGATRON_A100_EFFICIENCY if efficiency is None else efficiency
+                     flash_attention=not eager_attention, dropout=dropout, pp_trim=pp_trim)
+    require_number("--reserve-gb", reserve_gb, minimum=0)
+    prof = None
+    if mode is not None or profile is not None:
+        if efficiency is not None:
+            _fail("--efficiency: give it without --mode/--profile (ideal is efficiency 1; calibrated takes the "
+                  "profile's kernel efficiencies)")
+        _, prof = _fidelity(mode or Mode.calibrated, profile, s)
+    eff = (1.0 if mode is not None or profile is not None else MEGATRON_A100_EFFICIENCY) if efficiency is None \
+        else efficiency
     st = train_step(m, s, plan, seq_len=seq_len, global_batch_tokens=global_batch_tokens, efficiency=eff,
-                    dp_overlap=dp_overlap)
+                    dp_overlap=dp_overlap, precision=precision, reserve=reserve_gb * 1e9, profile=prof)
+    gp = None
+    if (checkpoint_s is None) != (restart_s is None):
+        _fail(f"{'--restart-s' if restart_s is None else '--checkpoint-s'}: goodput needs both --checkpoint-s "
+              "and --restart-s")
+    if checkpoint_s is not None:
+        from ..econ.training_goodput import LLAMA3_MTBF_GPU_HOURS, goodput
+
+        gp = goodput(gpus=plan.gpus, checkpoint_s=checkpoint_s, restart_s=restart_s,
+                     mtbf_gpu_hours=LLAMA3_MTBF_GPU_HOURS if mtbf_gpu_hours is None else mtbf_gpu_hours,
+                     checkpoint_interval_s=checkpoint_interval_s)
     if not st.memory.fits:  # a plan that cannot run is an error, not numbers with a warning
         from ..errors import InfeasibleError
 
-        raise InfeasibleError(f"{m.name} under {plan.label()} needs {fmt_bytes(st.memory.total)} per GPU but "
+        raise InfeasibleError(f"{m.name} under {plan.label()} needs {fmt_bytes(st.memory.total)} per GPU on "
+                              f"pipeline rank {st.memory.rank} but "
                               f"{s.name} has {fmt_bytes(st.memory.hbm)} of HBM",
                               fix="raise {zero}, {tp} or {pp}, use {recompute} full, or shrink {micro_batch}")
-    d = train_dict(st, m, s.name, tokens=tokens, price_per_gpu_hour=price_per_gpu_hour, dp_overlap=dp_overlap)
+    d = train_dict(st, m, s.name, tokens=tokens, price_per_gpu_hour=price_per_gpu_hour, dp_overlap=dp_overlap,
+                   goodput=gp)
     if plot:
         plot_train(st, m, s.name, plot)
     if as_json:
@@ -113,16 +156,21 @@ def train_cmd(
     rows = [("job", f"{m.name} on {st.gpus} GPUs of {s.name}, {plan.label()}"),
             ("batch", f"{global_batch_tokens:,.0f} tokens/step = {st.microbatches} micro-batches × dp {plan.dp}"),
             ("step", f"{fmt_seconds(st.step_s)} ({parts})"),
-            ("MFU / HFU", f"{st.mfu:.1%} / {st.hfu:.1%} at efficiency {eff:g}"
-                          + (" (Megatron-LM A100 fit)" if efficiency is None else "")),
+            ("MFU / HFU", f"{st.mfu:.1%} / {st.hfu:.1%} " + (
+                f"at kernel efficiencies of {st.kernels.source}: GEMM {st.kernels.layer_gemm:.2f}, attention "
+                f"{st.kernels.attention:.2f}" if prof is not None else f"at efficiency {eff:g}"
+                + (" (Megatron-LM A100 fit)" if efficiency is None and mode is None else ""))),
             ("TFLOP/s per GPU", f"{st.tflops_per_gpu:,.0f} model, {st.hardware_tflops_per_gpu:,.0f} hardware"),
             ("bubble", f"{st.bubble_fraction:.1%} of the step"),
             ("tokens/s", f"{st.tokens_per_s:,.0f}"),
-            ("memory per GPU", f"{fmt_bytes(st.memory.total)} of {fmt_bytes(st.memory.hbm)} ({mem})"),
+            ("memory per GPU", f"{fmt_bytes(st.memory.total)} of {fmt_bytes(st.memory.hbm)} on pipeline rank "
+                               f"{st.memory.rank}, the fullest ({mem})"),
             ("collectives on", ", ".join(f"{k} {v}" for k, v in st.tiers.items() if v != "none") or "-")]
     if tokens is not None:
         rows.append(("to train", f"{d['train_days']:,.1f} days, {d['gpu_hours']:,.0f} GPU-hours"
-                                 + (f", ${d['usd']:,.0f}" if "usd" in d else "")))
+                                 + (f", ${d['usd']:,.0f}" if "usd" in d else "")
+                                 + (f" at goodput {gp.goodput:.1%} (job MTBF {gp.job_mtbf_s / 3600:.2f} h, checkpoint "
+                                    f"every {gp.checkpoint_interval_s / 60:.0f} min)" if gp is not None else "")))
     console = _console()
     console.print(_kv_table("llmecon train", rows))
     for note in d["assumptions"]:

@@ -147,8 +147,9 @@ def interleaved_bubble_over_ideal(*, stages, microbatches, chunks=1):
 
 
 def bubble_fraction(schedule: str, *, stages, microbatches, chunks=1):
-    """Idle share of step time for a pipeline schedule: gpipe, 1f1b, interleaved (v chunks), or
-    zero-bubble (taken as 0: Qi et al. 2023 schedules fill the bubble with split backward passes)."""
+    """Idle share of step time for a pipeline schedule: gpipe, 1f1b, interleaved (v chunks),
+    zero-bubble (taken as 0: Qi et al. 2023 schedules fill the bubble with split backward passes) or
+    dualpipe (:func:`dualpipe_bubble_over_ideal`)."""
     if schedule in ("gpipe", "1f1b"):
         if chunks != 1:
             raise SpecError("virtual chunks need {schedule} interleaved", field="schedule", value=schedule)
@@ -159,10 +160,22 @@ def bubble_fraction(schedule: str, *, stages, microbatches, chunks=1):
     if schedule == "zero-bubble":
         _stages(stages, microbatches, chunks)
         return np.zeros(np.broadcast(np.asarray(stages), np.asarray(microbatches)).shape)
+    if schedule == "dualpipe":
+        r = dualpipe_bubble_over_ideal(stages=stages, microbatches=microbatches)
+        return r / (1.0 + r)
     raise unknown_name("pipeline schedule", schedule, SCHEDULES)
 
 
-SCHEDULES = ("gpipe", "1f1b", "interleaved", "zero-bubble")
+def dualpipe_bubble_over_ideal(*, stages, microbatches):
+    """DualPipe's bubble over ideal compute: (P/2 − 1)·(F&B + B − 3W) (DeepSeek-AI 2024,
+    arXiv:2412.19437 Table 2) over M·(F + B), taking B = 2F, the weight-gradient part W = B/2 = F
+    and the overlapped forward-and-backward chunk F&B = F + B (no credit for the overlap): (P − 2)/(3M).
+    P = 16, M = 32: 0.1458. Omits the all-to-all the overlap hides (counted by the caller)."""
+    p, m, _ = _stages(stages, microbatches)
+    return (p - 2.0) / (3.0 * m)
+
+
+SCHEDULES = ("gpipe", "1f1b", "interleaved", "zero-bubble", "dualpipe")
 
 
 # ---- lifetime cost: pretraining + RL + inference at a fixed quality (SPEC F22) -------------------

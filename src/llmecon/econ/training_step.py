@@ -30,7 +30,6 @@ and MoE MLPs and sliding windows — see :func:`layer_activation_bytes`.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,14 +39,14 @@ from ..errors import InfeasibleError, SpecError, require_number, require_whole, 
 from ..spec.hardware import Link, System
 from ..spec.model import Model
 from .training import SCHEDULES, bubble_fraction
+from ..spec.efficiency import EfficiencyProfile
+from .training_kernels import KernelEfficiency, calibrated as calibrated_kernels, ideal as uniform_kernels
+from .training_memory import (  # noqa: F401  (re-exported: the step's public memory API)
+    ACT_BYTES, GRAD_BYTES, MASK_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, RankMemory, TrainMemory, _layer_mix,
+    in_flight_microbatches, layer_activation_bytes, memory_per_gpu, stage_layers)
 
 RECOMPUTE = ("none", "selective", "full", "reversible")
-ACT_BYTES = 2.0           # bf16 activations (Korthikanti et al. 2022)
-MASK_BYTES = 1.0          # dropout masks, one byte per element (ibid.)
-LOGIT_BYTES = 4.0         # fp32 logits for the cross-entropy on the last stage
-WEIGHT_BYTES = 2.0        # bf16 weights        } mixed-precision Adam:
-GRAD_BYTES = 2.0          # bf16 gradients      } 2 + 2 + 12 = 16 bytes per parameter
-OPTIMIZER_BYTES = 12.0    # fp32 master + m + v } (Rajbhandari et al. 2020, §3.1, K = 12)
+PRECISIONS = ("bf16", "fp8")
 GRAD_COMM_BYTES = 2.0     # gradients reduced in bf16
 SECONDS_PER_DAY = 86400.0
 
@@ -73,12 +72,15 @@ class TrainPlan:
     zero: int = 1                # ZeRO stage 0-3 (Megatron's distributed optimizer is stage 1)
     recompute: str = "selective"  # none, selective (attention core), full, reversible
     flash_attention: bool = True  # False: eager attention materialises the s×s scores in HBM
+    dropout: bool = False         # dropout masks kept (GPT-3/Megatron 2021: yes; Llama, DeepSeek: no)
+    pp_trim: int = 0              # layers fewer on the first and last pipeline chunk (Llama 3: 1)
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "ep", "cp", "microbatch", "chunks"):
             # field "micro_batch": the front-ends' spelling of ``microbatch``
             require_whole(name.replace("microbatch", "micro_batch"), getattr(self, name))
         require_whole("zero", self.zero, 0)
+        require_whole("pp_trim", self.pp_trim, 0)
         if self.zero > 3:
             raise SpecError(f"ZeRO stages are 0, 1, 2 or 3, got {self.zero}", field="zero", value=self.zero,
                             show_value=False)
@@ -88,6 +90,9 @@ class TrainPlan:
             raise unknown_name("recompute mode", self.recompute, RECOMPUTE)
         if self.chunks > 1 and self.schedule != "interleaved":
             raise SpecError("virtual chunks need {schedule} interleaved", field="chunks", value=self.chunks)
+        if self.schedule == "dualpipe" and self.pp % 2:
+            raise SpecError("DualPipe pairs stage r with stage pp − 1 − r: needs an even {pp}", field="pp",
+                            value=self.pp)
         if self.dp % self.ep:
             raise SpecError(f"expert parallelism is carved from data parallelism, so it must divide {{dp}} {self.dp}",
                             field="ep", value=self.ep)
@@ -99,26 +104,7 @@ class TrainPlan:
     def label(self) -> str:
         return (f"tp{self.tp}·cp{self.cp}·dp{self.dp}·pp{self.pp}" + (f"·ep{self.ep}" if self.ep > 1 else "")
                 + f" mb{self.microbatch} {self.schedule}" + (f"(v={self.chunks})" if self.chunks > 1 else "")
-                + f" zero{self.zero} {self.recompute}")
-
-
-@dataclass(frozen=True, kw_only=True)
-class TrainMemory:
-    """Bytes per GPU on the fullest pipeline stage."""
-
-    weights: float
-    gradients: float
-    optimizer: float
-    activations: float
-    hbm: float
-
-    @property
-    def total(self) -> float:
-        return self.weights + self.gradients + self.optimizer + self.activations
-
-    @property
-    def fits(self) -> bool:
-        return self.total <= self.hbm
+                + f" zero{self.zero} {self.recompute}" + (f" trim{self.pp_trim}" if self.pp_trim else ""))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -144,6 +130,8 @@ class TrainStep:
     peak_flops_per_gpu: float
     memory: TrainMemory
     tiers: dict
+    precision: str = "bf16"
+    kernels: KernelEfficiency | None = None
 
     @property
     def gpus(self) -> int:
@@ -202,51 +190,6 @@ def group_link(system: System, *, stride: int, size: int, what: str) -> tuple[Li
     return system.scale_out, "scale-out"
 
 
-# ---- activations ---------------------------------------------------------------------------------
-
-
-def layer_activation_bytes(model: Model, *, seq: float, microbatch: float, tp: int, recompute: str,
-                           moe_layer: bool, window: int = 0) -> float:
-    """Activation bytes one transformer layer keeps for the backward pass, per micro-batch, per GPU.
-
-    Korthikanti et al. 2022 (arXiv:2205.05198) Table 2 with sequence parallelism, in general form
-    (s tokens, b sequences, h hidden, a heads): attention 2sbh (QKV input) + 2sb·(q+2k) (Q, K, V)
-    + 2sb·o (output-projection input) + sbh (dropout mask); scores 5·a·s·s'·b (softmax 2, mask 1,
-    dropout output 2; s' = min(s, window)); two norms 4sbh; MLP sbh (mask) + 2sbh (input) + g·sb·f
-    with g = 4 (fc1 and GELU outputs) or 6 (gate, up and their product, gated); MoE: router input
-    shared, k dispatched copies of 2sbh + g·sb·f_e, shared experts as a dense MLP. GPT-3 shapes give
-    sbh(34 + 5as/h) exactly. All of it divides by tp (sequence parallelism). ``recompute``: none
-    keeps the scores; selective (= FlashAttention) drops them; full keeps the layer input 2sbh;
-    reversible keeps nothing per layer (the stage boundary is counted by the caller).
-    """
-    s, b, h = float(seq), float(microbatch), float(model.d_model)
-    a = model.attention
-    if recompute == "reversible":
-        return 0.0
-    if recompute == "full":
-        return ACT_BYTES * s * b * h / tp
-    q = a.n_heads * a.head_dim
-    k = a.n_heads * a.head_dim if a.kind == "mla" else a.n_kv_heads * a.head_dim
-    v = a.n_heads * a.v_head_dim if a.kind == "mla" else a.n_kv_heads * a.v_head_dim
-    o = a.n_heads * a.v_head_dim
-    sb = s * b
-    attention = ACT_BYTES * sb * (h + q + k + v + o) + MASK_BYTES * sb * h
-    norms = 2 * ACT_BYTES * sb * h
-    g = 6.0 if model.ffn_gated else 4.0
-    mlp = MASK_BYTES * sb * h + ACT_BYTES * sb * h
-    if moe_layer:
-        m = model.moe
-        mlp += m.top_k * (ACT_BYTES * sb * h + g * sb * m.expert_ffn_dim)
-        mlp += m.n_shared * g * sb * (m.shared_ffn_dim or m.expert_ffn_dim)
-    else:
-        mlp += g * sb * model.dense_ffn_dim
-    total = attention + norms + mlp
-    if recompute == "none":
-        attended = s if window == 0 else min(s, float(window))
-        total += (2 * ACT_BYTES + MASK_BYTES) * a.n_heads * s * attended * b
-    return total / tp
-
-
 def layer_elementwise_bytes(model: Model, *, seq: float, microbatch: float, tp: int, flash_attention: bool,
                             moe_layer: bool, window: int = 0) -> float:
     """HBM bytes the non-matmul kernels of one layer's forward pass read and write, per GPU.
@@ -274,70 +217,6 @@ def layer_elementwise_bytes(model: Model, *, seq: float, microbatch: float, tp: 
     return total / tp
 
 
-def _layer_mix(model: Model):
-    """(share of layers, is MoE, window) for each distinct kind of layer."""
-    n = model.n_layers
-    kinds = list(zip(model.moe_layers, model.layer_windows))
-    return [(kinds.count(k) / n, k[0], k[1]) for k in sorted(set(kinds))]
-
-
-def _stage_activation_bytes(model: Model, plan: TrainPlan, seq: float, layers: float) -> tuple[float, float]:
-    """(bytes per micro-batch kept by ``layers`` average layers, one layer's working set)."""
-    per_layer, working = 0.0, 0.0
-    for share, is_moe, window in _layer_mix(model):
-        kw = dict(seq=seq, microbatch=plan.microbatch, tp=plan.tp, moe_layer=is_moe, window=window)
-        keep = "selective" if plan.flash_attention and plan.recompute == "none" else plan.recompute
-        per_layer += share * layer_activation_bytes(model, recompute=keep, **kw)
-        working = max(working, layer_activation_bytes(model, recompute="selective", **kw))
-    kept = layers * per_layer
-    if plan.recompute == "reversible":
-        kept = 2 * ACT_BYTES * seq * plan.microbatch * model.d_model / plan.tp  # (x1, x2) at the stage output
-    if plan.recompute in ("full", "reversible"):
-        return kept, working
-    return kept, 0.0
-
-
-def in_flight_microbatches(plan: TrainPlan, microbatches: int) -> float:
-    """Micro-batches whose activations the first stage holds at once: GPipe all M; 1F1B and
-    zero-bubble (ZB-H1) min(P, M); interleaved P·(1 + (P−1)/(P·v)) (Korthikanti et al. 2022 §4.2)."""
-    p, m = plan.pp, microbatches
-    if p == 1:
-        return 1.0
-    if plan.schedule == "gpipe":
-        return float(m)
-    if plan.schedule == "interleaved":
-        return min(float(m), p * (1.0 + (p - 1.0) / (p * plan.chunks)))
-    return float(min(p, m))
-
-
-def memory_per_gpu(model: Model, system: System, plan: TrainPlan, *, seq_len: int, microbatches: int) -> TrainMemory:
-    """Weights, gradients, optimizer states and activations on the fullest stage (see module doc)."""
-    p = model.params
-    n = model.n_layers
-    stage_layers = plan.chunks * math.ceil(n / (plan.pp * plan.chunks))
-    phi = min(1.0, stage_layers / n)
-    vocab = p.embedding if (plan.pp > 1 or model.tie_embeddings) else p.embedding + p.lm_head
-    layer_dense = p.total - p.routed_experts - p.embedding - p.lm_head
-    dense_params = (phi * layer_dense + vocab) / plan.tp
-    expert_params = phi * p.routed_experts / (plan.tp * plan.ep)
-    shard_dense = plan.dp * plan.cp
-    shard_expert = plan.dp * plan.cp // plan.ep
-
-    def sharded(bytes_per_param: float, from_stage: int) -> float:
-        if plan.zero < from_stage:
-            return bytes_per_param * (dense_params + expert_params)
-        return bytes_per_param * (dense_params / shard_dense + expert_params / shard_expert)
-
-    seq = seq_len / plan.cp
-    kept, working = _stage_activation_bytes(model, plan, seq, stage_layers)
-    first = in_flight_microbatches(plan, microbatches) * kept + working
-    last = kept + working + LOGIT_BYTES * seq * plan.microbatch * model.vocab_size / plan.tp
-    activations = max(first, last) if plan.pp > 1 else last  # one stage: it is both first and last
-    return TrainMemory(weights=sharded(WEIGHT_BYTES, 3), gradients=sharded(GRAD_BYTES, 2),
-                       optimizer=sharded(OPTIMIZER_BYTES, 1), activations=activations,
-                       hbm=system.accelerator.hbm_bytes)
-
-
 # ---- the step ------------------------------------------------------------------------------------
 
 
@@ -353,7 +232,7 @@ def _validate(model: Model, system: System, plan: TrainPlan, seq_len: int, globa
         raise SpecError("needs a MoE model whose routed experts divide by it"
                         + (f" ({model.moe.n_routed} experts)" if model.is_moe else f" ({model.name} is dense)"),
                         field="ep", value=plan.ep)
-    if plan.pp * plan.chunks > model.n_layers:
+    if plan.pp * plan.chunks > model.n_layers + 2 * plan.pp_trim:
         raise SpecError(f"more pipeline chunks ({plan.pp} × {{chunks}} {plan.chunks}) than the {model.n_layers} "
                         f"layers of {model.name}", field="pp", value=plan.pp)
     if seq_len % plan.cp:
@@ -375,40 +254,56 @@ def _validate(model: Model, system: System, plan: TrainPlan, seq_len: int, globa
 
 def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, global_batch_tokens: float,
                efficiency: float = MEGATRON_A100_EFFICIENCY, dp_overlap: float = 1.0,
-               dtype: str = "bf16") -> TrainStep:
-    """Time, FLOPs and memory of one step (formulas and omissions in the module docstring)."""
+               precision: str = "bf16", reserve: float = 0.0,
+               profile: EfficiencyProfile | None = None) -> TrainStep:
+    """Time, FLOPs and memory of one step (formulas and omissions in the module docstring).
+    ``precision`` fp8 runs the layers' GEMMs at the chip's fp8 peak and the attention core, head,
+    element-wise kernels and communication as in bf16 (DeepSeek-V3 §3.3: embedding, output head,
+    gating, norms and attention stay in BF16/FP32); MFU stays on the bf16 peak. ``reserve``: bytes
+    per GPU held back for the framework (:func:`memory_per_gpu`). ``profile`` (calibrated mode): kernel
+    efficiencies from a measured profile (:mod:`llmecon.econ.training_kernels`) replace ``efficiency``."""
     require_whole("seq_len", seq_len)
     require_number("global_batch_tokens", global_batch_tokens, minimum=0, exclusive=True)
     eff = require_number("efficiency", efficiency, minimum=0, exclusive=True, maximum=1.0,
                          hint="a fraction of the dense peak, e.g. 0.5")
     overlap = require_number("dp_overlap", dp_overlap, minimum=0, maximum=1.0)
     m_count = _validate(model, system, plan, seq_len, global_batch_tokens)
+    if precision not in PRECISIONS:
+        raise unknown_name("training precision", precision, PRECISIONS, field="precision")
     chip = system.accelerator
-    peak = chip.peak(dtype)
+    peak = chip.peak("bf16")
+    gemm_peak = chip.peak(precision)
     n, p, pp = model.n_layers, model.params, plan.pp
-    stage_layers = plan.chunks * math.ceil(n / (pp * plan.chunks))
-    phi = min(1.0, stage_layers / n)
     s, b, h = float(seq_len), float(plan.microbatch), float(model.d_model)
     tokens_mb = s * b
 
-    # FLOPs: forward per micro-batch on the slowest stage (the last, which also runs the head).
+    # FLOPs: forward per micro-batch on the slowest rank (its layers, plus the head on the last rank;
+    # a DualPipe rank runs each of its two stages for half the micro-batches).
     mm = model.matmul_flops_per_token()
     head = 2.0 * p.head_matmul
     layer_mm = mm.total - head
     attn_fwd = float(np.sum(model.prefill_attention_flops(s, 0)))  # causal, per sequence
-    fwd_stage = tokens_mb * (phi * layer_mm + head) + b * phi * attn_fwd
-    recompute_stage = {"none": 0.0, "selective": b * phi * attn_fwd,
-                       "full": tokens_mb * phi * layer_mm + b * phi * attn_fwd}
-    recompute_stage["reversible"] = recompute_stage["full"]
-    hw_stage = 3.0 * fwd_stage + recompute_stage[plan.recompute]
+    half = 0.5 if plan.schedule == "dualpipe" else 1.0
+    heads = [half if (r == pp - 1 or (half < 1 and r == 0)) else 0.0 for r in range(pp)]
+    stages = [(lay * half, hd) for lay, hd in zip(stage_layers(model, plan), heads)]
+    stage_l, head_share = max(stages, key=lambda x: tokens_mb * (x[0] / n * layer_mm + head * x[1])
+                              + b * x[0] / n * attn_fwd)
+    phi = stage_l / n
+    again = plan.recompute in ("full", "reversible")
     split = plan.tp * plan.cp
+    ke = uniform_kernels(eff) if profile is None else calibrated_kernels(
+        model, profile, seq=s, microbatch=plan.microbatch, tp=plan.tp,
+        cp=plan.cp, ep=plan.ep, precision=precision)
+    gemm_fwd = tokens_mb * phi * layer_mm / (gemm_peak * ke.layer_gemm)  # layer GEMMs: fp8 under precision fp8
+    head_fwd = tokens_mb * head * head_share / (peak * ke.head_gemm)
+    attn_fwd_s = b * phi * attn_fwd / (peak * ke.attention)
+    compute_mb = ((3.0 + again) * gemm_fwd + 3.0 * head_fwd + (3.0 + (plan.recompute != "none")) * attn_fwd_s) / split
     elementwise = sum(share * layer_elementwise_bytes(model, seq=s / plan.cp, microbatch=b, tp=plan.tp,
                                                       flash_attention=plan.flash_attention, moe_layer=is_moe,
                                                       window=window) for share, is_moe, window in _layer_mix(model))
-    passes = 3.0 + (1.0 if plan.recompute in ("full", "reversible") else 0.0)
-    compute_mb = hw_stage / split / (peak * eff)
-    elementwise_mb = passes * stage_layers * elementwise / chip.hbm_bandwidth_bytes_per_s
-    attn_core_mb = 3.0 * b * phi * attn_fwd / split / (peak * eff)
+    passes = 3.0 + (1.0 if again else 0.0)
+    elementwise_mb = passes * stage_l * elementwise / (ke.elementwise * chip.hbm_bandwidth_bytes_per_s)
+    attn_core_mb = 3.0 * attn_fwd_s / split
 
     tiers = {}
     # Tensor parallel: 2 all-reduces (or reduce-scatter + all-gather) per layer forward, 2 backward,
@@ -419,7 +314,7 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
     if tp_link is not None:
         msg = ACT_BYTES * (s / plan.cp) * b * h
         ar = float(all_reduce_s(message_bytes=msg, participants=plan.tp, link=tp_link))
-        tp_mb = stage_layers * comm_passes * ar
+        tp_mb = stage_l * comm_passes * ar
     # Context parallel: ring attention passes each rank's K and V chunk around cp−1 times forward,
     # twice that backward; overlapped with the attention core, only the excess is exposed.
     cp_link, tiers["cp"] = group_link(system, stride=plan.tp, size=plan.cp, what="context-parallel")
@@ -428,7 +323,7 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
         a = model.attention
         kv_width = model.d_model if a.kind == "mla" else a.n_kv_heads * (a.head_dim + a.v_head_dim)
         chunk = ACT_BYTES * (s / plan.cp) * b * kv_width / plan.tp
-        ring = 3.0 * (plan.cp - 1) * float(p2p_s(message_bytes=chunk, link=cp_link)) * stage_layers
+        ring = 3.0 * (plan.cp - 1) * float(p2p_s(message_bytes=chunk, link=cp_link)) * stage_l
         cp_mb = max(0.0, ring - attn_core_mb)
     # Expert parallel: dispatch + combine all-to-all per MoE layer, forward and backward (+ recompute).
     ep_link, tiers["ep"] = group_link(system, stride=plan.tp * plan.cp, size=plan.ep, what="expert-parallel")
@@ -437,6 +332,8 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
         msg = ACT_BYTES * tokens_mb / (plan.cp * plan.tp) * model.moe.top_k * h
         moe_stage = phi * model.n_moe_layers
         ep_mb = moe_stage * comm_passes * float(all_to_all_s(message_bytes=msg, participants=plan.ep, link=ep_link))
+        if plan.schedule == "dualpipe":  # DualPipe overlaps a chunk's all-to-alls with the paired chunk's compute
+            ep_mb = max(0.0, ep_mb - compute_mb)
     # Pipeline: one activation forward and one gradient backward per micro-batch per chunk boundary,
     # scattered over tp ranks (Narayanan et al. 2021 §4.1).
     pp_link, tiers["pp"] = group_link(system, stride=plan.tp * plan.cp * plan.dp, size=pp, what="pipeline")
@@ -448,10 +345,11 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
     # volume) once per step; ZeRO-3 also all-gathers weights forward and backward per micro-batch.
     dp_link, tiers["dp"] = group_link(system, stride=plan.tp, size=plan.dp * plan.cp, what="data-parallel")
     layer_dense = p.total - p.routed_experts - p.embedding - p.lm_head
-    dense_params = (phi * layer_dense + p.embedding) / plan.tp
-    expert_params = phi * p.routed_experts / (plan.tp * plan.ep)
+    held = phi / half  # a DualPipe rank holds two stages' parameters
+    dense_params = (held * layer_dense + p.embedding) / plan.tp
+    expert_params = held * p.routed_experts / (plan.tp * plan.ep)
     dp_s = zero3_mb = 0.0
-    backward_mb = 2.0 * fwd_stage / split / (peak * eff)
+    backward_mb = 2.0 * (gemm_fwd + head_fwd + attn_fwd_s) / split
     if dp_link is not None:
         group = plan.dp * plan.cp
         dp_s = float(ring_all_reduce_s(message_bytes=GRAD_COMM_BYTES * dense_params, participants=group, link=dp_link))
@@ -473,13 +371,15 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
     model_flops = 3.0 * (tokens * mm.total + tokens / s * attn_fwd)
     extra = {"none": 0.0, "selective": tokens / s * attn_fwd, "full": tokens * layer_mm + tokens / s * attn_fwd}
     extra["reversible"] = extra["full"]
-    memory = memory_per_gpu(model, system, plan, seq_len=seq_len, microbatches=m_count)
+    memory = memory_per_gpu(model, system, plan, seq_len=seq_len, microbatches=m_count, reserve=reserve)
     return TrainStep(
-        plan=plan, seq_len=seq_len, global_batch_tokens=tokens, microbatches=m_count, efficiency=eff,
-        compute_s=m_count * compute_mb, elementwise_s=m_count * elementwise_mb, tp_comm_s=m_count * tp_mb, ep_comm_s=m_count * ep_mb,
+        plan=plan, seq_len=seq_len, global_batch_tokens=tokens, microbatches=m_count, efficiency=ke.layer_gemm,
+        kernels=ke,
+        compute_s=m_count * compute_mb, elementwise_s=m_count * elementwise_mb, tp_comm_s=m_count * tp_mb,
+        ep_comm_s=m_count * ep_mb,
         cp_comm_s=m_count * cp_mb, pp_comm_s=m_count * pp_mb, zero3_gather_s=m_count * zero3_mb, bubble_s=bubble,
         dp_comm_s=dp_exposed, model_flops=model_flops, hardware_flops=model_flops + extra[plan.recompute],
-        peak_flops_per_gpu=peak, memory=memory, tiers=tiers)
+        peak_flops_per_gpu=peak, memory=memory, tiers=tiers, precision=precision)
 
 
 def megatron_flops_per_step(*, batch, seq_len, layers, hidden, vocab):

@@ -15,11 +15,13 @@ from .figure import pyplot, save_figure
 TIME_PARTS = (("compute", "compute_s"), ("element-wise", "elementwise_s"), ("TP comm", "tp_comm_s"),
               ("EP comm", "ep_comm_s"), ("CP comm", "cp_comm_s"), ("PP comm", "pp_comm_s"),
               ("ZeRO-3 gathers", "zero3_gather_s"), ("bubble", "bubble_s"), ("DP comm", "dp_comm_s"))
-MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations")
+MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "reserve")
 
 TRAIN_ASSUMPTIONS = (
     "mixed-precision Adam: 2 + 2 + 12 bytes per parameter (bf16 weights and grads, fp32 master, m, v); "
-    "ZeRO shards over the data-parallel group",
+    "ZeRO shards over the data-parallel × context-parallel group; every pipeline rank's memory is laid out "
+    "(its layers, embedding on the first, head on the last, in-flight micro-batches of its schedule) and the "
+    "fullest decides whether the plan fits; the framework reserve is --reserve-gb (0 unless given)",
     "activations: Korthikanti et al. 2022 accounting with sequence parallelism when tp > 1",
     "TP all-reduces, EP all-to-alls and PP hops are exposed; DP gradient sync hides behind the last "
     "micro-batch's backward by --dp-overlap; CP ring traffic hides behind attention compute",
@@ -29,7 +31,9 @@ TRAIN_ASSUMPTIONS = (
 
 
 def train_dict(st: TrainStep, model: Model, system_name: str, *, tokens: float | None = None,
-               price_per_gpu_hour: float | None = None, dp_overlap: float = 1.0) -> dict:
+               price_per_gpu_hour: float | None = None, dp_overlap: float = 1.0, goodput=None) -> dict:
+    """The JSON of ``llmecon train``; with ``goodput`` (``econ.training_goodput.Goodput``) days, GPU-hours
+    and dollars are wall time at that goodput (ideal time / goodput)."""
     out = {
         "model": model.name, "system": system_name, "gpus": st.gpus, "plan": asdict(st.plan),
         "seq_len": st.seq_len, "global_batch_tokens": st.global_batch_tokens, "microbatches": st.microbatches,
@@ -40,11 +44,18 @@ def train_dict(st: TrainStep, model: Model, system_name: str, *, tokens: float |
         "tokens_per_s": st.tokens_per_s, "model_flops_per_step": st.model_flops,
         "hardware_flops_per_step": st.hardware_flops, "memory_per_gpu_bytes": st.memory.total,
         "memory_breakdown_bytes": {k: getattr(st.memory, k) for k in MEMORY_PARTS},
-        "hbm_per_gpu_bytes": st.memory.hbm, "fits": st.memory.fits,
+        "hbm_per_gpu_bytes": st.memory.hbm, "fits": st.memory.fits, "fullest_pipeline_rank": st.memory.rank,
+        "memory_per_rank_bytes": [dict(rank=r.rank, layers=r.layers, total=r.total,
+                                       **{k: getattr(r, k) for k in MEMORY_PARTS}) for r in st.memory.ranks],
+        "precision": st.precision,
         "assumptions": list(TRAIN_ASSUMPTIONS) + list(model.assumptions),
     }
+    if st.kernels is not None:
+        out["kernel_efficiency"] = asdict(st.kernels)
+    if goodput is not None:
+        out["goodput"] = asdict(goodput)
     if tokens is not None:
-        seconds = st.train_s(tokens)
+        seconds = st.train_s(tokens) / (1.0 if goodput is None else goodput.goodput)
         out.update(train_tokens=float(tokens), train_days=seconds / SECONDS_PER_DAY,
                    gpu_hours=seconds * st.gpus / 3600.0)
         if price_per_gpu_hour is not None:

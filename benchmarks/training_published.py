@@ -1,0 +1,73 @@
+"""Published training runs against ``llmecon train`` (issue 24): Megatron-LM 2021 Table 1, Llama 3 405B
+Table 4, DeepSeek-V3 pretraining GPU-hours, in ideal and calibrated mode. Nothing is fitted here: the
+calibrated kernel efficiencies are the shipped serving profiles'. Prints a markdown table.
+
+    PYTHONPATH=src python benchmarks/training_published.py
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from llmecon.catalog.efficiency import default_profile, named_profile
+from llmecon.catalog.hardware import get_system
+from llmecon.catalog.hf_config import model_from_hf_config
+from llmecon.catalog.models import get_model
+from llmecon.econ.training_step import TrainPlan, megatron_flops_per_step, train_step
+
+ROOT = Path(__file__).parents[1]
+
+
+def gpt(hidden, layers, heads, vocab=51200):
+    return model_from_hf_config({"architectures": ["GPT2LMHeadModel"], "n_embd": hidden, "n_layer": layers,
+                                 "n_head": heads, "vocab_size": vocab, "n_positions": 2048}, name=f"gpt-{hidden}")
+
+
+def main() -> None:
+    rows = ["| run | published | ideal | err | calibrated | err | profile | fits (GB/GPU) |",
+            "|---|---:|---:|---:|---:|---:|---|---|"]
+    a100 = get_system("hgx-a100")
+    meg = yaml.safe_load((ROOT / "tests/published/training_megatron2021.yaml").read_text())["megatron_lm_2021"]
+    for r in meg["rows"]:
+        params_b, heads, hidden, layers, tp, pp, gpus, batch, measured = r[:9]
+        plan = TrainPlan(tp=tp, pp=pp, dp=gpus // (tp * pp), recompute="full", zero=0, flash_attention=False,
+                         dropout=True)
+        f = megatron_flops_per_step(batch=batch, seq_len=2048, layers=layers, hidden=hidden, vocab=51200)
+        out = [train_step(gpt(hidden, layers, heads), a100, plan, seq_len=2048, global_batch_tokens=batch * 2048,
+                          **kw) for kw in (dict(efficiency=1.0), dict(profile=default_profile(a100.accelerator)))]
+        i, c = (f / s.step_s / gpus / 1e12 for s in out)
+        rows.append(f"| Megatron {params_b}B, {gpus} A100 (TFLOP/s, eq. 3) | {measured} | {i:.0f} | "
+                    f"{i / measured - 1:+.1%} | {c:.0f} | {c / measured - 1:+.1%} | a100-80gb | "
+                    f"{out[0].memory.fits} ({out[0].memory.total / 1e9:.1f}) |")
+    h100, prof = get_system("hgx-h100"), named_profile("h100-sxm/trtllm")
+    for gpus, tp, cp, pp, dp, seq, per_dp, pub in [(8192, 8, 1, 16, 64, 8192, 32, 430),
+                                                   (16384, 8, 1, 16, 128, 8192, 16, 400),
+                                                   (16384, 8, 16, 16, 8, 131072, 16, 380)]:
+        for sched, v in (("interleaved", 8), ("1f1b", 1)):
+            plan = TrainPlan(tp=tp, cp=cp, pp=pp, dp=dp, recompute="none", zero=2, pp_trim=1, schedule=sched,
+                             chunks=v)
+            kw = dict(seq_len=seq, global_batch_tokens=dp * per_dp * seq)
+            i, c = (train_step(get_model("llama-3.1-405b"), h100, plan, **k, **kw)
+                    for k in (dict(efficiency=1.0), dict(profile=prof)))
+            rows.append(f"| Llama 3 405B, {gpus} H100, TP{tp} CP{cp} PP{pp} DP{dp}, {seq} tok, {plan.schedule}"
+                        f"{f' v={v}' if v > 1 else ''} (TFLOP/s) | {pub} | {i.tflops_per_gpu:.0f} | "
+                        f"{i.tflops_per_gpu / pub - 1:+.1%} | {c.tflops_per_gpu:.0f} | "
+                        f"{c.tflops_per_gpu / pub - 1:+.1%} "
+                        f"| h100-sxm/trtllm | {i.memory.fits} ({i.memory.total / 1e9:.1f}, rank {i.memory.rank}) |")
+    h800 = get_system("hgx-h800")
+    for sched in ("dualpipe", "1f1b"):
+        plan = TrainPlan(tp=1, pp=16, dp=128, ep=64, schedule=sched, recompute="selective", zero=1)
+        kw = dict(seq_len=4096, global_batch_tokens=15360 * 4096, precision="fp8")
+        i, c = (train_step(get_model("deepseek-v3"), h800, plan, **k, **kw)
+                for k in (dict(efficiency=1.0), dict(profile=prof)))
+        hi, hc = (s.train_s(14.8e12) * 2048 / 3600 / 1e6 for s in (i, c))
+        rows.append(f"| DeepSeek-V3, 2048 H800, PP16 EP64 DP128, fp8, {sched} (M GPU-hours, 14.8T tok) | 2.664 | "
+                    f"{hi:.3f} | {hi / 2.664 - 1:+.1%} | {hc:.3f} | {hc / 2.664 - 1:+.1%} | h100-sxm/trtllm | "
+                    f"{i.memory.fits} ({i.memory.total / 1e9:.1f}) |")
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    main()

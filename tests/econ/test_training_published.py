@@ -1,0 +1,151 @@
+"""Published training runs against ``train_step`` in ideal and calibrated mode: Megatron-LM 2021
+(Narayanan et al. 2021, Table 1), Llama 3 405B (Dubey et al. 2024, Table 4) and DeepSeek-V3 pretraining
+(DeepSeek-AI 2024). The issue's target is throughput within 10% and GPU-hours within 15%; these tests
+pin where the model stands (benchmarks/results/training_published_2026-11-26.md) so a change that moves
+it is seen. Nothing here is fitted: the calibrated efficiencies come from serving kernel tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from llmecon.catalog.efficiency import default_profile, named_profile
+from llmecon.catalog.hardware import get_system
+from llmecon.catalog.hf_config import model_from_hf_config
+from llmecon.catalog.models import get_model
+from llmecon.econ.training_goodput import LLAMA3_MTBF_GPU_HOURS, goodput
+from llmecon.econ.training_step import TrainPlan, megatron_flops_per_step, train_step
+from llmecon.errors import CatalogError, SpecError
+
+MEGATRON = yaml.safe_load((Path(__file__).parents[1] / "published" / "training_megatron2021.yaml").read_text())[
+    "megatron_lm_2021"]
+H100, H800, A100 = get_system("hgx-h100"), get_system("hgx-h800"), get_system("hgx-a100")
+H100_PROFILE = named_profile("h100-sxm/trtllm")  # TensorRT-LLM kernel tables (aiconfigurator), H100 SXM
+
+
+def gpt(hidden: int, layers: int, heads: int, vocab: int = 51200):
+    return model_from_hf_config({"architectures": ["GPT2LMHeadModel"], "n_embd": hidden, "n_layer": layers,
+                                 "n_head": heads, "vocab_size": vocab, "n_positions": 2048}, name=f"gpt-{hidden}")
+
+
+@pytest.mark.parametrize("row", MEGATRON["rows"], ids=lambda r: f"{r[0]}B")
+def test_megatron_2021_calibrated(row):
+    """A100 (the a100-80gb profile: vidur kernel fit), fp16, full recomputation, eager attention, dropout:
+    calibrated within ±16% of every row (measured: −15% at 1.7B to +13% at 76B); ideal is 42-60% high."""
+    params_b, heads, hidden, layers, tp, pp, gpus, batch, measured = row[:9]
+    m = gpt(hidden, layers, heads)
+    plan = TrainPlan(tp=tp, pp=pp, dp=gpus // (tp * pp), recompute="full", zero=0, flash_attention=False,
+                     dropout=True)
+    flops = megatron_flops_per_step(batch=batch, seq_len=2048, layers=layers, hidden=hidden, vocab=51200)
+    kw = dict(seq_len=2048, global_batch_tokens=batch * 2048)
+    cal = train_step(m, A100, plan, profile=default_profile(A100.accelerator), **kw)
+    ideal = train_step(m, A100, plan, efficiency=1.0, **kw)
+    assert flops / cal.step_s / gpus / 1e12 == pytest.approx(measured, rel=0.16)
+    assert 1.40 < flops / ideal.step_s / gpus / 1e12 / measured < 1.62
+
+
+# Llama 3 405B, Table 4 (recalled from the paper, arXiv:2407.21783; check against the PDF): GPUs, TP, CP,
+# PP, DP, sequence, batch per DP group, TFLOP/s per GPU. 16M-token batches.
+LLAMA3 = [(8192, 8, 1, 16, 64, 8192, 32, 430), (16384, 8, 1, 16, 128, 8192, 16, 400),
+          (16384, 8, 16, 16, 8, 131072, 16, 380)]
+
+
+def llama3_step(row, **kw):
+    gpus, tp, cp, pp, dp, seq, per_dp, _ = row
+    # §3.3.2: interleaved schedule, one layer fewer on the first and last stage, no activation
+    # checkpointing at 8K; FSDP shards optimizer states and gradients but keeps the weights (ZeRO-2).
+    # The number of virtual stages is not published: v = 8 (one layer per chunk) assumed.
+    plan = TrainPlan(tp=tp, cp=cp, pp=pp, dp=dp, recompute="none", zero=2, pp_trim=1, schedule="interleaved",
+                     chunks=8)
+    assert plan.gpus == gpus
+    return train_step(get_model("llama-3.1-405b"), H100, plan, seq_len=seq, global_batch_tokens=dp * per_dp * seq,
+                      **kw)
+
+
+@pytest.mark.parametrize("row", LLAMA3, ids=["8K-gpus", "16K-gpus", "16K-gpus-cp16"])
+def test_llama3_405b_throughput(row):
+    """Model TFLOP/s per GPU (6·N·D + causal attention, the MFU basis). Measured: calibrated +31% (8K GPUs),
+    +34% (16K), +31% (CP16, 131K); ideal +62%, +61%, +91%. The target (10%) is not reached: the model omits
+    what Meta's 38-43% MFU loses beyond kernel efficiency, bubbles and exposed TP/PP/DP traffic."""
+    published = row[-1]
+    cal = llama3_step(row, profile=H100_PROFILE).tflops_per_gpu
+    ideal = llama3_step(row, efficiency=1.0).tflops_per_gpu
+    assert published < cal < ideal
+    assert cal / published - 1 == pytest.approx(0.32, abs=0.04)
+    assert ideal / published - 1 < 0.95
+
+
+def dsv3_step(**kw):
+    # DeepSeek-V3 report (arXiv:2412.19437) §3.1-3.3 and §4.2: 2,048 H800, PP16 (DualPipe), EP64 across
+    # 8 nodes, ZeRO-1 data parallelism, no TP, FP8 GEMMs, 4K sequences, batch 15,360 sequences (after
+    # the ramp over the first 469B tokens, ignored). Micro-batch 1 sequence: assumed (not published).
+    plan = TrainPlan(tp=1, pp=16, dp=128, ep=64, schedule="dualpipe", recompute="selective", zero=1)
+    return train_step(get_model("deepseek-v3"), H800, plan, seq_len=4096, global_batch_tokens=15360 * 4096,
+                      precision="fp8", **kw)
+
+
+def test_deepseek_v3_gpu_hours():
+    """2.664M H800 GPU-hours for 14.8T tokens (DeepSeek-V3 report, Table 1). Measured: ideal −18.0%,
+    calibrated (the H100 SXM profile: same die) −17.5%: the 15% target is missed by ~3 points. The
+    report's hours are wall time, failures included; no goodput is charged here."""
+    for kw in (dict(efficiency=1.0), dict(profile=H100_PROFILE)):
+        stp = dsv3_step(**kw)
+        hours = stp.train_s(14.8e12) * 2048 / 3600
+        assert hours / 2.664e6 - 1 == pytest.approx(-0.18, abs=0.02)
+
+
+def test_deepseek_v3_memory_needs_its_own_recomputation():
+    """Our layout keeps every MoE layer's k dispatched copies and the expanded MLA Q/K/V in bf16: 151 GB on
+    the DualPipe rank holding the embedding and head with selective recomputation, 34 GB with full.
+    DeepSeek-V3 fits in 80 GB by recomputing RMSNorm and the MLA up-projections and caching activations in
+    FP8 (§3.2.3, §3.3.2), which this model does not lay out."""
+    sel = dsv3_step(efficiency=1.0).memory
+    assert not sel.fits and sel.total == pytest.approx(151e9, rel=0.03) and sel.rank == 0
+
+
+def test_goodput_hand_llama3():
+    """16,384 GPUs at 50,677 GPU-hours per interruption fail every 3.093 h (M = 11,135 s); a 60 s checkpoint
+    and a 10 min restart: Young's τ* = sqrt(2·60·M) = 1,156 s, waste = 60/τ* + (τ*/2 + 600)/M = 0.158."""
+    g = goodput(gpus=16384, checkpoint_s=60, restart_s=600)
+    m = LLAMA3_MTBF_GPU_HOURS * 3600 / 16384
+    assert m == pytest.approx(11135, rel=1e-3)
+    tau = (2 * 60 * m) ** 0.5
+    assert g.checkpoint_interval_s == pytest.approx(tau, rel=1e-12)
+    assert g.waste == pytest.approx(60 / tau + (tau / 2 + 600) / m, rel=1e-12)
+    assert g.goodput == pytest.approx(0.842, abs=0.002)
+    fixed = goodput(gpus=16384, checkpoint_s=60, restart_s=600, checkpoint_interval_s=3600)
+    assert fixed.goodput < g.goodput  # Young's interval is the optimum
+    assert goodput(gpus=8, checkpoint_s=0, restart_s=0).goodput == 1.0
+
+
+@pytest.mark.parametrize("kw,field", [
+    (dict(gpus=16384, checkpoint_s=-1, restart_s=0), "^checkpoint_s"),
+    (dict(gpus=16384, checkpoint_s=0, restart_s=0, mtbf_gpu_hours=0), "^mtbf_gpu_hours"),
+    (dict(gpus=10**6, checkpoint_s=600, restart_s=3600), "^restart_s"),
+    (dict(gpus=8, checkpoint_s=1, restart_s=1, checkpoint_interval_s=0), "^checkpoint_interval_s"),
+])
+def test_goodput_bad_input(kw, field):
+    with pytest.raises(SpecError, match=field):
+        goodput(**kw)
+
+
+def test_fp8_runs_layer_gemms_at_the_fp8_peak():
+    """At efficiency 1 with no communication, fp8 halves the layer-GEMM time only: attention and the head
+    stay at the bf16 peak."""
+    m = gpt(2048, 4, 16, vocab=1000)
+    chip = get_system("h100-sxm")
+    kw = dict(seq_len=2048, global_batch_tokens=2048, efficiency=1.0)
+    bf, f8 = (train_step(m, chip, TrainPlan(), precision=p, **kw) for p in ("bf16", "fp8"))
+    assert f8.compute_s < bf.compute_s < 2 * f8.compute_s and f8.mfu > bf.mfu
+    with pytest.raises(CatalogError, match="^precision"):
+        train_step(m, chip, TrainPlan(), precision="fp4x", **kw)
+
+
+def test_hgx_h800_is_an_h100_with_slower_nvlink():
+    """H800: the H100 SXM die with NVLink 400 GB/s bidirectional = 200 GB/s per direction; IB 50 GB/s per GPU
+    (DeepSeek-V3 §3.2.2)."""
+    assert H800.accelerator == H100.accelerator and H800.chips == 8
+    assert H800.scale_up.bandwidth_bytes_per_s == 200e9 and H100.scale_up.bandwidth_bytes_per_s == 450e9
+    assert H800.scale_out.bandwidth_bytes_per_s == 50e9
