@@ -33,7 +33,8 @@ files = {
  "bigint.json": json.dumps({"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "num_hidden_layers": 10**12,
                           "num_attention_heads": 32, "vocab_size": 10, "intermediate_size": 4}).encode(),
  "nan.json": b'{"architectures": ["LlamaForCausalLM"], "hidden_size": NaN, "num_hidden_layers": 2}',
- "list.json": b"[1,2]", "str.json": b'"x"', "neg.json": b'{"hidden_size": -5, "num_hidden_layers": 2, "num_attention_heads": 2}',
+ "list.json": b"[1,2]", "str.json": b'"x"',
+ "neg.json": b'{"hidden_size": -5, "num_hidden_layers": 2, "num_attention_heads": 2}',
  "trace_nan.csv": b"arrival_s,prompt_tokens,output_tokens\nnan,10,10\n",
  "trace_neg.csv": b"arrival_s,prompt_tokens,output_tokens\n0,-10,10\n",
  "trace_huge.csv": b"arrival_s,prompt_tokens,output_tokens\n0,100000000,10\n",
@@ -45,11 +46,16 @@ files = {
  "cases_tp0.csv": b"model,system,phase,batch,context,tp\nllama-3.1-8b,hgx-h100,decode,1,1024,0\n",
  "meas_tp3.csv": b"kind,model,system,batch,context,tp,measured_s\ndecode,llama-3.1-8b,hgx-h100,1,4096,3,0.05\n",
  "meas_neg.csv": b"kind,accelerator,bytes,measured_s\ncopy,h100-sxm,-1,0.001\n",
- "spec_bignum.toml": b'[analytic]\nmodels=["llama-3.1-8b"]\nsystems=["hgx-h100"]\nphases=["decode"]\nbatches={start=1,stop=10,num=1000000000000}\ncontexts=[1]\n',
- "spec_bigchunk.toml": b'chunk_points=1000000000000\n[analytic]\nmodels=["llama-3.1-8b"]\nsystems=["hgx-h100"]\nphases=["decode"]\nbatches=[1]\ncontexts=[1]\n',
- "spec_big.toml": b'[analytic]\nmodels=["llama-3.1-8b"]\nsystems=["hgx-h100"]\nplans="smallest"\nphases=["decode"]\nbatches={start=1,stop=1000000,num=100000}\ncontexts={start=1,stop=1000000,num=100000}\n',
- "spec_rate.toml": b'[simulation]\nmodels=["llama-3.1-8b"]\nsystems=["hgx-h100"]\npolicies=["continuous"]\nworkloads=[{rate=1e12, duration=1e6}]\n',
- "spec_nan.toml": b'[analytic]\nmodels=["llama-3.1-8b"]\nsystems=["hgx-h100"]\nphases=["decode"]\nbatches=[nan]\ncontexts=[1]\n',
+ "spec_bignum.toml": (b'[analytic]\nmodels=["llama-3.1-8b"]\nsystems=["hgx-h100"]\nphases=["decode"]\n'
+                      b'batches={start=1,stop=10,num=1000000000000}\ncontexts=[1]\n'),
+ "spec_bigchunk.toml": (b'chunk_points=1000000000000\n[analytic]\nmodels=["llama-3.1-8b"]\nsystems=["hgx-h100"]\n'
+                        b'phases=["decode"]\nbatches=[1]\ncontexts=[1]\n'),
+ "spec_big.toml": (b'[analytic]\nmodels=["llama-3.1-8b"]\nsystems=["hgx-h100"]\nplans="smallest"\nphases=["decode"]\n'
+                   b'batches={start=1,stop=1000000,num=100000}\ncontexts={start=1,stop=1000000,num=100000}\n'),
+ "spec_rate.toml": (b'[simulation]\nmodels=["llama-3.1-8b"]\nsystems=["hgx-h100"]\npolicies=["continuous"]\n'
+                    b'workloads=[{rate=1e12, duration=1e6}]\n'),
+ "spec_nan.toml": (b'[analytic]\nmodels=["llama-3.1-8b"]\nsystems=["hgx-h100"]\nphases=["decode"]\n'
+                   b'batches=[nan]\ncontexts=[1]\n'),
  "prof_inf.toml": b'name="x"\naccelerators=["h100-sxm"]\n[gemm]\nbf16=inf\n',
  "existing.csv": b"keep\n", "existing.png": b"keep\n", "existing.svg": b"keep\n", "existing.html": b"keep\n",
  "existing.toml": b"keep\n", "existing.parquet": b"keep\n",
@@ -75,12 +81,14 @@ def leaves(cmd, path=()):
                 continue
             yield from leaves(s, path + (n,))
     else:
-        opts = [max(p.opts, key=len) for p in cmd.params if getattr(p, "opts", None) and not getattr(p, "is_flag", False)
+        opts = [max(p.opts, key=len) for p in cmd.params
+                if getattr(p, "opts", None) and not getattr(p, "is_flag", False)
                 and max(p.opts, key=len).startswith("--") and max(p.opts, key=len) not in ("--help",)]
         arg = any(type(p).__name__ == "TyperArgument" for p in cmd.params)
         yield path, opts, arg
 
-BASE = {"simulate": ["-m", "llama-3.1-8b", "-s", "hgx-h100", "--requests", "5"], "train": [], "plan": ["--systems", "hgx-h100"]}
+BASE = {"simulate": ["-m", "llama-3.1-8b", "-s", "hgx-h100", "--requests", "5"], "train": [],
+        "plan": ["--systems", "hgx-h100"]}
 REQ = {"cost": ["--price-per-chip-hour", "2"], "cache": ["--price-per-chip-hour", "2"],
        "prices infer": ["--provider", "google", "--model", "gemini-2.5-pro"]}
 cases = []
@@ -88,7 +96,8 @@ for path, opts, arg in leaves(CMD):
     key = " ".join(path)
     base = list(path) + BASE.get(path[0], []) + REQ.get(key, [])
     good_arg = {"model": ["llama-3.1-8b"], "predict": [f"{D}/cases_nan.csv"], "calibrate": [f"{D}/meas_neg.csv"],
-                "validate": [f"{D}/meas_tp3.csv"], "sweep": [f"{D}/spec_nan.toml", "--out", f"{D}/o.parquet"]}.get(path[0], [])
+                "validate": [f"{D}/meas_tp3.csv"],
+                "sweep": [f"{D}/spec_nan.toml", "--out", f"{D}/o.parquet"]}.get(path[0], [])
     for opt in opts:
         for cls, vals in VALUES.items():
             for v in vals:
@@ -101,25 +110,38 @@ for opt_cmd in (["analyze", "--model"], ["analyze", "--profile"], ["simulate", "
                 ["step", "--model"]):
     for p in PATHS:
         cases.append(("hostile file (option)", opt_cmd + [p]))
-for outcmd in (["simulate", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--requests", "5", "--seed", "-1", "--requests-out"],
-               ["simulate", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--requests", "5", "--prompt", "999999999", "--plot"],
-               ["analyze", "--context", "nan", "--report"], ["batch", "--tp", "0", "--plot"], ["train", "--tp", "0", "--plot"],
+for outcmd in (["simulate", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--requests", "5", "--seed", "-1",
+                "--requests-out"],
+               ["simulate", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--requests", "5", "--prompt", "999999999",
+                "--plot"],
+               ["analyze", "--context", "nan", "--report"], ["batch", "--tp", "0", "--plot"],
+               ["train", "--tp", "0", "--plot"],
                ["overtrain", "--active-params", "-1", "--plot"], ["calibrate", f"{D}/not_utf8.csv", "--out"],
                ["predict", f"{D}/cases_nan.csv", "--out"], ["sweep", f"{D}/spec_nan.toml", "--out"],
-               ["lecture", "--plot-bad", "--out"], ["context", "--tp", "0", "--plot"], ["moe", "--max-ep", "0", "--plot"],
+               ["lecture", "--plot-bad", "--out"], ["context", "--tp", "0", "--plot"],
+               ["moe", "--max-ep", "0", "--plot"],
                ["plan", "--max-chips", "0", "--plot"]):
     for p in PATHS + ["\x00.csv"]:
         cases.append(("bad run with an output path", outcmd + [p]))
-extra = [["simulate", "--rate", "1e9", "--duration", "1"], ["simulate", "--duration", "1e12"], ["simulate", "--requests", "0"],
-         ["simulate", "--seed", "-1"], ["simulate", "--tau", "1", "--requests", "5"], ["simulate", "--duration", "5", "--requests", "5"],
-         ["simulate", "--requests", "20", "--replicas", "999999999"], ["simulate", "--requests", "20", "--batch-cap", "99999999"],
-         ["simulate", "--requests", "20", "--class", "a=999999999:999999999"], ["simulate", "--requests", "5", "--max-memory", "0B"],
+extra = [["simulate", "--rate", "1e9", "--duration", "1"], ["simulate", "--duration", "1e12"],
+         ["simulate", "--requests", "0"],
+         ["simulate", "--seed", "-1"], ["simulate", "--tau", "1", "--requests", "5"],
+         ["simulate", "--duration", "5", "--requests", "5"],
+         ["simulate", "--requests", "20", "--replicas", "999999999"],
+         ["simulate", "--requests", "20", "--batch-cap", "99999999"],
+         ["simulate", "--requests", "20", "--class", "a=999999999:999999999"],
+         ["simulate", "--requests", "5", "--max-memory", "0B"],
          ["analyze", "--tp", "0"], ["analyze", "--ep", "0"], ["analyze", "--pp", "0"], ["analyze", "--context", "0"],
-         ["step", "--phase", "sideways"], ["step", "--tp", "3", "-m", "llama-3.1-8b"], ["train", "--model", "llama-3.1-70b", "--tp", "1", "--gpus", "8"],
-         ["sweep", f"{D}/spec_big.toml", "--out", f"{D}/o.parquet"], ["sweep", f"{D}/spec_rate.toml", "--out", f"{D}/o.parquet"],
-         ["sweep", f"{D}/spec_bigchunk.toml", "--out", f"{D}/o.parquet"], ["sweep", f"{D}/spec_bignum.toml", "--out", f"{D}/o.parquet"],
-         ["simulate", "--trace", f"{D}/trace_huge.csv"], ["simulate", "--trace", f"{D}/trace_nan.csv"], ["simulate", "--trace", f"{D}/trace_1e400.csv"],
-         ["nonexistent-command"], ["analyze", "--no-such-flag"], ["analyze", "--tp"], ["analyze", "--tp", "1", "--tp", "x"],
+         ["step", "--phase", "sideways"], ["step", "--tp", "3", "-m", "llama-3.1-8b"],
+         ["train", "--model", "llama-3.1-70b", "--tp", "1", "--gpus", "8"],
+         ["sweep", f"{D}/spec_big.toml", "--out", f"{D}/o.parquet"],
+         ["sweep", f"{D}/spec_rate.toml", "--out", f"{D}/o.parquet"],
+         ["sweep", f"{D}/spec_bigchunk.toml", "--out", f"{D}/o.parquet"],
+         ["sweep", f"{D}/spec_bignum.toml", "--out", f"{D}/o.parquet"],
+         ["simulate", "--trace", f"{D}/trace_huge.csv"], ["simulate", "--trace", f"{D}/trace_nan.csv"],
+         ["simulate", "--trace", f"{D}/trace_1e400.csv"],
+         ["nonexistent-command"], ["analyze", "--no-such-flag"], ["analyze", "--tp"],
+         ["analyze", "--tp", "1", "--tp", "x"],
          ["validate", f"{D}/meas_tp3.csv", "--mode", "ideal"], ["analyze", "--profile", f"{D}/prof_inf.toml"]]
 cases += [("named in issue / misc", c) for c in extra]
 
@@ -167,7 +189,8 @@ for cls, s in stats.items():
     tot.update(s)
 print("TOTAL", dict(tot), f"{time.time()-t0:.0f}s")
 for kind, args, info in bad:
-    print("--", kind, " ".join(repr(a) if (not a or " " in a) else a for a in args)[:200], "|", str(info).strip().splitlines()[-1:] if isinstance(info, str) else info)
+    print("--", kind, " ".join(repr(a) if (not a or " " in a) else a for a in args)[:200], "|",
+          str(info).strip().splitlines()[-1:] if isinstance(info, str) else info)
 import shutil  # noqa: E402
 
 shutil.rmtree(D, ignore_errors=True)

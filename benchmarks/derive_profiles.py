@@ -26,7 +26,8 @@ PROFILES = {
         "accelerators": ("h100-sxm",),
         "sets": {"vidur-ops-h100": None, "vidur-net-h100": None, "trtllm-static": "hgx-h100",
                  "trtllm-ttft": "hgx-h100", "qwen3-serving": None},
-        "note": 'H200 has its own kernel-table profiles since 2026-11-25 (h200-<engine>.toml, benchmarks/derive_kernel_profiles.py).',
+        "note": ('H200 has its own kernel-table profiles since 2026-11-25 (h200-<engine>.toml, '
+                 'benchmarks/derive_kernel_profiles.py).'),
     },
     "a100-80gb": {
         "accelerators": ("a100-80gb",),

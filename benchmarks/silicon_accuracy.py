@@ -80,7 +80,8 @@ def main() -> None:
              "`kernel-only` = the kernel-table profile without engine terms (before this fit); `in-sample` = terms "
              "fitted on every row of the chip and engine (the shipped ones; not an accuracy claim); `LOMO` = "
              "held-out model (the number to quote); `engine-pooled` = the same leave-one-model-out with one set of "
-             "terms per engine fitted over every chip (a comparison, not shipped). Errors |pred/meas − 1|, median / p90.", "",
+             "terms per engine fitted over every chip (a comparison, not shipped). Errors |pred/meas − 1|, "
+             "median / p90.", "",
              "Targets (issue 21): TPOT median <= 10%, p90 <= 25%; TTFT (c <= 8) median <= 20%.", "",
              "| chip/engine | models | rows | TPOT kernel-only | TPOT in-sample | **TPOT LOMO** | TTFT rows | "
              "TTFT kernel-only | TTFT in-sample | **TTFT LOMO** | TPOT / TTFT LOMO, engine-pooled terms | note |",
@@ -153,8 +154,9 @@ def write_profiles(shipped: dict, rows) -> None:
                 "leave-one-model-out error in benchmarks/results/silicon_accuracy_2026-11-26.md.")
         text = re.sub(r'^(derivation = ".*?)( Engine terms \(.*?\.md\.)?"$', lambda m: m.group(1) + note + '"', text,
                       count=1, flags=re.M)
-        text = text.replace("Not fitted here: engine overheads (step_overhead_s, serving-loop terms: 0 / 1, a later fit on "
-                            "end-to-end rows), ", "Not fitted on the kernel tables: engine overheads (fitted on "
+        text = text.replace("Not fitted here: engine overheads (step_overhead_s, serving-loop terms: 0 / 1, "
+                            "a later fit on end-to-end rows), ",
+                            "Not fitted on the kernel tables: engine overheads (fitted on "
                             "end-to-end rows: see the end of this text), ")
         path.write_text(text)
         print("wrote", path)

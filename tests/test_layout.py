@@ -1,5 +1,6 @@
 """The folders are the layers (DESIGN.md §2): imports point down only, no cycles, small modules,
-a dozen modules at most at the package root.
+a dozen modules at most at the package root, and no Python line in src/, tests/ or benchmarks/
+longer than 120 columns.
 
 The import graph is read from the source with ``ast`` (every ``import`` and ``from ... import``,
 also those inside functions; those under ``if TYPE_CHECKING:`` are for typing only and skipped).
@@ -12,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-PKG = Path(__file__).resolve().parents[1] / "src" / "llmecon"
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "src" / "llmecon"
 
 # Rank of each top-level module or folder: a module may import only from its own rank or below.
 RANKS = {
@@ -29,6 +31,8 @@ RANKS = {
     "cli": 10, "web": 10,
 }
 MAX_LINES = 600
+MAX_COLUMNS = 120
+LINE_CHECKED = ("src", "tests", "benchmarks")
 MAX_ROOT_MODULES = 12
 
 
@@ -158,3 +162,32 @@ def test_module_size(path):
 def test_a_dozen_modules_at_the_root():
     root = [p.name for p in PKG.glob("*.py") if p.name not in ("__init__.py", "__main__.py")]
     assert len(root) <= MAX_ROOT_MODULES, sorted(root)
+
+
+def _long_lines(paths) -> list[str]:
+    """``path:line: columns`` for every line longer than MAX_COLUMNS characters."""
+    out = []
+    for path in paths:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if len(line) > MAX_COLUMNS:
+                out.append(f"{path}:{number}: {len(line)} columns")
+    return out
+
+
+def test_lines_at_most_120_columns():
+    paths = sorted(p for folder in LINE_CHECKED for p in (ROOT / folder).rglob("*.py")
+                   if "__pycache__" not in p.parts)
+    assert len(paths) > 100  # the folders were found
+    long = _long_lines(paths)
+    assert not long, f"lines over {MAX_COLUMNS} columns (wrap them):\n" + "\n".join(long)
+
+
+def test_the_line_checker_finds_a_long_line(tmp_path):
+    """The check above can fail: a 121-column line is reported, a 120-column one (multi-byte
+    characters count once) is not."""
+    ok = tmp_path / "ok.py"
+    ok.write_text("x = '" + "×" * 114 + "'\n", encoding="utf-8")
+    bad = tmp_path / "bad.py"
+    bad.write_text("# fine\n" + "y = 1  # " + "z" * 112 + "\n", encoding="utf-8")
+    assert _long_lines([ok]) == []
+    assert _long_lines([bad]) == [f"{bad}:2: 121 columns"]

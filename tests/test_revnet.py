@@ -61,7 +61,8 @@ class Counting(nn.Module):
 
 def _tanh_sequence(depth: int, dim: int, *, dropout: float = 0.0, dtype=torch.float64, **kw) -> ReversibleSequence:
     return ReversibleSequence([ReversibleBlock(TanhLinear(dim, dropout=dropout, dtype=dtype),
-                                               TanhLinear(dim, dropout=dropout, dtype=dtype)) for _ in range(depth)], **kw)
+                                               TanhLinear(dim, dropout=dropout, dtype=dtype))
+                               for _ in range(depth)], **kw)
 
 
 def _grads(seq: ReversibleSequence, fn, x: torch.Tensor, seed: int, dy: torch.Tensor):

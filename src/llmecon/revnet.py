@@ -459,7 +459,8 @@ def _flop_formulas() -> dict:
     fwd = getattr(aten, "_scaled_dot_product_flash_attention_for_cpu", None)
     bwd = getattr(aten, "_scaled_dot_product_flash_attention_for_cpu_backward", None)
     if fwd is not None and bwd is not None and hasattr(fc, "sdpa_backward_flop_count"):
-        registry.setdefault(fwd, fc.shape_wrapper(lambda q, k, v, *a, out_shape=None, **kw: fc.sdpa_flop_count(q, k, v)))
+        registry.setdefault(fwd, fc.shape_wrapper(
+            lambda q, k, v, *a, out_shape=None, **kw: fc.sdpa_flop_count(q, k, v)))
         registry.setdefault(bwd, fc.shape_wrapper(
             lambda g, q, k, v, *a, out_shape=None, **kw: fc.sdpa_backward_flop_count(g, q, k, v)))
     return registry

@@ -51,7 +51,8 @@ def parse(text: str | float | int, dimension: str, *, field: str = "value") -> f
     else:
         match = _PATTERN.match(str(text))
         if not match:
-            raise UnitError(f"{field}: cannot read '{text}' as a quantity; write e.g. {_EXAMPLES.get(dimension, _EXAMPLES['bytes'])}")
+            raise UnitError(f"{field}: cannot read '{text}' as a quantity; write e.g. "
+                            f"{_EXAMPLES.get(dimension, _EXAMPLES['bytes'])}")
         number, unit = float(match.group(1)), match.group(2)
         value = number * _factor(unit, dimension, field, text)
     if not math.isfinite(value):

@@ -108,4 +108,5 @@ def test_analyze_calibrated_runs_on_each_measured_chip(system, capsys):
     assert done.value.code in (0, None)
     out = json.loads(capsys.readouterr().out)
     chip = get_system(system).accelerator.name
-    assert out["mode"] == "calibrated" and out["fidelity"] == f"calibrated ({default_profile(get_accelerator(chip)).name})"
+    assert (out["mode"] == "calibrated"
+            and out["fidelity"] == f"calibrated ({default_profile(get_accelerator(chip)).name})")

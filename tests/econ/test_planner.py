@@ -142,7 +142,8 @@ def test_nothing_fits():
 ])
 def test_bad_requests_are_rejected(kwargs, match):
     with pytest.raises(SpecError, match=match):
-        plan_deployment(get_model("llama-3.1-8b"), [get_system("hgx-h100")], options=SearchOptions(max_chips=8), **kwargs)
+        plan_deployment(get_model("llama-3.1-8b"), [get_system("hgx-h100")], options=SearchOptions(max_chips=8),
+                        **kwargs)
 
 
 @pytest.mark.parametrize("kwargs,match", [(dict(tpot_s=0.0), "^tpot"), (dict(ttft_s=-1.0), "^ttft"),

@@ -27,7 +27,8 @@ from llmecon.spec.hardware import MemoryTier
 from llmecon.econ.kvcache import priced_tiers
 from llmecon.spec.plan import Plan
 from llmecon.spec.prices import CacheWrite, ContextTier, PriceSheet
-from llmecon.econ.pricing import (break_even_hold_s, cache_hold_price_per_hour, cache_tier_fit, decode_prefill_cost_ratio,
+from llmecon.econ.pricing import (break_even_hold_s, cache_hold_price_per_hour, cache_tier_fit,
+                             decode_prefill_cost_ratio,
                              equivalent_kv_layers, five_minute_tiers, infer_fast_mode, infer_kv_from_price_step,
                              tier_break_evens,
                              kv_bytes_from_crossover, operating_point, serving_cost)

@@ -85,7 +85,8 @@ def test_in_flight_microbatches_per_schedule():
     P·(1 + (P−1)/(P·v)), GPipe all M."""
     assert in_flight_microbatches(TrainPlan(pp=8), 64) == 8
     assert in_flight_microbatches(TrainPlan(pp=8, schedule="gpipe"), 64) == 64
-    assert in_flight_microbatches(TrainPlan(pp=8, schedule="interleaved", chunks=2), 64) == pytest.approx(8 * (1 + 7 / 16))
+    assert in_flight_microbatches(TrainPlan(pp=8, schedule="interleaved", chunks=2), 64) == pytest.approx(
+        8 * (1 + 7 / 16))
     assert in_flight_microbatches(TrainPlan(pp=8, schedule="zero-bubble"), 64) == 8
     assert in_flight_microbatches(TrainPlan(pp=8), 3) == 3
 

@@ -163,7 +163,8 @@ def balance_batch_with_kv_case(i):
 
 
 def latency_floor_5T_fp8_gb300_nvl72(i):
-    rack = System(name="gb300 nvl72 (case)", accelerator=_chip("gb300 (case)", fp8=5e15, bandwidth=i["hbm_bw_per_chip"]),
+    rack = System(name="gb300 nvl72 (case)",
+                  accelerator=_chip("gb300 (case)", fp8=5e15, bandwidth=i["hbm_bw_per_chip"]),
                   chips=i["n_chips"], scale_up=Link(name="nvlink", bandwidth_bytes_per_s=900e9, latency_s=0.0),
                   scale_out=None)
     t = latency_floor_s(weight_bytes=i["N_total"] * i["bytes_per_param"],

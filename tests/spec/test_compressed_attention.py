@@ -86,7 +86,8 @@ def test_hyper_connections_and_hash_layers():
     assert p.router == 3 * (64 * 8 + 8) - 2 * 8  # hash layers keep the gate, lose the bias
     # MTP module: uncompressed attention, its layer's mHC (2·6171) and head (1029), 2d + 2d² + d
     layer = 7220 + 2 * 64 + 2 * 6171 + 1029 + 8 * 3 * 64 * 32 + 3 * 64 * 32 + 64 * 8 + 8
-    assert _model(moe=moe, hyper_connections=4, extra_layers_not_counted=1).params.mtp == 2 * 64 + 2 * 64 * 64 + layer + 64
+    assert (_model(moe=moe, hyper_connections=4, extra_layers_not_counted=1).params.mtp
+            == 2 * 64 + 2 * 64 * 64 + layer + 64)
 
 
 def test_fp8_entry_layout():

@@ -20,9 +20,11 @@ from hypothesis import strategies as st
 
 from llmecon.fidelity import collective_fit as cf
 from llmecon.catalog import hardware as cat
-from llmecon.step.collectives import (ALL_REDUCE_ALGORITHMS, all_gather_s, all_reduce_s, all_to_all_s, alpha_beta_counts,
+from llmecon.step.collectives import (ALL_REDUCE_ALGORITHMS, all_gather_s, all_reduce_s, all_to_all_s,
+                                 alpha_beta_counts,
                                  in_switch_all_reduce_s, one_shot_all_reduce_s, p2p_s, reduce_scatter_s,
-                                 ring_all_reduce_s, tree_all_reduce_s, two_tier_all_reduce_s, two_tier_all_to_all_s, supported_all_reduce_algorithms)
+                                 ring_all_reduce_s, tree_all_reduce_s, two_tier_all_reduce_s, two_tier_all_to_all_s,
+                                 supported_all_reduce_algorithms)
 from llmecon.errors import CatalogError, SpecError
 from llmecon.spec.hardware import Accelerator, Link, System
 

@@ -148,7 +148,8 @@ def test_a_torus_never_beats_a_switch_at_the_same_chip_bandwidth(p, s):
     """At equal per-chip bandwidth, every torus schedule moves at least the switch's bytes per
     port; the multi-axis bound is never above the dimension-ordered rings."""
     for f in (all_gather_s, reduce_scatter_s, all_to_all_s):
-        assert f(message_bytes=s, participants=p, link=CUBE) >= f(message_bytes=s, participants=p, link=SWITCH) * (1 - 1e-12)
+        assert (f(message_bytes=s, participants=p, link=CUBE)
+                >= f(message_bytes=s, participants=p, link=SWITCH) * (1 - 1e-12))
     ring = all_reduce_s(message_bytes=s, participants=p, link=CUBE, algorithm="ring")
     multi = all_reduce_s(message_bytes=s, participants=p, link=CUBE, algorithm="multi_axis")
     switch = all_reduce_s(message_bytes=s, participants=p, link=SWITCH, algorithm="ring")

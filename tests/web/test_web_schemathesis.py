@@ -41,7 +41,8 @@ def test_no_server_errors_in_the_plan_search(case):
 
 def _check(case) -> None:
     response = case.call()
-    assert response.status_code < 500, f"{case.method} {case.path} {case.body!r}: {response.status_code} {response.text}"
+    assert response.status_code < 500, (f"{case.method} {case.path} {case.body!r}: "
+                                        f"{response.status_code} {response.text}")
     if response.status_code == 422:
         detail = response.json()["detail"]
         assert isinstance(detail, list) and detail, response.text

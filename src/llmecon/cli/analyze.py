@@ -300,7 +300,8 @@ def catalog_accelerators(as_json: JsonOpt = False) -> None:
     for r in rows:
         peaks = r["peak_flops_per_s"]
         table.add_row(r["name"], *(fmt_rate(peaks[k], "FLOP/s") if k in peaks else
-                                   "unpublished" if k in r["unpublished_peaks"] else "-" for k in ("bf16", "fp8", "fp4")),
+                                   "unpublished" if k in r["unpublished_peaks"] else "-"
+                                   for k in ("bf16", "fp8", "fp4")),
                       fmt_bytes(r["hbm_bytes"]), fmt_rate(r["hbm_bandwidth_bytes_per_s"]),
                       f"{r['flops_per_byte_bf16']:.0f}" if r["flops_per_byte_bf16"] else "-",
                       fmt_seconds(r["hbm_drain_s"]), r["status"])

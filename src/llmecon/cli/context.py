@@ -362,13 +362,15 @@ def _print_infer(out: dict) -> None:
         console.print(table)
         console.print(f"range {fmt_bytes(k['low'])} - {fmt_bytes(k['high'])} per token = "
                       f"{float(equivalent_kv_layers(k['low'])):.2g}-{float(equivalent_kv_layers(k['high'])):.2g} KV "
-                      f"layers of 8 heads x 128 at fp8 (2,048 B each); per-layer GQA at 61-80 layers would be 100-300 KB")
+                      f"layers of 8 heads x 128 at fp8 (2,048 B each); per-layer GQA at 61-80 layers would be "
+                      f"100-300 KB")
         for a in k["assumptions"]:
             console.print(f"[dim]assumption: {a}[/dim]")
     else:
         console.print("\n[dim]no long-context price step on this sheet: KV size not inferable from it[/dim]")
     op = out["operating_point"]
-    line = (f"output/input = {op['price_ratio']:.3g}: at short context B = {op['batch_over_balance_at_short_context']:.2g}"
+    line = (f"output/input = {op['price_ratio']:.3g}: at short context "
+            f"B = {op['batch_over_balance_at_short_context']:.2g}"
             f" x B*; at B = B*, L = {op['context_over_crossover_at_balance']:.3g} x L_x")
     if "context_at_balance_tokens" in op:
         line += f" (~{op['context_at_balance_tokens']:,.0f} tokens if L_x is the price step)"
@@ -475,7 +477,8 @@ def prices_tiers(
         for kind in ("input", "output"):
             spans = "; ".join(f"{_tokens(r['from_tokens'])}-{_tokens(r['to_tokens'])}" for r in losing[kind])
             console.print(f"{sheet.provider} {sheet.model} {kind}: "
-                          + (f"[red]below this cost at {spans} tokens[/red]" if spans else "covers this cost everywhere"))
+                          + (f"[red]below this cost at {spans} tokens[/red]" if spans
+                             else "covers this cost everywhere"))
         console.print("[dim]assumption: the provider's model costs what this model costs on this system "
                       "(a stand-in; closed models' sizes are unknown)[/dim]")
 

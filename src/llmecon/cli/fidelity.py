@@ -62,8 +62,9 @@ def calibrate(
                                                      "docs/calibration.md).")],
     out: Annotated[str, typer.Option("--out", "-o", help="Profile TOML to write.")] = "profile.toml",
     name: Annotated[Optional[str], typer.Option("--name", help="Profile name (default: the accelerator).")] = None,
-    accelerator: Annotated[Optional[str], typer.Option("--accelerator", help="Fit only rows of this accelerator "
-                                                                             "(needed when the file has several).")] = None,
+    accelerator: Annotated[Optional[str], typer.Option("--accelerator",
+                                                       help="Fit only rows of this accelerator "
+                                                            "(needed when the file has several).")] = None,
     all_rows: Annotated[bool, typer.Option("--all-rows", help="Fit on every row (default: the 'fit' split only, "
                                                               "so validate can report the held-out rows).")] = False,
     as_json: JsonOpt = False,
@@ -114,8 +115,9 @@ ListOpt = Optional[str]
 @app.command()
 def validate(
     measurements: Annotated[str, typer.Argument(help="What to check, detected from its form: a measurement CSV "
-                                                     "(llmecon measure's columns); NVIDIA's silicon CSV (aiconfigurator "
-                                                     "silicon_dev.csv, known by its silicon_tpot_ms column); or a "
+                                                     "(llmecon measure's columns); NVIDIA's silicon CSV "
+                                                     "(aiconfigurator silicon_dev.csv, known by its "
+                                                     "silicon_tpot_ms column); or a "
                                                      "kernel-tables folder (aiconfigurator kernels/, holding h100_sxm, "
                                                      "b200_sxm, ... folders).")],
     mode: ModeOpt = Mode.calibrated, profile: ProfileOpt = None, as_json: JsonOpt = False,

@@ -171,7 +171,8 @@ def _print_pipeline(console, r, system, model) -> None:
         rows = [("not applicable", f"{system.name} has no {missing} link, so there is no BW_up/BW_out ratio")]
     else:
         k = r.active_experts
-        rows = [("BW_up / BW_out", f"{r.scale_out_ratio:.3g} per chip ({fmt_rate(system.scale_up.bandwidth_bytes_per_s)}"
+        rows = [("BW_up / BW_out", f"{r.scale_out_ratio:.3g} per chip "
+                                   f"({fmt_rate(system.scale_up.bandwidth_bytes_per_s)}"
                                    f" / {fmt_rate(system.scale_out.bandwidth_bytes_per_s)})")]
         for layers, value in r.stage_ratios.items():
             rows.append((f"{layers} layer{'s' if layers > 1 else ''}/stage",

@@ -65,8 +65,9 @@ ModeOpt = Annotated[Mode, typer.Option("--mode", help="ideal = datasheet peaks, 
                                                       "calibrated = the accelerator's shipped efficiency profile.")]
 ProfileOpt = Annotated[Optional[str], typer.Option("--profile", help="Efficiency profile: a shipped one by name "
                                                                      "(b200/sglang = chip/engine; b200 = the chip's "
-                                                                     "default engine) or a TOML file (llmecon calibrate "
-                                                                     "writes one); implies --mode calibrated.")]
+                                                                     "default engine) or a TOML file (llmecon "
+                                                                     "calibrate writes one); implies --mode "
+                                                                     "calibrated.")]
 SpecTokensOpt = Annotated[Optional[int], typer.Option("--spec-tokens", help="Speculative decoding: draft tokens per "
                                                                          "verify step k (default 0 = none).")]
 AcceptanceOpt = Annotated[Optional[str], typer.Option("--acceptance", help="Speculative decoding: acceptance of "

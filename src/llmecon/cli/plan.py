@@ -157,7 +157,8 @@ def plan_cmd(
         spec = bool(r.speculation) and search.phase == "decode"
         rows = frontier_rows(search, top, priced=priced, spec=spec)
         table = Table(title=f"{search.phase} frontier: {len(rows)} of {len(search.frontier)} non-dominated points, "
-                            "spread from fastest per user to most per chip", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+                            "spread from fastest per user to most per chip", title_justify="left",
+                      box=box.SIMPLE_HEAD, pad_edge=False)
         for header in ("system", "plan", "chips", "batch", "step", "tok/s/chip",
                        "tok/s/user" if search.phase == "decode" else "prompt tok/s", *(("$/Mtok",) if priced else ()),
                        "bound", *(("k",) if spec else ())):

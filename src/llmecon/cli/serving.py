@@ -11,7 +11,8 @@ from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, EpOpt, JsonOpt, KvDtypeOpt,
     ProfileOpt, SystemOpt, TpOpt, WeightDtypeOpt, _check_plot_path, _console, _deployment, _emit_json, _kv_table, app)
 
 PROGRESS_MIN_REQUESTS = 50_000
-_SYNTHETIC_DEFAULTS = {"rate": 10.0, "arrival": "poisson"}  # show a progress bar (stderr TTY only) for runs at least this large
+# show a progress bar (stderr TTY only) for runs at least this large
+_SYNTHETIC_DEFAULTS = {"rate": 10.0, "arrival": "poisson"}
 
 
 def _opt(help_: str, *names: str):

@@ -88,7 +88,8 @@ def sweep_cmd(
             _emit_json(work_dict(work))
             return
         d = work_dict(work)
-        _console().print(f"{spec}: {size}; {d['points']:,} points ({d['analytic_points']:,} analytic in {d['groups']:,} "
+        _console().print(f"{spec}: {size}; {d['points']:,} points ({d['analytic_points']:,} analytic in "
+                         f"{d['groups']:,} "
                          f"groups, {d['simulations']:,} simulations) in {d['chunks']:,} chunks; "
                          f"{d['skipped_points']:,} points skipped in {len(d['skipped']):,} combination(s)",
                          soft_wrap=True, highlight=False)

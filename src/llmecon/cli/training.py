@@ -70,7 +70,8 @@ def train_cmd(
                                                                             "in HBM (no FlashAttention).")] = False,
     efficiency: Annotated[Optional[float], typer.Option("--efficiency", help="Achieved share of dense peak on "
                                                                              "matmuls (default: fitted to "
-                                                                             "Megatron-LM on A100; 1 = ideal).")] = None,
+                                                                             "Megatron-LM on A100; "
+                                                                             "1 = ideal).")] = None,
     dp_overlap: Annotated[float, typer.Option("--dp-overlap", help="Share of the last backward that hides the "
                                                                    "DP gradient sync (0-1).")] = 1.0,
     pp_trim: Annotated[int, typer.Option("--pp-trim", help="Layers fewer on the first and last pipeline chunk "
@@ -182,8 +183,9 @@ def train_cmd(
 @app.command("overtrain")
 def overtrain_cmd(
     active_params: Annotated[float, typer.Option("--active-params", help="Active parameters N_a.")] = 100e9,
-    inference_tokens_per_s: Annotated[float, typer.Option("--inference-tokens-per-s", help="Tokens served per "
-                                                                                           "second, all users.")] = 50e6,
+    inference_tokens_per_s: Annotated[float, typer.Option("--inference-tokens-per-s",
+                                                          help="Tokens served per "
+                                                               "second, all users.")] = 50e6,
     deployment_days: Annotated[float, typer.Option("--deployment-days", help="How long the model serves.")] = 60.0,
     inference_efficiency: Annotated[float, typer.Option("--inference-efficiency", help="Inference hardware "
                                                                                        "utilisation relative to "

@@ -200,7 +200,8 @@ def context_economics(dep: Deployment, *, contexts=None, batch: float | None = N
                         field="contexts", value=float(contexts.max()), fix=f"keep contexts <= {model.max_context:,}")
     batches = decode_batches(dep, contexts, batch, batch_cap)
     if not np.any(np.isfinite(batches)):
-        raise InfeasibleError(f"no context in the grid fits {'batch ' + format(batch, 'g') if batch else 'one sequence'}"
+        raise InfeasibleError(f"no context in the grid fits "
+                              f"{'batch ' + format(batch, 'g') if batch else 'one sequence'}"
                               f"; the longest context for one sequence is {l_max:,.0f} tokens")
     decode = decode_of(dep, batch=np.nan_to_num(batches, nan=1.0), context=contexts)
     b_star = balance_batch_of(dep)

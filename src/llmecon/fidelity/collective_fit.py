@@ -225,7 +225,8 @@ def load_aiconfigurator_comm(root: str | Path, chip: str) -> tuple[Measurements,
     return tuple(out)
 
 
-def load_all(root: str | Path, clusters: Iterable[str] = CLUSTERS, ops: Iterable[str] = OPS) -> tuple[Measurements, ...]:
+def load_all(root: str | Path, clusters: Iterable[str] = CLUSTERS,
+             ops: Iterable[str] = OPS) -> tuple[Measurements, ...]:
     """Every (cluster, op) CSV under ``root``; a missing one is an error (see load_measurements)."""
     return tuple(load_measurements(root, c, op) for c in clusters for op in ops)
 

@@ -92,7 +92,8 @@ def _a2() -> list[Claim]:
                      "touched experts (its active weights)", lecture=I.LECTURE_NO_BATCHING_RATIO,
                      computed=no_batching_cost_ratio(weight_bytes_at_batch_1=p.active * fp8, weight_bytes_total=w_total,
                                                      balance_batch=moe_b),
-                     unit="×", tol=order, fmt=",.0f", correct=fix, agree=note + "; reading only touched experts cuts it ~18×",
+                     unit="×", tol=order, fmt=",.0f", correct=fix,
+                     agree=note + "; reading only touched experts cuts it ~18×",
                      source="SPEC A2; lecture_cases batching_cost_ratio_moe_touched"))
     return out
 

@@ -168,7 +168,8 @@ def break_even_rows(evens) -> list[dict]:
 
 
 def placement_dict(p: CachePlacement, dep: Deployment) -> dict:
-    return {"model": dep.model.name, "system": dep.system.name, "plan": dep.plan.as_dict(), "fidelity": dep.fidelity, **dep.fidelity_fields,
+    return {"model": dep.model.name, "system": dep.system.name, "plan": dep.plan.as_dict(), "fidelity": dep.fidelity,
+            **dep.fidelity_fields,
             "sequences": p.sequences, "context": p.context, "hold_s": p.hold_s, "bytes_total": p.bytes_total,
             "bytes_per_sequence": p.bytes_per_sequence, "recompute_s": p.recompute_s,
             "recompute_usd": p.recompute_usd, "cheapest": p.cheapest, "five_minute_tier": p.five_minute_tier,

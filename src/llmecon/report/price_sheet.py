@@ -50,7 +50,8 @@ def infer_sheet(sheet: PriceSheet, *, active_params: list[float], chips: list[st
     if price_per_chip_hour is not None:
         require_number("--price-per-chip-hour", price_per_chip_hour, minimum=0, hint="dollars per chip-hour")
     if kv_bytes_per_token is not None:
-        require_number("kv_bytes_per_token", kv_bytes_per_token, minimum=0, exclusive=True, hint="bytes of KV per token")
+        require_number("kv_bytes_per_token", kv_bytes_per_token, minimum=0, exclusive=True,
+                       hint="bytes of KV per token")
     out: dict = {"provider": sheet.provider, "model": sheet.model, "as_of": sheet.as_of, "status": sheet.status,
                  "source": sheet.source}
     kv_mid = kv_bytes_per_token

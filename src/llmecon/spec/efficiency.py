@@ -42,7 +42,8 @@ fraction with saturating ramps in m, n and k, achieved bandwidth on memory-bound
 ``moe_skew`` (per routing distribution: the compute factor of the measured rank's extra tokens
 and the weight factor of the fewer distinct experts a skewed routing touches), and the attention kernels' floors
 (``prefill_attention`` and ``decode_attention`` per KV dtype: ``AttentionTerms``; a step takes the
-scalar ``attention_fraction``, ``hbm_fraction`` and ``attention_floor_s``, set from the bf16 ones). A profile without them (the vidur-fitted ones) prices
+scalar ``attention_fraction``, ``hbm_fraction`` and ``attention_floor_s``, set from the bf16 ones). \
+A profile without them (the vidur-fitted ones) prices
 every GEMM with the scalar ``matmul_fraction``/``matmul_m_half``/``hbm_fraction``/``kernel_floor_s``
 exactly as before (``gemm_terms``).
 
@@ -291,7 +292,8 @@ class EfficiencyProfile:
     def matmul_efficiency(self, m):
         """Achieved share of the dense peak of a GEMM with ``m`` rows: fraction · m/(m + m_half)."""
         m = np.asarray(m, dtype=float)
-        return self.matmul_fraction * m / (m + self.matmul_m_half) if self.matmul_m_half else self.matmul_fraction + 0 * m
+        return (self.matmul_fraction * m / (m + self.matmul_m_half) if self.matmul_m_half
+                else self.matmul_fraction + 0 * m)
 
     def gemm_terms(self, dtype: str = "") -> KernelTerms:
         """The GEMM terms for weights of ``dtype`` (fp8 falls back to fp8_block and back, then to
@@ -346,7 +348,8 @@ class EfficiencyProfile:
     def as_toml(self) -> str:
         """The profile as TOML text that ``load_profile`` reads back."""
         lines = [f"name = {_q(self.name)}", f"accelerators = [{', '.join(_q(a) for a in self.accelerators)}]",
-                 f"derivation = {_q(self.derivation)}"] + ([f"source = {_q(self.source)}"] if self.source else []) + [""]
+                 f"derivation = {_q(self.derivation)}"] + (
+                     [f"source = {_q(self.source)}"] if self.source else []) + [""]
         for key in ("hbm_fraction", "matmul_fraction", "matmul_m_half", "kernel_floor_s", "elementwise_fraction",
                     "elementwise_floor_s", "attention_fraction", "step_overhead_s", "engine_floor_scale",
                     "iteration_overhead_s",
@@ -357,7 +360,8 @@ class EfficiencyProfile:
                 lines.append(f"{key} = {getattr(self, key)!r}")
         for tier in TIERS + (("all_to_all",) if self.all_to_all is not None else ()):
             e = getattr(self, tier)
-            lines += ["", f"[{tier}]", f"op_overhead_s = {e.op_overhead_s!r}", f"bandwidth_fraction = {e.bandwidth_fraction!r}"]
+            lines += ["", f"[{tier}]", f"op_overhead_s = {e.op_overhead_s!r}",
+                      f"bandwidth_fraction = {e.bandwidth_fraction!r}"]
             for key in ("step_latency_s", "p2p_overhead_s"):
                 if getattr(e, key) is not None:
                     lines.append(f"{key} = {getattr(e, key)!r}")

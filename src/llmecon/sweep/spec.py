@@ -258,7 +258,8 @@ def _workload(t, where: str, index: int) -> WorkloadSpec:
     n = expected_requests(rate_per_s=rate, duration_s=duration, requests=requests)
     if simulation_bytes(requests=n) > DEFAULT_MAX_MEMORY_BYTES:  # each simulation holds its requests in memory
         raise SpecError(f"{where}: {n:,.0f} requests need about {simulation_bytes(requests=n) / 1e9:,.1f} GB per "
-                        f"simulation, more than {DEFAULT_MAX_MEMORY_BYTES / 1e9:g} GB; lower rate, duration or requests")
+                        f"simulation, more than {DEFAULT_MAX_MEMORY_BYTES / 1e9:g} GB; lower rate, duration "
+                        f"or requests")
     prompt, output = str(t.get("prompt", "1024")), str(t.get("output", "256"))
     parse_lengths(prompt, field=f"{where} prompt")
     parse_lengths(output, field=f"{where} output")

@@ -188,7 +188,8 @@ def resolve_targets(env: Environment, accelerator: str | None, system: str | Non
     found = match_gpu(env.gpu_name, env.memory_bytes)
     if found is None or (accelerator and accelerator != found[0]):
         raise SpecError(f"GPU '{env.gpu_name}' is not matched to a catalogue entry",
-                        fix="pass {accelerator} and {system} (llmecon catalog accelerators / systems) naming what it is")
+                        fix="pass {accelerator} and {system} (llmecon catalog accelerators / systems) "
+                            "naming what it is")
     return found
 
 

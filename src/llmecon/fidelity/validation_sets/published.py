@@ -58,7 +58,8 @@ def _trtllm(root: Path, version_id: str, kind: str) -> tuple[list[Measurement], 
         else:
             out.update(measured_s=r["ttft_ms"] * MS, note=f"{version_id} row {i}: TTFT {r['ttft_ms']} ms")
         rows.append(make(out, where))
-    skipped = [Skipped(source=f"{TRTLLM} {version_id}", items=n, reason=f"{name}: not in the model catalogue (no sourced config.json)")
+    skipped = [Skipped(source=f"{TRTLLM} {version_id}", items=n,
+                       reason=f"{name}: not in the model catalogue (no sourced config.json)")
                for name, n in skipped_models.items()]
     return rows, skipped
 
@@ -119,7 +120,8 @@ def pope2022(root: Path) -> tuple[list[Measurement], list[Skipped]]:
         out = {"kind": r["phase"], "source": POPE, "model": "palm-540b-padded", "system": "tpu-v4-64", "tp": 64,
                "batch": r["batch"], "weight_dtype": get_dtype(r["weights"]).name, "measured_s": r["latency_s"],
                "group": r["setting"],
-               "note": f"{block}[{i}] {r['setting']}: MFU {r['mfu']}, FFN {r['ffn_layout']}; +-30% (secondary transcription)"}
+               "note": f"{block}[{i}] {r['setting']}: MFU {r['mfu']}, FFN {r['ffn_layout']}; "
+                       f"+-30% (secondary transcription)"}
         if r["phase"] == "prefill":
             out["prompt_tokens"] = r["tokens_per_seq"]
         elif r["phase"] == "decode":

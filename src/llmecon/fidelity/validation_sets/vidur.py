@@ -121,7 +121,8 @@ def compute_rows(root: Path, gpu: str) -> tuple[list[Measurement], list[Skipped]
             timed = [c.split(".")[1] for c in header if c.startswith("time_stats.") and c.endswith(".median")]
             unknown = [op for op in timed if op not in GEMM_OPS + ELEMENTWISE_OPS and op not in SKIPPED_OPS]
             if unknown:
-                raise CatalogError(f"{path}: op '{unknown[0]}' has no byte/shape model in llmecon.fidelity.validation_sets.vidur")
+                raise CatalogError(f"{path}: op '{unknown[0]}' has no byte/shape model in "
+                                   f"llmecon.fidelity.validation_sets.vidur")
             ops = [op for op in GEMM_OPS + ELEMENTWISE_OPS if op in timed]
             sequential = "post_attention_layernorm" in timed
             n_lines = 0
