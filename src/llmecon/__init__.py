@@ -68,6 +68,8 @@ _EXPORTS = {
     "experts_for_ratio": "econ.routed_scaling", "load_routed_law": "econ.routed_scaling", "moe_summary": "econ.moe",
     "pareto_front": "econ.planner", "pipeline_stage_time_ratio": "spec.plan", "place": "spec.plan",
     "plan_deployment": "econ.planner", "power_fit_from_point": "econ.routed_scaling",
+    # the frontier users compare (plan --frontier)
+    "Frontier": "econ.frontier", "decode_frontier": "econ.frontier",
     # collectives on network tiers
     "all_gather_s": "step.collectives", "all_reduce_s": "step.collectives", "all_to_all_s": "step.collectives",
     "check_catalogue": "fidelity.collective_fit", "fit_groups": "fidelity.collective_fit",

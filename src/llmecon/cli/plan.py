@@ -94,11 +94,20 @@ def plan_cmd(
         "--spec-tokens", help="Speculative decoding: search draft tokens per verify step k = 0..K (default 0 = "
                               "plain decoding only).")] = None,
     acceptance: AcceptanceOpt = None, draft: DraftOpt = None,
+    frontier: Annotated[bool, typer.Option(
+        "--frontier", help="Compare systems: each one's whole decode frontier (tokens/s per chip vs tokens/s per "
+                           "user, at --context; no latency target), every point, and its tokens/s per chip and "
+                           "$/Mtok at --interactivity; --plot draws one line per system.")] = False,
+    interactivity: Annotated[Optional[float], typer.Option(
+        "--interactivity", help="With --frontier: tokens/s per user to compare systems at (default 1 / "
+                                "--tpot).")] = None,
     mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Plan a deployment: search systems x parallelism plans x batch under TPOT/TTFT targets and HBM, and
     show the best decode and prefill plans, why, and the throughput frontier. With --spec-tokens K the
-    decode search also tries speculative decoding with k = 1..K and reports the k chosen."""
+    decode search also tries speculative decoding with k = 1..K and reports the k chosen. With --frontier,
+    compare systems instead: each one's decode frontier and its tokens/s per chip and $/Mtok at
+    --interactivity tokens/s per user."""
     from ..catalog.hardware import get_system
     from ..catalog.models import get_model
     from ..dtypes import get_dtype
@@ -108,6 +117,8 @@ def plan_cmd(
 
     if plot:
         _check_plot_path(plot)
+    if interactivity is not None:
+        require_number("--interactivity", interactivity, minimum=0, exclusive=True, hint="tokens/s per user")
     require_number("--top", top, minimum=1)
     require_number("--expert-imbalance", expert_imbalance, minimum=1,
                    hint="the busiest expert group's tokens over uniform routing's; 1 = uniform routing")
@@ -132,6 +143,11 @@ def plan_cmd(
     console = None if as_json else _console()
     if console is not None and not console.is_terminal and "COLUMNS" not in os.environ:
         console.width = max(console.width, PIPE_WIDTH)  # a pipe or file does not wrap: keep table rows whole
+    if frontier:
+        source = "--interactivity" if interactivity is not None else "1/tpot"
+        _frontier(m, found, targets=targets, options=options, prices=prices, plot=plot, console=console,
+                  interactivity=interactivity if interactivity is not None else 1.0 / targets.tpot_s, source=source)
+        return
     kw = dict(targets=targets, options=options, prices=prices, objective=objective.value if objective else None)
     if console is not None and console.is_terminal:
         with console.status(f"searching plans of {m.name} on {', '.join(names)}..."):
@@ -176,5 +192,52 @@ def plan_cmd(
         console.print("[bold cyan]blended[/bold cyan]  - (give --price-per-chip-hour for $ per M tokens)")
     console.print("[dim]assumptions: disaggregated prefill/decode; TTFT = one prefill step (+ pipeline fill), "
                   "no queueing; ideal roofline (a lower bound on time); chips billed per plan[/dim]")
+    if plot:
+        console.print(f"figure written to {plot}", soft_wrap=True, markup=False, highlight=False)
+
+
+def _frontier(m, found, *, targets, options, prices, plot, console, interactivity, source) -> None:
+    """``plan --frontier``: every system's decode frontier as a table, its figures at the interactivity,
+    the figure (``econ.frontier``, ``report.frontier``)."""
+    from ..econ.frontier import decode_frontier
+    from ..report.frontier import at_line, frontier_dict, plot_frontiers, system_rows
+
+    names = [s.name for s in found]
+    if console is not None and console.is_terminal:
+        with console.status(f"searching plans of {m.name} on {', '.join(names)}..."):
+            f = decode_frontier(m, found, targets=targets, options=options, prices=prices, interactivity=interactivity)
+    else:
+        f = decode_frontier(m, found, targets=targets, options=options, prices=prices, interactivity=interactivity)
+    if plot:
+        plot_frontiers(f, plot)
+    if console is None:
+        _emit_json(frontier_dict(f, interactivity_source=source, model_assumptions=m.assumptions))
+        return
+    from rich import box
+    from rich.table import Table
+
+    priced = any(v is not None for v in f.prices.values())
+    spec = bool(f.speculation)
+    console.print(f"[bold]llmecon plan --frontier[/bold] ({f.fidelity}): {m.name} decode on {', '.join(names)}, "
+                  f"context {targets.context:,.0f} tokens per sequence; every memory-fitting plan and batch, "
+                  "no latency target")
+    for name in names:
+        rows = system_rows(f.frontiers[name], priced=priced, spec=spec)
+        table = Table(title=f"{name}: {len(rows)} frontier points, fastest per user first", title_justify="left",
+                      box=box.SIMPLE_HEAD, pad_edge=False)
+        for header in ("plan", "chips", "batch", "tok/s/user", "tok/s/chip", *(("$/Mtok",) if priced else ()),
+                       "bound", *(("k",) if spec else ())):
+            table.add_column(header, justify="left" if header in ("plan", "bound") else "right")
+        for row in rows:
+            table.add_row(*row)
+        console.print()
+        console.print(table)
+    console.print()
+    how = "--interactivity" if source == "--interactivity" else "1 / --tpot; --interactivity sets it"
+    console.print(f"[bold cyan]at {interactivity:,.4g} tokens/s per user[/bold cyan] ({how})")
+    for name in names:
+        console.print("  " + at_line(f.at[name]), soft_wrap=True, markup=False, highlight=False)
+    if not priced:
+        console.print("[dim]give --price-per-chip-hour for $/Mtok[/dim]")
     if plot:
         console.print(f"figure written to {plot}", soft_wrap=True, markup=False, highlight=False)

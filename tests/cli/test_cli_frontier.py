@@ -1,0 +1,88 @@
+"""``llmecon plan --frontier`` end to end: the JSON fields, one system and several, ideal and calibrated,
+the interactivity figures follow the frontier, the figure is written, a bad --plot path exits 2 before any
+work, and the text prints every frontier point of every system."""
+
+from __future__ import annotations
+
+import pytest
+from cli_run import run, run_json
+
+POINT = {"plan", "chips", "batch", "step_s", "tokens_per_s_per_chip", "tokens_per_s_per_user", "usd_per_mtok",
+         "bound", "spec_tokens"}
+
+
+@pytest.fixture(scope="module")
+def several():
+    return run_json("plan", "--frontier", "--systems", "gb200-nvl72,hgx-h100,hgx-h200", "--max-chips", "64",
+                    "--price-per-chip-hour", "4,2.5,3", "--interactivity", "60", "--context", "2048")
+
+
+def test_json_fields_several_systems(several):
+    d = several
+    assert d["systems"] == ["gb200-nvl72", "hgx-h100", "hgx-h200"] and d["phase"] == "decode"
+    assert d["workload"]["context"] == 2048 and d["mode"] == "ideal" and d["assumptions"]
+    assert set(d["frontier"]) == set(d["systems"])
+    at = d["at_interactivity"]
+    assert at["tokens_per_s_per_user"] == 60 and at["source"] == "--interactivity"
+    for name, price in zip(d["systems"], (4, 2.5, 3)):
+        pts = d["frontier"][name]
+        assert pts and all(set(p) == POINT for p in pts)
+        u = [p["tokens_per_s_per_user"] for p in pts]
+        c = [p["tokens_per_s_per_chip"] for p in pts]
+        assert u == sorted(u, reverse=True) and c == sorted(c) and len(set(u)) == len(u)  # monotone
+        for p in pts:
+            assert p["usd_per_mtok"] == pytest.approx(price / 3600 / p["tokens_per_s_per_chip"] * 1e6)
+        a = at["systems"][name]
+        assert a["method"] in ("interpolated", "point", "unreachable")
+        if a["method"] == "interpolated":
+            lo, hi = a["interpolated"]["between"]
+            assert lo["tokens_per_s_per_user"] >= 60 >= hi["tokens_per_s_per_user"]
+            assert lo["tokens_per_s_per_chip"] <= a["tokens_per_s_per_chip"] <= hi["tokens_per_s_per_chip"]
+            assert a["usd_per_mtok"] == pytest.approx(price / 3600 / a["tokens_per_s_per_chip"] * 1e6)
+            assert a["best_point"] == lo or a["best_point"]["tokens_per_s_per_user"] >= 60
+
+
+def test_one_system_default_interactivity_is_one_over_tpot():
+    d = run_json("plan", "--frontier", "--model", "llama-3.1-8b", "--systems", "hgx-h100", "--max-chips", "8",
+                 "--tpot", "20ms")
+    assert list(d["frontier"]) == ["hgx-h100"] and d["prices"] == {"hgx-h100": None}
+    at = d["at_interactivity"]
+    assert at["tokens_per_s_per_user"] == pytest.approx(50) and at["source"] == "1/tpot"
+    assert at["systems"]["hgx-h100"]["usd_per_mtok"] is None
+    assert all(p["usd_per_mtok"] is None for p in d["frontier"]["hgx-h100"])
+
+
+def test_calibrated_mode():
+    d = run_json("plan", "--frontier", "--systems", "hgx-h100", "--max-chips", "32", "--mode", "calibrated",
+                 "--interactivity", "30")
+    assert d["mode"] == "calibrated" and d["fidelity"].startswith("calibrated") and d["frontier"]["hgx-h100"]
+
+
+def test_text_prints_every_point_and_the_plot(tmp_path):
+    fig = tmp_path / "frontier.png"
+    proc = run("plan", "--frontier", "--systems", "gb200-nvl72,hgx-h100", "--max-chips", "64", "--interactivity",
+               "60", "--price-per-chip-hour", "4,2.5", "--plot", str(fig))
+    assert proc.returncode == 0, proc.stderr
+    assert fig.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and fig.stat().st_size > 10_000
+    assert f"figure written to {fig}" in proc.stdout and "…" not in proc.stdout
+    d = run_json("plan", "--frontier", "--systems", "gb200-nvl72,hgx-h100", "--max-chips", "64",
+                 "--interactivity", "60")
+    for name in ("gb200-nvl72", "hgx-h100"):
+        n = len(d["frontier"][name])
+        assert f"{name}: {n} frontier points" in proc.stdout
+    rows = [ln for ln in proc.stdout.splitlines() if ln.startswith(" tp")]
+    assert len(rows) == sum(len(v) for v in d["frontier"].values())
+    assert "at 60 tokens/s per user" in proc.stdout
+
+
+@pytest.mark.parametrize("args, field", [
+    (("--plot", "missing-folder/f.png", "--max-chips", "1"), "plot"),  # an infeasible search: the path fails first
+    (("--plot", "frontier.txt"), "--plot"),
+    (("--interactivity", "0"), "--interactivity"),
+])
+def test_bad_input_exits_2_before_work(args, field, tmp_path):
+    proc = run("plan", "--frontier", *args, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:") and field in lines[0], proc.stderr
+    assert list(tmp_path.iterdir()) == []
