@@ -82,3 +82,35 @@ def test_prices_infer_cached_input():
     assert proc.returncode == 2 and "--cache-hit" in proc.stderr
     proc = run("prices", "infer", "--provider", "deepseek", "--model", "deepseek-r1")
     assert proc.returncode == 0 and "Cached input" in proc.stdout
+
+
+PLAN = ("plan", "-m", "llama-3.1-70b", "-s", "hgx-h100", "--price-per-chip-hour", "2")
+
+
+def test_plan_cache_hit():
+    """h = 0 gives the plan's own prefill $/Mtok and request blend bit for bit; at h = 0.5 the input is
+    the mean of miss and hit, the hit priced by hand from the best prefill plan's pass."""
+    from llmecon.catalog.hardware import get_system
+    from llmecon.catalog.models import get_model
+    from llmecon.econ.context import SECONDS_PER_HOUR
+    from llmecon.spec.plan import Plan
+    from llmecon.step.inference import prefill_step
+
+    zero = run_json(*PLAN, "--cache-hit", "0")
+    assert zero["cache_hit"]["usd_per_mtok_input_blended"] == zero["best"]["prefill"]["usd_per_mtok"]
+    assert zero["cache_hit"]["usd_per_mtok_request_blended"] == zero["usd_per_mtok_blended"]
+    half = run_json(*PLAN, "--cache-hit", "0.5", "--cached-prefix", "3000")
+    ch, best = half["cache_hit"], half["best"]["prefill"]
+    assert ch["cached_prefix_tokens"] == 3000 and ch["prompt_tokens"] == 4096
+    plan = Plan(**{k: best["plan"][k] for k in ("tp", "ep", "pp", "adp")})
+    step = prefill_step(get_model("llama-3.1-70b"), get_system("hgx-h100"), batch=best["batch"], prompt_tokens=1096,
+                        cached_tokens=3000, plan=plan)
+    hit = float(step.step_s) * plan.chips / (best["batch"] * 4096) * 2 / SECONDS_PER_HOUR * 1e6
+    assert ch["usd_per_mtok_input_hit"] == pytest.approx(hit, rel=1e-9)
+    assert ch["usd_per_mtok_input_blended"] == pytest.approx(0.5 * (best["usd_per_mtok"] + hit), rel=1e-9)
+    assert ch["usd_per_mtok_request_blended"] == pytest.approx(
+        (4096 * ch["usd_per_mtok_input_blended"] + 512 * half["best"]["decode"]["usd_per_mtok"]) / 4608, rel=1e-12)
+    for args, flag in ((("--cache-hit", "1.1"), "--cache-hit"), (("--cached-prefix", "10"), "--cached-prefix"),
+                       (("--cache-hit", "0.5", "--cached-prefix", "4096"), "--cached-prefix")):
+        proc = run(*PLAN, *args)
+        assert proc.returncode == 2 and flag in proc.stderr and "Traceback" not in proc.stderr

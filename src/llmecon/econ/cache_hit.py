@@ -167,3 +167,41 @@ def cached_input_reading(*, input_usd_per_mtok: float, cached_input_usd_per_mtok
             input_usd_per_mtok=input_usd_per_mtok, cached_input_usd_per_mtok=cached_input_usd_per_mtok,
             cache_hit_rate=cache_hit_rate, cached_fraction=cached_fraction)
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The planner's best prefill plan at a hit rate
+# ---------------------------------------------------------------------------------------------
+
+
+def plan_cache_hit(result, model, systems, options, *, cache_hit_rate: float,
+                   cached_prefix_tokens: float | None) -> dict | None:
+    """Blend the best prefill plan of a ``planner.PlanResult`` over hits: a hit pass runs the same
+    plan and the same prompts per pass (their KV, C cached + P - C new, is the miss's, so it fits),
+    prefilling P - C new tokens after C cached; its step is shorter than the miss's, so the TTFT the
+    search met still holds. Returns the ``cache_hit`` object of ``plan --json`` (None if unpriced or
+    no prefill plan meets the target); the request blend weighs input and output tokens as
+    ``PlanResult.usd_per_mtok_blended`` does."""
+    from ..step.inference import prefill_step
+
+    t = result.targets
+    c = check_cache_hit(cache_hit_rate=cache_hit_rate, cached_prefix_tokens=cached_prefix_tokens,
+                        prompt_tokens=t.prompt_tokens, max_context=model.max_context)
+    p, d = result.prefill.best, result.decode.best
+    if p is None or p.usd_per_mtok is None:
+        return None
+    system = next(s for s in systems if s.name == p.system)
+    step = prefill_step(model, system, batch=p.batch, prompt_tokens=t.prompt_tokens - c, cached_tokens=c,
+                        plan=p.plan, weight_dtype=options.weight_dtype, kv_dtype=options.kv_dtype,
+                        dispatch_dtype=options.dispatch_dtype, expert_imbalance=options.expert_imbalance,
+                        profile=options.profile_for(system))
+    hit = float(usd_per_mtok(float(step.step_s) * p.plan.chips / (p.batch * t.prompt_tokens),
+                             price_per_chip_hour=result.prices[p.system]))
+    miss, h = float(p.usd_per_mtok), float(cache_hit_rate)
+    blended = miss if h == 0 else (hit if h == 1 else (1.0 - h) * miss + h * hit)
+    request = None
+    if d is not None and d.usd_per_mtok is not None:
+        request = (t.prompt_tokens * blended + t.output_tokens * d.usd_per_mtok) / (t.prompt_tokens + t.output_tokens)
+    return {"cache_hit_rate": h, "cached_prefix_tokens": c, "prompt_tokens": t.prompt_tokens,
+            "usd_per_mtok_input": miss, "usd_per_mtok_input_hit": hit, "usd_per_mtok_input_blended": blended,
+            "hit_step_s": float(step.step_s), "usd_per_mtok_request_blended": request}
