@@ -179,7 +179,7 @@ def plan_cache_hit(result, model, systems, options, *, cache_hit_rate: float,
     """Blend the best prefill plan of a ``planner.PlanResult`` over hits: a hit pass runs the same
     plan and the same prompts per pass (their KV, C cached + P - C new, is the miss's, so it fits),
     prefilling P - C new tokens after C cached; its step is shorter than the miss's, so the TTFT the
-    search met still holds. Returns the ``cache_hit`` object of ``plan --json`` (None if unpriced or
+    search met still holds. Returns the ``cache_hit`` object of the plan JSON (None if unpriced or
     no prefill plan meets the target); the request blend weighs input and output tokens as
     ``PlanResult.usd_per_mtok_blended`` does."""
     from ..step.inference import prefill_step
