@@ -23,6 +23,10 @@ UtilOpt = Annotated[float, typer.Option("--utilization", help="Share of paid tim
                                                               "batch (0-1]; cost is divided by it.")]
 ProviderOpt = Annotated[Optional[str], typer.Option("--provider", help="Price-sheet provider (llmecon prices list).")]
 PriceModelOpt = Annotated[Optional[str], typer.Option("--price-model", help="Model name on the provider's sheet.")]
+CacheHitOpt = Annotated[Optional[float], typer.Option("--cache-hit", help="Prefix-cache hit rate in [0, 1]: adds the "
+                                                  "blended input $/Mtok (a hit prefills only the uncached tokens).")]
+CachedPrefixOpt = Annotated[Optional[float], typer.Option("--cached-prefix", help="Tokens of each prompt cached on a "
+                                                          "hit (default: all but the last).")]
 KvShareOpt = Annotated[int, typer.Option("--kv-share", help="What-if: every N adjacent layers share one KV cache "
                                                             "(cross-layer attention). 1 = as configured.")]
 
@@ -144,10 +148,12 @@ def cost_cmd(
     utilization: UtilOpt = 1.0, provider: ProviderOpt = None, price_model: PriceModelOpt = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
     pp: PpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, spec_tokens: SpecTokensOpt = None,
-    acceptance: AcceptanceOpt = None, draft: DraftOpt = None, as_json: JsonOpt = False,
+    acceptance: AcceptanceOpt = None, draft: DraftOpt = None, cache_hit: CacheHitOpt = None,
+    cached_prefix: CachedPrefixOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """$ per million input and output tokens for a deployment, and the margin against a list price.
-    With --spec-tokens, output tokens are decoded speculatively (E tokens per verify step)."""
+    With --spec-tokens, output tokens are decoded speculatively (E tokens per verify step); with
+    --cache-hit, input is blended over prefix-cache hits and misses (docs/assumptions.md)."""
     from ..econ.pricing import serving_cost
     from ..report.context import cost_dict
     from ..units import fmt_seconds
@@ -155,9 +161,22 @@ def cost_cmd(
     dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, profile=profile, spec_tokens=spec_tokens,
                acceptance=acceptance, draft=draft)
     sheet = _sheet(provider, price_model)
+    if cache_hit is None and cached_prefix is not None:
+        _fail("--cached-prefix needs --cache-hit RATE")
+    if cache_hit is not None:
+        from ..econ.cache_hit import check_cache_hit
+
+        check_cache_hit(cache_hit_rate=cache_hit, cached_prefix_tokens=cached_prefix, prompt_tokens=context,
+                        max_context=dep.model.max_context)
     c = serving_cost(dep, context=context, price_per_chip_hour=price_per_chip_hour, utilization=utilization,
                      batch=batch)
-    d = cost_dict(c, dep, sheet)
+    hit = None
+    if cache_hit is not None:
+        from ..econ.cache_hit import cache_hit_cost
+
+        hit = cache_hit_cost(dep, context=context, cache_hit_rate=cache_hit, cached_prefix_tokens=cached_prefix,
+                             price_per_chip_hour=price_per_chip_hour, utilization=utilization)
+    d = cost_dict(c, dep, sheet, hit)
     if as_json:
         _emit_json(d)
         return
@@ -169,12 +188,25 @@ def cost_cmd(
                             f"TPOT {fmt_seconds(c.tpot_s)})")),
             ("input (prefill)", f"{_money(c.input_usd_per_mtok)} per million tokens"),
             ("output (decode)", f"{_money(c.output_usd_per_mtok)} per million tokens")]
+    if hit is not None:
+        ch = d["cache_hit"]
+        prefix = _tokens(ch["cached_prefix_tokens"])
+        rows.append(("input, cache hits", f"{_money(ch['usd_per_mtok_input_blended'])} per million tokens blended at "
+                                          f"{cache_hit:.0%} hits of a {prefix}-token prefix "
+                                          f"(every prompt a hit: {_money(ch['usd_per_mtok_input_hit'])})"))
+        rows.append(("cached token cost", f"{ch['cached_token_cost_ratio']:.3g}x an uncached one (hit prompt "
+                                          f"{ch['hit_cost_ratio']:.3g}x a miss)"))
     if sheet is not None:
         lp = d["list_price"]
         rows.append((f"{sheet.provider} {sheet.model}", f"list {_money(lp['input_usd_per_mtok'])} in / "
                                                        f"{_money(lp['output_usd_per_mtok'])} out ({sheet.as_of})"))
         rows.append(("margin", f"input {lp['input_margin']:+.0%}, output {lp['output_margin']:+.0%} "
                                f"(negative = below cost)"))
+        if hit is not None and "cached_input_multiplier" in lp:
+            rows.append(("list, cache hits", f"{_money(lp['usd_per_mtok_input_blended'])} blended (cached input "
+                                             f"{lp['cached_input_multiplier']:.3g}x list; llmecon's cost "
+                                             f"{d['cache_hit']['cached_token_cost_ratio']:.3g}x), margin "
+                                             f"{lp['input_margin_blended']:+.0%}"))
     _console().print(_kv_table("llmecon cost (ideal roofline: a lower bound on cost)", rows))
 
 
@@ -276,8 +308,12 @@ def cache_cmd(
 
 
 @prices_app.command("list")
-def prices_list(provider: ProviderOpt = None, as_json: JsonOpt = False) -> None:
-    """Every catalogued price sheet (USD per million tokens, dated and sourced)."""
+def prices_list(provider: ProviderOpt = None, cache_hit: CacheHitOpt = None,
+                cached_fraction: Annotated[float, typer.Option("--cached-fraction", help="With --cache-hit: share "
+                                                               "of a hit prompt billed at the cached price.")] = 1.0,
+                as_json: JsonOpt = False) -> None:
+    """Every catalogued price sheet (USD per million tokens, dated and sourced). --cache-hit RATE adds
+    the blended input price, (1 - h·f)·input + h·f·cached, where the sheet prices cached input."""
     from ..catalog.prices import price_sheets, providers
     from ..errors import unknown_name
     from ..report.context import sheet_row
@@ -285,13 +321,26 @@ def prices_list(provider: ProviderOpt = None, as_json: JsonOpt = False) -> None:
     if provider is not None and provider not in providers():
         raise unknown_name("provider", provider, providers())
     rows = [sheet_row(s) for (prov, _), s in sorted(price_sheets().items()) if provider in (None, prov)]
+    if cache_hit is not None:
+        from ..econ.cache_hit import blended_list_price
+        from ..errors import require_number
+
+        require_number("cache_hit", cache_hit, minimum=0, maximum=1, hint="a hit rate, e.g. 0.5")
+        require_number("cached_fraction", cached_fraction, minimum=0, maximum=1, hint="cached prefix / prompt")
+        for r in rows:
+            cached = r["cached_input_usd_per_mtok"]
+            blended = None if cached is None else blended_list_price(
+                input_usd_per_mtok=r["input_usd_per_mtok"], cached_input_usd_per_mtok=cached, cache_hit_rate=cache_hit,
+                cached_fraction=cached_fraction)
+            r.update(cache_hit_rate=cache_hit, cached_fraction=cached_fraction, usd_per_mtok_input_blended=blended)
     if as_json:
         _emit_json({"sheets": rows})
         return
     from rich.table import Table
 
-    table = Table("provider", "model", "input", "output", "out/in", "cached", "cache writes", "long context",
-                  "premiums", "status")
+    hit_col = () if cache_hit is None else (f"blended in (h={cache_hit:g})",)
+    table = Table("provider", "model", "input", "output", "out/in", "cached", *hit_col, "cache writes",
+                  "long context", "premiums", "status")
     for r in rows:
         writes = ", ".join(f"{w['hold_s'] / 60:g} min {_money(w['usd_per_mtok'])}" for w in r["cache_writes"])
         longc = ", ".join(f">{t['above_tokens'] / 1000:g}K {_money(t['input_usd_per_mtok'])}/"
@@ -301,7 +350,8 @@ def prices_list(provider: ProviderOpt = None, as_json: JsonOpt = False) -> None:
         ratio = r["output_input_ratio"]
         table.add_row(r["provider"], r["model"], _money(r["input_usd_per_mtok"]), _money(r["output_usd_per_mtok"]),
                       "-" if ratio is None else f"{ratio:.2g}x", _money(r["cached_input_usd_per_mtok"]),
-                      writes or "-", longc or "-", prem or "-", r["status"])
+                      *(() if cache_hit is None else (_money(r["usd_per_mtok_input_blended"]),)), writes or "-",
+                      longc or "-", prem or "-", r["status"])
     _console().print(table)
 
 
@@ -325,7 +375,10 @@ def prices_infer(
     tier_price: Annotated[list[str], typer.Option("--tier-price", help="NAME=USD_PER_HOUR for a tier (repeatable): "
                                                                        "Gray's rule needs at least two priced.")]
     = [],
-    price_per_chip_hour: OptPriceOpt = None, as_json: JsonOpt = False,
+    price_per_chip_hour: OptPriceOpt = None, cache_hit: CacheHitOpt = None,
+    cached_fraction: Annotated[float, typer.Option("--cached-fraction", help="Share of a hit prompt billed at the "
+                                                   "cached price (cached prefix / prompt), 0-1.")] = 1.0,
+    as_json: JsonOpt = False,
 ) -> None:
     """Read a price sheet backwards: KV bytes per token from a long-context price step, the operating
     point its output/input ratio implies, memory tiers consistent with its cache prices, and the
@@ -335,7 +388,8 @@ def prices_infer(
 
     out = infer_sheet(get_price_sheet(provider, model), active_params=active_params, chips=chip, dtypes=dtype,
                       system=system, extra_tiers=_parse_devices(device), kv_bytes_per_token=kv_bytes_per_token,
-                      price_per_chip_hour=price_per_chip_hour, tier_prices=_parse_tier_prices(tier_price))
+                      price_per_chip_hour=price_per_chip_hour, tier_prices=_parse_tier_prices(tier_price),
+                      cache_hit_rate=cache_hit, cached_fraction=cached_fraction)
     if as_json:
         _emit_json(out)
         return
@@ -397,6 +451,17 @@ def _print_infer(out: dict) -> None:
                           f"[bold]{row['tier'] or 'no tier (price at least two)'}[/bold]")
         console.print("[dim]five-minute rule (Gray & Putzolu 1987): a cache re-read every T stays in the faster of "
                       "two tiers while T <= T* = slower drain time x slower $/B / faster $/B[/dim]")
+    ci = out.get("cached_input")
+    if ci is not None:
+        console.print(f"\n[bold cyan]Cached input[/bold cyan] {_money(ci['cached_input_usd_per_mtok'])} = "
+                      f"{ci['cached_input_multiplier']:.3g}x the input price; blended input at hit rate h with "
+                      f"{ci['cached_fraction']:.0%} of a hit prompt cached: " + ", ".join(
+                          f"h={b['cache_hit_rate']:g} {_money(b['usd_per_mtok_input_blended'])}"
+                          for b in ci["blended"]))
+        console.print("hits lose no money while a cached token costs at most " + ", ".join(
+            f"{r['cost_ratio']:.3g}x an uncached one at {r['uncached_margin']:.0%} uncached margin"
+            for r in ci["max_cached_cost_ratio"]) + " (llmecon cost --cache-hit predicts the ratio for a model)")
+        console.print(f"[dim]{ci['note']}[/dim]")
     for p in out["premiums"]:
         console.print(f"\n[bold cyan]Premium '{p['premium']}'[/bold cyan]: {p['price_ratio']:g}x price for "
                       f"{p['speedup']:g}x speed => regular batch = {p['batch_ratio']:g}x the fast batch; pure "

@@ -101,7 +101,13 @@ def plan_cmd(
     interactivity: Annotated[Optional[float], typer.Option(
         "--interactivity", help="With --frontier: tokens/s per user to compare systems at (default 1 / "
                                 "--tpot).")] = None,
-    mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
+    mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None,
+    cache_hit: Annotated[Optional[float], typer.Option(
+        "--cache-hit", help="Prefix-cache hit rate in [0, 1]: blends the best prefill plan's input $/Mtok over "
+                            "hits (a hit prefills only the uncached tokens).")] = None,
+    cached_prefix: Annotated[Optional[float], typer.Option(
+        "--cached-prefix", help="Prompt tokens cached on a hit (default: all but the last).")] = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Plan a deployment: search systems x parallelism plans x batch under TPOT/TTFT targets and HBM, and
     show the best decode and prefill plans, why, and the throughput frontier. With --spec-tokens K the
@@ -111,7 +117,7 @@ def plan_cmd(
     from ..catalog.hardware import get_system
     from ..catalog.models import get_model
     from ..dtypes import get_dtype
-    from ..errors import require_number
+    from ..errors import SpecError, require_number
     from ..econ.planner import SearchOptions, PlanTargets, plan_deployment
     from ..report.plan import best_rows, frontier_rows, headline, plan_result_dict, plot_frontier
 
@@ -122,13 +128,20 @@ def plan_cmd(
     require_number("--top", top, minimum=1)
     require_number("--expert-imbalance", expert_imbalance, minimum=1,
                    hint="the busiest expert group's tokens over uniform routing's; 1 = uniform routing")
+    if cache_hit is None and cached_prefix is not None:
+        raise SpecError("needs --cache-hit RATE", field="--cached-prefix")
+    m = get_model(model)
+    if cache_hit is not None:
+        from ..econ.cache_hit import check_cache_hit
+
+        check_cache_hit(cache_hit_rate=cache_hit, cached_prefix_tokens=cached_prefix, prompt_tokens=prompt_tokens,
+                        max_context=m.max_context)
     names = _names(systems, "--systems")
     prices = _prices(price_per_chip_hour, names)
     targets = PlanTargets(tpot_s=_duration(tpot, "--tpot"), ttft_s=_duration(ttft, "--ttft"), context=context,
                       prompt_tokens=prompt_tokens, output_tokens=output_tokens)
     from ..resolve import profiles_for
 
-    m = get_model(model)
     found = [get_system(n) for n in names]
     from ..spec.speculation import speculation_candidates
 
@@ -157,8 +170,16 @@ def plan_cmd(
     hbm = {s.name: s.accelerator.hbm_bytes for s in found}
     if plot:
         plot_frontier(r, plot)
+    hit = None
+    if cache_hit is not None:
+        from ..econ.cache_hit import plan_cache_hit
+
+        hit = plan_cache_hit(r, m, found, options, cache_hit_rate=cache_hit, cached_prefix_tokens=cached_prefix)
     if as_json:
-        _emit_json(plan_result_dict(r, hbm_bytes=hbm, model_assumptions=m.assumptions))
+        out = plan_result_dict(r, hbm_bytes=hbm, model_assumptions=m.assumptions)
+        if cache_hit is not None:
+            out["cache_hit"] = hit
+        _emit_json(out)
         return
     from rich import box
     from rich.table import Table
@@ -190,6 +211,15 @@ def plan_cmd(
                       "units together)")
     else:
         console.print("[bold cyan]blended[/bold cyan]  - (give --price-per-chip-hour for $ per M tokens)")
+    if cache_hit is not None and hit is None:
+        console.print("[bold cyan]cache hits[/bold cyan]  - (needs --price-per-chip-hour and a prefill plan meeting "
+                      "--ttft)")
+    if hit is not None:
+        console.print(f"[bold cyan]cache hits[/bold cyan]  input ${hit['usd_per_mtok_input_blended']:.3g} per M "
+                      f"tokens at {cache_hit:.0%} hits of a {hit['cached_prefix_tokens']:,.0f}-token prefix (miss "
+                      f"${hit['usd_per_mtok_input']:.3g}, hit ${hit['usd_per_mtok_input_hit']:.3g})"
+                      + ("" if hit["usd_per_mtok_request_blended"] is None
+                         else f"; request ${hit['usd_per_mtok_request_blended']:.3g} per M tokens"))
     console.print("[dim]assumptions: disaggregated prefill/decode; TTFT = one prefill step (+ pipeline fill), "
                   "no queueing; ideal roofline (a lower bound on time); chips billed per plan[/dim]")
     if plot:

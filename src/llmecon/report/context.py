@@ -137,7 +137,9 @@ def plot_context(e: ContextEconomics, dep: Deployment, path: str | Path, *, pric
     write_figure(context_figure(e, dep, price_per_chip_hour=price_per_chip_hour, utilization=utilization), path)
 
 
-def cost_dict(c: ServingCost, dep: Deployment, sheet: PriceSheet | None = None) -> dict:
+def cost_dict(c: ServingCost, dep: Deployment, sheet: PriceSheet | None = None, hit=None) -> dict:
+    """``llmecon cost --json``; ``hit`` (an ``econ.cache_hit.CacheHitCost``) adds ``cache_hit`` and the
+    blended list price."""
     out = {"model": dep.model.name, "system": dep.system.name, "plan": dep.plan.as_dict(), "mode": dep.mode,
            "fidelity": dep.fidelity, **dep.fidelity_fields,
            "context": c.context, "batch": c.batch, "decode_step_s": c.step_s, "chips": c.chips,
@@ -151,6 +153,24 @@ def cost_dict(c: ServingCost, dep: Deployment, sheet: PriceSheet | None = None) 
         out["list_price"] = {"provider": sheet.provider, "model": sheet.model, "input_usd_per_mtok": price_in,
                              "output_usd_per_mtok": price_out, "input_margin": m_in, "output_margin": m_out,
                              "as_of": sheet.as_of, "status": sheet.status}
+    if hit is not None:
+        out["cache_hit"] = {"cache_hit_rate": hit.cache_hit_rate, "cached_prefix_tokens": hit.cached_prefix_tokens,
+                            "prompt_tokens": hit.prompt_tokens, "usd_per_mtok_input": hit.input_usd_per_mtok,
+                            "usd_per_mtok_input_hit": hit.hit_input_usd_per_mtok,
+                            "usd_per_mtok_input_blended": hit.input_usd_per_mtok_blended,
+                            "hit_cost_ratio": hit.hit_cost_ratio,
+                            "cached_token_cost_ratio": hit.cached_token_cost_ratio}
+        if sheet is not None and sheet.cached_input_usd_per_mtok is not None:
+            from ..econ.cache_hit import blended_list_price
+
+            lp = out["list_price"]
+            m = sheet.cached_input_usd_per_mtok / sheet.input_usd_per_mtok
+            blended = blended_list_price(input_usd_per_mtok=lp["input_usd_per_mtok"],
+                                         cached_input_usd_per_mtok=lp["input_usd_per_mtok"] * m,
+                                         cache_hit_rate=hit.cache_hit_rate,
+                                         cached_fraction=hit.cached_prefix_tokens / hit.prompt_tokens)
+            lp.update(cached_input_multiplier=m, usd_per_mtok_input_blended=blended,
+                      input_margin_blended=1.0 - hit.input_usd_per_mtok_blended / blended)
     return out
 
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from ..catalog.hardware import get_accelerator, get_system
-from ..errors import require_number
+from ..errors import SpecError, require_number
 from ..spec.hardware import MemoryTier
 from ..spec.prices import PriceSheet
 from ..econ.kvcache import with_tier_prices
@@ -39,13 +39,16 @@ def flops_per_byte_grid(chips: list[str], dtypes: list[str]) -> list[tuple[str, 
 
 def infer_sheet(sheet: PriceSheet, *, active_params: list[float], chips: list[str], dtypes: list[str],
                 system: str, extra_tiers: list[MemoryTier] = (), kv_bytes_per_token: float | None = None,
-                price_per_chip_hour: float | None = None, tier_prices: Mapping[str, float] | None = None) -> dict:
+                price_per_chip_hour: float | None = None, tier_prices: Mapping[str, float] | None = None,
+                cache_hit_rate: float | None = None, cached_fraction: float = 1.0) -> dict:
     """Everything a price sheet implies, with its assumptions (see module docstring).
 
     ``kv_bytes_per_token`` for the cache analysis defaults to the geometric middle of the range
     inferred from the price step; ``extra_tiers`` adds storage tiers (``catalog.hardware.device_tier``)
     below the system's own memory tiers; ``price_per_chip_hour`` replaces the HBM tier's rent and
     ``tier_prices`` (USD per hour for a whole tier, by name) prices the others for Gray's rule.
+    A sheet with a cached-input price adds ``cached_input`` (``econ.cache_hit.cached_input_reading``,
+    blended at ``cache_hit_rate`` with ``cached_fraction`` of each hit prompt cached).
     """
     if price_per_chip_hour is not None:
         require_number("--price-per-chip-hour", price_per_chip_hour, minimum=0, hint="dollars per chip-hour")
@@ -79,6 +82,18 @@ def infer_sheet(sheet: PriceSheet, *, active_params: list[float], chips: list[st
         five = [{"hold_s": h, "tier": t} for h, t in five_minute_tiers(fits).items()]
         out["cache_tiers"] = {"system": system, "kv_bytes_per_token": kv_mid, "fits": tier_fit_rows(fits),
                               "five_minute_tier": five, "break_even_holds": break_even_rows(tier_break_evens(tiers))}
+    if cache_hit_rate is not None:
+        require_number("cache_hit", cache_hit_rate, minimum=0, maximum=1, hint="a hit rate, e.g. 0.5")
+    require_number("cached_fraction", cached_fraction, minimum=0, maximum=1, hint="cached prefix / prompt")
+    if sheet.cached_input_usd_per_mtok is not None and sheet.input_usd_per_mtok > 0:
+        from ..econ.cache_hit import cached_input_reading
+
+        out["cached_input"] = cached_input_reading(input_usd_per_mtok=sheet.input_usd_per_mtok,
+                                                   cached_input_usd_per_mtok=sheet.cached_input_usd_per_mtok,
+                                                   cache_hit_rate=cache_hit_rate, cached_fraction=cached_fraction)
+    elif cache_hit_rate is not None:
+        raise SpecError(f"price sheet {sheet.provider}/{sheet.model} has no cached-input price to blend",
+                        field="cache_hit", fix="pick a sheet with a 'cached' column (llmecon prices list)")
     out["premiums"] = [fast_mode_dict(p.name, infer_fast_mode(price_ratio=p.output_usd_per_mtok
                                                               / sheet.output_usd_per_mtok, speedup=p.speedup))
                        for p in sheet.premiums if p.speedup is not None]
