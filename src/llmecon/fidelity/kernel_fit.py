@@ -176,37 +176,36 @@ _ATT_BOUNDS = {"fraction": (0.02, 1.0), "isl_half": (1e-3, 1e5), "head_dim_half"
                "item_s": (1e-13, 1e-5), "floor_s": (1e-8, 1e-3)}
 
 
+def fit_attention_terms(cols: dict, sel, dtype: str, table: str, start: dict, predict) -> AttentionTerms | None:
+    """``AttentionTerms`` of profile table ``table`` at KV ``dtype`` fitted on the rows ``sel`` of
+    ``cols`` (None under ``MIN_ROWS``), priced by ``predict(profile, cols)``, starting at ``start``
+    (the parameters fitted) within ``_ATT_BOUNDS``: every attention family's fit (GQA here, MLA in ``mla_fit``)."""
+    if sel.sum() < MIN_ROWS:
+        return None
+    c = subsample({k: v[sel] for k, v in cols.items()})
+
+    def residual(p):
+        return _logres(predict(_with(**{table: ((dtype, AttentionTerms(**p)),)}), c), c["time_s"])
+
+    return AttentionTerms(**_fit(residual, start, {k: _ATT_BOUNDS[k] for k in start}))
+
+
 def fit_prefill(cols: dict, dtype: str) -> AttentionTerms | None:
     """Prefill attention terms at KV ``dtype`` from pooled bf16 context-attention rows."""
     if not cols:
         return None
-    sel = (cols["attn_dtype"] == "bfloat16") & (cols["dtype"] == dtype)
-    if sel.sum() < MIN_ROWS:
-        return None
-    c = subsample({k: v[sel] for k, v in cols.items()})
     start = {"fraction": 0.6, "isl_half": 1000.0, "head_dim_half": 30.0, "window_pad": 128.0, "item_s": 1e-8,
              "floor_s": 1e-5}
-
-    def residual(p):
-        return _logres(predict_prefill(_with(prefill_attention=((dtype, AttentionTerms(**p)),)), c), c["time_s"])
-
-    return AttentionTerms(**_fit(residual, start, {k: _ATT_BOUNDS[k] for k in start}))
+    return fit_attention_terms(cols, (cols["attn_dtype"] == "bfloat16") & (cols["dtype"] == dtype), dtype,
+                               "prefill_attention", start, predict_prefill)
 
 
 def fit_decode(cols: dict, dtype: str) -> AttentionTerms | None:
     """Decode attention terms at KV ``dtype`` from pooled generation-attention rows."""
     if not cols:
         return None
-    sel = cols["dtype"] == dtype
-    if sel.sum() < MIN_ROWS:
-        return None
-    c = subsample({k: v[sel] for k, v in cols.items()})
     start = {"fraction": 0.5, "hbm_fraction": 0.7, "items_half": 4.0, "item_s": 5e-9, "floor_s": 5e-6}
-
-    def residual(p):
-        return _logres(predict_decode(_with(decode_attention=((dtype, AttentionTerms(**p)),)), c), c["time_s"])
-
-    return AttentionTerms(**_fit(residual, start, {k: _ATT_BOUNDS[k] for k in start}))
+    return fit_attention_terms(cols, cols["dtype"] == dtype, dtype, "decode_attention", start, predict_decode)
 
 
 def fit_attention(prefill: dict, decode: dict) -> dict:

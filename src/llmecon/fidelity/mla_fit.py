@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..step.kernels import mla_decode_s, mla_prefill_s
-from .kernel_fit import _ATT_BOUNDS, MIN_ROWS, RowChips, _fit, _logres, _with, subsample
+from .kernel_fit import RowChips, fit_attention_terms
 
 PREFILL_START = {"fraction": 0.5, "isl_half": 500.0, "hbm_fraction": 0.7, "item_s": 1e-8, "floor_s": 1e-5}
 DECODE_START = {"fraction": 0.5, "hbm_fraction": 0.7, "items_half": 4.0, "item_s": 1e-8, "floor_s": 1e-5}
@@ -42,19 +42,9 @@ def predict_mla_decode(profile, cols: dict) -> np.ndarray:
 
 
 def _fit_phase(cols: dict, dtype: str, table: str, start: dict, predict):
-    from ..spec.efficiency import AttentionTerms
-
     if not cols:
         return None
-    sel = cols["dtype"] == dtype
-    if sel.sum() < MIN_ROWS:
-        return None
-    c = subsample({k: v[sel] for k, v in cols.items()})
-
-    def residual(p):
-        return _logres(predict(_with(**{table: ((dtype, AttentionTerms(**p)),)}), c), c["time_s"])
-
-    return AttentionTerms(**_fit(residual, start, {k: _ATT_BOUNDS[k] for k in start}))
+    return fit_attention_terms(cols, cols["dtype"] == dtype, dtype, table, start, predict)
 
 
 def fit_mla_prefill(cols: dict, dtype: str):
