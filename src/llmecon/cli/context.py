@@ -161,9 +161,7 @@ def cost_cmd(
     dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, profile=profile, spec_tokens=spec_tokens,
                acceptance=acceptance, draft=draft)
     sheet = _sheet(provider, price_model)
-    if cache_hit is None and cached_prefix is not None:
-        _fail("--cached-prefix needs --cache-hit RATE")
-    if cache_hit is not None:
+    if cache_hit is not None or cached_prefix is not None:
         from ..econ.cache_hit import check_cache_hit
 
         check_cache_hit(cache_hit_rate=cache_hit, cached_prefix_tokens=cached_prefix, prompt_tokens=context,

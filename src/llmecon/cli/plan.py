@@ -117,7 +117,7 @@ def plan_cmd(
     from ..catalog.hardware import get_system
     from ..catalog.models import get_model
     from ..dtypes import get_dtype
-    from ..errors import SpecError, require_number
+    from ..errors import require_number
     from ..econ.planner import SearchOptions, PlanTargets, plan_deployment
     from ..report.plan import best_rows, frontier_rows, headline, plan_result_dict, plot_frontier
 
@@ -128,10 +128,8 @@ def plan_cmd(
     require_number("--top", top, minimum=1)
     require_number("--expert-imbalance", expert_imbalance, minimum=1,
                    hint="the busiest expert group's tokens over uniform routing's; 1 = uniform routing")
-    if cache_hit is None and cached_prefix is not None:
-        raise SpecError("needs --cache-hit RATE", field="--cached-prefix")
     m = get_model(model)
-    if cache_hit is not None:
+    if cache_hit is not None or cached_prefix is not None:
         from ..econ.cache_hit import check_cache_hit
 
         check_cache_hit(cache_hit_rate=cache_hit, cached_prefix_tokens=cached_prefix, prompt_tokens=prompt_tokens,

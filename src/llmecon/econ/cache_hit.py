@@ -29,10 +29,16 @@ from .batching import balance_batch_of
 from .context import prefill_chip_s_per_token, sequences_that_fit, usd_per_mtok
 
 
-def check_cache_hit(*, cache_hit_rate: float, cached_prefix_tokens: float | None, prompt_tokens: float,
-                    max_context: float | None = None) -> float:
+def check_cache_hit(*, cache_hit_rate: float | None, cached_prefix_tokens: float | None, prompt_tokens: float,
+                    max_context: float | None = None) -> float | None:
     """Validate a hit rate in [0, 1] and a cached prefix 0 <= C <= P (<= the model's context);
-    return C (default: P - 1, all but the last token cached, the most a hit can save)."""
+    return C (default: P - 1, all but the last token cached, the most a hit can save). No rate: None
+    (a prefix without a rate is an error)."""
+    if cache_hit_rate is None:
+        if cached_prefix_tokens is not None:
+            raise SpecError("a cached prefix needs a cache-hit rate", field="cached_prefix", value=cached_prefix_tokens,
+                            fix="give {cache_hit} RATE as well")
+        return None
     require_number("cache_hit", cache_hit_rate, minimum=0, maximum=1, hint="a hit rate, e.g. 0.5")
     p = require_number("context", prompt_tokens, minimum=1, hint="tokens")
     if cached_prefix_tokens is None:
