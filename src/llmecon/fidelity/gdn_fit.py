@@ -12,7 +12,7 @@ import numpy as np
 
 from ..spec.efficiency import AttentionTerms
 from ..step.kernels import gdn_kernel_s
-from .kernel_fit import _ATT_BOUNDS, MIN_ROWS, RowChips, _fit, _logres, _with, subsample
+from .kernel_fit import RowChips, fit_attention_terms
 
 KERNELS = ("chunk", "recurrent", "conv", "conv_update")
 START = {"fraction": 0.3, "hbm_fraction": 0.6, "items_half": 50.0, "item_s": 1e-9, "floor_s": 5e-6}
@@ -39,15 +39,8 @@ def fit_gdn_kernel(cols: dict, kernel: str) -> AttentionTerms | None:
     """The ``gdn`` terms of one kernel from pooled rows (None with too few)."""
     if not cols:
         return None
-    sel = cols["kernel"] == kernel
-    if sel.sum() < MIN_KERNEL_ROWS:
-        return None
-    c = subsample({k: v[sel] for k, v in cols.items()})
-
-    def residual(p):
-        return _logres(predict_gdn(_with(gdn=((kernel, AttentionTerms(**p)),)), c), c["time_s"])
-
-    return AttentionTerms(**_fit(residual, START, {k: _ATT_BOUNDS[k] for k in START}))
+    return fit_attention_terms(cols, cols["kernel"] == kernel, kernel, "gdn", START, predict_gdn,
+                               min_rows=MIN_KERNEL_ROWS)
 
 
 def fit_gdn(cols: dict) -> dict:

@@ -176,11 +176,13 @@ _ATT_BOUNDS = {"fraction": (0.02, 1.0), "isl_half": (1e-3, 1e5), "head_dim_half"
                "item_s": (1e-13, 1e-5), "floor_s": (1e-8, 1e-3)}
 
 
-def fit_attention_terms(cols: dict, sel, dtype: str, table: str, start: dict, predict) -> AttentionTerms | None:
-    """``AttentionTerms`` of profile table ``table`` at KV ``dtype`` fitted on the rows ``sel`` of
-    ``cols`` (None under ``MIN_ROWS``), priced by ``predict(profile, cols)``, starting at ``start``
-    (the parameters fitted) within ``_ATT_BOUNDS``: every attention family's fit (GQA here, MLA in ``mla_fit``)."""
-    if sel.sum() < MIN_ROWS:
+def fit_attention_terms(cols: dict, sel, dtype: str, table: str, start: dict, predict,
+                        min_rows: int = MIN_ROWS) -> AttentionTerms | None:
+    """``AttentionTerms`` of profile table ``table`` under key ``dtype`` (a KV dtype, or a GDN kernel)
+    fitted on the rows ``sel`` of ``cols`` (None under ``min_rows``), priced by ``predict(profile,
+    cols)``, starting at ``start`` (the parameters fitted) within ``_ATT_BOUNDS``: every attention
+    family's fit (GQA here, MLA in ``mla_fit``, Gated DeltaNet in ``gdn_fit``)."""
+    if sel.sum() < min_rows:
         return None
     c = subsample({k: v[sel] for k, v in cols.items()})
 

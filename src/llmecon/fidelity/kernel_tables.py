@@ -40,7 +40,7 @@ import numpy as np
 
 from ..dtypes import get_dtype
 from ..errors import CatalogError
-from ..step.kernels import GDN_KERNELS, MLA_DIMS, gdn_work, mla_work  # noqa: F401 (MLA_DIMS re-exported)
+from ..step.kernels import GDN_KERNELS, gdn_work, mla_work
 
 CHIPS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200", "b300_sxm": "b300", "gb200": "gb200",
          "gb300": "gb300"}

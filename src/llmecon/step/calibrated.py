@@ -182,7 +182,6 @@ def attention_class_s(model: Model, profile: EfficiencyProfile, *, phase: str, k
 
 def stage_time(model: Model, plan: Plan, work: Work, profile: EfficiencyProfile) -> StageTime:
     """Seconds of one stage-step by kernel class (``StageTime``)."""
-    bw = profile.hbm_fraction * work.bandwidth
     phi = plan.stage_fraction(model)
     layers = phi * model.n_layers
     n_ne, n_ex = _gemm_counts(model)

@@ -35,10 +35,10 @@ from .collectives import all_reduce_s, all_to_all_s, p2p_s, two_tier_all_reduce_
 from ..dtypes import get_dtype
 from ..spec.efficiency import EfficiencyProfile
 from ..catalog.efficiency import resolve
-from ..errors import SpecError, require_array, require_number
+from ..errors import require_array, require_number
 from ..spec.hardware import System
 from ..spec.model import Model
-from ..spec.deployment import Deployment, kv_per_chip, memory_per_chip
+from ..spec.deployment import Deployment, memory_per_chip
 from ..spec.plan import Plan, place
 from ..spec.plan_array import STAGE_TIERS, PlanArray
 from .roofline import StepTime

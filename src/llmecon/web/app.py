@@ -14,7 +14,6 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
