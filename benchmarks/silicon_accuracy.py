@@ -41,6 +41,10 @@ from llmecon.fidelity.holdout import stats  # noqa: E402
 from llmecon.fidelity.holdout_silicon import group_of  # noqa: E402
 from llmecon.fidelity.silicon import predict_silicon, read_silicon  # noqa: E402
 
+ENGINE_NOTE = r" Engine terms \((?:(?! Engine terms \().)*?silicon_accuracy_\d{4}-\d{2}-\d{2}\.md\."
+"""One engine-terms note in a profile's derivation (``--write-profiles`` replaces them all with one)."""
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--write-profiles", action="store_true")
@@ -152,7 +156,9 @@ def write_profiles(shipped: dict, rows) -> None:
                 f"fidelity.engine_fit; {held} held, not fitted{shared}) on {k} "
                 f"aggregated serving rows of aiconfigurator's silicon_dev.csv ({'; '.join(models)}); "
                 "leave-one-model-out error in benchmarks/results/silicon_accuracy_2026-11-26.md.")
-        text = re.sub(r'^(derivation = ".*?)( Engine terms \(.*?\.md\.)?"$', lambda m: m.group(1) + note + '"', text,
+        # every earlier engine-terms note goes (each ends at its results file), the new one is appended; the
+        # MLA / GDN / MXFP4 / all-to-all notes between them stay
+        text = re.sub(r'^(derivation = ".*)"$', lambda m: re.sub(ENGINE_NOTE, "", m.group(1)) + note + '"', text,
                       count=1, flags=re.M)
         text = text.replace("Not fitted here: engine overheads (step_overhead_s, serving-loop terms: 0 / 1, "
                             "a later fit on end-to-end rows), ",

@@ -71,6 +71,29 @@ def test_moe_layer_work_by_hand():
     assert f["rows_per_expert"][0] == pytest.approx(4 / 1.875, rel=1e-12)
 
 
+def _moe_rows(dtypes):
+    n = len(dtypes)
+    return pa.table({"moe_dtype": dtypes, "distribution": ["balanced"] * n, "kernel_source": ["x"] * n,
+                     "num_tokens": [4] * n, "hidden_size": [8] * n, "inter_size": [16 + i for i in range(n)],
+                     "topk": [2] * n, "num_experts": [4] * n, "moe_tp_size": [1] * n, "moe_ep_size": [1] * n,
+                     "latency": [0.1] * n})
+
+
+def test_hopper_w4a16_mxfp4_moe_rows_price_as_mxfp4_weights():
+    # Hopper (no FP4 tensor cores): the W4A16 MXFP4 rows are kept as kernel dtype mxfp4, 4.25-bit weight bytes
+    f = frame_from_table(_moe_rows(["w4a16_mxfp4", "int4_wo"]), chip="h100_sxm", engine="trtllm", family="moe")
+    assert list(f["dtype"]) == ["mxfp4"] and f.skipped == 1          # int4_wo is still skipped
+    touched = 4 * (1 - 0.5 ** 4)
+    assert f["weight_bytes"][0] == pytest.approx(touched * 3 * 8 * 16 * 4.25 / 8, rel=1e-12)
+
+
+def test_blackwell_mxfp4_moe_rows_stay_skipped():
+    # which MXFP4 kernel (W4A16 or W4A8) an engine runs on Blackwell is not recorded: both formats are skipped
+    f = frame_from_table(_moe_rows(["w4a16_mxfp4", "w4a8_mxfp4_mxfp8", "bfloat16"]), chip="b200_sxm",
+                         engine="vllm", family="moe")
+    assert list(f["dtype"]) == ["bf16"] and f.skipped == 2
+
+
 def test_missing_column_is_a_catalog_error():
     with pytest.raises(CatalogError, match="missing column"):
         frame_from_table(pa.table({"gemm_dtype": ["fp8"], "latency": [1.0]}), chip="b200_sxm", engine="x",

@@ -219,6 +219,36 @@ def with_gdn(profile: EfficiencyProfile, root, chip: str, engine: str, *,
     return dataclasses.replace(profile, derivation=base + note, fit=fit, gdn=kw["gdn"])
 
 
+MXFP4_NOTE = "; MXFP4 MoE ([moe.mxfp4]"
+
+
+def with_mxfp4_moe(profile: EfficiencyProfile, root, chip: str, engine: str, *,
+                   today: str | None = None) -> EfficiencyProfile:
+    """``profile`` with its ``moe.mxfp4`` terms (re)fitted on the engine's own MoE table rows of the
+    format ``kernel_tables.MXFP4_MOE`` names for the chip (Hopper: W4A16 MXFP4), every other term (MoE
+    skew factors included) kept; unchanged on other chips. Call after ``with_gdn``, before
+    ``with_all_to_all`` (each drops the notes after its own)."""
+    from .kernel_tables import MXFP4_MOE
+
+    folder = FOLDERS[chip]
+    frame = read_frame(root, folder, engine, "moe") if folder in MXFP4_MOE else None
+    if frame is None:
+        return profile
+    cols = pool([primary_source(frame, by="dtype")])
+    got = fit_moe(cols, "mxfp4")
+    if got is None:
+        return profile
+    today = today or datetime.date.today().isoformat()
+    base = profile.derivation.split(MXFP4_NOTE)[0].rstrip(".")
+    note = (f"{MXFP4_NOTE}: the {MXFP4_MOE[folder]} rows, weights dequantised in the kernel) fitted by "
+            f"fidelity.kernel_fit.fit_moe ({today}) on {engine} {frame.path.split('/kernels/')[-1]} "
+            "(kernel_tables.MXFP4_MOE).")
+    fit = dict(profile.fit)
+    fit["moe_mxfp4_rows"] = int((cols["dtype"] == "mxfp4").sum())
+    moe = tuple((d, t) for d, t in profile.moe if d != "mxfp4") + (("mxfp4", got[0]),)
+    return dataclasses.replace(profile, derivation=base + note, fit=fit, moe=tuple(sorted(moe)))
+
+
 A2A_NOTE = "; EP all-to-all ([all_to_all]"
 
 

@@ -25,9 +25,11 @@ milliseconds per op per layer per GPU), and the work of the row computed from it
   (``distribution`` power_law_*) carry the same balanced work: their extra time is what a skew
   term fits.
 
-Dtypes kept: bfloat16, fp8, fp8_block (fp8 with 128-block scales: fp8 bytes and peak), nvfp4; the
-weight-only and mixed formats (int4_wo, w4a16_mxfp4, w4a8_mxfp4_mxfp8) are skipped and counted in
-``KernelFrame.skipped``. Collectives are read by ``collective_fit.load_aiconfigurator_comm``.
+Dtypes kept: bfloat16, fp8, fp8_block (fp8 with 128-block scales: fp8 bytes and peak), nvfp4, and on
+the chips of ``MXFP4_MOE`` the MoE table format that runs MXFP4 experts there (kernel dtype ``mxfp4``:
+4.25-bit weight bytes, the chip's ``mxfp4`` peak); the other weight-only and mixed formats (int4_wo, and
+w4a16_mxfp4 / w4a8_mxfp4_mxfp8 elsewhere) are skipped and counted in ``KernelFrame.skipped``. Collectives
+are read by ``collective_fit.load_aiconfigurator_comm``.
 Needs only pyarrow and numpy (no pandas).
 """
 
@@ -54,8 +56,17 @@ FAMILIES = {"gemm": ("gemm", "gemm_perf.parquet"),
             "generation_mla": ("mla", "generation_mla_perf.parquet"),
             "gdn": ("linear_attention", "gdn_perf.parquet")}
 """family -> (op folder, file name)."""
-DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "nvfp4"}
-"""table dtype -> llmecon kernel dtype (fp8_block prices as fp8: ``storage_dtype``)."""
+DTYPES = {"bfloat16": "bf16", "fp8": "fp8", "fp8_block": "fp8_block", "nvfp4": "nvfp4", "mxfp4": "mxfp4"}
+"""table dtype -> llmecon kernel dtype (fp8_block prices as fp8: ``storage_dtype``; ``mxfp4`` is the
+label ``MXFP4_MOE`` gives a chip's MXFP4 MoE rows, no table uses it)."""
+MXFP4_MOE = {"h100_sxm": "w4a16_mxfp4", "h200_sxm": "w4a16_mxfp4"}
+"""aiconfigurator folder -> the MoE table format that prices MXFP4 experts (gpt-oss) on that chip. Hopper
+has no FP4 tensor cores: TensorRT-LLM's only MXFP4 MoE table there is W4A16 (weights dequantised to
+bf16 inside the grouped GEMM), and SGLang's and vLLM's hold the same format, so MXFP4 experts on Hopper
+are priced with its terms (before 2026-11-26 they took the bf16 MoE terms at 4.25-bit bytes and came out
+1.5-1.7x too fast). Blackwell is left out: its tables hold both W4A16 and W4A8 (MXFP8 activations) MXFP4
+kernels and which one each engine runs for gpt-oss is not recorded, so MXFP4 experts there keep the
+nvfp4/fp4 terms (``EfficiencyProfile.moe_terms`` fallbacks)."""
 
 
 def storage_dtype(kernel_dtype: str) -> str:
@@ -167,6 +178,8 @@ def frame_from_table(table, *, chip: str, engine: str, family: str, path: str = 
                else np.full(n, "", dtype=object).astype(str)) for c in labels}
     num = {c: np.asarray(table.column(c).to_numpy(zero_copy_only=False), dtype=float) for c in numbers}
     t = np.asarray(table.column("latency").to_numpy(zero_copy_only=False), dtype=float) * 1e-3
+    if family == "moe" and chip in MXFP4_MOE:
+        col[dtype_col] = np.where(col[dtype_col] == MXFP4_MOE[chip], "mxfp4", col[dtype_col]).astype(str)
     known = np.isin(col[dtype_col], list(DTYPES)) if dtype_col else np.ones(n, dtype=bool)  # gdn: bf16, no column
     keep = known & np.isfinite(t) & (t > 0)
     skipped = int(n - keep.sum())
