@@ -105,7 +105,8 @@ def main() -> None:
     lines += ["", f"Direction at c <= 8: median pred/meas TPOT {np.median(tpot[lo_all] / m_tpot[lo_all]):.2f}, TTFT "
               f"{np.median(ttft[lo_all] / m_ttft[lo_all]):.2f}; median KV transfer share of predicted TTFT "
               f"{np.median(kv[lo_all] / ttft[lo_all]):.1%}."]
-    lines += ["", "Per model, c <= 8 (all chips and engines):", "", "| model | rows c<=8 | TPOT | TTFT |", "|---|---|---|---|"]
+    lines += ["", "Per model, c <= 8 (all chips and engines):", "", "| model | rows c<=8 | TPOT | TTFT |",
+              "|---|---|---|---|"]
     for model in sorted({r.model for r in rows}):
         lo = np.array([i for i, r in enumerate(rows) if r.model == model and low[i]], dtype=int)
         lines.append(f"| {model} | {lo.size} | {_pct(e_tpot[lo])} | {_pct(e_ttft[lo])} |")

@@ -148,10 +148,13 @@ DHEAD = ("id,silicon_data_source,backend,model_path,system,precision,mode,isl,os
          "decode_pp_size,decode_attention_dp_size,decode_moe_tp_size,decode_moe_ep_size,silicon_ttft_ms,"
          "silicon_tpot_ms\n")
 DROWS = [
-    "p,silicon_concurrency=8,trtllm,Qwen/Qwen3-30B-A3B,gb200,fp8,disagg,1024,256,fp8,,,,,,,1,1,1,4,1,4,2,4,1,1,1,4,90,5",
-    "q,silicon_concurrency=8,sglang,Qwen/Qwen3-30B-A3B,gb200,fp8,disagg,1024,256,fp8,,,,,,,,1,1,4,1,4,,4,1,1,1,4,90,5",
+    "p,silicon_concurrency=8,"
+    "trtllm,Qwen/Qwen3-30B-A3B,gb200,fp8,disagg,1024,256,fp8,,,,,,,1,1,1,4,1,4,2,4,1,1,1,4,90,5",
+    "q,silicon_concurrency=8,"
+    "sglang,Qwen/Qwen3-30B-A3B,gb200,fp8,disagg,1024,256,fp8,,,,,,,,1,1,4,1,4,,4,1,1,1,4,90,5",
     "r,,sglang,Qwen/Qwen3-30B-A3B,gb200,fp8,disagg,1024,256,fp8,,,,,,,1,1,1,4,1,4,1,4,1,1,1,4,90,5",
-    "s,silicon_concurrency=8,sglang,Qwen/Qwen3-30B-A3B,gb200,fp8,disagg,1024,256,fp8,,,,,,,1,1,1,4,1,2,1,4,1,1,1,4,90,5",
+    "s,silicon_concurrency=8,"
+    "sglang,Qwen/Qwen3-30B-A3B,gb200,fp8,disagg,1024,256,fp8,,,,,,,1,1,1,4,1,2,1,4,1,1,1,4,90,5",
     "a,silicon_concurrency=8,trtllm,Qwen/Qwen3-32B,h200_sxm,fp8,agg,1024,256,fp8,8,2,1,,1,1,,,,,,,,,,,,,80.5,9.25",
 ]
 

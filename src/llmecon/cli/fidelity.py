@@ -278,6 +278,10 @@ def _silicon_report(path, scheme, models, chips, engines, configs, quiet):
 
         rep = type(rep)(**{**rep.__dict__, "notes": rep.notes + tuple(
             f"{k} rows skipped: {reason}" for reason, k in Counter(s.reason for s in skipped).most_common())})
+    if any(s.reason.startswith("mode disagg") for s in skipped):
+        from ..fidelity.silicon import disaggregated_note
+
+        rep = type(rep)(**{**rep.__dict__, "notes": rep.notes + (disaggregated_note(path, configs),)})
     return rep
 
 

@@ -302,3 +302,29 @@ def predict_silicon(rows: list[SiliconRow], *, mode: str = "calibrated", profile
         for j, i in enumerate(idx):
             tpot[i], ttft[i] = out[j]["tpot_s"], out[j]["ttft_s"]
     return tpot, ttft, dict(problems)
+
+
+def disaggregated_note(path: str | Path | None = None, configs: str | Path | None = None, *,
+                       max_concurrency: int = 8) -> str:
+    """One line for ``llmecon validate``: the file's disagg rows priced by ``predict`` with the shipped
+    (chip, engine) profiles, |pred/meas - 1| median / p90 at concurrency <= ``max_concurrency``. Out of sample:
+    the profiles' engine terms were fitted on aggregated rows only (``benchmarks/disagg_accuracy.py`` gives
+    the tables)."""
+    rows, skipped = read_silicon(path, configs, disaggregated=True)
+    most = Counter(s.reason for s in skipped).most_common(1)
+    tail = f"; {len(skipped)} disagg rows skipped" + (f" (most: {most[0][0]})" if most else "")
+    if not rows:
+        return "disaggregated rows: none priced" + tail
+    tpot, ttft, problems = predict_silicon(rows)
+    low = np.array([r.concurrency <= max_concurrency for r in rows]) & np.isfinite(tpot)
+
+    def err(pred, meas):
+        e = np.abs(pred[low] / meas[low] - 1)
+        return f"{np.median(e):.0%} / {np.quantile(e, 0.9):.0%}" if e.size else "–"
+
+    meas_tpot, meas_ttft = np.array([r.tpot_s for r in rows]), np.array([r.ttft_s for r in rows])
+    refused = sum(problems.values())
+    return (f"disaggregated rows (all chips and engines, shipped profiles; out of sample: engine terms are fitted on "
+            f"aggregated rows only): {len(rows) - refused} priced, {int(low.sum())} at concurrency <= "
+            f"{max_concurrency}: TPOT {err(tpot, meas_tpot)}, TTFT {err(ttft, meas_ttft)} (median / p90)"
+            + (f"; {refused} refused" if refused else "") + tail)

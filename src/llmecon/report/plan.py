@@ -96,7 +96,8 @@ def workers_dict(w) -> dict | None:
     if w is None:
         return None
     return {"ratio": w.ratio, "prefill_workers": w.prefill_workers, "decode_workers": w.decode_workers,
-            "prefill_chips_per_worker": w.prefill_chips_per_worker, "decode_chips_per_worker": w.decode_chips_per_worker,
+            "prefill_chips_per_worker": w.prefill_chips_per_worker,
+            "decode_chips_per_worker": w.decode_chips_per_worker,
             "chips": w.chips, "max_workers": w.max_workers,
             "prefill_requests_per_s_per_worker": w.prefill_requests_per_s,
             "decode_requests_per_s_per_worker": w.decode_requests_per_s, "requests_per_s": w.requests_per_s,
@@ -118,7 +119,8 @@ def workers_rows(w) -> list[tuple[str, str]]:
         ("chips", f"{w.chips:,} = {w.prefill_workers} × {w.prefill_chips_per_worker} prefill + {w.decode_workers} × "
                   f"{w.decode_chips_per_worker} decode"),
         ("requests/s", f"{w.requests_per_s:.4g} (a prefill worker {w.prefill_requests_per_s:.4g}, a decode worker "
-                       f"{w.decode_requests_per_s:.4g}; busy {w.prefill_utilisation:.0%} / {w.decode_utilisation:.0%})"),
+                       f"{w.decode_requests_per_s:.4g}; busy {w.prefill_utilisation:.0%} / "
+                       f"{w.decode_utilisation:.0%})"),
         ("ttft", ttft),
         ("cost", f"{fmt_usd_per_mtok(w.usd_per_mtok)} per M tokens of a request, every chip billed"
          if w.usd_per_mtok is not None else "- (no --price-per-chip-hour; counts chosen for requests/s per chip)"),
