@@ -81,3 +81,13 @@ def test_plan_reports_the_ratio_with_kv_transfer_and_all_chips_billed():
     r0 = plan_deployment(m, [s], targets=targets, options=opts)
     w0 = plan_workers(r0, m, [s], opts)
     assert w0.usd_per_mtok is None and w0.ratio == f"{w0.prefill_workers}:{w0.decode_workers}"
+
+
+def test_system_without_scale_out_leaves_the_transfer_unpriced():
+    m, s = get_model("llama-3.1-70b"), get_system("tpu-v6e-256")
+    opts = SearchOptions(max_chips=16)
+    r = plan_deployment(m, [s], targets=PlanTargets(prompt_tokens=1000, output_tokens=200, context=1100),
+                        options=opts)
+    w = plan_workers(r, m, [s], opts)
+    assert w.kv_transfer_s is None and "no scale-out link" in w.no_transfer
+    assert w.ttft_s == r.prefill.best.latency_s

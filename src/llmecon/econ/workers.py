@@ -14,7 +14,8 @@ The planner (``econ.planner``) picks the best prefill point (plan, prefill batch
 * TTFT = the prefill's latency (step + pipeline fill) + the KV transfer of its batch to a decode worker over
   the scale-out network (``step.disaggregated.kv_transfer_s``); TPOT = the decode point's. Neither depends
   on the counts here (no queueing), so the counts only trade idle capacity against cost; ``meets_ttft`` says
-  whether the TTFT with the transfer still meets the target the prefill search met without it.
+  whether the TTFT with the transfer still meets the target the prefill search met without it. A system
+  without a scale-out link (TPU pods, MI300X boxes in the catalogue) leaves the transfer unpriced and says why.
 
 Omitted: queueing and burstiness (a pool at 100% utilisation has unbounded queues in a real system; the
 closed-loop model is ``serving.disaggregated``), prefill/decode batches other than the searched points, and
@@ -42,12 +43,13 @@ class WorkerRatio:
     decode_chips_per_worker: int
     prefill_requests_per_s: float    # one prefill worker
     decode_requests_per_s: float     # one decode worker
-    kv_transfer_s: float
+    kv_transfer_s: float | None      # None: a system has no scale-out link (``no_transfer`` says which)
     prefill_latency_s: float
     tpot_s: float
     ttft_target_s: float | None
     usd_per_mtok: float | None       # every chip billed, per token of a request (prompt + output)
     max_workers: int = MAX_WORKERS
+    no_transfer: str = ""            # why the KV transfer is not priced ('' when it is)
 
     @property
     def chips(self) -> int:
@@ -79,7 +81,8 @@ class WorkerRatio:
 
     @property
     def ttft_s(self) -> float:
-        return self.prefill_latency_s + self.kv_transfer_s
+        """Prefill latency + KV transfer (the prefill latency alone when the transfer cannot be priced)."""
+        return self.prefill_latency_s + (self.kv_transfer_s or 0.0)
 
     @property
     def meets_ttft(self) -> bool:
@@ -112,6 +115,7 @@ def choose_workers(*, prefill_requests_per_s: float, decode_requests_per_s: floa
 def plan_workers(result, model, systems, options, *, max_workers: int = MAX_WORKERS) -> WorkerRatio | None:
     """The worker ratio of a ``planner.PlanResult``'s best prefill and decode points (module docstring);
     None when either phase has no best point."""
+    from ..errors import SpecError
     from ..spec.deployment import Deployment
     from ..step.disaggregated import kv_transfer_s
 
@@ -122,7 +126,10 @@ def plan_workers(result, model, systems, options, *, max_workers: int = MAX_WORK
     t = result.targets
     deps = [Deployment(model=model, system=by[pt.system], plan=pt.plan, weight_dtype=options.weight_dtype,
                        kv_dtype=options.kv_dtype, profile=options.profile_for(by[pt.system])) for pt in (p, d)]
-    xfer = float(kv_transfer_s(deps[0], deps[1], prompt_tokens=t.prompt_tokens, batch=p.batch))
+    try:
+        xfer, why = float(kv_transfer_s(deps[0], deps[1], prompt_tokens=t.prompt_tokens, batch=p.batch)), ""
+    except SpecError as exc:  # a system without a scale-out link: say so, price the rest
+        xfer, why = None, exc.rule
     r_p = p.batch / p.step_s
     r_d = d.batch / (t.output_tokens * d.latency_s)
     prices = [result.prices.get(pt.system) for pt in (p, d)]
@@ -138,4 +145,4 @@ def plan_workers(result, model, systems, options, *, max_workers: int = MAX_WORK
     return WorkerRatio(prefill_workers=n_p, decode_workers=n_d, prefill_chips_per_worker=p.plan.chips,
                        decode_chips_per_worker=d.plan.chips, prefill_requests_per_s=r_p, decode_requests_per_s=r_d,
                        kv_transfer_s=xfer, prefill_latency_s=p.latency_s, tpot_s=d.latency_s,
-                       ttft_target_s=t.ttft_s, usd_per_mtok=usd, max_workers=max_workers)
+                       ttft_target_s=t.ttft_s, usd_per_mtok=usd, max_workers=max_workers, no_transfer=why)

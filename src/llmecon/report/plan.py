@@ -102,14 +102,16 @@ def workers_dict(w) -> dict | None:
             "prefill_requests_per_s_per_worker": w.prefill_requests_per_s,
             "decode_requests_per_s_per_worker": w.decode_requests_per_s, "requests_per_s": w.requests_per_s,
             "prefill_utilisation": w.prefill_utilisation, "decode_utilisation": w.decode_utilisation,
-            "kv_transfer_s": w.kv_transfer_s, "ttft_s": w.ttft_s, "tpot_s": w.tpot_s, "meets_ttft": w.meets_ttft,
+            "kv_transfer_s": json_num(w.kv_transfer_s), "kv_transfer_unpriced": w.no_transfer or None,
+            "ttft_s": w.ttft_s, "tpot_s": w.tpot_s, "meets_ttft": w.meets_ttft,
             "usd_per_mtok": json_num(w.usd_per_mtok), "at_bound": w.at_bound}
 
 
 def workers_rows(w) -> list[tuple[str, str]]:
     """(label, value) rows of the worker ratio for the text table."""
-    ttft = f"{fmt_seconds(w.ttft_s)} = prefill {fmt_seconds(w.prefill_latency_s)} + KV transfer " \
-           f"{fmt_seconds(w.kv_transfer_s)}"
+    ttft = (f"{fmt_seconds(w.ttft_s)} = prefill {fmt_seconds(w.prefill_latency_s)} + KV transfer "
+            f"{fmt_seconds(w.kv_transfer_s)}" if w.kv_transfer_s is not None else
+            f"{fmt_seconds(w.ttft_s)} = prefill alone; KV transfer not priced: {w.no_transfer}")
     if w.ttft_target_s is not None:
         ttft += (f" (meets the {fmt_seconds(w.ttft_target_s)} TTFT)" if w.meets_ttft else
                  f" — MISSES the {fmt_seconds(w.ttft_target_s)} TTFT once the transfer is added")
