@@ -89,7 +89,8 @@ def disaggregated_of(row: dict, where: str) -> Disaggregated | None:
 
 
 def predict_disaggregated(key, dis: Disaggregated, col: dict, *, mode, profile):
-    """(decode StepResult, values by output column, chips, profile label, Deployment) of one group of rows."""
+    """(the decode worker's StepResult, values by output column, chips of all workers, the decode Deployment)
+    of one group of rows."""
     from ..catalog.efficiency import resolve as resolve_profile
     from ..catalog.hardware import get_system
     from ..catalog.models import get_model
