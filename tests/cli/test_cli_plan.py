@@ -162,3 +162,25 @@ def test_small_dense_model():
     assert best["plan"]["ep"] == 1 and best["step_s"] <= 0.05
     assert best["memory_per_chip_bytes"] <= best["hbm_per_chip_bytes"]
     assert _dominated(d["frontier"]) == [] and d["usd_per_mtok_blended"] > 0
+
+
+def test_workers_ratio_in_json_and_text(priced):
+    """The prefill:decode ratio: every worker's chips billed, the pools' rates from the best points, TTFT with the
+    KV transfer (issue 22 item 2)."""
+    w, best, t = priced["workers"], priced["best"], priced["targets"]
+    p, d = best["prefill"], best["decode"]
+    assert w["ratio"] == f"{w['prefill_workers']}:{w['decode_workers']}"
+    assert 1 <= w["prefill_workers"] <= 16 and 1 <= w["decode_workers"] <= 16
+    assert w["chips"] == w["prefill_workers"] * w["prefill_chips_per_worker"] + w["decode_workers"] * w[
+        "decode_chips_per_worker"]
+    assert w["prefill_requests_per_s_per_worker"] == pytest.approx(p["batch"] / p["step_s"])
+    assert w["decode_requests_per_s_per_worker"] == pytest.approx(d["batch"] / (t["output_tokens"] * d["latency_s"]))
+    assert w["requests_per_s"] == pytest.approx(min(w["prefill_workers"] * w["prefill_requests_per_s_per_worker"],
+                                                    w["decode_workers"] * w["decode_requests_per_s_per_worker"]))
+    assert w["ttft_s"] == pytest.approx(p["latency_s"] + w["kv_transfer_s"]) and w["kv_transfer_s"] > 0
+    assert w["usd_per_mtok"] > 0
+    proc = run("plan", "--max-chips", "16", "-s", "hgx-h100", "-m", "llama-3.1-70b", "--max-workers", "4")
+    assert proc.returncode == 0, proc.stderr
+    assert "prefill:decode workers (searched 1..4 each" in proc.stdout and "KV transfer" in proc.stdout
+    bad = run("plan", "--max-workers", "0")
+    assert bad.returncode == 2 and "max-workers" in bad.stderr

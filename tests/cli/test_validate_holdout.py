@@ -64,6 +64,8 @@ def test_silicon_holdout_json_has_every_grouping(silicon, scheme):
     assert everything["rows"] == 32 and 0 < everything["predicted"] <= 32
     assert everything["median"] >= 0 and 0.0 <= everything["ideal_below"] <= 1.0
     assert any("disagg" in n for n in got["notes"])
+    # the disagg row (no worker counts) is read apart and reported, not fitted
+    assert any(n.startswith("disaggregated rows: none priced; 1 disagg rows skipped") for n in got["notes"])
 
 
 def test_silicon_filters_score_only_the_named_rows(silicon):

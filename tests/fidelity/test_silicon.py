@@ -54,7 +54,7 @@ def test_rows_map_to_predict_cases(configs):
     g = by["g"]  # zeros mean 'not used'; no precision: the model's own weights; dense: ep 1
     assert (g.case["tp"], g.case["adp"], g.case["ep"], g.case["weight_dtype"], g.chip) == ("2", "1", "1", "", "gb300")
     reasons = {s.id: s.reason for s in skipped}
-    assert "not yet supported" in reasons["d"]
+    assert "read apart" in reasons["d"]
     assert "no config nvidia--Qwen3-32B-NVFP4_config.json" in reasons["e"]
     assert "does not tile tp·adp = 4·1" in reasons["f"]
 
@@ -140,3 +140,41 @@ def test_speculative_runs_are_skipped_with_their_reason(configs):
     assert sorted(r.id for r in rows) == ["s2", "s3"]
     (s,) = skipped
     assert s.id == "s1" and "speculative decoding (MTP)" in s.reason and "1.2.0rc6.post3" in s.reason
+
+
+DHEAD = ("id,silicon_data_source,backend,model_path,system,precision,mode,isl,osl,gemm_quant_mode,batch_size,tp_size,"
+         "pp_size,attention_dp_size,moe_tp_size,moe_ep_size,prefill_num_workers,prefill_tp_size,prefill_pp_size,"
+         "prefill_attention_dp_size,prefill_moe_tp_size,prefill_moe_ep_size,decode_num_workers,decode_tp_size,"
+         "decode_pp_size,decode_attention_dp_size,decode_moe_tp_size,decode_moe_ep_size,silicon_ttft_ms,"
+         "silicon_tpot_ms\n")
+DROWS = [
+    "p,silicon_concurrency=8,"
+    "trtllm,Qwen/Qwen3-30B-A3B,gb200,fp8,disagg,1024,256,fp8,,,,,,,1,1,1,4,1,4,2,4,1,1,1,4,90,5",
+    "q,silicon_concurrency=8,"
+    "sglang,Qwen/Qwen3-30B-A3B,gb200,fp8,disagg,1024,256,fp8,,,,,,,,1,1,4,1,4,,4,1,1,1,4,90,5",
+    "r,,sglang,Qwen/Qwen3-30B-A3B,gb200,fp8,disagg,1024,256,fp8,,,,,,,1,1,1,4,1,4,1,4,1,1,1,4,90,5",
+    "s,silicon_concurrency=8,"
+    "sglang,Qwen/Qwen3-30B-A3B,gb200,fp8,disagg,1024,256,fp8,,,,,,,1,1,1,4,1,2,1,4,1,1,1,4,90,5",
+    "a,silicon_concurrency=8,trtllm,Qwen/Qwen3-32B,h200_sxm,fp8,agg,1024,256,fp8,8,2,1,,1,1,,,,,,,,,,,,,80.5,9.25",
+]
+
+
+def test_disaggregated_rows_are_read_apart(configs):
+    """disagg rows map to predict's disaggregated columns only when asked; the default read (every engine-term
+    fit) skips them, so the profiles stay fitted on aggregated rows."""
+    text = DHEAD + "\n".join(DROWS) + "\n"
+    agg, skipped = parse_silicon(text, configs)
+    assert [r.id for r in agg] == ["a"] and {s.id for s in skipped} == {"p", "q", "r", "s"}
+    rows, skipped = parse_silicon(text, configs, disaggregated=True)
+    assert [r.id for r in rows] == ["p"]
+    p = rows[0]
+    assert {k: p.case[k] for k in ("deployment", "prefill_plan", "prefill_workers", "decode_plan", "decode_workers",
+                                   "batch", "phase")} == {
+        "deployment": "disaggregated", "prefill_plan": "tp1·ep4·pp1·adp4", "prefill_workers": "1",
+        "decode_plan": "tp4·ep4·pp1·adp1", "decode_workers": "2", "batch": "8", "phase": "serving"}
+    assert "tp" not in p.case and p.case["kv_dtype"] == "fp8"
+    reasons = {s.id: s.reason for s in skipped}
+    assert "worker counts" in reasons["q"] and "silicon_concurrency" in reasons["r"]
+    assert "prefill_moe_tp_size·prefill_moe_ep_size = 1·2 does not tile tp·adp = 1·4" in reasons["s"]
+    tpot, ttft, problems = predict_silicon(rows, mode="ideal")
+    assert problems == {} and np.isfinite(tpot[0]) and ttft[0] > 0

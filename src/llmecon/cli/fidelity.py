@@ -24,7 +24,10 @@ def predict(
                                               "weight_dtype, kv_dtype (unused columns may be empty); or a plan "
                                               "column with the plan label, e.g. tp8·ep8·pp1·adp1. Optional "
                                               "speculative decoding: spec_tokens, acceptance (per position, "
-                                              "'0.9;0.8'; empty = the model's default), draft (empty = mtp).")],
+                                              "'0.9;0.8'; empty = the model's default), draft (empty = mtp). Optional "
+                                              "disaggregated serving rows (phase serving): deployment "
+                                              "(aggregated|disaggregated), prefill_plan, prefill_workers, "
+                                              "decode_plan, decode_workers (TTFT includes the KV transfer).")],
     out: OutOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Predict many cases in one process (vectorised per deployment): step, compute, memory and
@@ -275,6 +278,10 @@ def _silicon_report(path, scheme, models, chips, engines, configs, quiet):
 
         rep = type(rep)(**{**rep.__dict__, "notes": rep.notes + tuple(
             f"{k} rows skipped: {reason}" for reason, k in Counter(s.reason for s in skipped).most_common())})
+    if any(s.reason.startswith("mode disagg") for s in skipped):
+        from ..fidelity.silicon import disaggregated_note
+
+        rep = type(rep)(**{**rep.__dict__, "notes": rep.notes + (disaggregated_note(path, configs),)})
     return rep
 
 

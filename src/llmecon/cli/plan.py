@@ -107,6 +107,8 @@ def plan_cmd(
                             "hits (a hit prefills only the uncached tokens).")] = None,
     cached_prefix: Annotated[Optional[float], typer.Option(
         "--cached-prefix", help="Prompt tokens cached on a hit (default: all but the last).")] = None,
+    max_workers: Annotated[int, typer.Option(
+        "--max-workers", help="Most prefill (and decode) workers the prefill:decode ratio may use.")] = 16,
     as_json: JsonOpt = False,
 ) -> None:
     """Plan a deployment: search systems x parallelism plans x batch under TPOT/TTFT targets and HBM, and
@@ -119,13 +121,14 @@ def plan_cmd(
     from ..dtypes import get_dtype
     from ..errors import require_number
     from ..econ.planner import SearchOptions, PlanTargets, plan_deployment
-    from ..report.plan import best_rows, frontier_rows, headline, plan_result_dict, plot_frontier
+    from ..report.plan import best_rows, frontier_rows, headline, plan_result_dict, plot_frontier, workers_rows
 
     if plot:
         _check_plot_path(plot)
     if interactivity is not None:
         require_number("--interactivity", interactivity, minimum=0, exclusive=True, hint="tokens/s per user")
     require_number("--top", top, minimum=1)
+    require_number("--max-workers", max_workers, minimum=1)
     require_number("--expert-imbalance", expert_imbalance, minimum=1,
                    hint="the busiest expert group's tokens over uniform routing's; 1 = uniform routing")
     m = get_model(model)
@@ -166,6 +169,9 @@ def plan_cmd(
     else:
         r = plan_deployment(m, found, **kw)
     hbm = {s.name: s.accelerator.hbm_bytes for s in found}
+    from ..econ.workers import plan_workers
+
+    workers = plan_workers(r, m, found, options, max_workers=max_workers)
     if plot:
         plot_frontier(r, plot)
     hit = None
@@ -174,7 +180,7 @@ def plan_cmd(
 
         hit = plan_cache_hit(r, m, found, options, cache_hit_rate=cache_hit, cached_prefix_tokens=cached_prefix)
     if as_json:
-        out = plan_result_dict(r, hbm_bytes=hbm, model_assumptions=m.assumptions)
+        out = plan_result_dict(r, hbm_bytes=hbm, model_assumptions=m.assumptions, workers=workers)
         if cache_hit is not None:
             out["cache_hit"] = hit
         _emit_json(out)
@@ -201,6 +207,9 @@ def plan_cmd(
         for row in rows:
             table.add_row(*row)
         console.print(table)
+    if workers is not None:
+        console.print()
+        console.print(_kv_table("disaggregated workers: prefill:decode ratio for this workload", workers_rows(workers)))
     console.print()
     blended = r.usd_per_mtok_blended
     if blended is not None:
@@ -219,7 +228,8 @@ def plan_cmd(
                       + ("" if hit["usd_per_mtok_request_blended"] is None
                          else f"; request ${hit['usd_per_mtok_request_blended']:.3g} per M tokens"))
     console.print("[dim]assumptions: disaggregated prefill/decode; TTFT = one prefill step (+ pipeline fill), "
-                  "no queueing; ideal roofline (a lower bound on time); chips billed per plan[/dim]")
+                  "no queueing (the worker ratio adds the KV transfer); ideal roofline (a lower bound on time); "
+                  "chips billed per plan[/dim]")
     if plot:
         console.print(f"figure written to {plot}", soft_wrap=True, markup=False, highlight=False)
 

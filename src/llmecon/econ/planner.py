@@ -19,7 +19,8 @@ filling it, at most E/4: EP72 + 32 on an NVL72 rack, EP144 + 32 on two), pp from
 chips per replica up to ``max_chips``; plans whose weights alone exceed HBM are dropped before evaluation. Replicas (dp)
 scale throughput linearly and are not searched. Omitted: queueing (TTFT is the prefill step
 and its pipeline fill alone), prefill/decode interference (colocated serving; see the simulator), the KV transfer
-between the units, idle chips when W does not fill a domain (chips are billed per plan).
+between the units (the worker ratio, ``econ.workers``, adds it), idle chips when W does not fill a domain (chips are
+billed per plan).
 """
 
 from __future__ import annotations

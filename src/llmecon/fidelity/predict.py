@@ -28,6 +28,12 @@ Speculative decoding (optional columns): ``spec_tokens`` k (empty or 0 = plain d
 reports the iteration (verify + draft) as ``step_s``, the verify step's compute/memory/comm and bound,
 ``tpot_s`` = step_s / E and ``tokens_per_step`` = E (``step.speculative``); the serving phase does not
 model it (an error).
+
+Disaggregated serving (optional columns ``deployment``, ``prefill_plan``, ``prefill_workers``, ``decode_plan``,
+``decode_workers``; ``fidelity.predict_disagg``): a ``deployment`` ``disaggregated`` row is phase serving on
+separate prefill and decode workers, TTFT including the KV transfer over the scale-out network
+(``step.disaggregated``); its outputs add ``kv_transfer_s``, ``prefill_s`` and ``prefill_batch``, written only
+when some row is disaggregated, so a file of aggregated rows is predicted exactly as before.
 """
 
 from __future__ import annotations
@@ -48,10 +54,12 @@ from ..errors import CatalogError, LlmeconError, did_you_mean
 from ..spec.plan import Plan, parse_label
 from ..spec.speculation import speculation_for
 from ..step.inference import decode_of, prefill_of
+from .predict_disagg import COLUMNS as DISAGG_COLUMNS, OUTPUT_COLUMNS as DISAGG_OUTPUT_COLUMNS
+from .predict_disagg import disaggregated_of, predict_disaggregated
 
 INPUT_COLUMNS = ("model", "system", "phase", "batch", "context", "prompt_tokens", "output_tokens", "tp", "ep", "pp",
                  "adp", "weight_dtype", "kv_dtype")
-OPTIONAL_COLUMNS = ("id", "plan", "spec_tokens", "acceptance", "draft")
+OPTIONAL_COLUMNS = ("id", "plan", "spec_tokens", "acceptance", "draft") + DISAGG_COLUMNS
 OUTPUT_COLUMNS = ("step_s", "compute_s", "memory_s", "comm_s", "bound", "tokens_per_s", "tpot_s", "ttft_s",
                   "effective_batch", "mode", "profile", "chips", "transferred", "expected_tpot_error",
                   "tokens_per_step")
@@ -110,7 +118,8 @@ def _group_key(row: dict, where: str) -> tuple:
     for col in ("model", "system"):
         if not row.get(col):
             raise CatalogError(f"{where}: column '{col}' is empty")
-    return (row["model"], row["system"], phase, _plan_of(row, where), row.get("weight_dtype") or None,
+    dis = disaggregated_of(row, where)
+    return (row["model"], row["system"], phase, dis or _plan_of(row, where), row.get("weight_dtype") or None,
             row.get("kv_dtype") or None, _spec_of(row, where))
 
 
@@ -200,6 +209,9 @@ def _require_within_context(model: str, phase: str, shape: dict, at: str, limits
 
 def _predict_group(key, idx, shapes, out, *, mode, profile) -> None:
     model, system, phase, plan, wdt, kvdt, (k, acceptance, draft) = key
+    if not isinstance(plan, Plan):
+        _disaggregated_group(key, idx, shapes, out, mode=mode, profile=profile)
+        return
     sys_ = get_system(system)
     m = get_model(model)
     dep = Deployment(model=m, system=sys_, plan=plan, weight_dtype=wdt, kv_dtype=kvdt,
@@ -243,9 +255,29 @@ def _predict_group(key, idx, shapes, out, *, mode, profile) -> None:
         row["expected_tpot_error"] = dep.profile.transfer.get("expected_error", {}).get("tpot_median", "")
 
 
+def _disaggregated_group(key, idx, shapes, out, *, mode, profile) -> None:
+    """A group of disaggregated rows (``predict_disagg``): the decode worker's step and the closed loop."""
+    col = {name: np.array([shapes[i][name] for i in idx]) for name in shapes[idx[0]]}
+    r, extra, chips, dep = predict_disaggregated(key, key[3], col, mode=mode, profile=profile)
+    n = len(idx)
+    values = {"step_s": r.step_s, "compute_s": r.time.compute_s, "memory_s": r.time.memory_s,
+              "comm_s": r.time.comm_s, "bound": r.bound, **extra}
+    values = {k: np.broadcast_to(np.asarray(v), (n,)) for k, v in values.items()}
+    for j, i in enumerate(idx):
+        row = out[i]
+        for name in OUTPUT_COLUMNS + DISAGG_OUTPUT_COLUMNS:
+            row[name] = ""
+        for name, v in values.items():
+            row[name] = str(v[j]) if name == "bound" else float(v[j])
+        row["mode"], row["profile"], row["chips"] = mode, r.profile, chips
+        row["transferred"] = dep.profile.transferred
+        row["expected_tpot_error"] = dep.profile.transfer.get("expected_error", {}).get("tpot_median", "")
+
+
 def write_cases(rows: list[dict], path: str | Path | None = None) -> str:
     """CSV text of predicted rows (input columns present in the rows, then outputs)."""
     cols = [c for c in OPTIONAL_COLUMNS + INPUT_COLUMNS if any(c in r for r in rows)] + list(OUTPUT_COLUMNS)
+    cols += [c for c in DISAGG_OUTPUT_COLUMNS if any(c in r for r in rows)]  # only when a row is disaggregated
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n", extrasaction="ignore")
     w.writeheader()

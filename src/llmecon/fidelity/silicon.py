@@ -36,7 +36,17 @@ phase ``serving`` (``serving.steady_state``) with the (chip, engine) kernel-tabl
 * plan: ``tp = tp_size``, ``adp = attention_dp_size`` (empty or 0: 1), ``pp = pp_size``; a MoE
   model takes ``ep = moe_ep_size`` and its ``moe_tp_size·moe_ep_size`` must equal ``tp·adp``
   (llmecon's expert TP is ``tp·adp/ep``), else the row is skipped; a dense model has ep 1.
-* ``mode`` disagg (separate prefill and decode workers) is skipped: not yet supported.
+* ``mode`` disagg (separate prefill and decode workers) is read only with ``disaggregated=True``
+  (``read_silicon(..., disaggregated=True)``), which reads nothing else; the default read (every engine-term
+  fit: ``engine_fit``, ``holdout_silicon``, ``benchmarks/silicon_accuracy.py``) skips those rows, so the
+  profiles stay fitted on aggregated rows only and disaggregated rows are out of sample for them. A
+  disaggregated row becomes a ``predict`` case with ``deployment`` disaggregated: ``prefill_plan`` and
+  ``decode_plan`` from the ``prefill_*`` / ``decode_*`` parallelism (each mapped as the plan above),
+  ``prefill_workers`` / ``decode_workers`` from ``*_num_workers``, ``batch`` = ``silicon_concurrency``.
+  Rows without worker counts (1,080 of the 1,316 in silicon_dev.csv) or without ``silicon_concurrency`` are
+  skipped: a decode worker's batch is not known without them, and none is assumed. ``prefill_batch_size``
+  and ``decode_batch_size`` are the benchmark's settings, not read: the closed loop derives both
+  (``serving.disaggregated``; ``decode_batch_size`` = concurrency / decode workers on the rows that have both).
 * Runs that decoded speculatively are skipped (``SPECULATIVE_RUNS``): the CSV does not record
   speculative decoding, and llmecon's serving model prices one token per forward step. DeepSeek-R1 on
   TensorRT-LLM ``1.2.0rc6.post3`` (88 aggregated B200 rows, 2026-02-05/06): measured TPOT is 0.56x
@@ -92,7 +102,7 @@ class SiliconRow:
     chip: str           # catalogue accelerator
     engine: str
     concurrency: int
-    case: dict          # a ``predict`` row (text values), phase serving
+    case: dict          # a ``predict`` row (text values), phase serving (deployment disaggregated: disagg rows)
     ttft_s: float
     tpot_s: float
 
@@ -114,9 +124,9 @@ def default_path() -> Path | None:
     return None if root is None else root / "aiconfigurator" / "silicon_dev.csv"
 
 
-def read_silicon(path: str | Path | None = None, configs: str | Path | None = None):
-    """(rows, skipped) of ``silicon_dev.csv``; ``configs`` defaults to ``shared/reference/hf_configs``
-    beside the validation folder."""
+def read_silicon(path: str | Path | None = None, configs: str | Path | None = None, *, disaggregated: bool = False):
+    """(rows, skipped) of ``silicon_dev.csv``: its aggregated rows, or with ``disaggregated`` its disagg rows
+    only; ``configs`` defaults to ``shared/reference/hf_configs`` beside the validation folder."""
     from ..files import read_text
 
     p = Path(path) if path is not None else default_path()
@@ -124,7 +134,8 @@ def read_silicon(path: str | Path | None = None, configs: str | Path | None = No
         raise CatalogError(f"silicon rows: no file {p}; pass the path of shared/validation/aiconfigurator/"
                            "silicon_dev.csv")
     cfg = Path(configs) if configs is not None else p.parent.parent.parent / "reference" / "hf_configs"
-    return parse_silicon(read_text(p, field="silicon", what="silicon CSV"), cfg, where=str(p))
+    return parse_silicon(read_text(p, field="silicon", what="silicon CSV"), cfg, where=str(p),
+                         disaggregated=disaggregated)
 
 
 def _int(raw: str, default: int) -> int:
@@ -154,8 +165,36 @@ def _checkpoint_quant(cfg: Path, seen: dict) -> str:
     return seen[cfg]
 
 
-def parse_silicon(text: str, configs: str | Path, *, where: str = "silicon_dev.csv"):
-    """(rows, skipped) of a silicon CSV's text; see the module docstring for the mapping."""
+def _plan(r: dict, prefix: str, model) -> tuple[int, int, int, int] | str:
+    """(tp, ep, pp, adp) of the row's ``<prefix>`` parallelism columns, or the reason it is skipped."""
+    tp, pp, adp = (_int(r.get(prefix + c) or "", 1) for c in ("tp_size", "pp_size", "attention_dp_size"))
+    mtp, mep = _int(r.get(prefix + "moe_tp_size") or "", 1), _int(r.get(prefix + "moe_ep_size") or "", 1)
+    if model.is_moe and mtp * mep != tp * adp:
+        return f"{prefix}moe_tp_size·{prefix}moe_ep_size = {mtp}·{mep} does not tile tp·adp = {tp}·{adp}"
+    return tp, (mep if model.is_moe else 1), pp, adp
+
+
+def _disaggregated_case(r: dict, model) -> dict | str:
+    """The ``predict`` columns of a disagg row's two workers, or the reason it is skipped (module docstring)."""
+    out = {"deployment": "disaggregated"}
+    for role in ("prefill", "decode"):
+        plan = _plan(r, role + "_", model)
+        if isinstance(plan, str):
+            return plan
+        tp, ep, pp, adp = plan
+        out[role + "_plan"] = f"tp{tp}·ep{ep}·pp{pp}·adp{adp}"
+        workers = (r.get(role + "_num_workers") or "").strip()
+        if not workers:
+            return "disaggregated row without prefill/decode worker counts: a decode worker's batch is unknown"
+        out[role + "_workers"] = str(int(float(workers)))
+    if not re.search(r"silicon_concurrency=(\d+)", r.get("silicon_data_source") or ""):
+        return "disaggregated row without silicon_concurrency: the client concurrency is unknown"
+    return out
+
+
+def parse_silicon(text: str, configs: str | Path, *, where: str = "silicon_dev.csv", disaggregated: bool = False):
+    """(rows, skipped) of a silicon CSV's text: the aggregated rows, or with ``disaggregated`` the disagg rows
+    only (the other mode is neither read nor listed as skipped then); see the module docstring."""
     from ..catalog.models import get_model
 
     reader = csv.DictReader(io.StringIO(text))
@@ -172,8 +211,11 @@ def parse_silicon(text: str, configs: str | Path, *, where: str = "silicon_dev.c
         def skip(reason: str) -> None:
             skipped.append(SiliconSkip(id=rid, reason=reason))
 
-        if r["mode"] != "agg":
-            skip(f"mode {r['mode']}: disaggregated serving is not yet supported" if r["mode"] == "disagg"
+        if disaggregated and r["mode"] != "disagg":
+            continue
+        if not disaggregated and r["mode"] != "agg":
+            skip(f"mode {r['mode']}: disaggregated rows are read apart (read_silicon(..., disaggregated=True)); "
+                 "engine terms are fitted on aggregated rows only" if r["mode"] == "disagg"
                  else f"unknown mode {r['mode']!r}")
             continue
         if r["system"] not in SYSTEMS:
@@ -207,10 +249,10 @@ def parse_silicon(text: str, configs: str | Path, *, where: str = "silicon_dev.c
         elif _WEIGHTS.get(quant) == "nvfp4" and native == "mxfp4":
             quant = ""  # the checkpoint's own formats (gpt-oss: bf16 attention, MXFP4 experts)
         try:
-            tp, pp, adp = _int(r["tp_size"], 1), _int(r["pp_size"], 1), _int(r["attention_dp_size"], 1)
-            mtp, mep = _int(r["moe_tp_size"], 1), _int(r["moe_ep_size"], 1)
+            plan = _disaggregated_case(r, model) if disaggregated else _plan(r, "", model)
             isl, osl = int(r["isl"]), int(r["osl"])
-            c = _concurrency(r, adp)
+            c = 0 if disaggregated and isinstance(plan, str) else _concurrency(
+                r, 1 if disaggregated or isinstance(plan, str) else plan[3])
             ttft, tpot = float(r["silicon_ttft_ms"]) * 1e-3, float(r["silicon_tpot_ms"]) * 1e-3
         except ValueError as exc:
             skip(f"unreadable number: {exc}")
@@ -218,17 +260,20 @@ def parse_silicon(text: str, configs: str | Path, *, where: str = "silicon_dev.c
         if not (np.isfinite(ttft) and np.isfinite(tpot) and ttft > 0 and tpot > 0):
             skip("no measured TTFT/TPOT")
             continue
-        ep = mep if model.is_moe else 1
-        if model.is_moe and mtp * mep != tp * adp:
-            skip(f"moe_tp_size·moe_ep_size = {mtp}·{mep} does not tile tp·adp = {tp}·{adp}")
+        if isinstance(plan, str):
+            skip(plan)
             continue
+        where_plan = plan if disaggregated else dict(zip(("tp", "ep", "pp", "adp"), (str(v) for v in plan)))
         case = {"id": rid, "model": str(cfg), "system": SYSTEMS[r["system"]], "phase": "serving", "batch": str(c),
-                "context": "", "prompt_tokens": str(isl), "output_tokens": str(osl), "tp": str(tp), "ep": str(ep),
-                "pp": str(pp), "adp": str(adp), "weight_dtype": _WEIGHTS.get(quant, ""),
+                "context": "", "prompt_tokens": str(isl), "output_tokens": str(osl), **where_plan,
+                "weight_dtype": _WEIGHTS.get(quant, ""),
                 "kv_dtype": "fp8" if r["backend"] == "trtllm" and _WEIGHTS.get(quant) in ("nvfp4", "fp8") else ""}
         rows.append(SiliconRow(id=rid, model=r["model_path"], chip=CHIPS[r["system"]], engine=r["backend"],
                                concurrency=c, case=case, ttft_s=ttft, tpot_s=tpot))
     return rows, skipped
+
+
+_PLAN_KEYS = ("tp", "ep", "pp", "adp", "prefill_plan", "prefill_workers", "decode_plan", "decode_workers")
 
 
 def predict_silicon(rows: list[SiliconRow], *, mode: str = "calibrated", profiles: dict | None = None):
@@ -244,7 +289,7 @@ def predict_silicon(rows: list[SiliconRow], *, mode: str = "calibrated", profile
     groups: dict[tuple, list[int]] = defaultdict(list)
     for i, r in enumerate(rows):
         c = r.case
-        groups[(r.profile, c["model"], c["system"], c["tp"], c["ep"], c["pp"], c["adp"], c["weight_dtype"])].append(i)
+        groups[(r.profile, c["model"], c["system"], *(c.get(k) for k in _PLAN_KEYS), c["weight_dtype"])].append(i)
     for key, idx in groups.items():
         prof = None
         if mode != "ideal":
@@ -257,3 +302,29 @@ def predict_silicon(rows: list[SiliconRow], *, mode: str = "calibrated", profile
         for j, i in enumerate(idx):
             tpot[i], ttft[i] = out[j]["tpot_s"], out[j]["ttft_s"]
     return tpot, ttft, dict(problems)
+
+
+def disaggregated_note(path: str | Path | None = None, configs: str | Path | None = None, *,
+                       max_concurrency: int = 8) -> str:
+    """One line for ``llmecon validate``: the file's disagg rows priced by ``predict`` with the shipped
+    (chip, engine) profiles, |pred/meas - 1| median / p90 at concurrency <= ``max_concurrency``. Out of sample:
+    the profiles' engine terms were fitted on aggregated rows only (``benchmarks/disagg_accuracy.py`` gives
+    the tables)."""
+    rows, skipped = read_silicon(path, configs, disaggregated=True)
+    most = Counter(s.reason for s in skipped).most_common(1)
+    tail = f"; {len(skipped)} disagg rows skipped" + (f" (most: {most[0][0]})" if most else "")
+    if not rows:
+        return "disaggregated rows: none priced" + tail
+    tpot, ttft, problems = predict_silicon(rows)
+    low = np.array([r.concurrency <= max_concurrency for r in rows]) & np.isfinite(tpot)
+
+    def err(pred, meas):
+        e = np.abs(pred[low] / meas[low] - 1)
+        return f"{np.median(e):.0%} / {np.quantile(e, 0.9):.0%}" if e.size else "–"
+
+    meas_tpot, meas_ttft = np.array([r.tpot_s for r in rows]), np.array([r.ttft_s for r in rows])
+    refused = sum(problems.values())
+    return (f"disaggregated rows (all chips and engines, shipped profiles; out of sample: engine terms are fitted on "
+            f"aggregated rows only): {len(rows) - refused} priced, {int(low.sum())} at concurrency <= "
+            f"{max_concurrency}: TPOT {err(tpot, meas_tpot)}, TTFT {err(ttft, meas_ttft)} (median / p90)"
+            + (f"; {refused} refused" if refused else "") + tail)

@@ -12,8 +12,8 @@ from ..units import fmt_bytes, fmt_seconds, json_num
 from .figure import pyplot, save_figure
 
 ASSUMPTIONS = (
-    "disaggregated serving: prefill and decode run on separate units, each planned on its own "
-    "(the KV transfer between them is omitted)",
+    "disaggregated serving: prefill and decode run on separate units, each planned on its own; the worker "
+    "ratio (econ.workers) adds the KV transfer over the scale-out network to TTFT and bills every worker's chips",
     "TTFT = one prefill step of the whole prefill batch plus the pipeline fill when pp > 1, without queueing",
     "roofline, ideal mode: datasheet peaks and perfect overlap (step = max of compute, memory, "
     "communication), a lower bound on time",
@@ -91,7 +91,45 @@ def best_dict(search: PhaseSearch, *, hbm_bytes: float, target_s: float | None) 
             "batch_limited_by": search.batch_limited_by}
 
 
-def plan_result_dict(r: PlanResult, *, hbm_bytes: dict, model_assumptions=()) -> dict:
+def workers_dict(w) -> dict | None:
+    """The prefill:decode worker ratio (``econ.workers.WorkerRatio``) as plain numbers."""
+    if w is None:
+        return None
+    return {"ratio": w.ratio, "prefill_workers": w.prefill_workers, "decode_workers": w.decode_workers,
+            "prefill_chips_per_worker": w.prefill_chips_per_worker,
+            "decode_chips_per_worker": w.decode_chips_per_worker,
+            "chips": w.chips, "max_workers": w.max_workers,
+            "prefill_requests_per_s_per_worker": w.prefill_requests_per_s,
+            "decode_requests_per_s_per_worker": w.decode_requests_per_s, "requests_per_s": w.requests_per_s,
+            "prefill_utilisation": w.prefill_utilisation, "decode_utilisation": w.decode_utilisation,
+            "kv_transfer_s": json_num(w.kv_transfer_s), "kv_transfer_unpriced": w.no_transfer or None,
+            "ttft_s": w.ttft_s, "tpot_s": w.tpot_s, "meets_ttft": w.meets_ttft,
+            "usd_per_mtok": json_num(w.usd_per_mtok), "at_bound": w.at_bound}
+
+
+def workers_rows(w) -> list[tuple[str, str]]:
+    """(label, value) rows of the worker ratio for the text table."""
+    ttft = (f"{fmt_seconds(w.ttft_s)} = prefill {fmt_seconds(w.prefill_latency_s)} + KV transfer "
+            f"{fmt_seconds(w.kv_transfer_s)}" if w.kv_transfer_s is not None else
+            f"{fmt_seconds(w.ttft_s)} = prefill alone; KV transfer not priced: {w.no_transfer}")
+    if w.ttft_target_s is not None:
+        ttft += (f" (meets the {fmt_seconds(w.ttft_target_s)} TTFT)" if w.meets_ttft else
+                 f" — MISSES the {fmt_seconds(w.ttft_target_s)} TTFT once the transfer is added")
+    return [
+        ("ratio", f"{w.ratio} prefill:decode workers (searched 1..{w.max_workers} each"
+                  + ("; at the bound: the balance wants more, raise --max-workers)" if w.at_bound else ")")),
+        ("chips", f"{w.chips:,} = {w.prefill_workers} × {w.prefill_chips_per_worker} prefill + {w.decode_workers} × "
+                  f"{w.decode_chips_per_worker} decode"),
+        ("requests/s", f"{w.requests_per_s:.4g} (a prefill worker {w.prefill_requests_per_s:.4g}, a decode worker "
+                       f"{w.decode_requests_per_s:.4g}; busy {w.prefill_utilisation:.0%} / "
+                       f"{w.decode_utilisation:.0%})"),
+        ("ttft", ttft),
+        ("cost", f"{fmt_usd_per_mtok(w.usd_per_mtok)} per M tokens of a request, every chip billed"
+         if w.usd_per_mtok is not None else "- (no --price-per-chip-hour; counts chosen for requests/s per chip)"),
+    ]
+
+
+def plan_result_dict(r: PlanResult, *, hbm_bytes: dict, model_assumptions=(), workers=None) -> dict:
     """The ``llmecon plan --json`` object (docs/json.md). ``hbm_bytes`` maps system -> HBM per chip."""
     t = r.targets
     phases = {"decode": (r.decode, t.tpot_s), "prefill": (r.prefill, t.ttft_s)}
@@ -108,6 +146,7 @@ def plan_result_dict(r: PlanResult, *, hbm_bytes: dict, model_assumptions=()) ->
         "frontier": [point_dict(p) for p in r.decode.frontier],
         "prefill_frontier": [point_dict(p) for p in r.prefill.frontier],
         "usd_per_mtok_blended": json_num(r.usd_per_mtok_blended),
+        "workers": workers_dict(workers),
         "speculation_searched": [sp.as_dict() for sp in r.speculation],
         "points_evaluated": {n: s.points_evaluated for n, (s, _) in phases.items()},
         "points_fitting": {n: s.points_fitting for n, (s, _) in phases.items()},

@@ -452,20 +452,22 @@ class Disaggregated:
                            self.prefill_batch_cap, budget=self.max_batched_tokens, preemption=self.preemption)
         dec = eng.add_pool("decode", "decode", stage, models["decode"], self.decode_replicas, self.batch_cap,
                            budget=UNLIMITED, preemption=self.preemption)
-        eng.link(pre, dec, self._transfer_times(eng, models["prefill"]))
+        eng.link(pre, dec, self._transfer_times(eng, models["prefill"], models["decode"]))
         return [pre] * len(eng.wl.class_names)
 
-    def _transfer_times(self, eng: Engine, model: StepModel) -> list[float]:
-        """Per request: the prefill replica's KV over its scale-out link, every chip sending its share."""
-        dep = model.dep
-        if dep is None:
+    def _transfer_times(self, eng: Engine, prefill: StepModel, decode: StepModel) -> list[float]:
+        """Per request: its KV from the prefill replica to the decode replica over the scale-out link
+        (``step.disaggregated.kv_transfer_s`` of one prompt: every chip of the request's attention group
+        sends and receives its share at its per-direction bandwidth, after the link's latency floor)."""
+        from ..step.disaggregated import kv_transfer_s
+
+        if prefill.dep is None or decode.dep is None:
             raise SpecError("needs a model deployment, not a service-time override", field="policy", value=self.name)
-        link = dep.system.scale_out
-        if link is None:
-            raise SpecError(f"{dep.system.name} has no scale-out link to move KV between pools", field="policy",
-                            value=self.name, fix="pick a system with one (llmecon catalog systems)")
-        kv = np.asarray(dep.model.kv_bytes(eng.wl.prompt_tokens.astype(float), dep.kv_dtype), dtype=float)
-        return (link.latency_s + kv / (dep.plan.chips * link.bandwidth_bytes_per_s)).tolist()
+        if prefill.dep.system.scale_out is None:
+            raise SpecError(f"{prefill.dep.system.name} has no scale-out link to move KV between pools",
+                            field="policy", value=self.name, fix="pick a system with one (llmecon catalog systems)")
+        xfer = kv_transfer_s(prefill.dep, decode.dep, prompt_tokens=eng.wl.prompt_tokens.astype(float), batch=1.0)
+        return np.broadcast_to(np.asarray(xfer, dtype=float), eng.wl.prompt_tokens.shape).tolist()
 
 
 # ---- the registry ------------------------------------------------------------------------------

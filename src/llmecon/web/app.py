@@ -242,8 +242,10 @@ def create_app() -> FastAPI:
                                                                    acceptance=body.acceptance, draft=body.draft))
         prices = {s.name: body.price_per_chip_hour for s in found} if body.price_per_chip_hour is not None else {}
         r = plan_deployment(m, found, targets=targets, options=options, prices=prices, objective=body.objective)
+        from ..econ.workers import plan_workers
+
         out = plan_result_dict(r, hbm_bytes={s.name: s.accelerator.hbm_bytes for s in found},
-                               model_assumptions=m.assumptions)
+                               model_assumptions=m.assumptions, workers=plan_workers(r, m, found, options))
         return to_json(out)
 
     @app.post("/api/simulate", summary="llmecon simulate: batched serving under Poisson traffic")
