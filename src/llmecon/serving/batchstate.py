@@ -34,12 +34,17 @@ def scalar(f: PiecewiseLinear):
 class DecodeSet:
     """Aggregates of one replica's running sequences; see the module docstring."""
 
-    def __init__(self, thetas: tuple[float, ...], funcs: tuple[PiecewiseLinear, ...] | None = None):
+    def __init__(self, thetas: tuple[float, ...], funcs: tuple[PiecewiseLinear, ...] | None = None,
+                 verify: tuple[PiecewiseLinear, PiecewiseLinear] | None = None):
         self.thetas = list(thetas)
         if funcs is not None:  # bound (compute, KV time, held KV): ``run_sums`` needs no arguments
             fc, fk, fh = funcs
             self._coef = (fc.f0, fc.a[0], fk.f0, fk.a[0], fh.f0, fh.a[0])
             self._kcoef = [(th, fc.a[j + 1], fk.a[j + 1], fh.a[j + 1]) for j, th in enumerate(thetas)]
+        if verify is not None:  # speculative decoding: the verify step's (compute, KV time), ``verify_sums``
+            vc, vk = verify
+            self._vcoef = (vc.f0, vc.a[0], vk.f0, vk.a[0])
+            self._vkcoef = [(th, vc.a[j + 1], vk.a[j + 1]) for j, th in enumerate(thetas)]
         self.G = 0
         self.n = 0
         self.S = 0
@@ -115,6 +120,26 @@ class DecodeSet:
                 h += ah * below
                 dh += ah * nb
         return c, dc, k, dk, h, dh
+
+    def verify_sums(self):
+        """(total, slope) of the verify step's compute and KV time over the batch (speculative
+        decoding; ``run_sums``' arithmetic on the functions bound as ``verify``)."""
+        n, S = self.n, self.S
+        fc0, ac, fk0, ak = self._vcoef
+        c = n * fc0 + ac * S
+        dc = ac * n
+        k = n * fk0 + ak * S
+        dk = ak * n
+        if self._vkcoef:
+            nbs, sbs = self.nb, self.sb
+            for j, (th, ac, ak) in enumerate(self._vkcoef):
+                nb = nbs[j]
+                below = sbs[j] + th * (n - nb)
+                c += ac * below
+                dc += ac * nb
+                k += ak * below
+                dk += ak * nb
+        return c, dc, k, dk
 
     def slope(self, f: PiecewiseLinear) -> float:
         """Increase of ``total(f)`` per decode step (no kink crossed)."""

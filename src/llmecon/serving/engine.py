@@ -74,6 +74,10 @@ class Pool:
         self.transfer_s: list[float] = []  # ... and each request's KV transfer time to it
         self.sources: list[Pool] = []  # pools whose prefilled requests come here
         self.held = scalar(model.held)
+        spec = model.spec  # speculative decoding: each decode step is one token at E per verify iteration
+        self.spec = None if spec is None else (spec.k + 1, 1.0 / spec.tokens_per_step,
+                                               spec.k * model.draft_share / spec.tokens_per_step,
+                                               model.loop_overhead_s)
         self.busy_s = 0.0
         self.iterations = 0
         self.tokens = 0  # tokens processed (prefill + decode)
@@ -86,7 +90,8 @@ class Replica:
     def __init__(self, pool: Pool, index: int):
         self.pool, self.index = pool, index
         m = pool.model
-        self.ds = DecodeSet(m.thetas, (m.dec_compute, m.dec_kv, m.held))
+        self.ds = DecodeSet(m.thetas, (m.dec_compute, m.dec_kv, m.held),
+                            None if m.spec is None else (m.ver_compute, m.ver_kv))
         self.scheduled: float | None = None  # time of the pending act, None when idle
         self.version = 0
         self.partial: list[list[int]] = []  # chunked prefill in progress: [rid, done, stop]
@@ -117,6 +122,7 @@ class Engine:
         self.sum_dep = 0.0
         self.itl_first = (array("d"), array("d"))  # (gap, weight) of each run's first step
         self.itl_runs = array("d")  # RUN_COLUMNS per run of k > 1 steps (``record_run``): gaps of steps 1..k-1
+        self.itl_spec = array("d")  # speculative runs (kind 2): the draft's 3 lines (6 floats) per such run
         self.itl: tuple | None = None  # the compiled loop: the expanded gaps and weights (``metrics.expand_itl``)
         self.timeline = (array("d"), array("d"), array("d"))  # time, waiting, running (at each act)
         self.events = 0
@@ -535,7 +541,11 @@ class Engine:
         b, w, x = m.terms(n)
         l0, l1 = b + c0, w + k0
         lines = ((l0, dc), (l1, dk), (x, 0.0))
-        first = max(l0, l1, x)
+        if pool.spec is None:
+            first = max(l0, l1, x)
+        else:
+            lines, spec_parts = self.spec_lines(pool, ds, lines)
+            first = max([a for a, _ in lines])
         dur = None
         # arrivals matter only if the batch has room and nobody is blocked ahead of them
         if k > 1 and (pool.multi or (n < pool.batch_cap and not pool.queue and not pool.static_batches)):
@@ -562,12 +572,31 @@ class Engine:
                 gaps.append(g - tg)
                 wts.append(cnt)
         if k > 1:
-            self.itl_runs.extend((0, l0, dc, l1, dk, x, 0.0, k, n, 0.0))  # record_run, inlined
+            if pool.spec is None:
+                self.itl_runs.extend((0, l0, dc, l1, dk, x, 0.0, k, n, 0.0))  # record_run, inlined
+            else:
+                verify, draft = spec_parts
+                self.itl_runs.extend((2, *verify[0], *verify[1], *verify[2], k, n, 0.0))
+                self.itl_spec.extend((*draft[0], *draft[1], *draft[2]))
         self.advance_decodes(rep, k, end)
         pool.busy_s += dur
         pool.iterations += k
         pool.tokens += k * n
         self.schedule(rep, end)
+
+    @staticmethod
+    def spec_lines(pool: Pool, ds: DecodeSet, plain):
+        """Speculative decoding (docs/serving.md): the lines of a run of per-token decode steps, each
+        (verify + draft) / E, and those two parts apart (verify / E; draft / E) for the ITL record.
+        verify: the roofline of n·(k+1) tokens with the batch's verify-step sums; draft: k·r x the
+        plain decode step (``plain``, less a calibrated profile's per-iteration loop overhead, which
+        the verify iteration already carries once)."""
+        k1, sv, sd, over = pool.spec
+        cv, dcv, kv, dkv = ds.verify_sums()
+        b, w, x = pool.model.terms(ds.n * k1)
+        verify = ((sv * (b + cv), sv * dcv), (sv * (w + kv), sv * dkv), (sv * x, 0.0))
+        draft = tuple((sd * (a - over), sd * d) for a, d in plain)
+        return tuple((a1 + a2, d1 + d2) for a1, d1 in verify for a2, d2 in draft), (verify, draft)
 
     def next_arrival(self, pool: Pool) -> float:
         """Earliest time a request could next join ``pool``'s queue (a lower bound)."""

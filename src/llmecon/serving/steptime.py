@@ -76,8 +76,10 @@ def _fit(f, thetas: tuple[float, ...]) -> PiecewiseLinear:
     return PiecewiseLinear(f0=float(vals[0]), a=tuple(a), theta=(math.inf, *thetas))
 
 
-def _kinks(dep: Deployment) -> tuple[float, ...]:
-    """Contexts where a decode sequence's KV reads, attention FLOPs or held KV change slope."""
+def _kinks(dep: Deployment, spec_k: int = 0) -> tuple[float, ...]:
+    """Contexts where a decode sequence's KV reads, attention FLOPs or held KV change slope; with
+    speculative decoding (k draft tokens) also theta - 1..theta - k, where the verify step's i-th
+    query (context L + i) reaches a kink."""
     m = dep.model
     ks = {float(w) for w, _ in m.window_groups() if w}
     ks |= {float(w) for w, _ in m.window_groups(holding_only=True) if w}
@@ -86,7 +88,22 @@ def _kinks(dep: Deployment) -> tuple[float, ...]:
         ks |= {k} | {min(w, k) for w in list(ks)}
         # DeepSeek-V4 compressed layers: the top-k of L/r entries saturates at L = r·k
         ks |= {float(r) * k for r in set(m.layer_compress) if r}
+    if spec_k:
+        ks |= {t - i for t in list(ks) for i in range(1, spec_k + 1) if t - i > 0}
     return tuple(sorted(ks))
+
+
+def _simulated_speculation(dep: Deployment):
+    """The deployment's speculative decoding as the simulator runs it (None: plain decoding). The
+    simulator drafts with the model's own MTP modules; a separate draft model is refused by name."""
+    spec = dep.speculation
+    if spec is None or spec.k == 0:
+        return None
+    if not spec.is_mtp:
+        raise SpecError("the serving simulator drafts with the model's MTP modules only (a separate draft model's "
+                        "batch and KV are not simulated)", field="draft", value=spec.draft,
+                        fix="use {draft} mtp, or price the draft model with step/cost --draft")
+    return spec
 
 
 class StepModel:
@@ -97,6 +114,7 @@ class StepModel:
     """
 
     override = False
+    loop_overhead_s = 0.0  # a calibrated profile's per-iteration serving-loop overhead (in every ``terms``)
 
     def __init__(self, dep: Deployment, *, hbm_fraction: float = 1.0, max_tokens: int = 1 << 14):
         self.dep = dep
@@ -110,13 +128,17 @@ class StepModel:
             raise SpecError("leaves no HBM for KV beside the weights", field="hbm_fraction", value=hbm_fraction,
                             fix="raise it")
         self.kv_capacity_bytes = float(free)
-        thetas = _kinks(dep)
+        self.spec = _simulated_speculation(dep)
+        thetas = _kinks(dep, 0 if self.spec is None else self.spec.k)
         self.thetas = thetas
 
         self._fit_decode(thetas)
         self.held = _fit(lambda L: dep.kv_per_sequence_per_chip_bytes(L), thetas)
         self._verify()
         self._tables(max_tokens)
+        if self.spec is not None:
+            self._fit_verify_step(thetas)
+            self._check_verify_step()
         self._prefill_n = 0
         self._pc = self._pkw = self._pkr = np.zeros(1)
 
@@ -160,6 +182,42 @@ class StepModel:
             if err > VERIFY_REL:
                 raise InternalError(f"{name} of {self.dep.model.name} is not piecewise linear at the kinks "
                                     f"{self.thetas}: relative error {err:.2e}")
+
+    # ---- speculative decoding: the verify step's per-sequence parts -----------------------------
+    def _verify_step(self, *, batch, context):
+        from ..step.speculative import verify_of
+
+        return verify_of(self.dep, batch=batch, context=context, k=self.spec.k)
+
+    def _fit_verify_step(self, thetas) -> None:
+        """Per-sequence compute and KV time of the verify step (k+1 queries at contexts L..L+k, the KV
+        read once, k+1 tokens' KV written: ``step.speculative.verify_step``); its per-iteration
+        terms are those of n·(k+1) tokens (``terms``). The draft: k MTP passes, each
+        ``draft_share`` x the plain decode step (``step.speculative.mtp_draft_share``)."""
+        from ..step.speculative import mtp_draft_share
+
+        def ver(L):
+            return self._verify_step(batch=1.0, context=L)
+
+        self.ver_compute = _fit(lambda L: self._seq_compute(ver(L)), thetas)
+        self.ver_kv = _fit(lambda L: self._kv_time(ver(L)), thetas)
+        self.draft_share = mtp_draft_share(self.dep.model)
+
+    def _check_verify_step(self) -> None:
+        """The verify step of b uniform sequences rebuilt from the parts equals ``verify_of`` (the
+        same check as the plain decode's, relative error <= VERIFY_REL, else ``InternalError``)."""
+        k1 = self.spec.k + 1
+        hi = max((*self.thetas, 4096.0)) * 4.0
+        L = np.concatenate([np.arange(0.0, 16.0), np.random.default_rng(1).uniform(0, hi, 64),
+                            np.asarray(self.thetas) + 0.5])
+        for b in (1, 7, 64):
+            truth = np.asarray(self._verify_step(batch=float(b), context=L).step_s, dtype=float)
+            base, w, x = self.terms(b * k1)
+            got = np.maximum(np.maximum(base + b * self.ver_compute(L), w + b * self.ver_kv(L)), x)
+            err = float(np.max(np.abs(got - truth) / truth))
+            if err > VERIFY_REL:
+                raise InternalError(f"the verify step of {self.dep.model.name} (k = {k1 - 1}) does not split into "
+                                    f"per-iteration and per-sequence parts at batch {b}: relative error {err:.2e}")
 
     # ---- per-iteration terms: functions of the token count N ---------------------------------
     def _tables(self, n: int) -> None:
@@ -272,6 +330,7 @@ class FixedService(StepModel):
                             value=decode_step_s, show_value=False)
         self.decode_step = float(decode_step_s)
         self.thetas = ()
+        self.spec = None
         zero = PiecewiseLinear(f0=0.0, a=(0.0,), theta=(math.inf,))
         self.dec_compute = self.dec_kv = self.held = zero
         self.kv_capacity_bytes = math.inf
