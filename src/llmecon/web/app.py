@@ -75,7 +75,7 @@ def _without_speculation(dep, what: str):
         from ..errors import SpecError
 
         raise SpecError(f"speculative decoding is not modelled by {what} yet", field="spec_tokens",
-                        value=dep.speculation.k, fix="use /api/step, /api/analyze or /api/plan, or leave it out")
+                        value=dep.speculation.k, fix="use /api/step, /api/analyze, /api/plan or /api/simulate, or leave it out")
     return dep
 
 
@@ -259,7 +259,7 @@ def create_app() -> FastAPI:
         wl = synthetic(rate_per_s=body.rate, prompt=parse_lengths(str(body.prompt_tokens), field="prompt_tokens"),
                        output=parse_lengths(str(body.output_tokens), field="output_tokens"), seed=body.seed,
                        n=body.requests, duration_s=None)
-        dep = _without_speculation(_dep(body), "the serving simulator (/api/simulate)")
+        dep = _dep(body)  # speculative decoding: the simulator's (docs/serving.md); train refuses it by name
         require_memory(simulation_bytes(requests=wl.n, longest_tokens=body.prompt_tokens + body.output_tokens),
                        WEB_SIMULATE_MAX_MEMORY_BYTES, what=f"{wl.n:,} requests of up to "
                        f"{body.prompt_tokens + body.output_tokens:,} tokens", fix="use fewer or shorter requests")
