@@ -113,3 +113,14 @@ def test_bad_input_is_422_naming_the_field(client, path, body, field):
     r = client.post(path, json=body)
     assert r.status_code == 422, r.text
     assert any(d["loc"][-1] == field for d in r.json()["detail"]), r.text
+
+
+def test_cost_at_price_zero_keeps_the_hit_ratio(client):
+    """Found by schemathesis: a hit's cost over a miss's was a ratio of $ (0/0 at a zero price); it is
+    a ratio of device time, the same at every price."""
+    free = _ok(client, "/api/cost", {"price_per_chip_hour": 0.0, "cache_hit": 0.5})["cache_hit"]
+    paid = _ok(client, "/api/cost", {"price_per_chip_hour": 3.0, "cache_hit": 0.5})["cache_hit"]
+    assert free["usd_per_mtok_input_blended"] == 0.0
+    assert free["hit_cost_ratio"] == paid["hit_cost_ratio"]
+    assert paid["hit_cost_ratio"] == pytest.approx(paid["usd_per_mtok_input_hit"] / paid["usd_per_mtok_input"],
+                                                   rel=1e-12)

@@ -38,15 +38,15 @@ import numpy as np
 
 from ..errors import SpecError, did_you_mean
 from .batchstate import DecodeSet, first_k_reaching, last_k_within, scalar, sum_max_affine
+from .speculative import record_spec_run, spec_lines, spec_params
 from .status import COMPLETED, KV_READY, NOT_ARRIVED, PREFILL, REJECTED, RUNNING, SWAP_IN, WAITING, Reason
-from .steptime import StepModel
+from .steptime import StepModel, swap_bandwidth
 from .workload import Workload
 
 if TYPE_CHECKING:
     from .config import SimConfig
     from .policies import Scheduler
 
-HOST_TIER_KINDS = ("host_dram", "cpu_lpddr")
 _ACT, _DELIVER = 0, 1  # event kinds on the heap: a replica decides; a KV transfer arrives
 
 
@@ -74,10 +74,7 @@ class Pool:
         self.transfer_s: list[float] = []  # ... and each request's KV transfer time to it
         self.sources: list[Pool] = []  # pools whose prefilled requests come here
         self.held = scalar(model.held)
-        spec = model.spec  # speculative decoding: each decode step is one token at E per verify iteration
-        self.spec = None if spec is None else (spec.k + 1, 1.0 / spec.tokens_per_step,
-                                               spec.k * model.draft_share / spec.tokens_per_step,
-                                               model.loop_overhead_s)
+        self.spec = spec_params(model)  # speculative decoding: a step is one token at E per verify iteration
         self.busy_s = 0.0
         self.iterations = 0
         self.tokens = 0  # tokens processed (prefill + decode)
@@ -188,7 +185,7 @@ class Engine:
                  *, budget: int, preemption: str) -> Pool:
         """A pool of ``replicas`` copies of ``model`` run by ``scheduler``; ``budget`` caps the prompt
         tokens of one prefill iteration; ``preemption`` as in ``Continuous``."""
-        bw = _swap_bandwidth(model)
+        bw = swap_bandwidth(model)
         if preemption == "swap" and bw is None:
             raise SpecError("the system has no host memory tier with a known bandwidth", field="preemption",
                             value=preemption, fix="use {preemption} recompute (or auto)")
@@ -544,7 +541,7 @@ class Engine:
         if pool.spec is None:
             first = max(l0, l1, x)
         else:
-            lines, spec_parts = self.spec_lines(pool, ds, lines)
+            lines, spec_parts = spec_lines(pool, ds, lines)
             first = max([a for a, _ in lines])
         dur = None
         # arrivals matter only if the batch has room and nobody is blocked ahead of them
@@ -575,28 +572,12 @@ class Engine:
             if pool.spec is None:
                 self.itl_runs.extend((0, l0, dc, l1, dk, x, 0.0, k, n, 0.0))  # record_run, inlined
             else:
-                verify, draft = spec_parts
-                self.itl_runs.extend((2, *verify[0], *verify[1], *verify[2], k, n, 0.0))
-                self.itl_spec.extend((*draft[0], *draft[1], *draft[2]))
+                record_spec_run(self, spec_parts, k, n)
         self.advance_decodes(rep, k, end)
         pool.busy_s += dur
         pool.iterations += k
         pool.tokens += k * n
         self.schedule(rep, end)
-
-    @staticmethod
-    def spec_lines(pool: Pool, ds: DecodeSet, plain):
-        """Speculative decoding (docs/serving.md): the lines of a run of per-token decode steps, each
-        (verify + draft) / E, and those two parts apart (verify / E; draft / E) for the ITL record.
-        verify: the roofline of n·(k+1) tokens with the batch's verify-step sums; draft: k·r x the
-        plain decode step (``plain``, less a calibrated profile's per-iteration loop overhead, which
-        the verify iteration already carries once)."""
-        k1, sv, sd, over = pool.spec
-        cv, dcv, kv, dkv = ds.verify_sums()
-        b, w, x = pool.model.terms(ds.n * k1)
-        verify = ((sv * (b + cv), sv * dcv), (sv * (w + kv), sv * dkv), (sv * x, 0.0))
-        draft = tuple((sd * (a - over), sd * d) for a, d in plain)
-        return tuple((a1 + a2, d1 + d2) for a1, d1 in verify for a2, d2 in draft), (verify, draft)
 
     def next_arrival(self, pool: Pool) -> float:
         """Earliest time a request could next join ``pool``'s queue (a lower bound)."""
@@ -610,13 +591,3 @@ class Engine:
                     t = min(t, r.scheduled)
         return t
 
-
-def _swap_bandwidth(model: StepModel) -> float | None:
-    """The replica's share of the host memory tier's bandwidth (its chips over the system's), None
-    without a host tier of known bandwidth (or without a deployment)."""
-    if model.override or model.dep is None:
-        return None
-    tiers = [t for t in model.dep.system.tiers if t.kind in HOST_TIER_KINDS and t.bandwidth_bytes_per_s]
-    if not tiers:
-        return None
-    return tiers[0].bandwidth_bytes_per_s * model.dep.plan.chips / model.dep.system.chips

@@ -25,6 +25,11 @@ DSA top-k; they are stored as ``f0 + sum_j a_j·min(L, theta_j)`` (theta_0 = inf
 inference at the kinks and verified at construction on random contexts (relative error <= 1e-9,
 else ``InternalError``). That form lets the engine keep sums over a batch in O(1) per step.
 
+Speculative decoding (``dep.speculation``, MTP drafts; ``serving.speculative``): the verify step's
+per-sequence compute and KV time (k+1 queries at L..L+k: kinks also at theta - 1..theta - k) are
+fitted the same way (``ver_compute``, ``ver_kv``) and checked against ``step.speculative.verify_of``
+at batches 1, 7 and 64; its per-iteration terms are those of n·(k+1) tokens; ``draft_share`` is r.
+
 Omitted (as in inference): block granularity of paged KV, kernel launch and scheduler overheads,
 sampling; a prefill iteration's time is the roofline of the whole iteration (no per-prompt
 kernel inefficiency at short prompts).
@@ -41,6 +46,7 @@ from ..spec.deployment import Deployment
 from ..errors import LlmeconError, SpecError
 from ..step.inference import decode_of, prefill_of
 
+HOST_TIER_KINDS = ("host_dram", "cpu_lpddr")  # memory tiers a preempted sequence's KV may swap to
 VERIFY_REL = 1e-9  # tolerance of the piecewise-linear decode fit against inference (checked at build)
 
 
@@ -363,6 +369,17 @@ def check_override_size(model: StepModel, n_requests: int) -> None:
     if isinstance(model, FixedService) and model.service.shape[0] != n_requests:
         raise SpecError(f"has {model.service.shape[0]} times but the workload has {n_requests} requests",
                         field="service_s", value=model.service, show_value=False, fix="give one per request")
+
+
+def swap_bandwidth(model: StepModel) -> float | None:
+    """The replica's share of the host memory tier's bandwidth (its chips over the system's), None
+    without a host tier of known bandwidth (or without a deployment)."""
+    if model.override or model.dep is None:
+        return None
+    tiers = [t for t in model.dep.system.tiers if t.kind in HOST_TIER_KINDS and t.bandwidth_bytes_per_s]
+    if not tiers:
+        return None
+    return tiers[0].bandwidth_bytes_per_s * model.dep.plan.chips / model.dep.system.chips
 
 
 __all__ = ["FixedService", "InternalError", "LlmeconError", "PiecewiseLinear", "StepModel", "VERIFY_REL"]

@@ -75,7 +75,8 @@ def _without_speculation(dep, what: str):
         from ..errors import SpecError
 
         raise SpecError(f"speculative decoding is not modelled by {what} yet", field="spec_tokens",
-                        value=dep.speculation.k, fix="use /api/step, /api/analyze, /api/plan or /api/simulate, or leave it out")
+                        value=dep.speculation.k,
+                        fix="use /api/step, /api/analyze, /api/cost, /api/plan or /api/simulate, or leave it out")
     return dep
 
 
