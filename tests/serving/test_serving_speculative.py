@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from llmecon.errors import SpecError
 from llmecon.resolve import deployment
@@ -123,3 +125,35 @@ def test_compiled_loop_is_not_used_and_refuses_when_required():
         simulate(dep, wl, SimConfig(drain=True), compiled=True)
     assert e.value.field == "compiled"
     assert simulate(dep, wl, SimConfig(drain=True), compiled=None).generated_tokens.tolist() == [5, 9]
+
+
+@settings(max_examples=15, deadline=None, derandomize=True)
+@given(k=st.integers(1, 4), acc=st.floats(0.05, 0.95), n=st.integers(1, 8), seed=st.integers(0, 2**16),
+       model=st.sampled_from(["deepseek-v3", "deepseek-v3.2-exp"]), cap=st.integers(1, 6))
+def test_closed_form_runs_equal_single_steps(k, acc, n, seed, model, cap):
+    """Random small workloads (contexts around the DSA top-k kink at 2048): closed-form runs of
+    speculative steps give the step-by-step timeline, every request gets all its tokens."""
+    rng = np.random.default_rng(seed)
+    wl = _wl(np.sort(rng.uniform(0, 0.05, n)), rng.integers(1900, 2100, n), rng.integers(1, 200, n))
+    dep = _dep(model, k, str(acc))
+    cfg = dict(policy=Continuous(batch_cap=cap), drain=True)
+    fast = simulate(dep, wl, SimConfig(**cfg))
+    slow = simulate(dep, wl, SimConfig(**cfg, closed_form_runs=False))
+    assert fast.done_s == pytest.approx(slow.done_s, rel=1e-9)
+    assert fast.first_token_s == pytest.approx(slow.first_token_s, rel=1e-9)
+    assert fast.generated_tokens.tolist() == wl.output_tokens.tolist()
+
+
+def test_preemption_under_kv_pressure():
+    """KV for a few sequences only: preemption (recompute) runs with speculative steps, and closed-form
+    runs still equal single steps."""
+    dep = _dep(k=2, acceptance="0.8")
+    free = 6 * float(dep.kv_per_sequence_per_chip_bytes(3000.0))  # about six 3,000-token sequences
+    frac = (dep.weights_per_chip_bytes + free) / dep.system.accelerator.hbm_bytes
+    wl = _wl(np.linspace(0.0, 0.01, 12), [2000] * 12, [900] * 12)
+    cfg = dict(policy=Continuous(preemption="recompute"), drain=True, hbm_fraction=frac)
+    fast = simulate(dep, wl, SimConfig(**cfg))
+    slow = simulate(dep, wl, SimConfig(**cfg, closed_form_runs=False))
+    assert fast.preemptions.sum() > 0
+    assert fast.done_s == pytest.approx(slow.done_s, rel=1e-9)
+    assert fast.generated_tokens.tolist() == [900] * 12
