@@ -104,7 +104,7 @@ def test_simulate_with_speculation():
 @pytest.mark.parametrize("args, flag", [
     (["--spec-tokens", "1", "--policy", "train"], "--spec-tokens"),
     (["--spec-tokens", "1", "--chunk-tokens", "1024"], "--spec-tokens"),
-    (["--spec-tokens", "1", "--acceptance", "0.8", "--draft", "llama-3.1-8b"], "--draft"),
+    (["--spec-tokens", "1", "--acceptance", "0.8", "--draft", "no-such-model"], "--draft"),
     (["--spec-tokens", "2"], "--acceptance"),
 ])
 def test_simulate_bad_speculation_exits_2(args, flag):

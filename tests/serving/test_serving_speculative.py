@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmecon.errors import SpecError
+from llmecon.errors import LlmeconError, SpecError
 from llmecon.resolve import deployment
 from llmecon.serving import Adaptive, Continuous, Disaggregated, SimConfig, Train, Workload, simulate
 from llmecon.spec.speculation import expected_tokens_per_step
@@ -110,10 +110,28 @@ def test_mixed_iteration_policies_are_refused_by_name(policy):
     assert e.value.field == "spec_tokens"
 
 
-def test_draft_model_is_refused_by_name():
+@pytest.mark.parametrize("mode", ["ideal", "calibrated"])
+@pytest.mark.parametrize("target, draft, tp", [("llama-3.1-70b", "llama-3.1-8b", 4),
+                                               ("gpt-oss-120b", "gpt-oss-20b", None)])  # sliding windows
+def test_draft_model_one_request_alone_by_hand(mode, target, draft, tp):
+    """A draft model: each iteration = verify + k of the draft's decode steps at the same batch and
+    context on the target's tp chips (``step.speculative.draft_s``), over E."""
+    dep = deployment(target, "gb200-nvl72", tp=tp, auto=True, mode=mode, spec_tokens=3, acceptance="0.7",
+                     draft=draft)
+    pf, gaps = _alone(dep, 100, 300)  # contexts 100..398 cross gpt-oss's 128-token window
+    res = simulate(dep, _wl([0.0], [100], [300]), SimConfig(drain=True))
+    assert res.done_s - res.first_token_s == pytest.approx([gaps.sum()], rel=1e-9)
+    assert res.tpot_s == pytest.approx([gaps.mean()], rel=1e-9)
+    wl = _wl(np.linspace(0.0, 0.02, 6), [100, 900, 50, 2000, 120, 130], [64, 3, 200, 20, 90, 150])
+    fast = simulate(dep, wl, SimConfig(drain=True))
+    slow = simulate(dep, wl, SimConfig(drain=True, closed_form_runs=False))
+    assert fast.done_s == pytest.approx(slow.done_s, rel=1e-9)
+
+
+def test_unknown_draft_model_names_draft():
     dep = deployment("llama-3.1-70b", "gb200-nvl72", tp=4, mode="ideal", spec_tokens=2, acceptance="0.8",
-                     draft="llama-3.1-8b")
-    with pytest.raises(SpecError) as e:
+                     draft="no-such-model")
+    with pytest.raises(LlmeconError) as e:
         simulate(dep, _wl([0.0], [100], [5]), SimConfig())
     assert e.value.field == "draft"
 

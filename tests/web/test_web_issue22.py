@@ -106,7 +106,7 @@ def test_simulate_with_speculation_is_the_cli_answer(client, mode):
     ("/api/plan", {"frontier": True, "interactivity": 0}, "interactivity"),
     ("/api/plan", {"cache_hit": 0.5, "cached_prefix": 4096}, "cached_prefix"),
     ("/api/simulate", {"spec_tokens": 1, "policy": "train"}, "spec_tokens"),
-    ("/api/simulate", {"spec_tokens": 1, "acceptance": [0.8], "draft": "llama-3.1-8b"}, "draft"),
+    ("/api/simulate", {"spec_tokens": 1, "acceptance": [0.8], "draft": "no-such-model"}, "draft"),
     ("/api/simulate", {"spec_tokens": 1, "acceptance": "0.8"}, "acceptance"),
 ])
 def test_bad_input_is_422_naming_the_field(client, path, body, field):

@@ -133,8 +133,9 @@ def simulate_cmd(
     prefill/decode disaggregation, with step times from the roofline of each actual batch.
 
     Without --tp/--ep/--pp the plan is the smallest that holds the weights in half of HBM.
-    With --spec-tokens k each decode iteration is a verify step over k+1 tokens plus k MTP draft
-    passes and every running request advances by the expected accepted tokens E (docs/serving.md).
+    With --spec-tokens k each decode iteration is a verify step over k+1 tokens plus k draft passes
+    (--draft: MTP or a draft model) and every running request advances by the expected accepted
+    tokens E (docs/serving.md).
     """
     from ..errors import SpecError, require_number, require_whole
     from ..serving import SLO, PrefixCache, SimConfig

@@ -87,8 +87,9 @@ class Replica:
     def __init__(self, pool: Pool, index: int):
         self.pool, self.index = pool, index
         m = pool.model
-        self.ds = DecodeSet(m.thetas, (m.dec_compute, m.dec_kv, m.held),
-                            None if m.spec is None else (m.ver_compute, m.ver_kv))
+        d = m.spec is not None and m.draft_model
+        self.ds = DecodeSet(m.thetas, (m.dec_compute, m.dec_kv, m.held), None if m.spec is None else (
+            (m.ver_compute, m.ver_kv) + ((d.dec_compute, d.dec_kv) if d else ())))
         self.scheduled: float | None = None  # time of the pending act, None when idle
         self.version = 0
         self.partial: list[list[int]] = []  # chunked prefill in progress: [rid, done, stop]

@@ -25,10 +25,12 @@ DSA top-k; they are stored as ``f0 + sum_j a_j·min(L, theta_j)`` (theta_0 = inf
 inference at the kinks and verified at construction on random contexts (relative error <= 1e-9,
 else ``InternalError``). That form lets the engine keep sums over a batch in O(1) per step.
 
-Speculative decoding (``dep.speculation``, MTP drafts; ``serving.speculative``): the verify step's
-per-sequence compute and KV time (k+1 queries at L..L+k: kinks also at theta - 1..theta - k) are
-fitted the same way (``ver_compute``, ``ver_kv``) and checked against ``step.speculative.verify_of``
-at batches 1, 7 and 64; its per-iteration terms are those of n·(k+1) tokens; ``draft_share`` is r.
+Speculative decoding (``dep.speculation``; ``serving.speculative``): the verify step's per-sequence
+compute and KV time (k+1 queries at L..L+k: kinks also at theta - 1..theta - k) are fitted the same
+way (``ver_compute``, ``ver_kv``) and checked against ``step.speculative.verify_of`` at batches 1, 7
+and 64; its per-iteration terms are those of n·(k+1) tokens. The draft: MTP, ``draft_share`` = r; a
+draft model, ``draft_model`` (its own step model on the target's tp chips, fitted at the union of
+both models' kinks, checked against ``step.speculative.draft_s``).
 
 Omitted (as in inference): block granularity of paged KV, kernel launch and scheduler overheads,
 sampling; a prefill iteration's time is the roofline of the whole iteration (no per-prompt
@@ -99,17 +101,18 @@ def _kinks(dep: Deployment, spec_k: int = 0) -> tuple[float, ...]:
     return tuple(sorted(ks))
 
 
-def _simulated_speculation(dep: Deployment):
-    """The deployment's speculative decoding as the simulator runs it (None: plain decoding). The
-    simulator drafts with the model's own MTP modules; a separate draft model is refused by name."""
-    spec = dep.speculation
-    if spec is None or spec.k == 0:
-        return None
-    if not spec.is_mtp:
-        raise SpecError("the serving simulator drafts with the model's MTP modules only (a separate draft model's "
-                        "batch and KV are not simulated)", field="draft", value=spec.draft,
-                        fix="use {draft} mtp, or price the draft model with step/cost --draft")
-    return spec
+def _draft_deployment(dep: Deployment) -> Deployment:
+    """A draft model's deployment as ``step.speculative.draft_s`` prices it: the catalogue model on
+    the target's tensor-parallel chips (``Plan(tp=dep.plan.tp)``), its own formats, the same profile."""
+    from ..catalog.models import get_model
+    from ..errors import with_field
+    from ..spec.plan import Plan
+
+    try:
+        return Deployment(model=get_model(dep.speculation.draft), system=dep.system, plan=Plan(tp=dep.plan.tp),
+                          profile=dep.profile)
+    except LlmeconError as exc:
+        raise with_field(exc, "draft") from None
 
 
 class StepModel:
@@ -122,11 +125,15 @@ class StepModel:
     override = False
     loop_overhead_s = 0.0  # a calibrated profile's per-iteration serving-loop overhead (in every ``terms``)
 
-    def __init__(self, dep: Deployment, *, hbm_fraction: float = 1.0, max_tokens: int = 1 << 14):
+    def __init__(self, dep: Deployment, *, hbm_fraction: float = 1.0, max_tokens: int = 1 << 14,
+                 thetas: tuple[float, ...] | None = None, draft: bool = False):
+        """``thetas`` and ``draft``: a draft model's step model (``draft_model``), fitted at the target's
+        kinks so that one ``DecodeSet`` sums both; its HBM is not checked (the draft's weights and KV
+        are omitted from memory, as in ``step.speculative``)."""
         self.dep = dep
         self.chips = dep.plan.chips
         self._wscale = 1.0 / dep.system.accelerator.hbm_bandwidth_bytes_per_s  # critical chip's bytes -> s
-        free = hbm_fraction * dep.system.accelerator.hbm_bytes - dep.weights_per_chip_bytes
+        free = math.inf if draft else hbm_fraction * dep.system.accelerator.hbm_bytes - dep.weights_per_chip_bytes
         if free <= 0:
             from ..econ.batching import require_fit
 
@@ -134,8 +141,15 @@ class StepModel:
             raise SpecError("leaves no HBM for KV beside the weights", field="hbm_fraction", value=hbm_fraction,
                             fix="raise it")
         self.kv_capacity_bytes = float(free)
-        self.spec = _simulated_speculation(dep)
-        thetas = _kinks(dep, 0 if self.spec is None else self.spec.k)
+        spec = dep.speculation
+        self.spec = spec if spec is not None and spec.k > 0 and not draft else None
+        self.draft_model = None
+        if thetas is None:
+            thetas = _kinks(dep, 0 if self.spec is None else self.spec.k)
+            if self.spec is not None and not self.spec.is_mtp:
+                ddep = _draft_deployment(dep)
+                thetas = tuple(sorted(set(thetas) | set(_kinks(ddep))))
+                self.draft_model = type(self)(ddep, max_tokens=max_tokens, thetas=thetas, draft=True)
         self.thetas = thetas
 
         self._fit_decode(thetas)
@@ -199,15 +213,37 @@ class StepModel:
         """Per-sequence compute and KV time of the verify step (k+1 queries at contexts L..L+k, the KV
         read once, k+1 tokens' KV written: ``step.speculative.verify_step``); its per-iteration
         terms are those of n·(k+1) tokens (``terms``). The draft: k MTP passes, each
-        ``draft_share`` x the plain decode step (``step.speculative.mtp_draft_share``)."""
-        from ..step.speculative import mtp_draft_share
-
+        ``draft_share`` x the plain decode step (``step.speculative.mtp_draft_share``), or k decode
+        steps of the draft model (``draft_model``)."""
         def ver(L):
             return self._verify_step(batch=1.0, context=L)
 
         self.ver_compute = _fit(lambda L: self._seq_compute(ver(L)), thetas)
         self.ver_kv = _fit(lambda L: self._kv_time(ver(L)), thetas)
-        self.draft_share = mtp_draft_share(self.dep.model)
+        self._set_draft_share()
+
+    def _set_draft_share(self) -> None:
+        from ..step.speculative import mtp_draft_share
+
+        self.draft_share = mtp_draft_share(self.dep.model) if self.draft_model is None else None
+
+    def uniform_step_s(self, b: int, L):
+        """The decode step of b sequences at context L from the fitted parts, without the loop overhead."""
+        base, w, x = self.terms(b)
+        return np.maximum(np.maximum(base + b * self.dec_compute(L), w + b * self.dec_kv(L)), x) - self.loop_overhead_s
+
+    def _check_draft(self, L, b: int) -> None:
+        """A draft model's k steps at b uniform sequences equal ``step.speculative.draft_s``."""
+        from ..step.speculative import draft_s
+
+        d = self.dep
+        truth = np.asarray(draft_s(d.model, d.system, d.plan, d.profile, self.spec, mode=d.mode, batch=float(b),
+                                   context=L, plain_step_s=None), dtype=float)
+        got = self.spec.k * self.draft_model.uniform_step_s(b, L)
+        err = float(np.max(np.abs(got - truth) / truth))
+        if err > VERIFY_REL:
+            raise InternalError(f"the draft model {self.spec.draft}'s steps do not split into per-iteration and "
+                                f"per-sequence parts at batch {b}: relative error {err:.2e}")
 
     def _check_verify_step(self) -> None:
         """The verify step of b uniform sequences rebuilt from the parts equals ``verify_of`` (the
@@ -224,6 +260,8 @@ class StepModel:
             if err > VERIFY_REL:
                 raise InternalError(f"the verify step of {self.dep.model.name} (k = {k1 - 1}) does not split into "
                                     f"per-iteration and per-sequence parts at batch {b}: relative error {err:.2e}")
+            if self.draft_model is not None:
+                self._check_draft(L, b)
 
     # ---- per-iteration terms: functions of the token count N ---------------------------------
     def _tables(self, n: int) -> None:

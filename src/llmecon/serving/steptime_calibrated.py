@@ -77,11 +77,9 @@ class CalibratedStepModel(StepModel):
                                  kv_write=(k + 1) * m.kv_bytes_per_token(kv), tokens=float(k + 1))
 
     def _fit_verify_step(self, thetas) -> None:
-        from ..step.speculative import mtp_draft_share
-
         self.ver_compute = _fit(lambda L: self._verify_parts(L)[0], thetas)
         self.ver_kv = _fit(lambda L: self._verify_parts(L)[1], thetas)
-        self.draft_share = mtp_draft_share(self.dep.model)
+        self._set_draft_share()
 
     def _check_verify_step(self) -> None:
         """X(b·(k+1)) + max(sum c, sum k) of b uniform sequences equals ``verify_of`` (the iteration
@@ -98,6 +96,8 @@ class CalibratedStepModel(StepModel):
             if err > VERIFY_REL:
                 raise InternalError(f"the calibrated verify step of {self.dep.model.name} (k = {k1 - 1}) does not "
                                     f"split into X(N) + max(sum c, sum k) at batch {b}: relative error {err:.2e}")
+            if self.draft_model is not None:
+                self._check_draft(L, b)
 
     def _base(self, n):
         """X(n) without the loop overhead: the calibrated decode step of n sequences at context 0
