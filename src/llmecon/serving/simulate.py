@@ -40,7 +40,7 @@ def simulate(dep: Deployment | None, workload: Workload, config: SimConfig | Non
         check_override_size(service, workload.n)
     if dep is not None:  # a sequence never exceeds the model's context (0 = unknown: not checked)
         workload.require_within_context(dep.model.max_context, model_name=dep.model.name)
-    if dep is not None and dep.speculation is not None and service is None:
+    if dep is not None and dep.speculation is not None and dep.speculation.k > 0 and service is None:
         _check_speculative_policy(cfg)
     models = step_models(dep, cfg, service=service, workload=workload)
     # the cyclic collector stays off until the result is built: the run allocates millions of
