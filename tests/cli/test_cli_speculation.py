@@ -88,3 +88,26 @@ def test_plan_searches_k():
     assert "spec_tokens" in d["frontier"][0]
     code, out = invoke(["plan", "--systems", "gb200-nvl72", "--spec-tokens", "3"])
     assert code == 2 and out.startswith("error: --acceptance"), out
+
+
+def test_simulate_with_speculation():
+    base = ["simulate", "--requests", "60", "--rate", "20", "--prompt", "512", "--output", "48", "--drain"]
+    plain = _json(*base)
+    spec = _json(*base, "--spec-tokens", "1")
+    assert plain["speculation"] is None
+    assert spec["speculation"]["tokens_per_step"] == pytest.approx(1.85)  # DeepSeek-V3's published 0.85
+    assert spec["tpot_p50_s"] < plain["tpot_p50_s"] and spec["completed"] == plain["completed"] == 60
+    code, out = invoke([*base, "--spec-tokens", "1"])
+    assert code == 0 and "1.85 tokens per verify iteration" in out
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["--spec-tokens", "1", "--policy", "train"], "--spec-tokens"),
+    (["--spec-tokens", "1", "--chunk-tokens", "1024"], "--spec-tokens"),
+    (["--spec-tokens", "1", "--acceptance", "0.8", "--draft", "no-such-model"], "--draft"),
+    (["--spec-tokens", "2"], "--acceptance"),
+])
+def test_simulate_bad_speculation_exits_2(args, flag):
+    code, out = invoke(["simulate", "--requests", "10", *args])
+    assert code == 2, out
+    assert out.startswith(f"error: {flag}") and "Traceback" not in out

@@ -164,7 +164,7 @@ def test_infeasible_deployment_is_422(client):
 def test_openapi_lists_every_endpoint(client):
     paths = client.get("/openapi.json").json()["paths"]
     assert set(paths) == {"/api/catalog", "/api/lecture", "/api/analyze", "/api/step", "/api/context", "/api/plan",
-                          "/api/simulate",
+                          "/api/simulate", "/api/cost",
                           "/api/prices/infer"}
 
 

@@ -40,7 +40,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-component-update", "--disable-sync"]
 #: every fetch of the page has settled and every plot has been drawn once
 RENDERED = """() => document.body.dataset.busy === '0'
-    && ['plot-batch', 'plot-roofline', 'plot-context', 'plot-plan', 'plot-sim', 'plot-prices']
+    && ['plot-batch', 'plot-roofline', 'plot-context', 'plot-plan', 'plot-sim', 'plot-prices', 'plot-frontier']
        .every(id => (document.getElementById(id).data || []).length > 0)"""
 CHOSEN_BATCH = """() => {
     const t = (document.getElementById('plot-batch').data || []).find(t => (t.name || '').startsWith('chosen batch'));
@@ -170,3 +170,40 @@ def test_bad_value_names_the_field_and_recovers(page, server):
     assert "invalid" not in (page.get_attribute("#tp", "class") or "")
     assert page.evaluate("window.notReloaded === true")
     assert not [e for e in page.errors if "422" not in e], page.errors  # the 422s log as failed loads only
+
+
+def test_speculation_cache_hits_and_frontier_controls(page, server):
+    """Issue 22 controls: a price and a cache-hit rate fill the cost card with the blended input
+    price /api/cost answers; k = 1 reaches the simulator (a speculation row) and a bad acceptance
+    names the field; an interactivity redraws the frontier comparison there."""
+    page.fill("#price_per_chip_hour", "3")
+    page.fill("#cache_hit", "0.5")
+    page.wait_for_function("() => document.body.dataset.busy === '0' && "
+                           "document.getElementById('cost-table').innerText.includes('cache hits')")
+    api = httpx.post(server + "/api/cost", json={"model": "deepseek-v3", "system": "gb200-nvl72", "context": 4096,
+                                                 "price_per_chip_hour": 3, "cache_hit": 0.5}, timeout=30).json()
+    rows = page.eval_on_selector_all("#cost-table tr", "rs => rs.map(r => r.innerText)")
+    blended = api["cache_hit"]["usd_per_mtok_input_blended"]
+    assert any(r.startswith("input, cache hits") and f"${blended:.3g} per million" in r for r in rows), rows
+
+    page.fill("#spec_tokens", "1")
+    page.wait_for_function("document.body.dataset.busy === '0'")
+    assert page.is_hidden("#error")
+    page.click("#sim-button")
+    page.wait_for_function("() => document.body.dataset.busy === '0' && "
+                           "document.getElementById('sim-table').innerText.includes('1.85 tokens per verify')")
+
+    page.fill("#interactivity", "50")
+    page.click("#frontier-button")
+    page.wait_for_function("() => document.body.dataset.busy === '0' && "
+                           "document.getElementById('frontier-table').innerText.includes('at 50 tokens/s per user')")
+    names = json.loads(page.evaluate("JSON.stringify(document.getElementById('plot-frontier').data.map(t => t.name))"))
+    assert "hgx-h100" in names and "gb200-nvl72" in names
+
+    page.fill("#acceptance", "abc")
+    page.wait_for_selector("#error:not([hidden])")
+    assert "acceptance" in page.inner_text("#error")
+    assert "invalid" in page.get_attribute("#acceptance", "class")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "web-issue22.png"), full_page=True)
+    assert not [e for e in page.errors if "422" not in e], page.errors

@@ -52,7 +52,7 @@ def test_plan_searches_k(client):
     assert r.json()["best"]["decode"]["spec_tokens"] == 1
 
 
-@pytest.mark.parametrize("path", ["/api/simulate", "/api/context"])
+@pytest.mark.parametrize("path", ["/api/context"])
 def test_endpoints_without_speculation_refuse_it(client, path):
     r = client.post(path, json={"spec_tokens": 1})
     assert r.status_code == 422, r.text

@@ -7,8 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, EpOpt, JsonOpt, KvDtypeOpt, Mode, ModelOpt, ModeOpt, PpOpt,
-    ProfileOpt, SystemOpt, TpOpt, WeightDtypeOpt, _check_plot_path, _console, _deployment, _emit_json, _kv_table, app)
+from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, AcceptanceOpt, DraftOpt, EpOpt, JsonOpt, KvDtypeOpt, Mode,
+    ModelOpt, ModeOpt, PpOpt, ProfileOpt, SpecTokensOpt, SystemOpt, TpOpt, WeightDtypeOpt, _check_plot_path, _console,
+    _deployment, _emit_json, _kv_table, app)
 
 PROGRESS_MIN_REQUESTS = 50_000
 # show a progress bar (stderr TTY only) for runs at least this large
@@ -126,11 +127,15 @@ def simulate_cmd(
                                                 "--requests-out")] = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
     pp: PpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
+    spec_tokens: SpecTokensOpt = None, acceptance: AcceptanceOpt = None, draft: DraftOpt = None,
 ) -> None:
     """Simulate serving traffic: continuous batching, train schedule, adaptive dispatch or
     prefill/decode disaggregation, with step times from the roofline of each actual batch.
 
     Without --tp/--ep/--pp the plan is the smallest that holds the weights in half of HBM.
+    With --spec-tokens k each decode iteration is a verify step over k+1 tokens plus k draft passes
+    (--draft: MTP or a draft model) and every running request advances by the expected accepted
+    tokens E (docs/serving.md).
     """
     from ..errors import SpecError, require_number, require_whole
     from ..serving import SLO, PrefixCache, SimConfig
@@ -194,7 +199,8 @@ def simulate_cmd(
                        output=parse_lengths(output or "256", field="output"), seed=seed,
                        n=requests, duration_s=None if requests is not None else duration, arrival=arrival,
                        cv=1.0 if cv is None else cv, classes=_mix(class_mix))
-    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, profile=profile)
+    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, profile=profile,
+                      spec_tokens=spec_tokens, acceptance=acceptance, draft=draft)
     wl.require_within_context(dep.model.max_context, model_name=dep.model.name)  # before sizing tables by it
     longest = int((wl.prompt_tokens + wl.output_tokens).max()) if wl.n else 0
     require_memory(simulation_bytes(requests=wl.n, longest_tokens=longest, replicas=n_replicas, batch_slots=slots),
@@ -235,21 +241,27 @@ def _print(d: dict, plot, requests_out) -> None:
     p = d["plan"]
     how = ("ideal roofline (a lower bound on time)" if d["mode"] == "ideal" else
            f"{d['fidelity']}: achieved efficiencies and overheads")
-    rows = [("deployment", f"{d['model']} on {d['system']}, {p['label']}, {how}"),
-            ("workload", f"{d['workload']}, {d['arrived']:,} arrived in {d['run_s']:,.1f} s"),
-            ("requests", f"{d['completed']:,} completed, {d['rejected']:,} rejected, {d['in_flight']:,} in flight"),
-            ("TTFT", f"p50 {s(d['ttft_p50_s'])}, p99 {s(d['ttft_p99_s'])}"),
-            ("TPOT", f"p50 {s(d['tpot_p50_s'])}, p99 {s(d['tpot_p99_s'])}"),
-            ("ITL", f"p50 {s(d['itl_p50_s'])}, p99 {s(d['itl_p99_s'])}"),
-            ("end to end", f"p50 {s(d['e2e_p50_s'])}, p99 {s(d['e2e_p99_s'])}"),
-            ("throughput", f"{d['throughput_tokens_per_s']:,.0f} output tokens/s"),
-            ("goodput", f"{d['goodput_requests_per_s']:,.2f} requests/s"
-                        + ("" if d["slo_ttft_s"] or d["slo_tpot_s"] else " (no SLO given: all completed count)")),
-            ("utilisation", f"{d['utilization']:.1%} of replica time in iterations"),
-            ("preemptions", f"{d['preemptions']:,}"),
-            ("$/Mtok (output)",
-             f"${d['usd_per_mtok']:,.4f}" if d["usd_per_mtok"] is not None else d["usd_per_mtok_reason"]),
-            ("Little's law", f"L = {d['littles_law']['L']:.4g}, lambda*W = {d['littles_law']['lambda_W']:.4g}")]
+    rows = [("deployment", f"{d['model']} on {d['system']}, {p['label']}, {how}")]
+    sp = d.get("speculation")
+    if sp:
+        acc = ",".join(f"{a:g}" for a in sp["acceptance"])
+        rows.append(("speculation", f"k={sp['spec_tokens']} ({sp['draft']}), acceptance {acc} "
+                                    f"({sp['acceptance_source']}): E = {sp['tokens_per_step']:.4g} tokens per verify "
+                                    "iteration"))
+    rows += [("workload", f"{d['workload']}, {d['arrived']:,} arrived in {d['run_s']:,.1f} s"),
+             ("requests", f"{d['completed']:,} completed, {d['rejected']:,} rejected, {d['in_flight']:,} in flight"),
+             ("TTFT", f"p50 {s(d['ttft_p50_s'])}, p99 {s(d['ttft_p99_s'])}"),
+             ("TPOT", f"p50 {s(d['tpot_p50_s'])}, p99 {s(d['tpot_p99_s'])}"),
+             ("ITL", f"p50 {s(d['itl_p50_s'])}, p99 {s(d['itl_p99_s'])}"),
+             ("end to end", f"p50 {s(d['e2e_p50_s'])}, p99 {s(d['e2e_p99_s'])}"),
+             ("throughput", f"{d['throughput_tokens_per_s']:,.0f} output tokens/s"),
+             ("goodput", f"{d['goodput_requests_per_s']:,.2f} requests/s"
+                         + ("" if d["slo_ttft_s"] or d["slo_tpot_s"] else " (no SLO given: all completed count)")),
+             ("utilisation", f"{d['utilization']:.1%} of replica time in iterations"),
+             ("preemptions", f"{d['preemptions']:,}"),
+             ("$/Mtok (output)",
+              f"${d['usd_per_mtok']:,.4f}" if d["usd_per_mtok"] is not None else d["usd_per_mtok_reason"]),
+             ("Little's law", f"L = {d['littles_law']['L']:.4g}, lambda*W = {d['littles_law']['lambda_W']:.4g}")]
     rows += [("note", n) for n in d["notes"]]
     console = _console()
     console.print(_kv_table(f"llmecon simulate ({d['policy']})", rows))

@@ -78,11 +78,7 @@ class CacheHitCost:
     input_usd_per_mtok: float           # every prompt a miss (today's figure)
     hit_input_usd_per_mtok: float       # every prompt a hit, per prompt token
     input_usd_per_mtok_blended: float   # (1 - h)·miss + h·hit
-
-    @property
-    def hit_cost_ratio(self) -> float:
-        """r = T_hit(P, C)/T(P): llmecon's cost of a hit prompt over a miss."""
-        return self.hit_input_usd_per_mtok / self.input_usd_per_mtok
+    hit_cost_ratio: float               # r = T_hit(P, C)/T(P), of device time (defined at any price, 0 included)
 
     @property
     def cached_token_cost_ratio(self) -> float:
@@ -103,13 +99,15 @@ def cache_hit_cost(dep: Deployment, *, context: float, cache_hit_rate: float, ca
                         prompt_tokens=context, max_context=dep.model.max_context)
     b_star = balance_batch_of(dep)
     kw = dict(price_per_chip_hour=price_per_chip_hour, utilization=utilization)
-    miss = float(usd_per_mtok(float(prefill_chip_s_per_token(dep, [float(context)], balance_batch=b_star)[0]), **kw))
+    miss_s = float(prefill_chip_s_per_token(dep, [float(context)], balance_batch=b_star)[0])
+    miss = float(usd_per_mtok(miss_s, **kw))
     hit_s = hit_chip_s_per_prompt(dep, prompt_tokens=context, cached_prefix_tokens=c, balance_batch=b_star)
     hit = float(usd_per_mtok(hit_s / float(context), **kw))
     h = float(cache_hit_rate)
     blended = miss if h == 0 else (hit if h == 1 else (1.0 - h) * miss + h * hit)
     return CacheHitCost(cache_hit_rate=h, cached_prefix_tokens=c, prompt_tokens=float(context),
-                        input_usd_per_mtok=miss, hit_input_usd_per_mtok=hit, input_usd_per_mtok_blended=blended)
+                        input_usd_per_mtok=miss, hit_input_usd_per_mtok=hit, input_usd_per_mtok_blended=blended,
+                        hit_cost_ratio=hit_s / float(context) / miss_s)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -26,8 +26,9 @@ Speculative decoding (optional columns): ``spec_tokens`` k (empty or 0 = plain d
 ``acceptance`` per drafted position (empty = the model family's published default,
 ``spec.speculation``), ``draft`` ("mtp", the default, or a draft model's name). A decode row then
 reports the iteration (verify + draft) as ``step_s``, the verify step's compute/memory/comm and bound,
-``tpot_s`` = step_s / E and ``tokens_per_step`` = E (``step.speculative``); the serving phase does not
-model it (an error).
+``tpot_s`` = step_s / E and ``tokens_per_step`` = E (``step.speculative``); a serving row runs the
+steady state with speculative iterations (``serving.steady_state`` step 6), its step columns those of
+the iteration at the effective batch (step_s verify + draft, the rest the verify step's).
 
 Disaggregated serving (optional columns ``deployment``, ``prefill_plan``, ``prefill_workers``, ``decode_plan``,
 ``decode_workers``; ``fidelity.predict_disagg``): a ``deployment`` ``disaggregated`` row is phase serving on
@@ -131,9 +132,6 @@ def _spec_of(row: dict, where: str) -> tuple:
         raise CatalogError(f"{where} spec_tokens: expected a whole number >= 0, got {row['spec_tokens']!r}")
     if (row.get("acceptance") or row.get("draft")) and not k:
         raise CatalogError(f"{where} acceptance: given without spec_tokens", fix="give spec_tokens k >= 1 on this line")
-    if k and row.get("phase") == "serving":
-        raise CatalogError(f"{where} spec_tokens: speculative decoding is not modelled in the serving phase "
-                           "(the steady state's loop)", fix="use phase decode, or empty spec_tokens")
     return (k, row.get("acceptance") or None, row.get("draft") or None)
 
 
@@ -237,9 +235,17 @@ def _predict_group(key, idx, shapes, out, *, mode, profile) -> None:
         ss = steady_state(dep, concurrency=col["batch"], prompt_tokens=col["prompt_tokens"],
                           output_tokens=col["output_tokens"])
         b = np.where(ss.effective_batch >= 1, ss.effective_batch, 1.0)
-        r = decode_of(dep, batch=b, context=col["prompt_tokens"] + (col["output_tokens"] - 1) / 2)
+        ctx = col["prompt_tokens"] + (col["output_tokens"] - 1) / 2
         extra = {"tpot_s": ss.tpot_s, "ttft_s": ss.ttft_s, "effective_batch": ss.effective_batch,
                  "tokens_per_s": ss.output_tokens_per_s}
+        if dep.speculation is None:
+            r = decode_of(dep, batch=b, context=ctx)
+        else:
+            from ..step.speculative import speculative_of
+
+            s = speculative_of(dep, batch=b, context=ctx)
+            r = s.verify
+            extra.update(step_s=s.step_s, tokens_per_step=s.tokens_per_step)
     n = len(idx)
     values = {"step_s": r.step_s, "compute_s": r.time.compute_s, "memory_s": r.time.memory_s,
               "comm_s": r.time.comm_s, "bound": r.bound, "tokens_per_s": r.tokens_per_s, **extra}

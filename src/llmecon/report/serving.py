@@ -45,6 +45,7 @@ def simulation_dict(dep, workload, res: SimResult) -> dict:
     return {"model": m.name, "system": dep.system.name, "plan": dep.plan.as_dict(), "mode": dep.mode,
             "fidelity": dep.fidelity, **dep.fidelity_fields,
             "workload": workload.source, "model_max_context": m.max_context or None,
+            "speculation": None if dep.speculation is None else dep.speculation.as_dict(),
             "notes": notes, **res.summary()}
 
 

@@ -34,12 +34,21 @@ def scalar(f: PiecewiseLinear):
 class DecodeSet:
     """Aggregates of one replica's running sequences; see the module docstring."""
 
-    def __init__(self, thetas: tuple[float, ...], funcs: tuple[PiecewiseLinear, ...] | None = None):
+    def __init__(self, thetas: tuple[float, ...], funcs: tuple[PiecewiseLinear, ...] | None = None,
+                 verify: tuple[PiecewiseLinear, ...] | None = None):
         self.thetas = list(thetas)
         if funcs is not None:  # bound (compute, KV time, held KV): ``run_sums`` needs no arguments
             fc, fk, fh = funcs
             self._coef = (fc.f0, fc.a[0], fk.f0, fk.a[0], fh.f0, fh.a[0])
             self._kcoef = [(th, fc.a[j + 1], fk.a[j + 1], fh.a[j + 1]) for j, th in enumerate(thetas)]
+        if verify is not None:  # speculative decoding: the verify step's (compute, KV time), ``verify_sums``
+            vc, vk = verify[:2]
+            self._vcoef = (vc.f0, vc.a[0], vk.f0, vk.a[0])
+            self._vkcoef = [(th, vc.a[j + 1], vk.a[j + 1]) for j, th in enumerate(thetas)]
+            if len(verify) == 4:  # and a draft model's decode (compute, KV time), ``draft_sums``
+                self._draft = DecodeSet.__new__(DecodeSet)
+                self._draft._vcoef = (verify[2].f0, verify[2].a[0], verify[3].f0, verify[3].a[0])
+                self._draft._vkcoef = [(th, verify[2].a[j + 1], verify[3].a[j + 1]) for j, th in enumerate(thetas)]
         self.G = 0
         self.n = 0
         self.S = 0
@@ -115,6 +124,31 @@ class DecodeSet:
                 h += ah * below
                 dh += ah * nb
         return c, dc, k, dk, h, dh
+
+    def verify_sums(self, coef=None):
+        """(total, slope) of the verify step's compute and KV time over the batch (speculative
+        decoding; ``run_sums``' arithmetic on the functions bound as ``verify``)."""
+        n, S = self.n, self.S
+        fc0, ac, fk0, ak = self._vcoef if coef is None else coef._vcoef
+        kcoef = self._vkcoef if coef is None else coef._vkcoef
+        c = n * fc0 + ac * S
+        dc = ac * n
+        k = n * fk0 + ak * S
+        dk = ak * n
+        if kcoef:
+            nbs, sbs = self.nb, self.sb
+            for j, (th, ac, ak) in enumerate(kcoef):
+                nb = nbs[j]
+                below = sbs[j] + th * (n - nb)
+                c += ac * below
+                dc += ac * nb
+                k += ak * below
+                dk += ak * nb
+        return c, dc, k, dk
+
+    def draft_sums(self):
+        """``verify_sums`` of the draft model's decode functions (bound as ``verify[2:]``)."""
+        return self.verify_sums(self._draft)
 
     def slope(self, f: PiecewiseLinear) -> float:
         """Increase of ``total(f)`` per decode step (no kink crossed)."""

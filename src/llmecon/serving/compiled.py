@@ -2,8 +2,9 @@
 
 numba (an optional dependency: ``pip install llmecon[fast]``) compiles ``fastloop.run``, a port of
 ``Engine``'s loop for the common case: one pool (one or more replicas) run by ``Continuous`` without
-chunked prefill, roofline or calibrated step models, closed-form runs. Every other run (train,
-adaptive, chunked, disaggregated, service classes, service-time overrides, ``closed_form_runs=False``)
+chunked prefill, roofline or calibrated step models, closed-form runs, plain decoding. Every other run (train,
+adaptive, chunked, disaggregated, service classes, service-time overrides, ``closed_form_runs=False``,
+speculative decoding)
 takes the pure-Python loop, as does every run when numba is not installed or the environment
 variable ``LLMECON_SIM_COMPILED`` is ``0``, and, by default, a run of fewer than
 ``AUTO_MIN_REQUESTS`` requests in a process that has not loaded the kernel yet (``1``: those too).
@@ -56,6 +57,8 @@ def why_not(eng) -> str | None:
         return "a service-time override"
     if pool.next_pool is not None or pool.sources:
         return "linked pools"
+    if pool.spec is not None:
+        return "speculative decoding"
     return None
 
 

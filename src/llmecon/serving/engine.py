@@ -38,15 +38,15 @@ import numpy as np
 
 from ..errors import SpecError, did_you_mean
 from .batchstate import DecodeSet, first_k_reaching, last_k_within, scalar, sum_max_affine
+from .speculative import record_spec_run, spec_lines, spec_params
 from .status import COMPLETED, KV_READY, NOT_ARRIVED, PREFILL, REJECTED, RUNNING, SWAP_IN, WAITING, Reason
-from .steptime import StepModel
+from .steptime import StepModel, swap_bandwidth
 from .workload import Workload
 
 if TYPE_CHECKING:
     from .config import SimConfig
     from .policies import Scheduler
 
-HOST_TIER_KINDS = ("host_dram", "cpu_lpddr")
 _ACT, _DELIVER = 0, 1  # event kinds on the heap: a replica decides; a KV transfer arrives
 
 
@@ -74,6 +74,7 @@ class Pool:
         self.transfer_s: list[float] = []  # ... and each request's KV transfer time to it
         self.sources: list[Pool] = []  # pools whose prefilled requests come here
         self.held = scalar(model.held)
+        self.spec = spec_params(model)  # speculative decoding: a step is one token at E per verify iteration
         self.busy_s = 0.0
         self.iterations = 0
         self.tokens = 0  # tokens processed (prefill + decode)
@@ -86,7 +87,9 @@ class Replica:
     def __init__(self, pool: Pool, index: int):
         self.pool, self.index = pool, index
         m = pool.model
-        self.ds = DecodeSet(m.thetas, (m.dec_compute, m.dec_kv, m.held))
+        d = m.spec is not None and m.draft_model
+        self.ds = DecodeSet(m.thetas, (m.dec_compute, m.dec_kv, m.held), None if m.spec is None else (
+            (m.ver_compute, m.ver_kv) + ((d.dec_compute, d.dec_kv) if d else ())))
         self.scheduled: float | None = None  # time of the pending act, None when idle
         self.version = 0
         self.partial: list[list[int]] = []  # chunked prefill in progress: [rid, done, stop]
@@ -117,6 +120,7 @@ class Engine:
         self.sum_dep = 0.0
         self.itl_first = (array("d"), array("d"))  # (gap, weight) of each run's first step
         self.itl_runs = array("d")  # RUN_COLUMNS per run of k > 1 steps (``record_run``): gaps of steps 1..k-1
+        self.itl_spec = array("d")  # speculative runs (kind 2): the draft's 3 lines (6 floats) per such run
         self.itl: tuple | None = None  # the compiled loop: the expanded gaps and weights (``metrics.expand_itl``)
         self.timeline = (array("d"), array("d"), array("d"))  # time, waiting, running (at each act)
         self.events = 0
@@ -182,7 +186,7 @@ class Engine:
                  *, budget: int, preemption: str) -> Pool:
         """A pool of ``replicas`` copies of ``model`` run by ``scheduler``; ``budget`` caps the prompt
         tokens of one prefill iteration; ``preemption`` as in ``Continuous``."""
-        bw = _swap_bandwidth(model)
+        bw = swap_bandwidth(model)
         if preemption == "swap" and bw is None:
             raise SpecError("the system has no host memory tier with a known bandwidth", field="preemption",
                             value=preemption, fix="use {preemption} recompute (or auto)")
@@ -535,7 +539,11 @@ class Engine:
         b, w, x = m.terms(n)
         l0, l1 = b + c0, w + k0
         lines = ((l0, dc), (l1, dk), (x, 0.0))
-        first = max(l0, l1, x)
+        if pool.spec is None:
+            first = max(l0, l1, x)
+        else:
+            lines, spec_parts = spec_lines(pool, ds, lines)
+            first = max([a for a, _ in lines])
         dur = None
         # arrivals matter only if the batch has room and nobody is blocked ahead of them
         if k > 1 and (pool.multi or (n < pool.batch_cap and not pool.queue and not pool.static_batches)):
@@ -562,7 +570,10 @@ class Engine:
                 gaps.append(g - tg)
                 wts.append(cnt)
         if k > 1:
-            self.itl_runs.extend((0, l0, dc, l1, dk, x, 0.0, k, n, 0.0))  # record_run, inlined
+            if pool.spec is None:
+                self.itl_runs.extend((0, l0, dc, l1, dk, x, 0.0, k, n, 0.0))  # record_run, inlined
+            else:
+                record_spec_run(self, spec_parts, k, n)
         self.advance_decodes(rep, k, end)
         pool.busy_s += dur
         pool.iterations += k
@@ -581,13 +592,3 @@ class Engine:
                     t = min(t, r.scheduled)
         return t
 
-
-def _swap_bandwidth(model: StepModel) -> float | None:
-    """The replica's share of the host memory tier's bandwidth (its chips over the system's), None
-    without a host tier of known bandwidth (or without a deployment)."""
-    if model.override or model.dep is None:
-        return None
-    tiers = [t for t in model.dep.system.tiers if t.kind in HOST_TIER_KINDS and t.bandwidth_bytes_per_s]
-    if not tiers:
-        return None
-    return tiers[0].bandwidth_bytes_per_s * model.dep.plan.chips / model.dep.system.chips

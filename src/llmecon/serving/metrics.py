@@ -276,11 +276,13 @@ def check_accounting(status: np.ndarray, *, arrived: int, generated: np.ndarray,
 RUN_COLUMNS = 10  # per closed-form run (Engine.record_run): kind, (a, b) of its 3 lines, k, n, tau
 
 
-def expand_itl(first: tuple, runs) -> tuple[np.ndarray, np.ndarray]:
+def expand_itl(first: tuple, runs, spec=()) -> tuple[np.ndarray, np.ndarray]:
     """Inter-token gaps as (values, weights): the recorded first gaps of each run, and steps
     1..k-1 of every closed-form run (continuous: the step times; train: tau + the change of step
     time between consecutive trains), expanded vectorised. ``runs`` holds ``RUN_COLUMNS`` floats per
-    run (kind, a0, b0, a1, b1, a2, b2, k, n, tau)."""
+    run (kind, a0, b0, a1, b1, a2, b2, k, n, tau). Kind 2 (speculative decoding, ``Engine.spec_lines``):
+    the three lines are the verify step's over E, and ``spec`` holds, per kind-2 run in order, the
+    draft's three lines (6 floats) over E; the step is the sum of the two maxima."""
     vals = [np.frombuffer(first[0]) if len(first[0]) else np.zeros(0)]
     wts = [np.frombuffer(first[1]) if len(first[1]) else np.zeros(0)]
     if len(runs):
@@ -297,6 +299,13 @@ def expand_itl(first: tuple, runs) -> tuple[np.ndarray, np.ndarray]:
             return np.maximum(np.maximum(Li[:, 0] + Li[:, 1] * jj, Li[:, 2] + Li[:, 3] * jj), Li[:, 4] + Li[:, 5] * jj)
 
         cur = step(j)
+        spec_run = kind == 2
+        if spec_run.any():  # add the draft's step: its lines sit in ``spec``, one row per kind-2 run in order
+            D = np.zeros((R.shape[0], 6))
+            D[spec_run] = np.asarray(spec, dtype=float).reshape(-1, 6)
+            Di = D[idx]
+            cur = cur + np.maximum(np.maximum(Di[:, 0] + Di[:, 1] * j, Di[:, 2] + Di[:, 3] * j),
+                                   Di[:, 4] + Di[:, 5] * j)
         train = kind[idx] == 1
         gap = np.where(train, tau[idx] + cur - step(j - 1), cur) if train.any() else cur
         vals.append(gap)

@@ -40,6 +40,8 @@ def simulate(dep: Deployment | None, workload: Workload, config: SimConfig | Non
         check_override_size(service, workload.n)
     if dep is not None:  # a sequence never exceeds the model's context (0 = unknown: not checked)
         workload.require_within_context(dep.model.max_context, model_name=dep.model.name)
+    if dep is not None and dep.speculation is not None and dep.speculation.k > 0 and service is None:
+        _check_speculative_policy(cfg)
     models = step_models(dep, cfg, service=service, workload=workload)
     # the cyclic collector stays off until the result is built: the run allocates millions of
     # objects that are never part of a cycle, and collections over them would make it super-linear
@@ -53,6 +55,18 @@ def simulate(dep: Deployment | None, workload: Workload, config: SimConfig | Non
     finally:
         if enabled:
             gc.enable()
+
+
+def _check_speculative_policy(cfg: SimConfig) -> None:
+    """Speculative decoding runs in the policies whose decode iterations hold decodes only
+    (continuous without chunked prefill, adaptive, disaggregated): a train's or a chunked
+    iteration's prefill tokens would ride in a verify iteration whose time is spread over E tokens."""
+    pol = cfg.policy
+    if pol.name == "train" or getattr(pol, "chunk_tokens", None) is not None:
+        what = "chunked prefill" if pol.name != "train" else "the train policy"
+        raise SpecError(f"speculative decoding is not simulated with {what} (prefill and decode share iterations "
+                        "there)", field="spec_tokens", value=None, show_value=False,
+                        fix="use the continuous (unchunked), adaptive or disaggregated policy, or drop {spec_tokens}")
 
 
 def _result(eng: Engine) -> SimResult:
@@ -78,7 +92,7 @@ def _result(eng: Engine) -> SimResult:
                             tau_s=p.tau, late_trains=p.late,
                             usd=None if price is None else price * p.chips * len(p.replicas) * T / SECONDS_PER_HOUR)
                   for p in eng.pools)
-    itl_v, itl_w = eng.itl if eng.itl is not None else expand_itl(eng.itl_first, eng.itl_runs)
+    itl_v, itl_w = eng.itl if eng.itl is not None else expand_itl(eng.itl_first, eng.itl_runs, eng.itl_spec)
     res = SimResult(
         arrival_s=wl.arrival_s, prompt_tokens=wl.prompt_tokens, output_tokens=wl.output_tokens,
         class_id=wl.class_id, class_names=wl.class_names, status=status,

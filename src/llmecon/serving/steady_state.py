@@ -27,6 +27,11 @@ the client measures is not one decode step:
    newcomer waits ``(C - B)/λ``; plus the profile's ``request_overhead_s`` once per request
    (admission, tokenisation, first-token return; 0 in ideal mode). It is not in the loop's λ:
    it overlaps other requests' iterations.
+6. **Speculative decoding** (``dep.speculation``, MTP or a draft model: ``step.speculative``): an
+   iteration is the verify step over k+1 tokens plus the k draft passes at the same B and
+   context, and emits E tokens per running sequence, so ``TPOT = (T_it + s·min(x, 1)·P_x)/E``
+   and the arrivals per iteration are ``x = λ·E·TPOT = B·E / ((O-1) + TTFT_run/TPOT)``; TTFT's
+   iteration is the speculative one. E = 1 (no speculation) is steps 2-5 unchanged.
 
 With the ideal profile (s = a = 1, no overheads) this is the roofline of the same work the
 simulator does (checked against ``simulate`` at the same arrival rate in tests). Calibrated
@@ -36,7 +41,7 @@ prompts in the iteration after they arrive). Omitted: chunked prefill that price
 and the decodes as one roofline iteration, hiding prefill compute under the decode weight reads
 (the simulator's chunked policy gives ~0.7x this TPOT), requests waiting for their first token
 still counted in the decode batch (~1%), preemption, the spread of contexts inside the batch
-(the mean context stands in), prefix caching, speculative decoding, and client/HTTP time, and
+(the mean context stands in), prefix caching, and client/HTTP time, and
 clients that start together and stay in step (a burst of C prompts prefilled back to back: the
 measured TTFT of NVIDIA's silicon rows grows about linearly in C, which this flat TTFT misses;
 docs/calibration.md).
@@ -115,20 +120,28 @@ def steady_state(dep: Deployment, *, concurrency, prompt_tokens, output_tokens) 
     b = np.minimum(c, cap)
     ok = b >= 1
     b_safe = np.where(ok, b, 1.0)
-    t_dec = np.asarray(decode_of(dep, batch=b_safe, context=p + (o - 1) / 2).step_s, dtype=float)
+    spec = dep.speculation
+    if spec is None:
+        t_dec = np.asarray(decode_of(dep, batch=b_safe, context=p + (o - 1) / 2).step_s, dtype=float)
+    else:  # step 6: one iteration = verify + draft (step.speculative), E tokens per running sequence
+        from ..step.speculative import speculative_of
+
+        t_dec = np.asarray(speculative_of(dep, batch=b_safe, context=p + (o - 1) / 2).step_s, dtype=float)
     t_it = t_dec + prof.iteration_overhead_s
 
     def latencies(x):
-        """(TTFT in the engine, TPOT) when x prompts arrive per iteration (steps 3 and 5)."""
+        """(TTFT in the engine, TPOT) when x prompts arrive per iteration (steps 3, 5 and 6)."""
         pf = prefill_of(dep, batch=np.maximum(x, 1.0), prompt_tokens=p)
         p_x = np.asarray(pf.step_s, dtype=float)  # what the prefill iteration stalls decode for
         wait = np.asarray(pf.latency_s, dtype=float)  # what its prompts wait: + the pipeline fill when pp > 1
-        return t_it + prof.ttft_prefill_factor * wait, t_it + prof.prefill_stall_factor * np.minimum(x, 1.0) * p_x
+        iteration = t_it + prof.prefill_stall_factor * np.minimum(x, 1.0) * p_x
+        return t_it + prof.ttft_prefill_factor * wait, iteration if spec is None else iteration / spec.tokens_per_step
 
     x = np.zeros_like(t_it)
     for _ in range(ITERATIONS):
         ttft_run, tpot = latencies(x)
-        x = b_safe / ((o - 1) + ttft_run / tpot)
+        x = b_safe / ((o - 1) + ttft_run / tpot) if spec is None else (
+            b_safe * spec.tokens_per_step / ((o - 1) + ttft_run / tpot))
     ttft_run, tpot = latencies(x)
     t_pf = np.asarray(prefill_of(dep, batch=1.0, prompt_tokens=p).step_s, dtype=float)
     rate = b_safe / (ttft_run + (o - 1) * tpot)

@@ -25,6 +25,13 @@ DSA top-k; they are stored as ``f0 + sum_j a_j·min(L, theta_j)`` (theta_0 = inf
 inference at the kinks and verified at construction on random contexts (relative error <= 1e-9,
 else ``InternalError``). That form lets the engine keep sums over a batch in O(1) per step.
 
+Speculative decoding (``dep.speculation``; ``serving.speculative``): the verify step's per-sequence
+compute and KV time (k+1 queries at L..L+k: kinks also at theta - 1..theta - k) are fitted the same
+way (``ver_compute``, ``ver_kv``) and checked against ``step.speculative.verify_of`` at batches 1, 7
+and 64; its per-iteration terms are those of n·(k+1) tokens. The draft: MTP, ``draft_share`` = r; a
+draft model, ``draft_model`` (its own step model on the target's tp chips, fitted at the union of
+both models' kinks, checked against ``step.speculative.draft_s``).
+
 Omitted (as in inference): block granularity of paged KV, kernel launch and scheduler overheads,
 sampling; a prefill iteration's time is the roofline of the whole iteration (no per-prompt
 kernel inefficiency at short prompts).
@@ -41,6 +48,7 @@ from ..spec.deployment import Deployment
 from ..errors import LlmeconError, SpecError
 from ..step.inference import decode_of, prefill_of
 
+HOST_TIER_KINDS = ("host_dram", "cpu_lpddr")  # memory tiers a preempted sequence's KV may swap to
 VERIFY_REL = 1e-9  # tolerance of the piecewise-linear decode fit against inference (checked at build)
 
 
@@ -76,8 +84,10 @@ def _fit(f, thetas: tuple[float, ...]) -> PiecewiseLinear:
     return PiecewiseLinear(f0=float(vals[0]), a=tuple(a), theta=(math.inf, *thetas))
 
 
-def _kinks(dep: Deployment) -> tuple[float, ...]:
-    """Contexts where a decode sequence's KV reads, attention FLOPs or held KV change slope."""
+def _kinks(dep: Deployment, spec_k: int = 0) -> tuple[float, ...]:
+    """Contexts where a decode sequence's KV reads, attention FLOPs or held KV change slope; with
+    speculative decoding (k draft tokens) also theta - 1..theta - k, where the verify step's i-th
+    query (context L + i) reaches a kink."""
     m = dep.model
     ks = {float(w) for w, _ in m.window_groups() if w}
     ks |= {float(w) for w, _ in m.window_groups(holding_only=True) if w}
@@ -86,7 +96,23 @@ def _kinks(dep: Deployment) -> tuple[float, ...]:
         ks |= {k} | {min(w, k) for w in list(ks)}
         # DeepSeek-V4 compressed layers: the top-k of L/r entries saturates at L = r·k
         ks |= {float(r) * k for r in set(m.layer_compress) if r}
+    if spec_k:
+        ks |= {t - i for t in list(ks) for i in range(1, spec_k + 1) if t - i > 0}
     return tuple(sorted(ks))
+
+
+def _draft_deployment(dep: Deployment) -> Deployment:
+    """A draft model's deployment as ``step.speculative.draft_s`` prices it: the catalogue model on
+    the target's tensor-parallel chips (``Plan(tp=dep.plan.tp)``), its own formats, the same profile."""
+    from ..catalog.models import get_model
+    from ..errors import with_field
+    from ..spec.plan import Plan
+
+    try:
+        return Deployment(model=get_model(dep.speculation.draft), system=dep.system, plan=Plan(tp=dep.plan.tp),
+                          profile=dep.profile)
+    except LlmeconError as exc:
+        raise with_field(exc, "draft") from None
 
 
 class StepModel:
@@ -97,12 +123,17 @@ class StepModel:
     """
 
     override = False
+    loop_overhead_s = 0.0  # a calibrated profile's per-iteration serving-loop overhead (in every ``terms``)
 
-    def __init__(self, dep: Deployment, *, hbm_fraction: float = 1.0, max_tokens: int = 1 << 14):
+    def __init__(self, dep: Deployment, *, hbm_fraction: float = 1.0, max_tokens: int = 1 << 14,
+                 thetas: tuple[float, ...] | None = None, draft: bool = False):
+        """``thetas`` and ``draft``: a draft model's step model (``draft_model``), fitted at the target's
+        kinks so that one ``DecodeSet`` sums both; its HBM is not checked (the draft's weights and KV
+        are omitted from memory, as in ``step.speculative``)."""
         self.dep = dep
         self.chips = dep.plan.chips
         self._wscale = 1.0 / dep.system.accelerator.hbm_bandwidth_bytes_per_s  # critical chip's bytes -> s
-        free = hbm_fraction * dep.system.accelerator.hbm_bytes - dep.weights_per_chip_bytes
+        free = math.inf if draft else hbm_fraction * dep.system.accelerator.hbm_bytes - dep.weights_per_chip_bytes
         if free <= 0:
             from ..econ.batching import require_fit
 
@@ -110,13 +141,24 @@ class StepModel:
             raise SpecError("leaves no HBM for KV beside the weights", field="hbm_fraction", value=hbm_fraction,
                             fix="raise it")
         self.kv_capacity_bytes = float(free)
-        thetas = _kinks(dep)
+        spec = dep.speculation
+        self.spec = spec if spec is not None and spec.k > 0 and not draft else None
+        self.draft_model = None
+        if thetas is None:
+            thetas = _kinks(dep, 0 if self.spec is None else self.spec.k)
+            if self.spec is not None and not self.spec.is_mtp:
+                ddep = _draft_deployment(dep)
+                thetas = tuple(sorted(set(thetas) | set(_kinks(ddep))))
+                self.draft_model = type(self)(ddep, max_tokens=max_tokens, thetas=thetas, draft=True)
         self.thetas = thetas
 
         self._fit_decode(thetas)
         self.held = _fit(lambda L: dep.kv_per_sequence_per_chip_bytes(L), thetas)
         self._verify()
         self._tables(max_tokens)
+        if self.spec is not None:
+            self._fit_verify_step(thetas)
+            self._check_verify_step()
         self._prefill_n = 0
         self._pc = self._pkw = self._pkr = np.zeros(1)
 
@@ -160,6 +202,66 @@ class StepModel:
             if err > VERIFY_REL:
                 raise InternalError(f"{name} of {self.dep.model.name} is not piecewise linear at the kinks "
                                     f"{self.thetas}: relative error {err:.2e}")
+
+    # ---- speculative decoding: the verify step's per-sequence parts -----------------------------
+    def _verify_step(self, *, batch, context):
+        from ..step.speculative import verify_of
+
+        return verify_of(self.dep, batch=batch, context=context, k=self.spec.k)
+
+    def _fit_verify_step(self, thetas) -> None:
+        """Per-sequence compute and KV time of the verify step (k+1 queries at contexts L..L+k, the KV
+        read once, k+1 tokens' KV written: ``step.speculative.verify_step``); its per-iteration
+        terms are those of n·(k+1) tokens (``terms``). The draft: k MTP passes, each
+        ``draft_share`` x the plain decode step (``step.speculative.mtp_draft_share``), or k decode
+        steps of the draft model (``draft_model``)."""
+        def ver(L):
+            return self._verify_step(batch=1.0, context=L)
+
+        self.ver_compute = _fit(lambda L: self._seq_compute(ver(L)), thetas)
+        self.ver_kv = _fit(lambda L: self._kv_time(ver(L)), thetas)
+        self._set_draft_share()
+
+    def _set_draft_share(self) -> None:
+        from ..step.speculative import mtp_draft_share
+
+        self.draft_share = mtp_draft_share(self.dep.model) if self.draft_model is None else None
+
+    def uniform_step_s(self, b: int, L):
+        """The decode step of b sequences at context L from the fitted parts, without the loop overhead."""
+        base, w, x = self.terms(b)
+        return np.maximum(np.maximum(base + b * self.dec_compute(L), w + b * self.dec_kv(L)), x) - self.loop_overhead_s
+
+    def _check_draft(self, L, b: int) -> None:
+        """A draft model's k steps at b uniform sequences equal ``step.speculative.draft_s``."""
+        from ..step.speculative import draft_s
+
+        d = self.dep
+        truth = np.asarray(draft_s(d.model, d.system, d.plan, d.profile, self.spec, mode=d.mode, batch=float(b),
+                                   context=L, plain_step_s=None), dtype=float)
+        got = self.spec.k * self.draft_model.uniform_step_s(b, L)
+        err = float(np.max(np.abs(got - truth) / truth))
+        if err > VERIFY_REL:
+            raise InternalError(f"the draft model {self.spec.draft}'s steps do not split into per-iteration and "
+                                f"per-sequence parts at batch {b}: relative error {err:.2e}")
+
+    def _check_verify_step(self) -> None:
+        """The verify step of b uniform sequences rebuilt from the parts equals ``verify_of`` (the
+        same check as the plain decode's, relative error <= VERIFY_REL, else ``InternalError``)."""
+        k1 = self.spec.k + 1
+        hi = max((*self.thetas, 4096.0)) * 4.0
+        L = np.concatenate([np.arange(0.0, 16.0), np.random.default_rng(1).uniform(0, hi, 64),
+                            np.asarray(self.thetas) + 0.5])
+        for b in (1, 7, 64):
+            truth = np.asarray(self._verify_step(batch=float(b), context=L).step_s, dtype=float)
+            base, w, x = self.terms(b * k1)
+            got = np.maximum(np.maximum(base + b * self.ver_compute(L), w + b * self.ver_kv(L)), x)
+            err = float(np.max(np.abs(got - truth) / truth))
+            if err > VERIFY_REL:
+                raise InternalError(f"the verify step of {self.dep.model.name} (k = {k1 - 1}) does not split into "
+                                    f"per-iteration and per-sequence parts at batch {b}: relative error {err:.2e}")
+            if self.draft_model is not None:
+                self._check_draft(L, b)
 
     # ---- per-iteration terms: functions of the token count N ---------------------------------
     def _tables(self, n: int) -> None:
@@ -272,6 +374,7 @@ class FixedService(StepModel):
                             value=decode_step_s, show_value=False)
         self.decode_step = float(decode_step_s)
         self.thetas = ()
+        self.spec = None
         zero = PiecewiseLinear(f0=0.0, a=(0.0,), theta=(math.inf,))
         self.dec_compute = self.dec_kv = self.held = zero
         self.kv_capacity_bytes = math.inf
@@ -304,6 +407,17 @@ def check_override_size(model: StepModel, n_requests: int) -> None:
     if isinstance(model, FixedService) and model.service.shape[0] != n_requests:
         raise SpecError(f"has {model.service.shape[0]} times but the workload has {n_requests} requests",
                         field="service_s", value=model.service, show_value=False, fix="give one per request")
+
+
+def swap_bandwidth(model: StepModel) -> float | None:
+    """The replica's share of the host memory tier's bandwidth (its chips over the system's), None
+    without a host tier of known bandwidth (or without a deployment)."""
+    if model.override or model.dep is None:
+        return None
+    tiers = [t for t in model.dep.system.tiers if t.kind in HOST_TIER_KINDS and t.bandwidth_bytes_per_s]
+    if not tiers:
+        return None
+    return tiers[0].bandwidth_bytes_per_s * model.dep.plan.chips / model.dep.system.chips
 
 
 __all__ = ["FixedService", "InternalError", "LlmeconError", "PiecewiseLinear", "StepModel", "VERIFY_REL"]

@@ -64,6 +64,41 @@ class CalibratedStepModel(StepModel):
         self.dec_compute = _fit(lambda L: self._decode_parts(L)[0], thetas)
         self.dec_kv = _fit(lambda L: self._decode_parts(L)[1], thetas)
 
+    @property
+    def loop_overhead_s(self) -> float:
+        return self.dep.profile.iteration_overhead_s
+
+    def _verify_parts(self, L):
+        """(compute, KV time) of one sequence's verify step (``step.speculative.verify_step``'s
+        attention work: k+1 queries at L..L+k, the KV read once, k+1 tokens' KV written)."""
+        m, kv, k = self.dep.model, self.dep.kv_dtype, self.spec.k
+        flops = sum(m.attention_flops_per_token(np.asarray(L, dtype=float) + i, absorbed=True) for i in range(k + 1))
+        return self._attention_s(flops=flops, kv_read=m.kv_read_bytes(L, kv),
+                                 kv_write=(k + 1) * m.kv_bytes_per_token(kv), tokens=float(k + 1))
+
+    def _fit_verify_step(self, thetas) -> None:
+        self.ver_compute = _fit(lambda L: self._verify_parts(L)[0], thetas)
+        self.ver_kv = _fit(lambda L: self._verify_parts(L)[1], thetas)
+        self._set_draft_share()
+
+    def _check_verify_step(self) -> None:
+        """X(b·(k+1)) + max(sum c, sum k) of b uniform sequences equals ``verify_of`` (the iteration
+        overhead, added once per simulated iteration, left out of both)."""
+        k1 = self.spec.k + 1
+        over = self.dep.profile.iteration_overhead_s
+        hi = max((*self.thetas, 4096.0)) * 4.0
+        L = np.concatenate([np.arange(0.0, 16.0), np.random.default_rng(1).uniform(0, hi, 64),
+                            np.asarray(self.thetas) + 0.5])
+        for b in (1, 7, 64):
+            truth = np.asarray(self._verify_step(batch=float(b), context=L).step_s, dtype=float)
+            got = self.terms(b * k1)[0] - over + np.maximum(b * self.ver_compute(L), b * self.ver_kv(L))
+            err = float(np.max(np.abs(got - truth) / truth))
+            if err > VERIFY_REL:
+                raise InternalError(f"the calibrated verify step of {self.dep.model.name} (k = {k1 - 1}) does not "
+                                    f"split into X(N) + max(sum c, sum k) at batch {b}: relative error {err:.2e}")
+            if self.draft_model is not None:
+                self._check_draft(L, b)
+
     def _base(self, n):
         """X(n) without the loop overhead: the calibrated decode step of n sequences at context 0
         less its attention class."""

@@ -50,7 +50,7 @@ def _detail(field: str | None, msg: str, kind: str) -> list[dict]:
 
 #: request body of each POST endpoint, to name the field an error is about
 BODIES = {"/api/analyze": S.AnalyzeIn, "/api/step": S.StepIn, "/api/context": S.ContextIn, "/api/plan": S.PlanIn,
-          "/api/simulate": S.SimulateIn, "/api/prices/infer": S.PricesIn}
+          "/api/simulate": S.SimulateIn, "/api/prices/infer": S.PricesIn, "/api/cost": S.CostIn}
 
 
 def _fields(request: Request) -> tuple[str, ...]:
@@ -75,8 +75,27 @@ def _without_speculation(dep, what: str):
         from ..errors import SpecError
 
         raise SpecError(f"speculative decoding is not modelled by {what} yet", field="spec_tokens",
-                        value=dep.speculation.k, fix="use /api/step, /api/analyze or /api/plan, or leave it out")
+                        value=dep.speculation.k,
+                        fix="use /api/step, /api/analyze, /api/cost, /api/plan or /api/simulate, or leave it out")
     return dep
+
+
+def _check_plan_options(body: S.PlanIn, model) -> None:
+    """/api/plan: cache hits belong to the plan search, ``interactivity`` to the frontier (refused, not
+    ignored, where they do not apply); the cache-hit inputs checked as ``plan --cache-hit`` checks them."""
+    from ..errors import SpecError
+
+    if body.frontier and (body.cache_hit is not None or body.cached_prefix is not None):
+        raise SpecError("applies to the plan search, not the frontier comparison", field="cache_hit",
+                        value=body.cache_hit, fix="drop it, or set {frontier} false")
+    if not body.frontier and body.interactivity is not None:
+        raise SpecError("applies to the frontier comparison only", field="interactivity", value=body.interactivity,
+                        fix="set {frontier} true, or drop it")
+    if body.cache_hit is not None or body.cached_prefix is not None:
+        from ..econ.cache_hit import check_cache_hit
+
+        check_cache_hit(cache_hit_rate=body.cache_hit, cached_prefix_tokens=body.cached_prefix,
+                        prompt_tokens=body.prompt_tokens, max_context=model.max_context)
 
 
 @lru_cache(maxsize=1)
@@ -228,6 +247,7 @@ def create_app() -> FastAPI:
         from ..resolve import profiles_for
 
         m = get_model(body.model)
+        _check_plan_options(body, m)
         found = [get_system(n) for n in body.systems]
         for dt in (body.weight_dtype, body.kv_dtype):
             if dt is not None:
@@ -241,12 +261,46 @@ def create_app() -> FastAPI:
                                 speculation=speculation_candidates(m, max_k=body.spec_tokens,
                                                                    acceptance=body.acceptance, draft=body.draft))
         prices = {s.name: body.price_per_chip_hour for s in found} if body.price_per_chip_hour is not None else {}
+        if body.frontier:  # ``plan --frontier``: every system's decode frontier, compared at an interactivity
+            from ..econ.frontier import decode_frontier
+            from ..report.frontier import frontier_dict
+
+            given = body.interactivity is not None
+            f = decode_frontier(m, found, targets=targets, options=options, prices=prices,
+                                interactivity=body.interactivity if given else 1.0 / body.tpot_s)
+            return to_json(frontier_dict(f, interactivity_source="interactivity" if given else "1/tpot_s",
+                                         model_assumptions=m.assumptions))
         r = plan_deployment(m, found, targets=targets, options=options, prices=prices, objective=body.objective)
         from ..econ.workers import plan_workers
 
         out = plan_result_dict(r, hbm_bytes={s.name: s.accelerator.hbm_bytes for s in found},
                                model_assumptions=m.assumptions, workers=plan_workers(r, m, found, options))
+        if body.cache_hit is not None:  # as ``plan --cache-hit --json``
+            from ..econ.cache_hit import plan_cache_hit
+
+            out["cache_hit"] = plan_cache_hit(r, m, found, options, cache_hit_rate=body.cache_hit,
+                                              cached_prefix_tokens=body.cached_prefix)
         return to_json(out)
+
+    @app.post("/api/cost", summary="llmecon cost: $ per million input and output tokens, blended over cache hits")
+    def cost(body: S.CostIn) -> dict:
+        from ..econ.pricing import serving_cost
+        from ..report.context import cost_dict
+
+        dep = _dep(body)
+        hit = None
+        if body.cache_hit is not None or body.cached_prefix is not None:
+            from ..econ.cache_hit import cache_hit_cost, check_cache_hit
+
+            check_cache_hit(cache_hit_rate=body.cache_hit, cached_prefix_tokens=body.cached_prefix,
+                            prompt_tokens=body.context, max_context=dep.model.max_context)
+        c = serving_cost(dep, context=body.context, price_per_chip_hour=body.price_per_chip_hour,
+                         utilization=body.utilization, batch=body.batch)
+        if body.cache_hit is not None:
+            hit = cache_hit_cost(dep, context=body.context, cache_hit_rate=body.cache_hit,
+                                 cached_prefix_tokens=body.cached_prefix, price_per_chip_hour=body.price_per_chip_hour,
+                                 utilization=body.utilization)
+        return to_json(cost_dict(c, dep, None, hit))
 
     @app.post("/api/simulate", summary="llmecon simulate: batched serving under Poisson traffic")
     def simulate(body: S.SimulateIn) -> dict:
@@ -261,7 +315,7 @@ def create_app() -> FastAPI:
         wl = synthetic(rate_per_s=body.rate, prompt=parse_lengths(str(body.prompt_tokens), field="prompt_tokens"),
                        output=parse_lengths(str(body.output_tokens), field="output_tokens"), seed=body.seed,
                        n=body.requests, duration_s=None)
-        dep = _without_speculation(_dep(body), "the serving simulator (/api/simulate)")
+        dep = _dep(body)  # speculative decoding: the simulator's (docs/serving.md); train refuses it by name
         require_memory(simulation_bytes(requests=wl.n, longest_tokens=body.prompt_tokens + body.output_tokens),
                        WEB_SIMULATE_MAX_MEMORY_BYTES, what=f"{wl.n:,} requests of up to "
                        f"{body.prompt_tokens + body.output_tokens:,} tokens", fix="use fewer or shorter requests")

@@ -73,6 +73,25 @@ class AnalyzeIn(DeploymentIn):
     price_per_chip_hour: Optional[float] = Price
 
 
+CacheHit = Field(None, ge=0, le=1, allow_inf_nan=False, description="Prefix-cache hit rate in [0, 1]: blends input "
+                 "$/Mtok over hits (a hit prefills only the uncached tokens).")
+CachedPrefix = Field(None, ge=0, le=1e7, allow_inf_nan=False, description="Prompt tokens cached on a hit (needs "
+                     "cache_hit; default: all but the last).")
+
+
+class CostIn(DeploymentIn):
+    """``llmecon cost``: $ per million input and output tokens, blended over cache hits."""
+
+    price_per_chip_hour: float = Field(..., ge=0, le=1e4, allow_inf_nan=False,
+                                       description="Rent of one accelerator, USD per hour.")
+    context: float = Field(4096, ge=1, le=1e8, allow_inf_nan=False, description="Prompt / KV tokens per sequence.")
+    batch: Optional[float] = Field(None, ge=1, le=1e7, allow_inf_nan=False,
+                                   description="Decode batch (default: the largest that fits).")
+    utilization: float = Field(1.0, gt=0, le=1, allow_inf_nan=False)
+    cache_hit: Optional[float] = CacheHit
+    cached_prefix: Optional[float] = CachedPrefix
+
+
 class StepIn(DeploymentIn):
     """``llmecon step``: one decode or prefill step."""
 
@@ -113,6 +132,14 @@ class PlanIn(_Body):
                                               description="Acceptance per drafted position (one value = every "
                                               "position); default: the model family's published figure.")
     draft: Optional[DraftName] = Field(None, description="'mtp' (default) or a draft model from the catalogue.")
+    cache_hit: Optional[float] = CacheHit
+    cached_prefix: Optional[float] = CachedPrefix
+    frontier: bool = Field(False, description="Compare systems instead (``plan --frontier``): each one's whole decode "
+                                              "frontier at ``context``, no latency target, and its tokens/s per chip "
+                                              "and $/Mtok at ``interactivity``.")
+    interactivity: Optional[float] = Field(None, gt=0, le=1e6, allow_inf_nan=False,
+                                           description="With frontier: tokens/s per user to compare systems at "
+                                                       "(default 1 / tpot_s).")
 
 
 class SimulateIn(DeploymentIn):

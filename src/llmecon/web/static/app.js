@@ -50,19 +50,36 @@ function body(form, names) {
 }
 const DEP = ["model", "system", "tp", "ep", "pp", "weight_dtype", "kv_dtype"];
 const dep = () => body($("deployment"), [...DEP, "mode"]);
+/** Speculative decoding: k, and the acceptance as a list of numbers ("0.9, 0.8"); text that is not
+    one goes as typed, so the server's 422 names the field. /api/context does not model it (not sent). */
+function spec() {
+  const out = body($("deployment"), ["spec_tokens"]);
+  const acc = field($("deployment"), "acceptance");
+  if (acc !== undefined) {
+    const parts = String(acc).split(/[,;\s]+/).filter(Boolean).map(Number);
+    out.acceptance = parts.length && parts.every(Number.isFinite) ? parts : acc;
+  }
+  return out;
+}
+const CACHE = ["cache_hit", "cached_prefix"];
 const bodies = {
-  analyze: () => Object.assign(dep(), body($("deployment"), ["context", "batch", "price_per_chip_hour"])),
+  analyze: () => Object.assign(dep(), spec(), body($("deployment"), ["context", "batch", "price_per_chip_hour"])),
   context: () => Object.assign(dep(), body($("deployment"), ["batch", "price_per_chip_hour"])),
+  cost: () => Object.assign(dep(), spec(), body($("deployment"), ["context", "batch", "price_per_chip_hour", ...CACHE])),
   plan: () => Object.assign(body($("deployment"), ["model", "weight_dtype", "kv_dtype", "mode", "context",
-    "price_per_chip_hour"]), body($("plan-form"), ["systems", "tpot_s", "ttft_s"])),
-  simulate: () => Object.assign(body($("deployment"), [...DEP, "mode", "price_per_chip_hour"]),
+    "price_per_chip_hour", ...CACHE]), spec(), body($("plan-form"), ["systems", "tpot_s", "ttft_s"])),
+  frontier: () => Object.assign(body($("deployment"), ["model", "weight_dtype", "kv_dtype", "mode", "context",
+    "price_per_chip_hour"]), spec(), body($("plan-form"), ["systems", "tpot_s", "ttft_s", "interactivity"]),
+  { frontier: true }),
+  simulate: () => Object.assign(body($("deployment"), [...DEP, "mode", "price_per_chip_hour"]), spec(),
     body($("sim-form"), ["rate", "requests", "prompt_tokens", "output_tokens", "policy"])),
   prices: () => {
     const [provider, model] = ($("sheet").value || "|").split("|");
     return { provider, model };
   },
 };
-const FORMS = { analyze: "deployment", context: "deployment", plan: "plan-form", simulate: "sim-form", prices: "prices-form" };
+const FORMS = { analyze: "deployment", context: "deployment", cost: "deployment", plan: "plan-form",
+  frontier: "plan-form", simulate: "sim-form", prices: "prices-form" };
 
 // ---- errors and loading state ----------------------------------------------------------------
 const problems = {}; // source -> [{field, msg}]
@@ -104,7 +121,7 @@ function setBusy(delta) {
 }
 function setLoading(source, on) {
   document.querySelectorAll(`.card[data-src="${source}"]`).forEach((c) => c.classList.toggle("loading", on));
-  const btn = { plan: "plan-button", simulate: "sim-button", prices: "prices-button" }[source];
+  const btn = { plan: "plan-button", frontier: "frontier-button", simulate: "sim-button", prices: "prices-button" }[source];
   if (btn) $(btn).disabled = on;
 }
 
@@ -247,14 +264,69 @@ function drawPlan(p) {
   });
   $("plan-note").textContent = `${p.model}, ${p.mode}, objective ${p.objective}`;
   const pre = p.best && p.best.prefill;
+  const hit = p.cache_hit;
   $("plan-best").innerHTML = [
     best && `<b>decode</b>: ${esc(best.system)} ${esc(best.plan.label)} at batch ${int(best.batch)} — ` +
       `${sig(best.tokens_per_s_per_chip)} tok/s per chip, ${sig(best.tokens_per_s_per_user)} tok/s per user` +
       (ok(best.usd_per_mtok) ? `, $${sig(best.usd_per_mtok)}/Mtok` : ""),
     pre && `<b>prefill</b>: ${esc(pre.system)} ${esc(pre.plan.label)}, ${sig(pre.tokens_per_s_per_chip)} tok/s per chip`,
     ok(p.usd_per_mtok_blended) && `blended $${sig(p.usd_per_mtok_blended)}/Mtok`,
+    hit && `cache hits: input $${sig(hit.usd_per_mtok_input_blended)}/Mtok at ${sig(hit.cache_hit_rate * 100)} % hits ` +
+      `(miss $${sig(hit.usd_per_mtok_input)}, hit $${sig(hit.usd_per_mtok_input_hit)})`,
+    p.cache_hit === null && "cache hits: give a $ / chip-h (and a prefill plan must meet the TTFT)",
     p.points_meeting_slo && `${int(p.points_meeting_slo.decode)} of ${int(p.points_evaluated.decode)} decode points meet the targets`,
   ].filter(Boolean).join("<br>") || "no plan meets the targets";
+}
+
+function drawFrontier(f) {
+  const at = f.at_interactivity;
+  const traces = f.systems.map((s, i) => {
+    const rows = f.frontier[s].slice().sort((a, b) => a.tokens_per_s_per_user - b.tokens_per_s_per_user);
+    return { x: rows.map((p) => p.tokens_per_s_per_user), y: rows.map((p) => p.tokens_per_s_per_chip), mode: "lines+markers",
+      name: s, line: { color: PALETTE[i % PALETTE.length], shape: "hv" }, marker: { size: 5 },
+      text: rows.map((p) => `${p.plan}, batch ${int(p.batch)}, ${p.bound}-bound` + (p.spec_tokens ? `, k=${p.spec_tokens}` : "") +
+        (ok(p.usd_per_mtok) ? `, $${sig(p.usd_per_mtok)}/Mtok` : "")) };
+  });
+  const shapes = [], annotations = [];
+  if (at) {
+    const u = at.tokens_per_s_per_user;
+    f.systems.forEach((s, i) => {
+      const a = at.systems[s];
+      if (a && ok(a.tokens_per_s_per_chip)) traces.push({ x: [u], y: [a.tokens_per_s_per_chip], mode: "markers",
+        name: `${s} at ${sig(u)} tok/s/user`, showlegend: false, marker: { symbol: "star", size: 13, color: PALETTE[i % PALETTE.length] } });
+    });
+    shapes.push(vline(u, "x", "#c0392b", "dash"));
+    annotations.push(label(u, "x", ` ${sig(u)} tok/s/user`, 0.12));
+  }
+  draw("plot-frontier", traces, { xaxis: logAxis("decode tokens/s per user"), yaxis: logAxis("decode tokens/s per chip", D),
+    shapes, annotations });
+  $("frontier-note").textContent = `${f.model}, ${f.mode}, context ${int(f.workload.context)}` +
+    (f.speculation_searched.length ? `, k = 0..${f.speculation_searched.length} searched` : "");
+  $("frontier-table").innerHTML = !at ? "" : `<caption>at ${sig(at.tokens_per_s_per_user)} tokens/s per user (${esc(at.source)})</caption>` +
+    "<thead><tr><th>system</th><th>tok/s/chip</th><th>$/Mtok</th><th>how</th></tr></thead><tbody>" +
+    f.systems.map((s) => { const a = at.systems[s] || {};
+      return `<tr><td>${esc(s)}</td><td>${sig(a.tokens_per_s_per_chip)}</td><td>${ok(a.usd_per_mtok) ? `$${sig(a.usd_per_mtok)}` : "—"}</td>` +
+        `<td>${esc(a.method || "—")}</td></tr>`; }).join("") + "</tbody>";
+}
+
+function drawCost(c) {
+  const usd = (x) => (ok(x) ? `$${sig(x)} per million tokens` : "—");
+  const sp = c.speculation;
+  $("cost-note").textContent = `${c.model} on ${c.system}, ${c.plan.label}, $${sig(c.price_per_chip_hour)}/chip-h, ${c.mode}`;
+  const rows = [
+    ["decode batch", int(c.batch)],
+    ["TPOT", ms(c.tpot_s) + (sp ? ` (k=${sp.spec_tokens}: ${sig(sp.tokens_per_step)} tokens per verify step)` : "")],
+    ["input (prefill)", usd(c.input_usd_per_mtok)],
+    ["output (decode)", usd(c.output_usd_per_mtok)],
+  ];
+  const h = c.cache_hit;
+  if (h) {
+    rows.push(["input, cache hits", `${usd(h.usd_per_mtok_input_blended)} at ${sig(h.cache_hit_rate * 100)} % hits of a ` +
+      `${int(h.cached_prefix_tokens)}-token prefix`]);
+    rows.push(["input, every prompt a hit", usd(h.usd_per_mtok_input_hit)]);
+    rows.push(["cached token cost", `${sig(h.cached_token_cost_ratio)}x an uncached one`]);
+  }
+  kvTable("cost-table", rows);
 }
 
 function kvTable(id, rows) {
@@ -275,6 +347,8 @@ function drawSim(s) {
     ["completed", `${int(s.completed)} of ${int(s.arrived)} arrived (${sig(s.completed_requests_per_s)} req/s)`],
     ["TTFT p50 / p99", `${ms(s.ttft_p50_s)} / ${ms(s.ttft_p99_s)}`],
     ["TPOT p50 / p99", `${ms(s.tpot_p50_s)} / ${ms(s.tpot_p99_s)}`],
+    ...(s.speculation ? [["speculation", `k=${s.speculation.spec_tokens} (${s.speculation.draft}): ` +
+      `${sig(s.speculation.tokens_per_step)} tokens per verify iteration`]] : []),
     ["utilization", ok(s.utilization) ? `${sig(s.utilization * 100)} %` : "—"],
     ["cost", ok(s.usd_per_mtok) ? `$${sig(s.usd_per_mtok)} per million output tokens` : (s.usd_per_mtok_reason || "—")],
   ]);
@@ -328,10 +402,20 @@ function drawHeadline(a) {
 
 // ---- wiring ----------------------------------------------------------------------------------
 async function refresh() {
-  const [a, c] = await Promise.all([call("analyze", "/api/analyze", bodies.analyze()), call("context", "/api/context", bodies.context())]);
+  const priced = field($("deployment"), "price_per_chip_hour") !== undefined;
+  const [a, c, k] = await Promise.all([call("analyze", "/api/analyze", bodies.analyze()), call("context", "/api/context", bodies.context()),
+    priced ? call("cost", "/api/cost", bodies.cost()) : Promise.resolve(null)]);
   if (a) { drawHeadline(a); drawBatch(a); drawRoofline(a); }
   if (c) drawContext(c);
+  if (k) drawCost(k);
+  if (!priced) {
+    setProblems("cost", []);
+    setStale("cost", false);
+    $("cost-note").textContent = "give a $ / chip-h";
+    kvTable("cost-table", []);
+  }
 }
+async function runFrontier() { const f = await call("frontier", "/api/plan", bodies.frontier()); if (f) drawFrontier(f); }
 async function runPlan() { const p = await call("plan", "/api/plan", bodies.plan()); if (p) drawPlan(p); }
 async function runSim() { const s = await call("simulate", "/api/simulate", bodies.simulate()); if (s) drawSim(s); }
 async function runPrices() { const r = await call("prices", "/api/prices/infer", bodies.prices()); if (r) drawPrices(r); }
@@ -365,10 +449,11 @@ async function start() {
   dform.addEventListener("change", debounced);
   dform.addEventListener("submit", (e) => { e.preventDefault(); clearTimeout(timer); refresh(); });
   $("plan-form").addEventListener("submit", (e) => { e.preventDefault(); runPlan(); });
+  $("frontier-button").addEventListener("click", runFrontier);
   $("sim-form").addEventListener("submit", (e) => { e.preventDefault(); runSim(); });
   $("prices-form").addEventListener("submit", (e) => { e.preventDefault(); runPrices(); });
   $("sheet").addEventListener("change", runPrices);
-  await Promise.all([refresh(), runPrices(), runSim(), runPlan()]);
+  await Promise.all([refresh(), runPrices(), runSim(), runPlan(), runFrontier()]);
 }
 
 document.addEventListener("DOMContentLoaded", start);
