@@ -70,3 +70,74 @@ def profiles_for(mode: str, profile: str | EfficiencyProfile | None, systems) ->
     if given is None and mode == "ideal":
         return {s.name: IDEAL for s in systems}
     return {s.name: resolve_profile("calibrated", given, s.accelerator) for s in systems}
+
+
+# ---- TCO: $/chip-hour from capex, power and hosting (econ.tco) ------------------------------------
+
+
+def tco(system: System | str, *, path: str | None = None, values=None):
+    """The ``econ.tco.TcoRate`` of ``system`` from a TCO file (``path``, ``catalog.tco``) and ``values``
+    ({field: value or None}, a command's flags or the web's ``tco`` object), which override the file.
+    ``watts_per_chip`` defaults to the chip's catalogue power (TDP), ``power_utilization`` to 1.0 (TDP, an
+    upper bound); every other input has no default and a missing one is an error naming it: the field
+    when the inputs can be given one by one (``values`` is not None), else the file."""
+    from .catalog.tco import HOSTING_KEYS, REQUIRED_KEYS, load_tco
+    from .econ.tco import TcoInputs, tco_rate
+    from .errors import LlmeconError, SpecError
+
+    s = get_system(system) if isinstance(system, str) else system
+    from_file = load_tco(path) if path is not None else {}
+    given = {k: v for k, v in (values or {}).items() if v is not None}
+    merged = {**from_file, **given}
+    by_field = values is not None
+    where = f"TCO file {path}" if path is not None else "TCO inputs"
+
+    def missing(key: str, why: str = "no sourced default") -> LlmeconError:
+        if by_field:
+            also = " or the key " + key + (" in the {tco} file" if path is not None else " in a {tco} file")
+            return SpecError(f"missing ({why})", field=key, show_value=False,
+                             fix=f"give {{{key}}}{also} (template: docs/tco.md)")
+        return CatalogError(f"{where}: missing '{key}' ({why})", fix=f"add {key} = <value> (template: docs/tco.md)")
+
+    for key in REQUIRED_KEYS:
+        if key not in merged:
+            raise missing(key)
+    if not any(k in merged for k in HOSTING_KEYS):
+        raise missing("hosting_usd_per_rack_month", "or hosting_usd_per_chip_month; no sourced default")
+    watts, watts_source = merged.get("watts_per_chip"), "given"
+    if watts is None:
+        watts, watts_source = s.accelerator.power_w, f"catalogue TDP of {s.accelerator.name}"
+        if watts is None:
+            raise missing("watts_per_chip", f"the catalogue has no power for {s.accelerator.name}")
+    try:
+        inputs = TcoInputs(chip_capex_usd=merged["chip_capex_usd"], system_capex_usd=merged["system_capex_usd"],
+                           chips_per_system=s.chips, amortisation_years=merged["amortisation_years"],
+                           cost_of_capital=merged["cost_of_capital"], watts_per_chip=watts, pue=merged["pue"],
+                           usd_per_kwh=merged["usd_per_kwh"], power_utilization=merged.get("power_utilization", 1.0),
+                           hosting_usd_per_rack_month=merged.get("hosting_usd_per_rack_month"),
+                           chips_per_rack=merged.get("chips_per_rack"),
+                           hosting_usd_per_chip_month=merged.get("hosting_usd_per_chip_month"),
+                           watts_source=watts_source, source=merged.get("source", ""), as_of=merged.get("as_of", ""))
+    except LlmeconError as exc:
+        if exc.field is not None and (exc.field not in given or not by_field):
+            raise type(exc)(f"{where}: {exc.render()}", fix=None) from None  # the key came from the file
+        raise
+    return tco_rate(inputs)
+
+
+def chip_hour_price(system: System | str, *, price_per_chip_hour: float | None = None, tco_path: str | None = None,
+                    tco_values=None):
+    """(USD per chip-hour or None, the ``TcoRate`` or None) from a rent or TCO inputs, never both: the one
+    place every command and the web turn ``price_per_chip_hour`` / ``tco`` into a price."""
+    from .errors import SpecError, require_number
+
+    has_tco = tco_path is not None or bool(tco_values and any(v is not None for v in tco_values.values()))
+    if price_per_chip_hour is not None and has_tco:
+        raise SpecError("give {price_per_chip_hour} or {tco}, not both", field="tco", show_value=False,
+                        fix="drop one (a TCO rate replaces the rent)")
+    if has_tco:
+        rate = tco(system, path=tco_path, values=tco_values)
+        return rate.usd_per_chip_hour, rate
+    if price_per_chip_hour is not None:
+        require_number("price_per_chip_hour", price_per_chip_hour, minimum=0, hint="dollars per chip-hour")
+    return price_per_chip_hour, None
