@@ -126,18 +126,23 @@ def tco(system: System | str, *, path: str | None = None, values=None):
 
 
 def chip_hour_price(system: System | str, *, price_per_chip_hour: float | None = None, tco_path: str | None = None,
-                    tco_values=None):
+                    tco_values=None, required: bool = False, price_field: str = "price_per_chip_hour"):
     """(USD per chip-hour or None, the ``TcoRate`` or None) from a rent or TCO inputs, never both: the one
-    place every command and the web turn ``price_per_chip_hour`` / ``tco`` into a price."""
+    place every command and the web turn ``price_per_chip_hour`` / ``tco`` into a price. ``required``:
+    neither is an error naming both. ``price_field``: the rent's name in the caller (``train`` says
+    ``price_per_gpu_hour``)."""
     from .errors import SpecError, require_number
 
     has_tco = tco_path is not None or bool(tco_values and any(v is not None for v in tco_values.values()))
     if price_per_chip_hour is not None and has_tco:
-        raise SpecError("give {price_per_chip_hour} or {tco}, not both", field="tco", show_value=False,
+        raise SpecError(f"give {{{price_field}}} or {{tco}}, not both", field="tco", show_value=False,
                         fix="drop one (a TCO rate replaces the rent)")
     if has_tco:
         rate = tco(system, path=tco_path, values=tco_values)
         return rate.usd_per_chip_hour, rate
+    if price_per_chip_hour is None and required:
+        raise SpecError("missing: a price per chip-hour is needed", field=price_field, show_value=False,
+                        fix=f"give {{{price_field}}} (a rent) or {{tco}} (TCO inputs, docs/tco.md)")
     if price_per_chip_hour is not None:
-        require_number("price_per_chip_hour", price_per_chip_hour, minimum=0, hint="dollars per chip-hour")
+        require_number(price_field, price_per_chip_hour, minimum=0, hint="dollars per chip-hour")
     return price_per_chip_hour, None
