@@ -146,3 +146,34 @@ def chip_hour_price(system: System | str, *, price_per_chip_hour: float | None =
     if price_per_chip_hour is not None:
         require_number(price_field, price_per_chip_hour, minimum=0, hint="dollars per chip-hour")
     return price_per_chip_hour, None
+
+
+def chip_hour_prices(systems, *, prices=None, tco_paths=None, tco_values=None):
+    """({system name: USD per chip-hour}, {system name: TcoRate}) for a search over ``systems``: ``prices``
+    (one for all or one per system) or ``tco_paths`` (one TCO file for all or one per system) or the
+    ``tco_values`` inputs for all, through ``chip_hour_price``; nothing given: two empty dicts."""
+    from .errors import SpecError
+
+    systems = [get_system(s) if isinstance(s, str) else s for s in systems]
+    names = ", ".join(s.name for s in systems)
+
+    def spread(values, field: str) -> list:
+        if values is None:
+            return [None] * len(systems)
+        values = list(values)
+        if len(values) == 1:
+            values = values * len(systems)
+        if len(values) != len(systems):
+            raise SpecError(f"{len(values)} values for {len(systems)} systems ({names})", field=field,
+                            show_value=False, fix="give one, or one per system in the systems' order")
+        return values
+
+    rents, paths = spread(prices, "price_per_chip_hour"), spread(tco_paths, "tco")
+    out_prices, out_rates = {}, {}
+    for s, rent, path in zip(systems, rents, paths):
+        price, rate = chip_hour_price(s, price_per_chip_hour=rent, tco_path=path, tco_values=tco_values)
+        if price is not None:
+            out_prices[s.name] = price
+        if rate is not None:
+            out_rates[s.name] = rate
+    return out_prices, out_rates
