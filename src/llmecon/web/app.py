@@ -45,17 +45,38 @@ def _field_of(message: str, fields) -> str | None:
 
 
 def _detail(field: str | None, msg: str, kind: str) -> list[dict]:
-    return [{"loc": ["body"] + ([field] if field else []), "msg": msg, "type": kind}]
+    return [{"loc": ["body"] + (field.split(".") if field else []), "msg": msg, "type": kind}]
 
 
 #: request body of each POST endpoint, to name the field an error is about
 BODIES = {"/api/analyze": S.AnalyzeIn, "/api/step": S.StepIn, "/api/context": S.ContextIn, "/api/plan": S.PlanIn,
-          "/api/simulate": S.SimulateIn, "/api/prices/infer": S.PricesIn}
+          "/api/simulate": S.SimulateIn, "/api/prices/infer": S.PricesIn, "/api/tco": S.TcoRequestIn}
 
 
 def _fields(request: Request) -> tuple[str, ...]:
     body = BODIES.get(request.url.path)
     return tuple(body.model_fields) if body else ()
+
+
+def _tco_error(exc):
+    """An error about one TCO input, located under ``tco`` (``tco.pue``)."""
+    if exc.field is None or exc.field in ("tco", "price_per_chip_hour"):
+        return exc
+    return type(exc)(exc.rule, field=f"tco.{exc.field}", value=exc.value, fix=exc.fix, show_value=exc.show_value)
+
+
+def _priced(body, systems):
+    """({system: USD per chip-hour}, {system: TcoRate}) from the body's price_per_chip_hour or tco object
+    (``resolve.chip_hour_prices``, the CLI's resolver)."""
+    from ..errors import LlmeconError
+    from ..resolve import chip_hour_prices
+
+    tco = None if body.tco is None else body.tco.model_dump()
+    price = None if body.price_per_chip_hour is None else [body.price_per_chip_hour]
+    try:
+        return chip_hour_prices(systems, prices=price, tco_values=tco)
+    except LlmeconError as exc:
+        raise _tco_error(exc) from None
 
 
 def _dep(body: S.DeploymentIn):
@@ -240,10 +261,13 @@ def create_app() -> FastAPI:
                                 profiles=profiles_for(body.mode, None, found),
                                 speculation=speculation_candidates(m, max_k=body.spec_tokens,
                                                                    acceptance=body.acceptance, draft=body.draft))
-        prices = {s.name: body.price_per_chip_hour for s in found} if body.price_per_chip_hour is not None else {}
+        from ..econ.tco import power_basis
+
+        prices, rates = _priced(body, found)
+        powers = {s.name: power_basis(s.accelerator.power_w, rates.get(s.name)) for s in found}
         r = plan_deployment(m, found, targets=targets, options=options, prices=prices, objective=body.objective)
         out = plan_result_dict(r, hbm_bytes={s.name: s.accelerator.hbm_bytes for s in found},
-                               model_assumptions=m.assumptions)
+                               model_assumptions=m.assumptions, powers=powers, rates=rates)
         return to_json(out)
 
     @app.post("/api/simulate", summary="llmecon simulate: batched serving under Poisson traffic")
@@ -255,7 +279,8 @@ def create_app() -> FastAPI:
         from ..serving.workload import parse_lengths, synthetic
 
         pol = policy_from_name(body.policy, batch_cap=body.batch_cap)
-        cfg = SimConfig(policy=pol, price_per_chip_hour=body.price_per_chip_hour, seed=body.seed)
+        prices, rates = _priced(body, [body.system])
+        cfg = SimConfig(policy=pol, price_per_chip_hour=prices.get(body.system), seed=body.seed)
         wl = synthetic(rate_per_s=body.rate, prompt=parse_lengths(str(body.prompt_tokens), field="prompt_tokens"),
                        output=parse_lengths(str(body.output_tokens), field="output_tokens"), seed=body.seed,
                        n=body.requests, duration_s=None)
@@ -263,7 +288,15 @@ def create_app() -> FastAPI:
         require_memory(simulation_bytes(requests=wl.n, longest_tokens=body.prompt_tokens + body.output_tokens),
                        WEB_SIMULATE_MAX_MEMORY_BYTES, what=f"{wl.n:,} requests of up to "
                        f"{body.prompt_tokens + body.output_tokens:,} tokens", fix="use fewer or shorter requests")
-        return to_json(simulation_dict(dep, wl, run(dep, wl, cfg)))
+        return to_json(simulation_dict(dep, wl, run(dep, wl, cfg), rates.get(body.system)))
+
+    @app.post("/api/tco", summary="llmecon tco: $/chip-hour from capex, power and hosting, each part")
+    def tco(body: S.TcoRequestIn) -> dict:
+        from ..report.tco import tco_dict
+        from ..resolve import tco as resolve_tco
+
+        rate = resolve_tco(body.system, values=body.model_dump(exclude={"system"}))
+        return to_json(tco_dict(rate, body.system))
 
     @app.post("/api/prices/infer", summary="llmecon prices infer: a price sheet read backwards")
     def prices_infer(body: S.PricesIn) -> dict:
