@@ -138,3 +138,68 @@ def test_crf_small_rate_tends_to_straight_line(n, r):
     crf = float(capital_recovery_factor(cost_of_capital=r, years=n))
     assert crf == pytest.approx(1.0 / n, rel=1e-5)
     assert crf * n >= 1.0 - 1e-12
+
+
+# ---- the resolver (resolve.tco, resolve.chip_hour_price) -------------------------------------
+
+SITE = {"chip_capex_usd": 30_000.0, "system_capex_usd": 100_000.0, "amortisation_years": 5.0,
+        "cost_of_capital": 0.08, "pue": 1.3, "usd_per_kwh": 0.08, "hosting_usd_per_rack_month": 15_000.0,
+        "chips_per_rack": 32}
+
+
+def test_resolver_fills_tdp_and_names_missing_fields():
+    from llmecon.resolve import tco
+
+    r = tco("hgx-h100", values=SITE)
+    assert r.inputs.watts_per_chip == 700.0 and r.inputs.chips_per_system == 8
+    assert r.usd_per_chip_hour == pytest.approx(tco_rate(_inputs()).usd_per_chip_hour, rel=1e-12)
+    for key in ("chip_capex_usd", "system_capex_usd", "amortisation_years", "cost_of_capital", "pue", "usd_per_kwh"):
+        with pytest.raises(SpecError) as e:
+            tco("hgx-h100", values={k: v for k, v in SITE.items() if k != key})
+        assert e.value.field == key
+    with pytest.raises(SpecError) as e:
+        tco("hgx-h100", values={k: v for k, v in SITE.items() if not k.startswith("hosting")})
+    assert e.value.field == "hosting_usd_per_rack_month"
+
+
+def test_resolver_file_errors_name_the_file(tmp_path):
+    from llmecon.errors import CatalogError, LlmeconError
+    from llmecon.resolve import tco
+
+    p = tmp_path / "site.toml"
+    p.write_text("\n".join(f"{k} = {v}" for k, v in SITE.items() if k != "pue"))
+    with pytest.raises(CatalogError, match="missing 'pue'") as e:
+        tco("hgx-h100", path=str(p))
+    assert str(p) in str(e.value)
+    assert tco("hgx-h100", path=str(p), values={"pue": 1.3}).usd_per_chip_hour == pytest.approx(
+        tco_rate(_inputs()).usd_per_chip_hour, rel=1e-12)
+    p.write_text("\n".join(f"{k} = {v}" for k, v in {**SITE, "pue": 0.5}.items()))
+    with pytest.raises(LlmeconError) as e:
+        tco("hgx-h100", path=str(p))
+    assert e.value.field is None and str(p) in str(e.value) and "pue" in str(e.value)
+
+
+def test_chip_hour_price_one_or_the_other(tmp_path):
+    from llmecon.resolve import chip_hour_price
+
+    assert chip_hour_price("hgx-h100", price_per_chip_hour=2.0) == (2.0, None)
+    assert chip_hour_price("hgx-h100") == (None, None)
+    with pytest.raises(SpecError) as e:
+        chip_hour_price("hgx-h100", price_per_chip_hour=2.0, tco_values=SITE)
+    assert e.value.field == "tco" and "{price_per_chip_hour}" in e.value.rule
+    with pytest.raises(SpecError) as e:
+        chip_hour_price("hgx-h100", required=True)
+    assert e.value.field == "price_per_chip_hour"
+    price, rate = chip_hour_price("hgx-h100", tco_values=SITE)
+    assert price == rate.usd_per_chip_hour
+
+
+@pytest.mark.parametrize("n", [0.5, 1.25, 5.0, 20.0, 100.0])
+@pytest.mark.parametrize("r", [5e-324, 1e-300, 1e-12, 9.99e-8, 1e-7, 1e-6, 1e-3])
+def test_crf_precise_for_tiny_rates(r, n):
+    """Subnormal rates must not lose the CRF (a hypothesis find: r = 5e-324 gave 0.8/n): against mpmath."""
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 60
+    R, N = mpmath.mpf(r), mpmath.mpf(n)
+    exact = float(R / -mpmath.expm1(-N * mpmath.log1p(R)))
+    assert float(capital_recovery_factor(cost_of_capital=r, years=n)) == pytest.approx(exact, rel=1e-13)

@@ -36,6 +36,7 @@ from ..errors import SpecError, require_array, require_number, require_whole
 HOURS_PER_YEAR = 8766.0                 # 365.25 d x 24 h (Julian year)
 HOURS_PER_MONTH = HOURS_PER_YEAR / 12.0  # 730.5 h
 WATTS_PER_MW = 1e6
+_CRF_SERIES_BELOW = 1e-7                 # capital_recovery_factor: Taylor series below this rate
 
 
 # ---------------------------------------------------------------------------------------------
@@ -46,13 +47,16 @@ WATTS_PER_MW = 1e6
 def capital_recovery_factor(*, cost_of_capital, years):
     """CRF(r, n) = r / (1 - (1 + r)^-n) per year, the (A/P, r, n) factor of engineering economics:
     a dollar borrowed at annual rate r is repaid by n level payments of CRF dollars. r = 0 is the
-    limit 1/n (straight-line). Computed as r / -expm1(-n log1p(r)) so small r keeps its precision."""
+    limit 1/n (straight-line). Computed as r / -expm1(-n log1p(r)) so small r keeps its precision; below
+    r = 1e-7 (where subnormal products would lose it) by its Taylor series 1/n + r(n+1)/(2n) +
+    r^2 (n^2-1)/(12n), whose next term is below 1e-18 of the sum for n <= 100."""
     r = require_array("cost_of_capital", cost_of_capital, minimum=0, hint="annual rate, e.g. 0.08 for 8%")
     n = require_array("amortisation_years", years, minimum=0, exclusive=True, hint="years")
     r, n = np.broadcast_arrays(r, n)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        crf = np.where(r > 0, r / -np.expm1(-n * np.log1p(r)), 1.0 / n)
-    return crf
+    series = 1.0 / n + r * (n + 1.0) / (2.0 * n) + r * r * (n * n - 1.0) / (12.0 * n)
+    with np.errstate(divide="ignore", invalid="ignore", under="ignore"):
+        exact = r / -np.expm1(-n * np.log1p(r))
+    return np.where(r >= _CRF_SERIES_BELOW, exact, series)
 
 
 def capital_usd_per_chip_hour(*, chip_capex_usd, system_capex_usd, chips_per_system, amortisation_years,
