@@ -203,3 +203,10 @@ def test_crf_precise_for_tiny_rates(r, n):
     R, N = mpmath.mpf(r), mpmath.mpf(n)
     exact = float(R / -mpmath.expm1(-N * mpmath.log1p(R)))
     assert float(capital_recovery_factor(cost_of_capital=r, years=n)) == pytest.approx(exact, rel=1e-13)
+
+
+def test_overflowing_capital_is_refused():
+    """A near-zero amortisation period overflows the annuity: an error naming it, not inf dollars."""
+    with pytest.raises(SpecError) as e:
+        tco_rate(_inputs(amortisation_years=1e-310, chip_capex_usd=1e9))
+    assert e.value.field == "amortisation_years"

@@ -78,10 +78,11 @@ def sweep_cmd(
 
     check_output(out, field="out", folder=not out.endswith(".parquet"))
     loaded = load_spec(spec)
-    if tco is not None:
-        from ..sweep.spec import with_tco
+    if tco is not None:  # one TCO rate per system (resolve.tco), in place of a prices axis
+        from ..resolve import tco as resolve_tco
+        from ..sweep.spec import tco_systems, with_tco
 
-        loaded = with_tco(loaded, tco)
+        loaded = with_tco(loaded, {name: resolve_tco(name, path=tco) for name in tco_systems(loaded)})
     work = expand(loaded)   # every spec, catalogue and plan check: nothing runs before this
     check_mode(scheduler, workers)
     memory = MEMORY_BYTES_PER_POINT * min(work.points, MEMORY_PLATEAU_POINTS)

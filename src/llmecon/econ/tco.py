@@ -53,8 +53,8 @@ def capital_recovery_factor(*, cost_of_capital, years):
     r = require_array("cost_of_capital", cost_of_capital, minimum=0, hint="annual rate, e.g. 0.08 for 8%")
     n = require_array("amortisation_years", years, minimum=0, exclusive=True, hint="years")
     r, n = np.broadcast_arrays(r, n)
-    series = 1.0 / n + r * (n + 1.0) / (2.0 * n) + r * r * (n * n - 1.0) / (12.0 * n)
-    with np.errstate(divide="ignore", invalid="ignore", under="ignore"):
+    with np.errstate(all="ignore"):  # overflow past float range (a near-zero period) is inf, refused by tco_rate
+        series = 1.0 / n + r * (n + 1.0) / (2.0 * n) + r * r * (n * n - 1.0) / (12.0 * n)
         exact = r / -np.expm1(-n * np.log1p(r))
     return np.where(r >= _CRF_SERIES_BELOW, exact, series)
 
@@ -68,7 +68,8 @@ def capital_usd_per_chip_hour(*, chip_capex_usd, system_capex_usd, chips_per_sys
     system = require_array("system_capex_usd", system_capex_usd, minimum=0, hint="USD per system, chips excluded")
     n_chips = require_array("chips_per_system", chips_per_system, minimum=1)
     crf = capital_recovery_factor(cost_of_capital=cost_of_capital, years=amortisation_years)
-    return (chip + system / n_chips) * crf / HOURS_PER_YEAR
+    with np.errstate(all="ignore"):  # inf past float range, refused by tco_rate
+        return (chip + system / n_chips) * crf / HOURS_PER_YEAR
 
 
 def power_usd_per_chip_hour(*, watts_per_chip, power_utilization, pue, usd_per_kwh):
@@ -205,6 +206,12 @@ def tco_rate(inputs: TcoInputs) -> TcoRate:
     hosting = float(hosting_usd_per_chip_hour(hosting_usd_per_rack_month=i.hosting_usd_per_rack_month,
                                               chips_per_rack=i.chips_per_rack,
                                               hosting_usd_per_chip_month=i.hosting_usd_per_chip_month))
+    for name, value, fields in (("capital", capital, "{amortisation_years}, {cost_of_capital} and the capex"),
+                                ("power", power, "{watts_per_chip} and {usd_per_kwh}"),
+                                ("hosting", hosting, "the hosting price")):
+        if not np.isfinite(value):
+            raise SpecError(f"{name} per chip-hour is not a finite number; check {fields}",
+                            field="amortisation_years" if name == "capital" else None, show_value=False)
     return TcoRate(inputs=i, capital_recovery_factor=crf, capital_usd_per_chip_hour=capital,
                    power_usd_per_chip_hour=power, hosting_usd_per_chip_hour=hosting)
 

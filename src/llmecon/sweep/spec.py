@@ -352,20 +352,22 @@ def _prices(value, where: str) -> tuple[float, ...] | None:
     return _numbers(value, where, minimum=0)
 
 
-def with_tco(spec: SweepSpec, path: str) -> SweepSpec:
-    """``spec`` priced from the TCO file ``path`` (``resolve.tco``, per system: its chips' TDP and count
-    differ) in place of a ``prices`` axis; a spec with ``prices`` and a TCO file is refused, naming both."""
-    from dataclasses import replace
-
-    from ..resolve import tco
-
+def tco_systems(spec: SweepSpec) -> tuple[str, ...]:
+    """The systems ``sweep --tco`` must price (each its own TCO rate: its chips' TDP and count differ); a spec
+    with a ``prices`` axis is refused, naming both."""
     parts = [p for p in (spec.analytic, spec.simulation) if p is not None]
     if any(p.prices is not None for p in parts):
         raise SpecError(f"the spec {spec.source} has a prices axis; give it or {{tco}}, not both", field="tco",
                         show_value=False, fix="drop the prices axis or the TCO file")
-    systems = dict.fromkeys(n for p in parts for n in p.systems)
-    rates = [(name, tco(name, path=path)) for name in systems]
-    return replace(spec, tco=tuple((name, r.usd_per_chip_hour, r.facility_watts_per_chip) for name, r in rates))
+    return tuple(dict.fromkeys(n for p in parts for n in p.systems))
+
+
+def with_tco(spec: SweepSpec, rates) -> SweepSpec:
+    """``spec`` priced per system from ``rates`` ({system: ``econ.tco.TcoRate``} over ``tco_systems``)."""
+    from dataclasses import replace
+
+    return replace(spec, tco=tuple((name, rates[name].usd_per_chip_hour, rates[name].facility_watts_per_chip)
+                                   for name in tco_systems(spec)))
 
 
 def _dtypes(value, where: str) -> tuple[str | None, ...]:
