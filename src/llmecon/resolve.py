@@ -80,7 +80,8 @@ def tco(system: System | str, *, path: str | None = None, values=None):
     ({field: value or None}, a command's flags or the web's ``tco`` object), which override the file.
     ``watts_per_chip`` defaults to the chip's catalogue power (TDP), ``power_utilization`` to 1.0 (TDP, an
     upper bound); every other input has no default and a missing one is an error naming it: the field
-    when the inputs can be given one by one (``values`` is not None), else the file."""
+    when the inputs can be given one by one (``values`` is not None), else the file. A hosting value in
+    ``values`` replaces the file's hosting form (per rack or per chip)."""
     from .catalog.tco import HOSTING_KEYS, REQUIRED_KEYS, load_tco
     from .econ.tco import TcoInputs, tco_rate
     from .errors import LlmeconError, SpecError
@@ -88,6 +89,9 @@ def tco(system: System | str, *, path: str | None = None, values=None):
     s = get_system(system) if isinstance(system, str) else system
     from_file = load_tco(path) if path is not None else {}
     given = {k: v for k, v in (values or {}).items() if v is not None}
+    if any(k in given for k in HOSTING_KEYS):  # a hosting flag replaces the file's hosting form
+        drop = set(HOSTING_KEYS) | ({"chips_per_rack"} if "hosting_usd_per_chip_month" in given else set())
+        from_file = {k: v for k, v in from_file.items() if k not in drop}
     merged = {**from_file, **given}
     by_field = values is not None
     where = f"TCO file {path}" if path is not None else "TCO inputs"
@@ -133,7 +137,7 @@ def chip_hour_price(system: System | str, *, price_per_chip_hour: float | None =
     ``price_per_gpu_hour``)."""
     from .errors import SpecError, require_number
 
-    has_tco = tco_path is not None or bool(tco_values and any(v is not None for v in tco_values.values()))
+    has_tco = tco_path is not None or tco_values is not None
     if price_per_chip_hour is not None and has_tco:
         raise SpecError(f"give {{{price_field}}} or {{tco}}, not both", field="tco", show_value=False,
                         fix="drop one (a TCO rate replaces the rent)")

@@ -210,3 +210,20 @@ def test_overflowing_capital_is_refused():
     with pytest.raises(SpecError) as e:
         tco_rate(_inputs(amortisation_years=1e-310, chip_capex_usd=1e9))
     assert e.value.field == "amortisation_years"
+
+
+def test_a_hosting_flag_replaces_the_files_form(tmp_path):
+    from llmecon.resolve import tco
+
+    p = tmp_path / "site.toml"
+    p.write_text("\n".join(f"{k} = {v}" for k, v in SITE.items()))
+    r = tco("hgx-h100", path=str(p), values={"hosting_usd_per_chip_month": 730.5})
+    assert r.hosting_usd_per_chip_hour == pytest.approx(1.0, rel=1e-12) and r.inputs.chips_per_rack is None
+
+
+def test_an_empty_tco_object_is_not_unpriced():
+    from llmecon.resolve import chip_hour_price
+
+    with pytest.raises(SpecError) as e:
+        chip_hour_price("hgx-h100", tco_values={})
+    assert e.value.field == "chip_capex_usd"
