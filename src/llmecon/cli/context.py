@@ -77,8 +77,8 @@ def context_cmd(
     batch: Annotated[Optional[float], typer.Option("--batch", "-b", help="Fixed decode batch (default: the "
                                                                          "largest that fits at each context).")] = None,
     max_batch: Annotated[Optional[float], typer.Option("--max-batch", help="Cap on the memory-limited batch.")] = None,
-    price_per_chip_hour: OptPriceOpt = None, utilization: UtilOpt = 1.0, kv_share: KvShareOpt = 1,
-    plot: Annotated[Optional[str], typer.Option("--plot", help="Write cost-vs-context figure (PNG/SVG/PDF).")] = None,
+    price_per_chip_hour: OptPriceOpt = None, tco: TcoOpt = None, utilization: UtilOpt = 1.0,
+    kv_share: KvShareOpt = 1, plot: Annotated[Optional[str], typer.Option("--plot", help="Write cost-vs-context figure (PNG/SVG/PDF).")] = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
     pp: PpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
 ) -> None:
@@ -91,6 +91,7 @@ def context_cmd(
     if plot:
         _check_plot_path(plot)
     dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, kv_share, profile=profile)
+    price_per_chip_hour, _ = _chip_hour_price(dep.system, price_per_chip_hour, tco)
     usd_per_mtok(0.0, price_per_chip_hour=price_per_chip_hour or 0.0, utilization=utilization)  # validate early
     e = context_economics(dep, batch=batch, batch_cap=max_batch)
     d = context_dict(e, dep, price_per_chip_hour=price_per_chip_hour, utilization=utilization)

@@ -234,6 +234,7 @@ def _frontier(m, found, *, targets, options, prices, plot, console, interactivit
     the figure (``econ.frontier``, ``report.frontier``)."""
     from ..econ.frontier import decode_frontier
     from ..report.frontier import at_line, frontier_dict, plot_frontiers, system_rows
+    from ..report.tco import mw_text
 
     names = [s.name for s in found]
     if console is not None and console.is_terminal:
@@ -269,7 +270,9 @@ def _frontier(m, found, *, targets, options, prices, plot, console, interactivit
     how = "--interactivity" if source == "--interactivity" else "1 / --tpot; --interactivity sets it"
     console.print(f"[bold cyan]at {interactivity:,.4g} tokens/s per user[/bold cyan] ({how})")
     for name in names:
-        console.print("  " + at_line(f.at[name]), soft_wrap=True, markup=False, highlight=False)
+        per_chip, power = f.at[name].tokens_per_s_per_chip, powers[name]
+        mw = "" if per_chip is None else f"; {mw_text(power.tokens_per_s_per_mw(per_chip), power)}"
+        console.print("  " + at_line(f.at[name]) + mw, soft_wrap=True, markup=False, highlight=False)
     if not priced:
         console.print("[dim]give --price-per-chip-hour or --tco for $/Mtok[/dim]")
     if plot:
