@@ -119,7 +119,7 @@ class SweepSpec:
     tco: tuple[tuple[str, float, float], ...] = ()  # (system, $/chip-hour, facility W per chip) from ``with_tco``
 
     def tco_of(self, system: str) -> tuple[float, float] | None:
-        """(USD per chip-hour, facility watts per chip) of ``system`` from ``sweep --tco``, else None."""
+        """(USD per chip-hour, facility watts per chip) of ``system`` from the sweep's TCO inputs, else None."""
         return next(((usd, w) for name, usd, w in self.tco if name == system), None)
 
     @property
@@ -353,8 +353,8 @@ def _prices(value, where: str) -> tuple[float, ...] | None:
 
 
 def tco_systems(spec: SweepSpec) -> tuple[str, ...]:
-    """The systems ``sweep --tco`` must price (each its own TCO rate: its chips' TDP and count differ); a spec
-    with a ``prices`` axis is refused, naming both."""
+    """The systems a sweep priced by TCO inputs must price (each its own TCO rate: its chips' TDP and count
+    differ); a spec with a ``prices`` axis is refused, naming both."""
     parts = [p for p in (spec.analytic, spec.simulation) if p is not None]
     if any(p.prices is not None for p in parts):
         raise SpecError(f"the spec {spec.source} has a prices axis; give it or {{tco}}, not both", field="tco",
