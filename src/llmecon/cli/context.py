@@ -78,7 +78,8 @@ def context_cmd(
                                                                          "largest that fits at each context).")] = None,
     max_batch: Annotated[Optional[float], typer.Option("--max-batch", help="Cap on the memory-limited batch.")] = None,
     price_per_chip_hour: OptPriceOpt = None, tco: TcoOpt = None, utilization: UtilOpt = 1.0,
-    kv_share: KvShareOpt = 1, plot: Annotated[Optional[str], typer.Option("--plot", help="Write cost-vs-context figure (PNG/SVG/PDF).")] = None,
+    kv_share: KvShareOpt = 1,
+    plot: Annotated[Optional[str], typer.Option("--plot", help="Write cost-vs-context figure (PNG/SVG/PDF).")] = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
     pp: PpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
 ) -> None:
