@@ -70,6 +70,9 @@ _EXPORTS = {
     "plan_deployment": "econ.planner", "power_fit_from_point": "econ.routed_scaling",
     # the frontier users compare (plan --frontier)
     "Frontier": "econ.frontier", "decode_frontier": "econ.frontier",
+    # total cost of ownership (llmecon tco)
+    "TcoInputs": "econ.tco", "TcoRate": "econ.tco", "capital_recovery_factor": "econ.tco", "tco_rate": "econ.tco",
+    "tokens_per_s_per_mw": "econ.tco",
     # collectives on network tiers
     "all_gather_s": "step.collectives", "all_reduce_s": "step.collectives", "all_to_all_s": "step.collectives",
     "check_catalogue": "fidelity.collective_fit", "fit_groups": "fidelity.collective_fit",

@@ -70,3 +70,114 @@ def profiles_for(mode: str, profile: str | EfficiencyProfile | None, systems) ->
     if given is None and mode == "ideal":
         return {s.name: IDEAL for s in systems}
     return {s.name: resolve_profile("calibrated", given, s.accelerator) for s in systems}
+
+
+# ---- TCO: $/chip-hour from capex, power and hosting (econ.tco) ------------------------------------
+
+
+def tco(system: System | str, *, path: str | None = None, values=None):
+    """The ``econ.tco.TcoRate`` of ``system`` from a TCO file (``path``, ``catalog.tco``) and ``values``
+    ({field: value or None}, a command's flags or the web's ``tco`` object), which override the file.
+    ``watts_per_chip`` defaults to the chip's catalogue power (TDP), ``power_utilization`` to 1.0 (TDP, an
+    upper bound); every other input has no default and a missing one is an error naming it: the field
+    when the inputs can be given one by one (``values`` is not None), else the file. A hosting value in
+    ``values`` replaces the file's hosting form (per rack or per chip)."""
+    from .catalog.tco import HOSTING_KEYS, REQUIRED_KEYS, load_tco
+    from .econ.tco import TcoInputs, tco_rate
+    from .errors import LlmeconError, SpecError
+
+    s = get_system(system) if isinstance(system, str) else system
+    from_file = load_tco(path) if path is not None else {}
+    given = {k: v for k, v in (values or {}).items() if v is not None}
+    if any(k in given for k in HOSTING_KEYS):  # a hosting flag replaces the file's hosting form
+        drop = set(HOSTING_KEYS) | ({"chips_per_rack"} if "hosting_usd_per_chip_month" in given else set())
+        from_file = {k: v for k, v in from_file.items() if k not in drop}
+    merged = {**from_file, **given}
+    by_field = values is not None
+    where = f"TCO file {path}" if path is not None else "TCO inputs"
+
+    def missing(key: str, why: str = "no sourced default") -> LlmeconError:
+        if by_field:
+            also = " or the key " + key + (" in the {tco} file" if path is not None else " in a {tco} file")
+            return SpecError(f"missing ({why})", field=key, show_value=False,
+                             fix=f"give {{{key}}}{also} (template: docs/tco.md)")
+        return CatalogError(f"{where}: missing '{key}' ({why})", fix=f"add {key} = <value> (template: docs/tco.md)")
+
+    for key in REQUIRED_KEYS:
+        if key not in merged:
+            raise missing(key)
+    if not any(k in merged for k in HOSTING_KEYS):
+        raise missing("hosting_usd_per_rack_month", "or hosting_usd_per_chip_month; no sourced default")
+    watts, watts_source = merged.get("watts_per_chip"), "given"
+    if watts is None:
+        watts, watts_source = s.accelerator.power_w, f"catalogue TDP of {s.accelerator.name}"
+        if watts is None:
+            raise missing("watts_per_chip", f"the catalogue has no power for {s.accelerator.name}")
+    try:
+        inputs = TcoInputs(chip_capex_usd=merged["chip_capex_usd"], system_capex_usd=merged["system_capex_usd"],
+                           chips_per_system=s.chips, amortisation_years=merged["amortisation_years"],
+                           cost_of_capital=merged["cost_of_capital"], watts_per_chip=watts, pue=merged["pue"],
+                           usd_per_kwh=merged["usd_per_kwh"], power_utilization=merged.get("power_utilization", 1.0),
+                           hosting_usd_per_rack_month=merged.get("hosting_usd_per_rack_month"),
+                           chips_per_rack=merged.get("chips_per_rack"),
+                           hosting_usd_per_chip_month=merged.get("hosting_usd_per_chip_month"),
+                           watts_source=watts_source, source=merged.get("source", ""), as_of=merged.get("as_of", ""))
+    except LlmeconError as exc:
+        if exc.field is not None and (exc.field not in given or not by_field):
+            raise type(exc)(f"{where}: {exc.render()}", fix=None) from None  # the key came from the file
+        raise
+    return tco_rate(inputs)
+
+
+def chip_hour_price(system: System | str, *, price_per_chip_hour: float | None = None, tco_path: str | None = None,
+                    tco_values=None, required: bool = False, price_field: str = "price_per_chip_hour"):
+    """(USD per chip-hour or None, the ``TcoRate`` or None) from a rent or TCO inputs, never both: the one
+    place every command and the web turn ``price_per_chip_hour`` / ``tco`` into a price. ``required``:
+    neither is an error naming both. ``price_field``: the rent's name in the caller (``train`` says
+    ``price_per_gpu_hour``)."""
+    from .errors import SpecError, require_number
+
+    has_tco = tco_path is not None or tco_values is not None
+    if price_per_chip_hour is not None and has_tco:
+        raise SpecError(f"give {{{price_field}}} or {{tco}}, not both", field="tco", show_value=False,
+                        fix="drop one (a TCO rate replaces the rent)")
+    if has_tco:
+        rate = tco(system, path=tco_path, values=tco_values)
+        return rate.usd_per_chip_hour, rate
+    if price_per_chip_hour is None and required:
+        raise SpecError("missing: a price per chip-hour is needed", field=price_field, show_value=False,
+                        fix=f"give {{{price_field}}} (a rent) or {{tco}} (TCO inputs, docs/tco.md)")
+    if price_per_chip_hour is not None:
+        require_number(price_field, price_per_chip_hour, minimum=0, hint="dollars per chip-hour")
+    return price_per_chip_hour, None
+
+
+def chip_hour_prices(systems, *, prices=None, tco_paths=None, tco_values=None):
+    """({system name: USD per chip-hour}, {system name: TcoRate}) for a search over ``systems``: ``prices``
+    (one for all or one per system) or ``tco_paths`` (one TCO file for all or one per system) or the
+    ``tco_values`` inputs for all, through ``chip_hour_price``; nothing given: two empty dicts."""
+    from .errors import SpecError
+
+    systems = [get_system(s) if isinstance(s, str) else s for s in systems]
+    names = ", ".join(s.name for s in systems)
+
+    def spread(values, field: str) -> list:
+        if values is None:
+            return [None] * len(systems)
+        values = list(values)
+        if len(values) == 1:
+            values = values * len(systems)
+        if len(values) != len(systems):
+            raise SpecError(f"{len(values)} values for {len(systems)} systems ({names})", field=field,
+                            show_value=False, fix="give one, or one per system in the systems' order")
+        return values
+
+    rents, paths = spread(prices, "price_per_chip_hour"), spread(tco_paths, "tco")
+    out_prices, out_rates = {}, {}
+    for s, rent, path in zip(systems, rents, paths):
+        price, rate = chip_hour_price(s, price_per_chip_hour=rent, tco_path=path, tco_values=tco_values)
+        if price is not None:
+            out_prices[s.name] = price
+        if rate is not None:
+            out_rates[s.name] = rate
+    return out_prices, out_rates

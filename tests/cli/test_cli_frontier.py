@@ -8,7 +8,7 @@ import pytest
 from cli_run import run, run_json
 
 POINT = {"plan", "chips", "batch", "step_s", "tokens_per_s_per_chip", "tokens_per_s_per_user", "usd_per_mtok",
-         "bound", "spec_tokens"}
+         "bound", "spec_tokens", "tokens_per_s_per_mw"}
 
 
 @pytest.fixture(scope="module")

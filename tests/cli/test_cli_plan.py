@@ -12,7 +12,8 @@ from cli_run import run, run_json
 
 POINT_KEYS = {"system", "plan", "batch", "step_s", "latency_s", "tokens_per_s_per_chip", "tokens_per_s_per_user",
               "usd_per_mtok",
-              "memory_per_chip_bytes", "compute_s", "memory_s", "comm_s", "bound", "spec_tokens", "tokens_per_step"}
+              "memory_per_chip_bytes", "compute_s", "memory_s", "comm_s", "bound", "spec_tokens", "tokens_per_step",
+              "tokens_per_s_per_mw"}
 
 
 def _strict(text: str) -> dict:

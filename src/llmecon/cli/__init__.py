@@ -8,7 +8,7 @@ from __future__ import annotations
 
 
 COMMAND_MODULES = ("analyze", "context", "serving", "training", "moe", "plan", "measure", "sweep", "fidelity", "web",
-                   "lecture")
+                   "lecture", "tco")
 
 
 def flag(field: str) -> str:
@@ -24,7 +24,7 @@ COMMANDS = {"analyze": ("analyze",), "step": ("analyze",), "batch": ("analyze",)
             "prices": ("context",), "simulate": ("serving",), "train": ("training",), "overtrain": ("training",),
             "moe": ("moe",), "plan": ("plan",), "measure": ("measure",), "sweep": ("sweep",),
             "predict": ("fidelity",), "calibrate": ("fidelity",), "validate": ("fidelity",), "web": ("web",),
-            "lecture": ("lecture",)}
+            "lecture": ("lecture",), "tco": ("tco",)}
 
 
 def _invoked(argv) -> str | None:

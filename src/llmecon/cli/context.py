@@ -9,8 +9,8 @@ from typing import Annotated, Optional
 import typer
 
 from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, AcceptanceOpt, DraftOpt, EpOpt, JsonOpt, KvDtypeOpt, Mode,
-    ModelOpt, ModeOpt, PpOpt, ProfileOpt, SpecTokensOpt, SystemOpt, TpOpt, WeightDtypeOpt, _check_plot_path, _console,
-    _deployment, _emit_json, _fail, _kv_table, app, catalog_app)
+    ModelOpt, ModeOpt, PpOpt, ProfileOpt, SpecTokensOpt, SystemOpt, TcoOpt, TpOpt, WeightDtypeOpt, _check_plot_path,
+    _chip_hour_price, _console, _deployment, _emit_json, _fail, _kv_table, app, catalog_app)
 
 prices_app = typer.Typer(add_completion=False, no_args_is_help=True,
                          help="API price sheets: list them, read them backwards, design context tiers.")
@@ -77,7 +77,8 @@ def context_cmd(
     batch: Annotated[Optional[float], typer.Option("--batch", "-b", help="Fixed decode batch (default: the "
                                                                          "largest that fits at each context).")] = None,
     max_batch: Annotated[Optional[float], typer.Option("--max-batch", help="Cap on the memory-limited batch.")] = None,
-    price_per_chip_hour: OptPriceOpt = None, utilization: UtilOpt = 1.0, kv_share: KvShareOpt = 1,
+    price_per_chip_hour: OptPriceOpt = None, tco: TcoOpt = None, utilization: UtilOpt = 1.0,
+    kv_share: KvShareOpt = 1,
     plot: Annotated[Optional[str], typer.Option("--plot", help="Write cost-vs-context figure (PNG/SVG/PDF).")] = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
     pp: PpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
@@ -91,6 +92,7 @@ def context_cmd(
     if plot:
         _check_plot_path(plot)
     dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, kv_share, profile=profile)
+    price_per_chip_hour, _ = _chip_hour_price(dep.system, price_per_chip_hour, tco)
     usd_per_mtok(0.0, price_per_chip_hour=price_per_chip_hour or 0.0, utilization=utilization)  # validate early
     e = context_economics(dep, batch=batch, batch_cap=max_batch)
     d = context_dict(e, dep, price_per_chip_hour=price_per_chip_hour, utilization=utilization)
@@ -140,7 +142,7 @@ def context_cmd(
 
 @app.command("cost")
 def cost_cmd(
-    price_per_chip_hour: PriceOpt,
+    price_per_chip_hour: OptPriceOpt = None, tco: TcoOpt = None,
     model: ModelOpt = DEFAULT_MODEL, system: SystemOpt = DEFAULT_SYSTEM,
     context: Annotated[float, typer.Option("--context", "-L", help="Prompt / KV tokens per sequence.")] = 4096,
     batch: Annotated[Optional[float], typer.Option("--batch", "-b", help="Decode batch (default: the largest "
@@ -160,6 +162,7 @@ def cost_cmd(
 
     dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, profile=profile, spec_tokens=spec_tokens,
                acceptance=acceptance, draft=draft)
+    price_per_chip_hour, rate = _chip_hour_price(dep.system, price_per_chip_hour, tco, required=True)
     sheet = _sheet(provider, price_model)
     if cache_hit is not None or cached_prefix is not None:
         from ..econ.cache_hit import check_cache_hit
@@ -174,18 +177,24 @@ def cost_cmd(
 
         hit = cache_hit_cost(dep, context=context, cache_hit_rate=cache_hit, cached_prefix_tokens=cached_prefix,
                              price_per_chip_hour=price_per_chip_hour, utilization=utilization)
-    d = cost_dict(c, dep, sheet, hit)
+    d = cost_dict(c, dep, sheet, hit, rate)
     if as_json:
         _emit_json(d)
         return
+    from ..econ.tco import power_basis
+    from ..report.tco import mw_text, tco_line
+
     rows = [("deployment", f"{dep.model.name} on {dep.system.name}, {dep.plan.label()} ({c.chips} chips), {dep.mode}"),
-            ("assumptions", f"${price_per_chip_hour:g}/chip-hour, {utilization:.0%} utilised, context "
+            *((("TCO", tco_line(rate)),) if rate is not None else ()),
+            ("assumptions", f"${price_per_chip_hour:.4g}/chip-hour, {utilization:.0%} utilised, context "
                             f"{_tokens(context)}, decode batch {c.batch:,.0f}, prefills batched to the balance batch"),
             ("decode step", fmt_seconds(c.step_s) + ("" if dep.speculation is None else
                             f" (verify + draft of k={dep.speculation.k}: {c.tokens_per_step:.3g} tokens per step, "
                             f"TPOT {fmt_seconds(c.tpot_s)})")),
             ("input (prefill)", f"{_money(c.input_usd_per_mtok)} per million tokens"),
-            ("output (decode)", f"{_money(c.output_usd_per_mtok)} per million tokens")]
+            ("output (decode)", f"{_money(c.output_usd_per_mtok)} per million tokens"),
+            ("output tokens/s per MW", mw_text(d["tokens_per_s_per_mw"], power_basis(dep.system.accelerator.power_w,
+                                                                                   rate)))]
     if hit is not None:
         ch = d["cache_hit"]
         prefix = _tokens(ch["cached_prefix_tokens"])

@@ -154,3 +154,23 @@ def _check_plot_path(path: str, field: str = "plot") -> None:
     from ..files import check_output
 
     check_output(path, field=field, suffixes=(".png", ".svg", ".pdf"))
+TcoOpt = Annotated[Optional[str], typer.Option("--tco", help="TCO inputs, a TOML file (template: docs/tco.md): "
+                                                              "$/chip-hour from capex, power and hosting, in place "
+                                                              "of --price-per-chip-hour.")]
+
+
+def _chip_hour_price(system, price_per_chip_hour=None, tco=None, *, required: bool = False,
+                     price_field: str = "price_per_chip_hour"):
+    """(USD per chip-hour or None, TcoRate or None) from --price-per-chip-hour or --tco
+    (``resolve.chip_hour_price``, shared with the web API); ``required``: one of them must be given."""
+    from ..resolve import chip_hour_price
+
+    return chip_hour_price(system, price_per_chip_hour=price_per_chip_hour, tco_path=tco, required=required,
+                           price_field=price_field)
+
+
+def _power_basis(system, rate=None):
+    """The watts per chip tokens/s per MW divide by (``econ.tco.power_basis``)."""
+    from ..econ.tco import power_basis
+
+    return power_basis(system.accelerator.power_w, rate)

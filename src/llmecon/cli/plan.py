@@ -40,23 +40,21 @@ def _names(text: str, flag: str) -> list[str]:
     return names
 
 
-def _prices(text: str | None, systems: list[str]) -> dict:
-    """One price for every system, or one per system in --systems order."""
+def _prices(text: str | None, tco: str | None, systems) -> tuple[dict, dict]:
+    """(prices, TCO rates) per system from --price-per-chip-hour or --tco: one for every system, or one per
+    system in --systems order (``resolve.chip_hour_prices``)."""
     from ..errors import SpecError
+    from ..resolve import chip_hour_prices
 
-    if text is None:
-        return {}
-    try:
-        values = [float(v) for v in text.split(",")]
-    except ValueError:
-        raise SpecError(f"--price-per-chip-hour {text!r}: give dollars per chip-hour as a number or a comma list, "
-                        "e.g. 2.5 or 3.9,2.2") from None
-    if len(values) == 1:
-        values = values * len(systems)
-    if len(values) != len(systems):
-        raise SpecError(f"--price-per-chip-hour: {len(values)} prices for {len(systems)} systems "
-                        f"({', '.join(systems)}); give one price, or one per system in --systems order")
-    return dict(zip(systems, values))
+    values = None
+    if text is not None:
+        try:
+            values = [float(v) for v in text.split(",")]
+        except ValueError:
+            raise SpecError(f"--price-per-chip-hour {text!r}: give dollars per chip-hour as a number or a comma "
+                            "list, e.g. 2.5 or 3.9,2.2") from None
+    paths = None if tco is None else [p.strip() for p in tco.split(",")]
+    return chip_hour_prices(systems, prices=values, tco_paths=paths)
 
 
 @app.command("plan")
@@ -71,6 +69,9 @@ def plan_cmd(
     price_per_chip_hour: Annotated[Optional[str], typer.Option(
         "--price-per-chip-hour", help="USD per chip-hour: one number for all systems or a comma list in "
                                       "--systems order. Without it $ figures are absent.")] = None,
+    tco: Annotated[Optional[str], typer.Option(
+        "--tco", help="TCO inputs instead of --price-per-chip-hour: a TOML file (docs/tco.md) for all systems, or "
+                      "a comma list of files in --systems order.")] = None,
     context: Annotated[float, typer.Option("--context", "-L", help="Mean KV tokens per sequence during "
                                                                    "decode.")] = 4096,
     prompt_tokens: Annotated[float, typer.Option("--prompt-tokens", help="Tokens prefilled per request.")] = 4096,
@@ -138,12 +139,15 @@ def plan_cmd(
         check_cache_hit(cache_hit_rate=cache_hit, cached_prefix_tokens=cached_prefix, prompt_tokens=prompt_tokens,
                         max_context=m.max_context)
     names = _names(systems, "--systems")
-    prices = _prices(price_per_chip_hour, names)
     targets = PlanTargets(tpot_s=_duration(tpot, "--tpot"), ttft_s=_duration(ttft, "--ttft"), context=context,
                       prompt_tokens=prompt_tokens, output_tokens=output_tokens)
     from ..resolve import profiles_for
 
     found = [get_system(n) for n in names]
+    prices, rates = _prices(price_per_chip_hour, tco, found)
+    from ..econ.tco import power_basis
+
+    powers = {sy.name: power_basis(sy.accelerator.power_w, rates.get(sy.name)) for sy in found}
     from ..spec.speculation import speculation_candidates
 
     options = SearchOptions(max_chips=max_chips, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
@@ -159,7 +163,7 @@ def plan_cmd(
         console.width = max(console.width, PIPE_WIDTH)  # a pipe or file does not wrap: keep table rows whole
     if frontier:
         source = "--interactivity" if interactivity is not None else "1/tpot"
-        _frontier(m, found, targets=targets, options=options, prices=prices, plot=plot, console=console,
+        _frontier(m, found, targets=targets, options=options, prices=prices, plot=plot, console=console, powers=powers,
                   interactivity=interactivity if interactivity is not None else 1.0 / targets.tpot_s, source=source)
         return
     kw = dict(targets=targets, options=options, prices=prices, objective=objective.value if objective else None)
@@ -180,7 +184,8 @@ def plan_cmd(
 
         hit = plan_cache_hit(r, m, found, options, cache_hit_rate=cache_hit, cached_prefix_tokens=cached_prefix)
     if as_json:
-        out = plan_result_dict(r, hbm_bytes=hbm, model_assumptions=m.assumptions, workers=workers)
+        out = plan_result_dict(r, hbm_bytes=hbm, model_assumptions=m.assumptions, workers=workers, powers=powers,
+                               rates=rates)
         if cache_hit is not None:
             out["cache_hit"] = hit
         _emit_json(out)
@@ -193,7 +198,8 @@ def plan_cmd(
         console.print()
         console.print(_kv_table(f"{search.phase}: best plan", best_rows(
             search, hbm_bytes=hbm[search.best.system], target_s=target,
-            spec=bool(r.speculation) and search.phase == "decode")))
+            spec=bool(r.speculation) and search.phase == "decode", power=powers[search.best.system],
+            rate=rates.get(search.best.system))))
         priced = any(v is not None for v in r.prices.values())
         spec = bool(r.speculation) and search.phase == "decode"
         rows = frontier_rows(search, top, priced=priced, spec=spec)
@@ -217,10 +223,10 @@ def plan_cmd(
                       f"({targets.prompt_tokens:,.0f} in + {targets.output_tokens:,.0f} out, prefill and decode "
                       "units together)")
     else:
-        console.print("[bold cyan]blended[/bold cyan]  - (give --price-per-chip-hour for $ per M tokens)")
+        console.print("[bold cyan]blended[/bold cyan]  - (give --price-per-chip-hour or --tco for $ per M tokens)")
     if cache_hit is not None and hit is None:
-        console.print("[bold cyan]cache hits[/bold cyan]  - (needs --price-per-chip-hour and a prefill plan meeting "
-                      "--ttft)")
+        console.print("[bold cyan]cache hits[/bold cyan]  - (needs --price-per-chip-hour or --tco and a prefill plan "
+                      "meeting --ttft)")
     if hit is not None:
         console.print(f"[bold cyan]cache hits[/bold cyan]  input ${hit['usd_per_mtok_input_blended']:.3g} per M "
                       f"tokens at {cache_hit:.0%} hits of a {hit['cached_prefix_tokens']:,.0f}-token prefix (miss "
@@ -234,11 +240,12 @@ def plan_cmd(
         console.print(f"figure written to {plot}", soft_wrap=True, markup=False, highlight=False)
 
 
-def _frontier(m, found, *, targets, options, prices, plot, console, interactivity, source) -> None:
+def _frontier(m, found, *, targets, options, prices, plot, console, interactivity, source, powers) -> None:
     """``plan --frontier``: every system's decode frontier as a table, its figures at the interactivity,
     the figure (``econ.frontier``, ``report.frontier``)."""
     from ..econ.frontier import decode_frontier
     from ..report.frontier import at_line, frontier_dict, plot_frontiers, system_rows
+    from ..report.tco import mw_text
 
     names = [s.name for s in found]
     if console is not None and console.is_terminal:
@@ -249,7 +256,7 @@ def _frontier(m, found, *, targets, options, prices, plot, console, interactivit
     if plot:
         plot_frontiers(f, plot)
     if console is None:
-        _emit_json(frontier_dict(f, interactivity_source=source, model_assumptions=m.assumptions))
+        _emit_json(frontier_dict(f, interactivity_source=source, model_assumptions=m.assumptions, powers=powers))
         return
     from rich import box
     from rich.table import Table
@@ -274,8 +281,10 @@ def _frontier(m, found, *, targets, options, prices, plot, console, interactivit
     how = "--interactivity" if source == "--interactivity" else "1 / --tpot; --interactivity sets it"
     console.print(f"[bold cyan]at {interactivity:,.4g} tokens/s per user[/bold cyan] ({how})")
     for name in names:
-        console.print("  " + at_line(f.at[name]), soft_wrap=True, markup=False, highlight=False)
+        per_chip, power = f.at[name].tokens_per_s_per_chip, powers[name]
+        mw = "" if per_chip is None else f"; {mw_text(power.tokens_per_s_per_mw(per_chip), power)}"
+        console.print("  " + at_line(f.at[name]) + mw, soft_wrap=True, markup=False, highlight=False)
     if not priced:
-        console.print("[dim]give --price-per-chip-hour for $/Mtok[/dim]")
+        console.print("[dim]give --price-per-chip-hour or --tco for $/Mtok[/dim]")
     if plot:
         console.print(f"figure written to {plot}", soft_wrap=True, markup=False, highlight=False)

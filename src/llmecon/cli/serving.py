@@ -8,8 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, AcceptanceOpt, DraftOpt, EpOpt, JsonOpt, KvDtypeOpt, Mode,
-    ModelOpt, ModeOpt, PpOpt, ProfileOpt, SpecTokensOpt, SystemOpt, TpOpt, WeightDtypeOpt, _check_plot_path, _console,
-    _deployment, _emit_json, _kv_table, app)
+    ModelOpt, ModeOpt, PpOpt, ProfileOpt, SpecTokensOpt, SystemOpt, TcoOpt, TpOpt, WeightDtypeOpt, _check_plot_path,
+    _chip_hour_price, _console, _deployment, _emit_json, _kv_table, _power_basis, app)
 
 PROGRESS_MIN_REQUESTS = 50_000
 # show a progress bar (stderr TTY only) for runs at least this large
@@ -115,6 +115,7 @@ def simulate_cmd(
     slo_tpot: Annotated[Optional[float], _opt("Goodput SLO on time per output token, seconds.", "--slo-tpot")] = None,
     price_per_chip_hour: Annotated[Optional[float], _opt("Rent of one accelerator, USD per hour (for $/Mtok).",
                                                          "--price-per-chip-hour")] = None,
+    tco: TcoOpt = None,
     hbm_fraction: Annotated[float, _opt("Share of each chip's HBM for weights + KV.", "--hbm-fraction")] = 1.0,
     max_queue: Annotated[Optional[int], _opt("Reject arrivals that find this many waiting.", "--max-queue")] = None,
     drain: Annotated[bool, _opt("Run until every admitted request finishes.", "--drain")] = False,
@@ -155,6 +156,7 @@ def simulate_cmd(
     pol = policy_from_name(policy, batch_cap=batch_cap, tau_s=tau, deadline_s=deadline, chunk_tokens=chunk_tokens,
                            max_batched_tokens=max_batched_tokens, preemption=preemption,
                            prefill_replicas=prefill_replicas, decode_replicas=decode_replicas)
+    price_per_chip_hour, tco_rate = _chip_hour_price(system, price_per_chip_hour, tco)
     classes = _classes(service_class) or None
     prefix = None
     if prefix_tokens is not None or prefix_hit_rate is not None:
@@ -208,7 +210,7 @@ def simulate_cmd(
                    what=f"{wl.n:,} requests at ~3.2 kB each, tables over the longest request of {longest:,} "
                         "tokens at ~0.5 kB per token", fix="shorten the run or the requests")
     res = _run(dep, wl, cfg)
-    d = simulation_dict(dep, wl, res)
+    d = simulation_dict(dep, wl, res, tco_rate)
     if requests_out:
         write_requests(res, requests_out)
     if plot:
@@ -216,7 +218,7 @@ def simulate_cmd(
     if as_json:
         _emit_json(d)
         return
-    _print(d, plot, requests_out)
+    _print(d, plot, requests_out, tco_rate, _power_basis(dep.system, tco_rate))
 
 
 def _run(dep, wl, cfg):
@@ -232,7 +234,8 @@ def _run(dep, wl, cfg):
         return simulate(dep, wl, cfg, progress=lambda f: bar.update(task, completed=f))
 
 
-def _print(d: dict, plot, requests_out) -> None:
+def _print(d: dict, plot, requests_out, rate=None, power=None) -> None:
+    from ..report.tco import mw_text, tco_line
     from ..units import fmt_seconds
 
     def s(x):
@@ -261,6 +264,8 @@ def _print(d: dict, plot, requests_out) -> None:
              ("preemptions", f"{d['preemptions']:,}"),
              ("$/Mtok (output)",
               f"${d['usd_per_mtok']:,.4f}" if d["usd_per_mtok"] is not None else d["usd_per_mtok_reason"]),
+             *((("TCO", tco_line(rate)),) if rate is not None else ()),
+             ("tokens/s per MW", mw_text(d["tokens_per_s_per_mw"], power)),
              ("Little's law", f"L = {d['littles_law']['L']:.4g}, lambda*W = {d['littles_law']['lambda_W']:.4g}")]
     rows += [("note", n) for n in d["notes"]]
     console = _console()

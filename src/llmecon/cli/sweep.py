@@ -61,6 +61,9 @@ def sweep_cmd(
                                                             "compute nothing.")] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help=f"Run a sweep of more than {CONFIRM_POINTS:,} points "
                                                           "(refused without it, with its size).")] = False,
+    tco: Annotated[Optional[str], typer.Option(
+        "--tco", help="Price every point from TCO inputs, a TOML file (docs/tco.md), per system, in place of "
+                      "the spec's prices axis.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Sweep a design space: models x systems x plans x phases x batches x contexts x prices through the
@@ -74,7 +77,13 @@ def sweep_cmd(
     from ..units import fmt_bytes
 
     check_output(out, field="out", folder=not out.endswith(".parquet"))
-    work = expand(load_spec(spec))   # every spec, catalogue and plan check: nothing runs before this
+    loaded = load_spec(spec)
+    if tco is not None:  # one TCO rate per system (resolve.tco), in place of a prices axis
+        from ..resolve import tco as resolve_tco
+        from ..sweep.spec import tco_systems, with_tco
+
+        loaded = with_tco(loaded, {name: resolve_tco(name, path=tco) for name in tco_systems(loaded)})
+    work = expand(loaded)   # every spec, catalogue and plan check: nothing runs before this
     check_mode(scheduler, workers)
     memory = MEMORY_BYTES_PER_POINT * min(work.points, MEMORY_PLATEAU_POINTS)
     size = (f"{work.points:,} points, about {fmt_bytes(memory)} of memory and "

@@ -9,8 +9,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from .options import (JsonOpt, Mode, ProfileOpt, _check_plot_path, _console, _emit_json, _fail, _fidelity, _kv_table,
-                      app)
+from .options import (JsonOpt, Mode, ProfileOpt, TcoOpt, _check_plot_path, _chip_hour_price, _console, _emit_json,
+                      _fail, _fidelity, _kv_table, _power_basis, app)
 
 TRAIN_MODEL = "llama-3.1-70b"
 TRAIN_SYSTEM = "hgx-h100"
@@ -86,6 +86,7 @@ def train_cmd(
                                                                      "GPU-hours).")] = None,
     price_per_gpu_hour: Annotated[Optional[float], typer.Option("--price-per-gpu-hour", help="USD per GPU-hour "
                                                                                              "(adds cost).")] = None,
+    tco: TcoOpt = None,
     mode: Annotated[Optional[Mode], typer.Option("--mode", help="ideal = datasheet peaks (efficiency 1); "
                                                               "calibrated = kernel efficiencies from the chip's "
                                                               "measured profile. Default: --efficiency.")] = None,
@@ -107,13 +108,13 @@ def train_cmd(
     from ..errors import require_number
     from ..report.training import plot_train, train_dict
     from ..econ.training_step import MEGATRON_A100_EFFICIENCY, TrainPlan, train_step
+    from ..report.tco import mw_text, tco_line
     from ..units import fmt_bytes, fmt_seconds
 
     if plot:
         _check_plot_path(plot)
-    if price_per_gpu_hour is not None:
-        require_number("--price-per-gpu-hour", price_per_gpu_hour, minimum=0)
     m, s = get_model(model), get_system(system)
+    price_per_gpu_hour, rate = _chip_hour_price(s, price_per_gpu_hour, tco, price_field="price_per_gpu_hour")
     plan = TrainPlan(tp=tp, pp=pp, dp=_data_parallel(gpus, dp, tp, pp, cp), ep=ep, cp=cp, microbatch=micro_batch,
                      schedule=schedule.value, chunks=chunks, zero=zero, recompute=recompute.value,
                      flash_attention=not eager_attention, dropout=dropout, pp_trim=pp_trim)
@@ -145,8 +146,9 @@ def train_cmd(
                               f"pipeline rank {st.memory.rank} but "
                               f"{s.name} has {fmt_bytes(st.memory.hbm)} of HBM",
                               fix="raise {zero}, {tp} or {pp}, use {recompute} full, or shrink {micro_batch}")
+    power = _power_basis(s, rate)
     d = train_dict(st, m, s.name, tokens=tokens, price_per_gpu_hour=price_per_gpu_hour, dp_overlap=dp_overlap,
-                   goodput=gp)
+                   goodput=gp, rate=rate, power=power)
     if plot:
         plot_train(st, m, s.name, plot)
     if as_json:
@@ -163,7 +165,7 @@ def train_cmd(
                 + (" (Megatron-LM A100 fit)" if efficiency is None and mode is None else ""))),
             ("TFLOP/s per GPU", f"{st.tflops_per_gpu:,.0f} model, {st.hardware_tflops_per_gpu:,.0f} hardware"),
             ("bubble", f"{st.bubble_fraction:.1%} of the step"),
-            ("tokens/s", f"{st.tokens_per_s:,.0f}"),
+            ("tokens/s", f"{st.tokens_per_s:,.0f}; {mw_text(d['tokens_per_s_per_mw'], power)}"),
             ("memory per GPU", f"{fmt_bytes(st.memory.total)} of {fmt_bytes(st.memory.hbm)} on pipeline rank "
                                f"{st.memory.rank}, the fullest ({mem})"),
             ("collectives on", ", ".join(f"{k} {v}" for k, v in st.tiers.items() if v != "none") or "-")]
@@ -172,6 +174,8 @@ def train_cmd(
                                  + (f", ${d['usd']:,.0f}" if "usd" in d else "")
                                  + (f" at goodput {gp.goodput:.1%} (job MTBF {gp.job_mtbf_s / 3600:.2f} h, checkpoint "
                                     f"every {gp.checkpoint_interval_s / 60:.0f} min)" if gp is not None else "")))
+    if rate is not None:
+        rows.append(("TCO", tco_line(rate)))
     console = _console()
     console.print(_kv_table("llmecon train", rows))
     for note in d["assumptions"]:

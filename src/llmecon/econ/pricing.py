@@ -320,6 +320,11 @@ class ServingCost:
     tokens_per_step: float = 1.0  # speculative decoding: expected tokens per sequence per decode iteration (E)
     tpot_s: float | None = None   # time per output token: step_s / E (None = step_s)
 
+    @property
+    def output_tokens_per_s_per_chip(self) -> float:
+        """Output tokens per second per chip while decoding at ``batch``: batch x E / (step x chips)."""
+        return self.batch * self.tokens_per_step / (self.step_s * self.chips)
+
     def margin_against(self, sheet: PriceSheet) -> tuple[float, float]:
         """(input, output) margins (price - cost)/price at this context's list price."""
         price_in, price_out = sheet.price_at(self.context)

@@ -137,16 +137,24 @@ def plot_context(e: ContextEconomics, dep: Deployment, path: str | Path, *, pric
     write_figure(context_figure(e, dep, price_per_chip_hour=price_per_chip_hour, utilization=utilization), path)
 
 
-def cost_dict(c: ServingCost, dep: Deployment, sheet: PriceSheet | None = None, hit=None) -> dict:
+def cost_dict(c: ServingCost, dep: Deployment, sheet: PriceSheet | None = None, hit=None, rate=None) -> dict:
     """``llmecon cost --json``; ``hit`` (an ``econ.cache_hit.CacheHitCost``) adds ``cache_hit`` and the
-    blended list price."""
+    blended list price; ``rate`` (an ``econ.tco.TcoRate``) says the price came from TCO inputs. Output
+    tokens/s per MW divide by ``rate``'s facility power, else by the chip's TDP at PUE 1."""
+    from ..econ.tco import power_basis
+    from .tco import priced_fields
+
+    power = power_basis(dep.system.accelerator.power_w, rate)
     out = {"model": dep.model.name, "system": dep.system.name, "plan": dep.plan.as_dict(), "mode": dep.mode,
            "fidelity": dep.fidelity, **dep.fidelity_fields,
            "context": c.context, "batch": c.batch, "decode_step_s": c.step_s, "chips": c.chips,
            "price_per_chip_hour": c.price_per_chip_hour, "utilization": c.utilization,
            "input_usd_per_mtok": c.input_usd_per_mtok, "output_usd_per_mtok": c.output_usd_per_mtok,
            "tpot_s": c.tpot_s if c.tpot_s is not None else c.step_s,
-           "speculation": None if dep.speculation is None else dep.speculation.as_dict()}
+           "speculation": None if dep.speculation is None else dep.speculation.as_dict(),
+           "output_tokens_per_s_per_chip": c.output_tokens_per_s_per_chip,
+           "tokens_per_s_per_mw": power.tokens_per_s_per_mw(c.output_tokens_per_s_per_chip),
+           **priced_fields(c.price_per_chip_hour, rate, power, dep.system.name)}
     if sheet is not None:
         price_in, price_out = sheet.price_at(c.context)
         m_in, m_out = c.margin_against(sheet)

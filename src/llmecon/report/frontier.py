@@ -20,35 +20,43 @@ ASSUMPTIONS = (
 )
 
 
-def frontier_point_dict(p: Point) -> dict:
-    """One frontier point of ``plan --frontier --json``."""
-    return {"plan": p.plan.label(), "chips": p.plan.chips, "batch": p.batch, "step_s": p.step_s,
+def frontier_point_dict(p: Point, power=None) -> dict:
+    """One frontier point of ``plan --frontier --json`` (``power``, an ``econ.tco.PowerBasis``: with
+    ``tokens_per_s_per_mw``)."""
+    mw = {} if power is None else {"tokens_per_s_per_mw": power.tokens_per_s_per_mw(p.tokens_per_s_per_chip)}
+    return {**mw, "plan": p.plan.label(), "chips": p.plan.chips, "batch": p.batch, "step_s": p.step_s,
             "tokens_per_s_per_chip": p.tokens_per_s_per_chip, "tokens_per_s_per_user": p.tokens_per_s_per_user,
             "usd_per_mtok": json_num(p.usd_per_mtok), "bound": p.bound, "spec_tokens": p.spec_tokens}
 
 
-def at_dict(a: AtInteractivity) -> dict:
+def at_dict(a: AtInteractivity, power=None) -> dict:
     """One system's figures at the interactivity."""
-    return {"method": a.method, "tokens_per_s_per_chip": json_num(a.tokens_per_s_per_chip),
+    mw = {} if power is None else {"tokens_per_s_per_mw": None if a.tokens_per_s_per_chip is None else
+                                   power.tokens_per_s_per_mw(a.tokens_per_s_per_chip)}
+    return {**mw, "method": a.method, "tokens_per_s_per_chip": json_num(a.tokens_per_s_per_chip),
             "usd_per_mtok": json_num(a.usd_per_mtok),
             "interpolated": None if a.interpolated_per_chip is None else {
                 "tokens_per_s_per_chip": a.interpolated_per_chip,
                 "usd_per_mtok": json_num(a.interpolated_usd_per_mtok),
                 "between": [frontier_point_dict(p) for p in a.between]},
-            "best_point": None if a.point is None else frontier_point_dict(a.point)}
+            "best_point": None if a.point is None else frontier_point_dict(a.point, power)}
 
 
-def frontier_dict(f: Frontier, *, interactivity_source: str = "--interactivity", model_assumptions=()) -> dict:
-    """The ``llmecon plan --frontier --json`` object (docs/json.md)."""
+def frontier_dict(f: Frontier, *, interactivity_source: str = "--interactivity", model_assumptions=(),
+                  powers: dict | None = None) -> dict:
+    """The ``llmecon plan --frontier --json`` object (docs/json.md); ``powers`` (system ->
+    ``econ.tco.PowerBasis``) adds tokens/s per MW."""
     t = f.targets
+    pw = powers or {}
     return {
         "model": f.model, "systems": list(f.systems), "phase": "decode",
         "workload": {"context": t.context, "prompt_tokens": t.prompt_tokens, "output_tokens": t.output_tokens},
         "prices": {s: json_num(f.prices.get(s)) for s in f.systems},
-        "frontier": {s: [frontier_point_dict(p) for p in f.frontiers[s]] for s in f.systems},
+        "power": None if powers is None else {s: b.as_dict() for s, b in powers.items()},
+        "frontier": {s: [frontier_point_dict(p, pw.get(s)) for p in f.frontiers[s]] for s in f.systems},
         "at_interactivity": None if f.interactivity is None else {
             "tokens_per_s_per_user": f.interactivity, "source": interactivity_source,
-            "systems": {s: at_dict(f.at[s]) for s in f.systems}},
+            "systems": {s: at_dict(f.at[s], pw.get(s)) for s in f.systems}},
         "speculation_searched": [sp.as_dict() for sp in f.speculation],
         "mode": "ideal" if f.fidelity == "ideal" else "calibrated", "fidelity": f.fidelity, **f.fidelity_fields,
         "assumptions": list(ASSUMPTIONS) + list(model_assumptions),

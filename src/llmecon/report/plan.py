@@ -32,9 +32,12 @@ COMM_PARTS = (("TP all-reduce", "tp_all_reduce_s", "tp_bytes_per_chip", "tp"),
               ("PP hops", "pp_hops_s", "pp_hop_bytes_per_chip", "pp"))
 
 
-def point_dict(p: Point) -> dict:
-    """One evaluated (system, plan, batch): the frontier rows of ``--json``."""
-    return {"system": p.system, "plan": p.plan.as_dict(), "batch": p.batch,
+def point_dict(p: Point, powers: dict | None = None) -> dict:
+    """One evaluated (system, plan, batch): the frontier rows of ``--json``; ``powers`` ({system:
+    ``econ.tco.PowerBasis``}) adds ``tokens_per_s_per_mw``."""
+    mw = {} if powers is None else {"tokens_per_s_per_mw": powers[p.system].tokens_per_s_per_mw(
+        p.tokens_per_s_per_chip)}
+    return {**mw, "system": p.system, "plan": p.plan.as_dict(), "batch": p.batch,
             "step_s": p.step_s, "latency_s": p.latency_s, "tokens_per_s_per_chip": p.tokens_per_s_per_chip,
             "tokens_per_s_per_user": p.tokens_per_s_per_user, "usd_per_mtok": json_num(p.usd_per_mtok),
             "memory_per_chip_bytes": p.memory_per_chip_bytes, "compute_s": p.compute_s, "memory_s": p.memory_s,
@@ -82,12 +85,12 @@ def why_line(search: PhaseSearch, *, hbm_bytes: float, target_s: float | None) -
     return f"{step}; {tail}"
 
 
-def best_dict(search: PhaseSearch, *, hbm_bytes: float, target_s: float | None) -> dict | None:
+def best_dict(search: PhaseSearch, *, hbm_bytes: float, target_s: float | None, powers=None) -> dict | None:
     """The best point of a phase with its communication breakdown and what limits its batch."""
     p = search.best
     if p is None:
         return None
-    return {**point_dict(p), "comm": comm_dict(search.comm), "hbm_per_chip_bytes": hbm_bytes,
+    return {**point_dict(p, powers), "comm": comm_dict(search.comm), "hbm_per_chip_bytes": hbm_bytes,
             "batch_limited_by": search.batch_limited_by}
 
 
@@ -129,22 +132,30 @@ def workers_rows(w) -> list[tuple[str, str]]:
     ]
 
 
-def plan_result_dict(r: PlanResult, *, hbm_bytes: dict, model_assumptions=(), workers=None) -> dict:
-    """The ``llmecon plan --json`` object (docs/json.md). ``hbm_bytes`` maps system -> HBM per chip."""
+def plan_result_dict(r: PlanResult, *, hbm_bytes: dict, model_assumptions=(), workers=None,
+                     powers: dict | None = None, rates: dict | None = None) -> dict:
+    """The ``llmecon plan --json`` object (docs/json.md). ``hbm_bytes`` maps system -> HBM per chip; ``workers`` the prefill:decode worker ratio;
+    ``powers`` (system -> ``econ.tco.PowerBasis``) adds tokens/s per MW to every point, ``rates`` (system ->
+    ``econ.tco.TcoRate``) the TCO behind each price."""
+    from .tco import tco_dict
     t = r.targets
     phases = {"decode": (r.decode, t.tpot_s), "prefill": (r.prefill, t.ttft_s)}
     best = {}
     for name, (search, target) in phases.items():
         best[name] = (None if search.best is None else
-                      best_dict(search, hbm_bytes=hbm_bytes[search.best.system], target_s=target))
+                      best_dict(search, hbm_bytes=hbm_bytes[search.best.system], target_s=target, powers=powers))
     return {
         "model": r.model, "systems": list(r.systems), "objective": r.objective,
         "targets": {"tpot_s": json_num(t.tpot_s), "ttft_s": json_num(t.ttft_s), "context": t.context,
                     "prompt_tokens": t.prompt_tokens, "output_tokens": t.output_tokens},
         "prices": {s: json_num(r.prices.get(s)) for s in r.systems},
+        "price_source": "tco" if rates else ("price_per_chip_hour" if any(
+            v is not None for v in r.prices.values()) else None),
+        "tco": {s: tco_dict(rate, s) for s, rate in (rates or {}).items()} or None,
+        "power": None if powers is None else {s: b.as_dict() for s, b in powers.items()},
         "best": best,
-        "frontier": [point_dict(p) for p in r.decode.frontier],
-        "prefill_frontier": [point_dict(p) for p in r.prefill.frontier],
+        "frontier": [point_dict(p, powers) for p in r.decode.frontier],
+        "prefill_frontier": [point_dict(p, powers) for p in r.prefill.frontier],
         "usd_per_mtok_blended": json_num(r.usd_per_mtok_blended),
         "workers": workers_dict(workers),
         "speculation_searched": [sp.as_dict() for sp in r.speculation],
@@ -205,8 +216,11 @@ def comm_text(comm: dict) -> str:
 
 
 def best_rows(search: PhaseSearch, *, hbm_bytes: float, target_s: float | None,
-              spec: bool = False) -> list[tuple[str, str]]:
-    """(label, value) rows describing a phase's best plan, its search and why (``spec``: the k chosen)."""
+              spec: bool = False, power=None, rate=None) -> list[tuple[str, str]]:
+    """(label, value) rows describing a phase's best plan, its search and why (``spec``: the k chosen;
+    ``power``: an ``econ.tco.PowerBasis`` adds tokens/s per MW; ``rate``: the TCO behind the price)."""
+    from .tco import mw_text, tco_line
+
     p = search.best
     w = PHASE_WORDS[search.phase]
     plan = p.plan
@@ -220,8 +234,11 @@ def best_rows(search: PhaseSearch, *, hbm_bytes: float, target_s: float | None,
                      f"; {_latency_note(p, w['target'].upper())}" if p.latency_s != p.step_s else "")),
         ("throughput", f"{fmt_rate(p.tokens_per_s_per_chip)} tokens/s per chip, {fmt_rate(p.tokens_per_s_per_user)} "
                        f"{w['user']}"),
+        *([("tokens/s per MW", mw_text(power.tokens_per_s_per_mw(p.tokens_per_s_per_chip), power))]
+          if power is not None else []),
         ("cost", f"{fmt_usd_per_mtok(p.usd_per_mtok)} per M {w['tokens']} tokens" if p.usd_per_mtok is not None
-         else "- (no --price-per-chip-hour)"),
+         else "- (no --price-per-chip-hour or --tco)"),
+        *([("TCO", tco_line(rate))] if rate is not None else []),
         *([("speculation", f"k={p.spec_tokens}: {p.tokens_per_step:.3g} tokens per verify step (searched with "
                             "plain decoding, k = 0)" if p.spec_tokens else "none (k = 0 beat every k searched)")]
           if spec else []),

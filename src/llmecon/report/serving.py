@@ -36,9 +36,10 @@ def requests_columns(res: SimResult) -> dict[str, np.ndarray]:
     }
 
 
-def simulation_dict(dep, workload, res: SimResult) -> dict:
+def simulation_dict(dep, workload, res: SimResult, rate=None) -> dict:
     """``llmecon simulate --json`` and ``/api/simulate`` (docs/serving.md): what ran (model, system,
-    plan, mode and the profile by name, workload), then ``res.summary()``."""
+    plan, mode and the profile by name, workload), then ``res.summary()``, and output tokens/s per MW over
+    every chip of every pool (``econ.tco.power_basis``: ``rate``'s facility power, else TDP at PUE 1)."""
     m = dep.model
     notes = [] if m.max_context else [f"{m.name}'s trained context is unknown (its config gives no "
                                       "max_position_embeddings): request lengths were not checked against it"]
@@ -46,7 +47,18 @@ def simulation_dict(dep, workload, res: SimResult) -> dict:
             "fidelity": dep.fidelity, **dep.fidelity_fields,
             "workload": workload.source, "model_max_context": m.max_context or None,
             "speculation": None if dep.speculation is None else dep.speculation.as_dict(),
-            "notes": notes, **res.summary()}
+            "notes": notes, **_with_power(res.summary(), dep, rate)}
+
+
+def _with_power(d: dict, dep, rate) -> dict:
+    from ..econ.tco import power_basis
+    from .tco import priced_fields
+
+    power = power_basis(dep.system.accelerator.power_w, rate)
+    chips = sum(p["replicas"] * p["chips_per_replica"] for p in d["pools"])
+    per_chip = None if d["throughput_tokens_per_s"] is None or not chips else d["throughput_tokens_per_s"] / chips
+    return {**d, "tokens_per_s_per_chip": per_chip, "tokens_per_s_per_mw": power.tokens_per_s_per_mw(per_chip),
+            **priced_fields(d["price_per_chip_hour"], rate, power, dep.system.name)}
 
 
 def check_requests_path(path: str) -> str:

@@ -31,9 +31,11 @@ TRAIN_ASSUMPTIONS = (
 
 
 def train_dict(st: TrainStep, model: Model, system_name: str, *, tokens: float | None = None,
-               price_per_gpu_hour: float | None = None, dp_overlap: float = 1.0, goodput=None) -> dict:
+               price_per_gpu_hour: float | None = None, dp_overlap: float = 1.0, goodput=None, rate=None,
+               power=None) -> dict:
     """The JSON of ``llmecon train``; with ``goodput`` (``econ.training_goodput.Goodput``) days, GPU-hours
-    and dollars are wall time at that goodput (ideal time / goodput)."""
+    and dollars are wall time at that goodput (ideal time / goodput). ``rate`` (``econ.tco.TcoRate``): the
+    price came from TCO inputs; ``power`` (``econ.tco.PowerBasis``): what tokens/s per MW divide by."""
     out = {
         "model": model.name, "system": system_name, "gpus": st.gpus, "plan": asdict(st.plan),
         "seq_len": st.seq_len, "global_batch_tokens": st.global_batch_tokens, "microbatches": st.microbatches,
@@ -63,6 +65,11 @@ def train_dict(st: TrainStep, model: Model, system_name: str, *, tokens: float |
     if price_per_gpu_hour is not None:
         out["price_per_gpu_hour"] = price_per_gpu_hour
         out["usd_per_mtok"] = price_per_gpu_hour * st.gpus / 3600.0 / st.tokens_per_s * 1e6
+    if power is not None:
+        from .tco import priced_fields
+
+        out["tokens_per_s_per_mw"] = power.tokens_per_s_per_mw(st.tokens_per_s / st.gpus)
+        out.update(priced_fields(price_per_gpu_hour, rate, power, system_name))
     return out
 
 

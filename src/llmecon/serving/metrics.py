@@ -178,7 +178,7 @@ class SimResult:
             "usd": usd,
             "usd_per_mtok": json_num(usd / out_tok * 1e6) if usd is not None and out_tok else None,
             "usd_per_mtok_reason": None if usd is not None else
-            "no price: give --price-per-chip-hour (the catalogue has no rental prices)",
+            "no price: give --price-per-chip-hour or --tco (the catalogue has no rental prices)",
             "littles_law": {k: json_num(v) for k, v in ll.items()},
             "pools": [{"name": p.name, "kind": p.kind, "replicas": p.replicas, "chips_per_replica": p.chips_per_replica,
                        "batch_cap": p.batch_cap, "tau_s": p.tau_s, "late_trains": p.late_trains,

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..econ.context import usd_per_mtok
+from ..econ.tco import WATTS_PER_MW
 from ..step.inference import decode_step, prefill_step
 from .grid import Group
 
@@ -30,7 +31,7 @@ ROW_DTYPE = np.dtype([
     ("point_id", "i8"), ("batch", "f8"), ("context", "f8"), ("price_per_chip_hour", "f8"),
     ("step_s", "f8"), ("compute_s", "f8"), ("memory_s", "f8"), ("comm_s", "f8"), ("bound", "i1"),
     ("tokens_per_s", "f8"), ("tokens_per_s_per_chip", "f8"), ("tokens_per_s_per_user", "f8"),
-    ("usd_per_mtok", "f8"), ("fits", "?"), ("memory_per_chip_bytes", "f8"),
+    ("usd_per_mtok", "f8"), ("fits", "?"), ("memory_per_chip_bytes", "f8"), ("tokens_per_s_per_mw", "f8"),
 ])
 
 
@@ -86,6 +87,8 @@ def evaluate_block(local: np.ndarray, group: Group) -> np.ndarray:
     out["usd_per_mtok"] = usd_per_mtok(step * chips / tokens, price_per_chip_hour=1.0) * price
     out["fits"] = pick(r.fits)
     out["memory_per_chip_bytes"] = pick(r.memory_per_chip_bytes)
+    # econ.tco.tokens_per_s_per_mw: tokens/s per chip / facility W per chip x 1e6 (NaN: no catalogued power)
+    out["tokens_per_s_per_mw"] = out["tokens_per_s_per_chip"] / group.watts_per_chip * WATTS_PER_MW
     return out
 
 

@@ -30,7 +30,7 @@ from ..spec.model import Model
 from ..spec.plan import Plan
 from .spec import PlanAxis, SweepSpec, WorkloadSpec
 
-FORMAT_VERSION = 1  # bump when the row layout or the chunking changes (old parts are then refused)
+FORMAT_VERSION = 2  # bump when the row layout or the chunking changes (old parts are then refused)
 MAX_CHUNKS = 1_000_000  # chunks one sweep may hold (a Chunk object each): 10^11+ points at the default chunk size
 
 
@@ -50,6 +50,7 @@ class Group:
     prices: tuple[float, ...]       # NaN = unpriced
     first_point: int
     profile: EfficiencyProfile = IDEAL  # what the group's steps are priced with
+    watts_per_chip: float = math.nan    # what tokens/s per MW divide by (econ.tco.power_basis); NaN = unknown
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -77,6 +78,7 @@ class Scenario:
     slo_ttft_s: float | None
     slo_tpot_s: float | None
     profile: EfficiencyProfile = IDEAL  # what the simulation's steps are priced with
+    watts_per_chip: float = math.nan    # what tokens/s per MW divide by (econ.tco.power_basis); NaN = unknown
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -174,8 +176,9 @@ def _profiles(spec: SweepSpec, systems) -> dict[str, EfficiencyProfile | Llmecon
 def _analytic_groups(spec: SweepSpec, models, systems, skipped: list) -> list[Group]:
     from ..step.inference import decode_step, prefill_step
 
+    from ..econ.tco import power_basis
+
     a = spec.analytic
-    prices = a.prices if a.prices is not None else (math.nan,)
     groups: list[Group] = []
     over: dict[str, int] = {}  # points past a model's context limit, per model
     first = 0
@@ -184,6 +187,9 @@ def _analytic_groups(spec: SweepSpec, models, systems, skipped: list) -> list[Gr
         limit = model.max_context
         contexts = tuple(c for c in a.contexts if not limit or c <= limit)
         for system in systems:
+            tco = spec.tco_of(system.name)
+            prices = (tco[0],) if tco else a.prices if a.prices is not None else (math.nan,)
+            watts = tco[1] if tco else power_basis(system.accelerator.power_w).watts_per_chip
             for wdt in a.weight_dtypes:
                 for kvdt in a.kv_dtypes:
                     for plan in _plans_for(a.plans, model, system, wdt, kvdt):
@@ -206,7 +212,8 @@ def _analytic_groups(spec: SweepSpec, models, systems, skipped: list) -> list[Gr
                                 continue
                             g = Group(index=len(groups), model=model, system=system, plan=plan, phase=phase,
                                       weight_dtype=wdt, kv_dtype=kvdt, batches=a.batches, contexts=contexts,
-                                      prices=prices, first_point=first, profile=prof)
+                                      prices=prices, first_point=first, profile=prof,
+                                      watts_per_chip=math.nan if watts is None else watts)
                             over[model.name] = over.get(model.name, 0) + full - g.n_points
                             groups.append(g)
                             first += g.n_points
@@ -218,12 +225,16 @@ def _analytic_groups(spec: SweepSpec, models, systems, skipped: list) -> list[Gr
 
 
 def _scenarios(spec: SweepSpec, models, systems, first: int, skipped: list) -> list[Scenario]:
+    from ..econ.tco import power_basis
+
     s = spec.simulation
     out: list[Scenario] = []
-    prices = s.prices if s.prices is not None else (None,)
     profiles = _profiles(spec, systems)
     for model in models:
         for system in systems:
+            tco = spec.tco_of(system.name)
+            prices = (tco[0],) if tco else s.prices if s.prices is not None else (None,)
+            watts = tco[1] if tco else power_basis(system.accelerator.power_w).watts_per_chip
             for plan in _plans_for(s.plans, model, system, None, None):
                 n = len(s.policies) * len(s.workloads) * len(s.seeds) * len(s.batch_caps) * len(prices)
                 prof = profiles[system.name]
@@ -240,7 +251,8 @@ def _scenarios(spec: SweepSpec, models, systems, first: int, skipped: list) -> l
                                                         system=system, plan=plan, policy=policy, workload=wl,
                                                         seed=seed, batch_cap=cap, price=price,
                                                         slo_ttft_s=s.slo_ttft_s, slo_tpot_s=s.slo_tpot_s,
-                                                        profile=prof))
+                                                        profile=prof,
+                                                        watts_per_chip=math.nan if watts is None else watts))
     return out
 
 

@@ -9,6 +9,7 @@ dropped. Omitted: traces, service classes, prefix caching and replicas (one repl
 
 from __future__ import annotations
 
+from ..econ.tco import WATTS_PER_MW
 from ..errors import LlmeconError
 from .grid import Scenario
 
@@ -33,7 +34,7 @@ def run_scenario(sc: Scenario) -> dict:
     row: dict = {"point_id": sc.point_id, "policy": sc.policy, "workload": wl.name, "rate_per_s": wl.rate_per_s,
                  "seed": sc.seed, "batch_cap": pol.batch_cap, "price_per_chip_hour": sc.price, "note": None}
     row.update({col: None for col in METRICS.values()})
-    row["tokens_per_s_per_chip"] = None
+    row["tokens_per_s_per_chip"] = row["tokens_per_s_per_mw"] = None
     try:
         cfg = SimConfig(policy=pol, slo=SLO(ttft_s=sc.slo_ttft_s, tpot_s=sc.slo_tpot_s),
                         price_per_chip_hour=sc.price, seed=sc.seed)
@@ -50,4 +51,6 @@ def run_scenario(sc: Scenario) -> dict:
     chips = sum(p["chips_per_replica"] * p["replicas"] for p in d["pools"])
     if d["throughput_tokens_per_s"] is not None and chips:
         row["tokens_per_s_per_chip"] = d["throughput_tokens_per_s"] / chips
+        if sc.watts_per_chip == sc.watts_per_chip:  # econ.tco.tokens_per_s_per_mw; NaN = no catalogued power
+            row["tokens_per_s_per_mw"] = row["tokens_per_s_per_chip"] / sc.watts_per_chip * WATTS_PER_MW
     return row

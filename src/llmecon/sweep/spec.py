@@ -39,12 +39,12 @@ MAX_CHUNK_POINTS = 1 << 22       # 4M points: ~4 GB of arrays at ~1 kB per point
 MAX_RANGE_NUM = 1_000_000        # values one range table may expand to (np.linspace holds them all)
 DEFAULT_MAX_CHIPS = 512          # the planner's default (planner.SearchOptions.max_chips)
 ANALYTIC_OUTPUTS = ("step_s", "compute_s", "memory_s", "comm_s", "bound", "tokens_per_s", "tokens_per_s_per_chip",
-                    "tokens_per_s_per_user", "usd_per_mtok", "fits", "memory_per_chip_bytes")
+                    "tokens_per_s_per_user", "usd_per_mtok", "fits", "memory_per_chip_bytes", "tokens_per_s_per_mw")
 SIMULATION_OUTPUTS = ("ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "e2e_p50_s", "e2e_p99_s",
                       "goodput_requests_per_s", "slo_attainment", "completed", "rejected", "utilization")
 # the summary (best points, frontier) reads these, so they are always written
 SUMMARY_OUTPUTS = ("fits", "tokens_per_s", "tokens_per_s_per_chip", "tokens_per_s_per_user", "usd_per_mtok",
-                   "step_s", "goodput_requests_per_s")
+                   "step_s", "goodput_requests_per_s", "tokens_per_s_per_mw")
 OUTPUTS = ANALYTIC_OUTPUTS + SIMULATION_OUTPUTS
 TOP_KEYS = ("name", "chunk_points", "outputs", "mode", "profile", "analytic", "simulation")
 MODES = ("ideal", "calibrated")
@@ -116,6 +116,19 @@ class SweepSpec:
     source: str = ""
     mode: str = "ideal"             # "calibrated": each system's shipped profile, or ``profile``
     profile: str | None = None      # an efficiency profile TOML (implies calibrated)
+    tco: tuple[tuple[str, float, float], ...] = ()  # (system, $/chip-hour, facility W per chip) from ``with_tco``
+
+    def tco_of(self, system: str) -> tuple[float, float] | None:
+        """(USD per chip-hour, facility watts per chip) of ``system`` from the sweep's TCO inputs, else None."""
+        return next(((usd, w) for name, usd, w in self.tco if name == system), None)
+
+    @property
+    def analytic_priced(self) -> bool:
+        return self.analytic is not None and (self.analytic.prices is not None or bool(self.tco))
+
+    @property
+    def simulation_priced(self) -> bool:
+        return self.simulation is not None and (self.simulation.prices is not None or bool(self.tco))
 
     def canonical(self) -> dict:
         """A plain, JSON-ready form (the spec hash and ``--json`` use it)."""
@@ -126,6 +139,8 @@ class SweepSpec:
         out: dict = {"name": self.name, "chunk_points": self.chunk_points, "outputs": list(self.outputs)}
         if self.mode != "ideal":  # only when given: ideal specs keep the hash they had
             out["mode"], out["profile"] = self.mode, self.profile
+        if self.tco:  # likewise
+            out["tco"] = [list(t) for t in self.tco]
         if self.analytic is not None:
             a = self.analytic
             out["analytic"] = {"models": list(a.models), "systems": list(a.systems), "plans": plans(a.plans),
@@ -335,6 +350,24 @@ def _prices(value, where: str) -> tuple[float, ...] | None:
     if value is None:
         return None
     return _numbers(value, where, minimum=0)
+
+
+def tco_systems(spec: SweepSpec) -> tuple[str, ...]:
+    """The systems a sweep priced by TCO inputs must price (each its own TCO rate: its chips' TDP and count
+    differ); a spec with a ``prices`` axis is refused, naming both."""
+    parts = [p for p in (spec.analytic, spec.simulation) if p is not None]
+    if any(p.prices is not None for p in parts):
+        raise SpecError(f"the spec {spec.source} has a prices axis; give it or {{tco}}, not both", field="tco",
+                        show_value=False, fix="drop the prices axis or the TCO file")
+    return tuple(dict.fromkeys(n for p in parts for n in p.systems))
+
+
+def with_tco(spec: SweepSpec, rates) -> SweepSpec:
+    """``spec`` priced per system from ``rates`` ({system: ``econ.tco.TcoRate``} over ``tco_systems``)."""
+    from dataclasses import replace
+
+    return replace(spec, tco=tuple((name, rates[name].usd_per_chip_hour, rates[name].facility_watts_per_chip)
+                                   for name in tco_systems(spec)))
 
 
 def _dtypes(value, where: str) -> tuple[str | None, ...]:

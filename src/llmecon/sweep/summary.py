@@ -25,7 +25,7 @@ BATCH_ROWS = 1 << 18   # rows decoded at a time (the final file's row groups are
 COMPACT_AT = 16        # per-batch candidate tables a key holds before they are merged into one
 POINT_COLUMNS = ("point_id", "model", "system", "phase", "plan", "chips", "weight_dtype", "kv_dtype", "batch",
                  "context", "price_per_chip_hour", "step_s", "tokens_per_s_per_chip", "tokens_per_s_per_user",
-                 "usd_per_mtok", "bound")
+                 "usd_per_mtok", "tokens_per_s_per_mw", "bound")
 SIM_COLUMNS = ("point_id", "model", "system", "plan", "policy", "workload", "seed", "batch_cap",
                "price_per_chip_hour", "tokens_per_s", "goodput_requests_per_s", "ttft_p99_s", "tpot_p99_s",
                "usd_per_mtok")
@@ -126,9 +126,9 @@ def summarise(work: Work, out: str | Path) -> SweepSummary:
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
-    priced = work.spec.analytic is not None and work.spec.analytic.prices is not None
+    priced = work.spec.analytic_priced
     objective = "usd_per_mtok" if priced else "tokens_per_s_per_chip"
-    sim_priced = work.spec.simulation is not None and work.spec.simulation.prices is not None
+    sim_priced = work.spec.simulation_priced
     sim_objective = "usd_per_mtok" if sim_priced else "goodput_requests_per_s"
     data = ds.dataset(out, format="parquet")   # a file, or a dataset folder (store.py)
     names = set(data.schema.names)

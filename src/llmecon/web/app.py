@@ -45,17 +45,39 @@ def _field_of(message: str, fields) -> str | None:
 
 
 def _detail(field: str | None, msg: str, kind: str) -> list[dict]:
-    return [{"loc": ["body"] + ([field] if field else []), "msg": msg, "type": kind}]
+    return [{"loc": ["body"] + (field.split(".") if field else []), "msg": msg, "type": kind}]
 
 
 #: request body of each POST endpoint, to name the field an error is about
 BODIES = {"/api/analyze": S.AnalyzeIn, "/api/step": S.StepIn, "/api/context": S.ContextIn, "/api/plan": S.PlanIn,
-          "/api/simulate": S.SimulateIn, "/api/prices/infer": S.PricesIn, "/api/cost": S.CostIn}
+          "/api/simulate": S.SimulateIn, "/api/prices/infer": S.PricesIn, "/api/cost": S.CostIn,
+          "/api/tco": S.TcoRequestIn}
 
 
 def _fields(request: Request) -> tuple[str, ...]:
     body = BODIES.get(request.url.path)
     return tuple(body.model_fields) if body else ()
+
+
+def _tco_error(exc):
+    """An error about one TCO input, located under ``tco`` (``tco.pue``)."""
+    if exc.field is None or exc.field in ("tco", "price_per_chip_hour"):
+        return exc
+    return type(exc)(exc.rule, field=f"tco.{exc.field}", value=exc.value, fix=exc.fix, show_value=exc.show_value)
+
+
+def _priced(body, systems):
+    """({system: USD per chip-hour}, {system: TcoRate}) from the body's price_per_chip_hour or tco object
+    (``resolve.chip_hour_prices``, the CLI's resolver)."""
+    from ..errors import LlmeconError
+    from ..resolve import chip_hour_prices
+
+    tco = None if body.tco is None else body.tco.model_dump()
+    price = None if body.price_per_chip_hour is None else [body.price_per_chip_hour]
+    try:
+        return chip_hour_prices(systems, prices=price, tco_values=tco)
+    except LlmeconError as exc:
+        raise _tco_error(exc) from None
 
 
 def _dep(body: S.DeploymentIn):
@@ -260,7 +282,10 @@ def create_app() -> FastAPI:
                                 profiles=profiles_for(body.mode, None, found),
                                 speculation=speculation_candidates(m, max_k=body.spec_tokens,
                                                                    acceptance=body.acceptance, draft=body.draft))
-        prices = {s.name: body.price_per_chip_hour for s in found} if body.price_per_chip_hour is not None else {}
+        from ..econ.tco import power_basis
+
+        prices, rates = _priced(body, found)
+        powers = {s.name: power_basis(s.accelerator.power_w, rates.get(s.name)) for s in found}
         if body.frontier:  # ``plan --frontier``: every system's decode frontier, compared at an interactivity
             from ..econ.frontier import decode_frontier
             from ..report.frontier import frontier_dict
@@ -269,12 +294,13 @@ def create_app() -> FastAPI:
             f = decode_frontier(m, found, targets=targets, options=options, prices=prices,
                                 interactivity=body.interactivity if given else 1.0 / body.tpot_s)
             return to_json(frontier_dict(f, interactivity_source="interactivity" if given else "1/tpot_s",
-                                         model_assumptions=m.assumptions))
+                                         model_assumptions=m.assumptions, powers=powers))
         r = plan_deployment(m, found, targets=targets, options=options, prices=prices, objective=body.objective)
         from ..econ.workers import plan_workers
 
         out = plan_result_dict(r, hbm_bytes={s.name: s.accelerator.hbm_bytes for s in found},
-                               model_assumptions=m.assumptions, workers=plan_workers(r, m, found, options))
+                               model_assumptions=m.assumptions, workers=plan_workers(r, m, found, options),
+                               powers=powers, rates=rates)
         if body.cache_hit is not None:  # as ``plan --cache-hit --json``
             from ..econ.cache_hit import plan_cache_hit
 
@@ -294,13 +320,20 @@ def create_app() -> FastAPI:
 
             check_cache_hit(cache_hit_rate=body.cache_hit, cached_prefix_tokens=body.cached_prefix,
                             prompt_tokens=body.context, max_context=dep.model.max_context)
-        c = serving_cost(dep, context=body.context, price_per_chip_hour=body.price_per_chip_hour,
-                         utilization=body.utilization, batch=body.batch)
+        prices, rates = _priced(body, [body.system])
+        if body.system not in prices:
+            from ..errors import SpecError
+
+            raise SpecError("a price is needed", field="price_per_chip_hour",
+                            fix="give price_per_chip_hour (USD per chip-hour) or a tco object")
+        price = prices[body.system]
+        c = serving_cost(dep, context=body.context, price_per_chip_hour=price, utilization=body.utilization,
+                         batch=body.batch)
         if body.cache_hit is not None:
             hit = cache_hit_cost(dep, context=body.context, cache_hit_rate=body.cache_hit,
-                                 cached_prefix_tokens=body.cached_prefix, price_per_chip_hour=body.price_per_chip_hour,
+                                 cached_prefix_tokens=body.cached_prefix, price_per_chip_hour=price,
                                  utilization=body.utilization)
-        return to_json(cost_dict(c, dep, None, hit))
+        return to_json(cost_dict(c, dep, None, hit, rates.get(body.system)))
 
     @app.post("/api/simulate", summary="llmecon simulate: batched serving under Poisson traffic")
     def simulate(body: S.SimulateIn) -> dict:
@@ -311,7 +344,8 @@ def create_app() -> FastAPI:
         from ..serving.workload import parse_lengths, synthetic
 
         pol = policy_from_name(body.policy, batch_cap=body.batch_cap)
-        cfg = SimConfig(policy=pol, price_per_chip_hour=body.price_per_chip_hour, seed=body.seed)
+        prices, rates = _priced(body, [body.system])
+        cfg = SimConfig(policy=pol, price_per_chip_hour=prices.get(body.system), seed=body.seed)
         wl = synthetic(rate_per_s=body.rate, prompt=parse_lengths(str(body.prompt_tokens), field="prompt_tokens"),
                        output=parse_lengths(str(body.output_tokens), field="output_tokens"), seed=body.seed,
                        n=body.requests, duration_s=None)
@@ -319,7 +353,15 @@ def create_app() -> FastAPI:
         require_memory(simulation_bytes(requests=wl.n, longest_tokens=body.prompt_tokens + body.output_tokens),
                        WEB_SIMULATE_MAX_MEMORY_BYTES, what=f"{wl.n:,} requests of up to "
                        f"{body.prompt_tokens + body.output_tokens:,} tokens", fix="use fewer or shorter requests")
-        return to_json(simulation_dict(dep, wl, run(dep, wl, cfg)))
+        return to_json(simulation_dict(dep, wl, run(dep, wl, cfg), rates.get(body.system)))
+
+    @app.post("/api/tco", summary="llmecon tco: $/chip-hour from capex, power and hosting, each part")
+    def tco(body: S.TcoRequestIn) -> dict:
+        from ..report.tco import tco_dict
+        from ..resolve import tco as resolve_tco
+
+        rate = resolve_tco(body.system, values=body.model_dump(exclude={"system"}))
+        return to_json(tco_dict(rate, body.system))
 
     @app.post("/api/prices/infer", summary="llmecon prices infer: a price sheet read backwards")
     def prices_infer(body: S.PricesIn) -> dict:

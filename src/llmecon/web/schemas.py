@@ -64,6 +64,37 @@ class DeploymentIn(_Body):
                                                          "model from the catalogue.")
 
 
+def _usd(text: str):
+    return Field(None, ge=0, le=1e9, allow_inf_nan=False, description=text)
+
+
+class TcoIn(_Body):
+    """TCO inputs (``llmecon tco``; docs/tco.md): every one but ``watts_per_chip`` (default: the chip's
+    catalogue TDP) and ``power_utilization`` (default 1.0) must be given; nothing else has a default."""
+
+    chip_capex_usd: Optional[float] = _usd("Purchase price of one accelerator, USD.")
+    system_capex_usd: Optional[float] = _usd("Everything of one system but its accelerators, USD.")
+    amortisation_years: Optional[float] = Field(None, gt=0, le=100, allow_inf_nan=False)
+    cost_of_capital: Optional[float] = Field(None, ge=0, le=10, allow_inf_nan=False,
+                                             description="Annual rate as a fraction (0.08 = 8%).")
+    watts_per_chip: Optional[float] = Field(None, gt=0, le=1e6, allow_inf_nan=False)
+    power_utilization: Optional[float] = Field(None, ge=0, le=1, allow_inf_nan=False)
+    pue: Optional[float] = Field(None, ge=1, le=10, allow_inf_nan=False)
+    usd_per_kwh: Optional[float] = Field(None, ge=0, le=100, allow_inf_nan=False)
+    hosting_usd_per_rack_month: Optional[float] = _usd("Hosting per rack and month, power excluded, USD.")
+    chips_per_rack: Optional[int] = Field(None, ge=1, le=1_000_000)
+    hosting_usd_per_chip_month: Optional[float] = _usd("Hosting per chip and month, power excluded, USD.")
+
+
+TcoOpt = Field(None, description="TCO inputs in place of price_per_chip_hour (not both).")
+
+
+class TcoRequestIn(TcoIn):
+    """``llmecon tco``: $/chip-hour from capex, power and hosting."""
+
+    system: SystemName = Field("gb200-nvl72", description=SYSTEM_DOC)
+
+
 class AnalyzeIn(DeploymentIn):
     """``llmecon analyze``: headline numbers, the batch curve and the roofline."""
 
@@ -82,8 +113,9 @@ CachedPrefix = Field(None, ge=0, le=1e7, allow_inf_nan=False, description="Promp
 class CostIn(DeploymentIn):
     """``llmecon cost``: $ per million input and output tokens, blended over cache hits."""
 
-    price_per_chip_hour: float = Field(..., ge=0, le=1e4, allow_inf_nan=False,
-                                       description="Rent of one accelerator, USD per hour.")
+    price_per_chip_hour: Optional[float] = Field(None, ge=0, le=1e4, allow_inf_nan=False,
+                                                 description="Rent of one accelerator, USD per hour (or tco).")
+    tco: Optional[TcoIn] = TcoOpt
     context: float = Field(4096, ge=1, le=1e8, allow_inf_nan=False, description="Prompt / KV tokens per sequence.")
     batch: Optional[float] = Field(None, ge=1, le=1e7, allow_inf_nan=False,
                                    description="Decode batch (default: the largest that fits).")
@@ -122,6 +154,7 @@ class PlanIn(_Body):
     output_tokens: float = Field(512, ge=1, le=1e7, allow_inf_nan=False)
     max_chips: int = Field(512, ge=1, le=4096)
     price_per_chip_hour: Optional[float] = Price
+    tco: Optional[TcoIn] = TcoOpt
     objective: Optional[Literal["cost", "throughput"]] = None
     weight_dtype: Optional[DtypeName] = DtypeOpt
     kv_dtype: Optional[DtypeName] = DtypeOpt
@@ -153,6 +186,7 @@ class SimulateIn(DeploymentIn):
     batch_cap: Optional[int] = Field(None, ge=1, le=4096)
     seed: int = Field(0, ge=0, le=2**31 - 1)
     price_per_chip_hour: Optional[float] = Price
+    tco: Optional[TcoIn] = TcoOpt
 
     @model_validator(mode="after")
     def _bounded(self):

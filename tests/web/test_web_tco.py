@@ -1,0 +1,75 @@
+"""TCO on the web API (issue 22 item 3): /api/tco answers what ``llmecon tco --json`` prints, /api/plan and
+/api/simulate take a ``tco`` object in place of ``price_per_chip_hour``, and a missing or bad input is a 422
+located at the input."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("fastapi", reason="the web API needs the [web] extra: pip install -e '.[web]'")
+pytest.importorskip("httpx", reason="FastAPI's TestClient needs httpx")
+
+from fastapi.testclient import TestClient  # noqa: E402
+
+from llmecon.web import create_app  # noqa: E402
+
+# placeholders for the tests, not facts (docs/tco.md)
+TCO = dict(chip_capex_usd=30_000.0, system_capex_usd=100_000.0, amortisation_years=5.0, cost_of_capital=0.08,
+           pue=1.3, usd_per_kwh=0.08, hosting_usd_per_rack_month=15_000.0, chips_per_rack=32)
+TOTAL = 42_500 * (0.08 / (1 - 1.08 ** -5)) / 8766 + 700 * 1.3 * 0.08 / 1000 + 15_000 / 32 / 730.5
+
+
+@pytest.fixture(scope="module")
+def client():
+    return TestClient(create_app(), raise_server_exceptions=False)
+
+
+def test_tco_endpoint(client):
+    r = client.post("/api/tco", json={"system": "hgx-h100", **TCO})
+    assert r.status_code == 200, r.text
+    d = r.json()
+    assert d["usd_per_chip_hour"] == pytest.approx(TOTAL, rel=1e-12)
+    assert d["usd_per_system_hour"] == pytest.approx(8 * TOTAL, rel=1e-12)
+
+
+def test_tco_missing_input_is_422_at_the_field(client):
+    body = {k: v for k, v in TCO.items() if k != "pue"}
+    r = client.post("/api/tco", json={"system": "hgx-h100", **body})
+    assert r.status_code == 422
+    assert r.json()["detail"][0]["loc"] == ["body", "pue"]
+    r = client.post("/api/simulate", json={"model": "llama-3.1-8b", "system": "hgx-h100", "requests": 50,
+                                           "tco": body})
+    assert r.status_code == 422
+    assert r.json()["detail"][0]["loc"] == ["body", "tco", "pue"]
+    r = client.post("/api/tco", json={"system": "hgx-h100", **TCO, "peu": 1.2})
+    assert r.status_code == 422 and "did you mean 'pue'" in r.text
+
+
+def test_simulate_and_plan_take_tco(client):
+    sim = {"model": "llama-3.1-8b", "system": "hgx-h100", "requests": 50}
+    t = client.post("/api/simulate", json={**sim, "tco": TCO}).json()
+    r = client.post("/api/simulate", json={**sim, "price_per_chip_hour": TOTAL}).json()
+    assert t["usd_per_mtok"] == pytest.approx(r["usd_per_mtok"], rel=1e-12)
+    assert t["tokens_per_s_per_mw"] == pytest.approx(t["tokens_per_s_per_chip"] / 910 * 1e6, rel=1e-12)
+    both = client.post("/api/simulate", json={**sim, "tco": TCO, "price_per_chip_hour": 2.0})
+    assert both.status_code == 422 and both.json()["detail"][0]["loc"] == ["body", "tco"]
+    p = client.post("/api/plan", json={"model": "llama-3.1-8b", "systems": ["hgx-h100"], "max_chips": 8,
+                                       "tco": TCO})
+    assert p.status_code == 200, p.text
+    d = p.json()
+    assert d["prices"]["hgx-h100"] == pytest.approx(TOTAL, rel=1e-12)
+    best = d["best"]["decode"]
+    assert best["tokens_per_s_per_mw"] == pytest.approx(best["tokens_per_s_per_chip"] / 910 * 1e6, rel=1e-12)
+
+
+def test_cost_endpoint_takes_a_tco_object(client):
+    base = {"model": "llama-3.1-8b", "system": "hgx-h100", "context": 2048}
+    by_tco = client.post("/api/cost", json={**base, "tco": TCO})
+    by_rent = client.post("/api/cost", json={**base, "price_per_chip_hour": TOTAL})
+    assert by_tco.status_code == 200 and by_rent.status_code == 200, by_tco.text
+    assert by_tco.json()["output_usd_per_mtok"] == pytest.approx(by_rent.json()["output_usd_per_mtok"], rel=1e-12)
+    assert by_tco.json()["price_source"] == "tco"
+    r = client.post("/api/cost", json=base)
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "price_per_chip_hour"]
+    both = client.post("/api/cost", json={**base, "tco": TCO, "price_per_chip_hour": 2.0})
+    assert both.status_code == 422
