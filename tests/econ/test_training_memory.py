@@ -60,7 +60,18 @@ def test_one_f_one_b_ranks_hold_pp_minus_rank():
     sizes = (1.0,)
     assert [peak_in_flight("1f1b", rank=r, pp=4, microbatches=8, chunk_sizes=sizes) for r in range(4)] == [4, 3, 2, 1]
     assert peak_in_flight("gpipe", rank=3, pp=4, microbatches=8, chunk_sizes=sizes) == 8
-    assert peak_in_flight("dualpipe", rank=0, pp=4, microbatches=8, chunk_sizes=(1.0, 2.0)) == 10
+
+
+
+def test_dualpipe_peak_splits_pp_plus_one():
+    """DualPipe rank r (h = min(r, pp − 1 − r)) holds pp − h micro-batches of model stage h and h + 1 of
+    stage pp − 1 − h: PP + 1 in all (DeepSeek-V3 Table 2). pp 4, rank 0 (stages 0 and 3, sizes 1 and 2):
+    4·1 + 1·2 = 6; rank 1 (stages 1 and 2): 3·1 + 2·2 = 7; rank 3 holds (stage 3, stage 0): 4·2 + 1·1."""
+    assert peak_in_flight("dualpipe", rank=0, pp=4, microbatches=8, chunk_sizes=(1.0, 2.0)) == 6
+    assert peak_in_flight("dualpipe", rank=1, pp=4, microbatches=8, chunk_sizes=(1.0, 2.0)) == 7
+    assert peak_in_flight("dualpipe", rank=3, pp=4, microbatches=8, chunk_sizes=(1.0, 2.0)) == 9
+    assert all(peak_in_flight("dualpipe", rank=r, pp=16, microbatches=64, chunk_sizes=(1.0, 1.0)) == 17
+               for r in range(16))
 
 
 def test_dualpipe_holds_two_stages_of_parameters():

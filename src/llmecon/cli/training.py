@@ -99,6 +99,21 @@ def train_cmd(
     checkpoint_interval_s: Annotated[Optional[float], typer.Option("--checkpoint-interval-s", help="Seconds "
                                                                    "between checkpoints (default: Young's "
                                                                    "optimum).")] = None,
+    grad_fp32: Annotated[bool, typer.Option("--grad-fp32", help="Accumulate gradients in fp32 (4 B/param; "
+                                                                "Megatron main_grad, DeepSeek-V3).")] = False,
+    bf16_moments: Annotated[bool, typer.Option("--bf16-moments", help="Adam moments in bf16 (DeepSeek-V3 "
+                                                                      "§3.3.3).")] = False,
+    ema: Annotated[str, typer.Option("--ema", help="fp32 EMA of the weights: none, gpu (+4 B/param, sharded) or "
+                                                   "cpu (DeepSeek-V3 §3.2.3: none on the GPU).")] = "none",
+    recompute_norms: Annotated[bool, typer.Option("--recompute-norms", help="Recompute RMSNorm outputs in the "
+                                                                            "backward (DeepSeek-V3 §3.2.3).")] = False,
+    recompute_mla_up: Annotated[bool, typer.Option("--recompute-mla-up", help="Recompute MLA up-projections "
+                                                                              "(DeepSeek-V3 §3.2.3).")] = False,
+    fp8_activations: Annotated[bool, typer.Option("--fp8-activations", help="Cache Linear inputs in FP8, "
+                                                                            "recompute MoE SwiGLU outputs "
+                                                                            "(DeepSeek-V3 §3.3.3).")] = False,
+    mtp: Annotated[bool, typer.Option("--mtp", help="Train the model's multi-token-prediction modules "
+                                                    "(DeepSeek-V3 §2.2).")] = False,
     plot: PlotOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Plan a training run: step time and where it goes, MFU/HFU, memory per GPU, and days to train."""
@@ -116,7 +131,9 @@ def train_cmd(
     m, s = get_model(model), get_system(system)
     plan = TrainPlan(tp=tp, pp=pp, dp=_data_parallel(gpus, dp, tp, pp, cp), ep=ep, cp=cp, microbatch=micro_batch,
                      schedule=schedule.value, chunks=chunks, zero=zero, recompute=recompute.value,
-                     flash_attention=not eager_attention, dropout=dropout, pp_trim=pp_trim)
+                     flash_attention=not eager_attention, dropout=dropout, pp_trim=pp_trim, grad_fp32=grad_fp32,
+                     bf16_moments=bf16_moments, ema=ema, recompute_norms=recompute_norms,
+                     recompute_mla_up=recompute_mla_up, fp8_activations=fp8_activations, mtp=mtp)
     require_number("--reserve-gb", reserve_gb, minimum=0)
     prof = None
     if mode is not None or profile is not None:
@@ -166,6 +183,8 @@ def train_cmd(
             ("tokens/s", f"{st.tokens_per_s:,.0f}"),
             ("memory per GPU", f"{fmt_bytes(st.memory.total)} of {fmt_bytes(st.memory.hbm)} on pipeline rank "
                                f"{st.memory.rank}, the fullest ({mem})"),
+            ("memory per rank", "  ".join(f"{r.rank}: {r.total / 1e9:.1f}" for r in st.memory.ranks)
+             + " GB (weights, gradients, optimizer, activations per rank: --json memory_per_rank_bytes)"),
             ("collectives on", ", ".join(f"{k} {v}" for k, v in st.tiers.items() if v != "none") or "-")]
     if tokens is not None:
         rows.append(("to train", f"{d['train_days']:,.1f} days, {d['gpu_hours']:,.0f} GPU-hours"

@@ -46,6 +46,7 @@ from .training_memory import (  # noqa: F401  (re-exported: the step's public me
     in_flight_microbatches, layer_activation_bytes, memory_per_gpu, stage_layers)
 
 RECOMPUTE = ("none", "selective", "full", "reversible")
+EMA_PLACES = ("none", "gpu", "cpu")
 PRECISIONS = ("bf16", "fp8")
 GRAD_COMM_BYTES = 2.0     # gradients reduced in bf16
 SECONDS_PER_DAY = 86400.0
@@ -74,6 +75,14 @@ class TrainPlan:
     flash_attention: bool = True  # False: eager attention materialises the s×s scores in HBM
     dropout: bool = False         # dropout masks kept (GPT-3/Megatron 2021: yes; Llama, DeepSeek: no)
     pp_trim: int = 0              # layers fewer on the first and last pipeline chunk (Llama 3: 1)
+    # memory options (econ/training_memory.py; DeepSeek-V3, arXiv:2412.19437, §3.2.3 and §3.3.3, sets all)
+    grad_fp32: bool = False        # gradients accumulated in fp32 (4 B/param; Megatron main_grad, DeepSeek-V3)
+    bf16_moments: bool = False     # Adam m and v in bf16 (DeepSeek-V3 §3.3.3): 8 B/param of optimizer states
+    ema: str = "none"              # an fp32 EMA of the weights: none, gpu (+4 B/param, sharded), cpu (§3.2.3)
+    recompute_norms: bool = False  # RMSNorm outputs recomputed in the backward (§3.2.3)
+    recompute_mla_up: bool = False  # MLA up-projections recomputed (§3.2.3; MLA models only)
+    fp8_activations: bool = False  # Linear inputs cached in FP8, MoE SwiGLU output recomputed (§3.3.3)
+    mtp: bool = False              # train the model's multi-token-prediction modules (§2.2) on the last stage
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "ep", "cp", "microbatch", "chunks"):
@@ -84,6 +93,8 @@ class TrainPlan:
         if self.zero > 3:
             raise SpecError(f"ZeRO stages are 0, 1, 2 or 3, got {self.zero}", field="zero", value=self.zero,
                             show_value=False)
+        if self.ema not in EMA_PLACES:
+            raise unknown_name("EMA placement", self.ema, EMA_PLACES, field="ema")
         if self.schedule not in SCHEDULES:
             raise unknown_name("pipeline schedule", self.schedule, SCHEDULES)
         if self.recompute not in RECOMPUTE:
@@ -104,7 +115,12 @@ class TrainPlan:
     def label(self) -> str:
         return (f"tp{self.tp}·cp{self.cp}·dp{self.dp}·pp{self.pp}" + (f"·ep{self.ep}" if self.ep > 1 else "")
                 + f" mb{self.microbatch} {self.schedule}" + (f"(v={self.chunks})" if self.chunks > 1 else "")
-                + f" zero{self.zero} {self.recompute}" + (f" trim{self.pp_trim}" if self.pp_trim else ""))
+                + f" zero{self.zero} {self.recompute}" + (f" trim{self.pp_trim}" if self.pp_trim else "")
+                + "".join(f" {name}" for name, on in (
+                    ("grad-fp32", self.grad_fp32), ("bf16-moments", self.bf16_moments),
+                    (f"ema-{self.ema}", self.ema != "none"), ("recompute-norms", self.recompute_norms),
+                    ("recompute-mla-up", self.recompute_mla_up), ("fp8-activations", self.fp8_activations),
+                    ("mtp", self.mtp)) if on))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -232,6 +248,11 @@ def _validate(model: Model, system: System, plan: TrainPlan, seq_len: int, globa
         raise SpecError("needs a MoE model whose routed experts divide by it"
                         + (f" ({model.moe.n_routed} experts)" if model.is_moe else f" ({model.name} is dense)"),
                         field="ep", value=plan.ep)
+    if plan.mtp and not model.mtp_layers:
+        raise SpecError(f"{model.name} has no multi-token-prediction modules", field="mtp", value=True)
+    if plan.recompute_mla_up and a.kind != "mla":
+        raise SpecError(f"{model.name} has {a.kind} attention, no MLA up-projections", field="recompute_mla_up",
+                        value=True)
     if plan.pp * plan.chunks > model.n_layers + 2 * plan.pp_trim:
         raise SpecError(f"more pipeline chunks ({plan.pp} × {{chunks}} {plan.chunks}) than the {model.n_layers} "
                         f"layers of {model.name}", field="pp", value=plan.pp)
@@ -285,7 +306,13 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
     attn_fwd = float(np.sum(model.prefill_attention_flops(s, 0)))  # causal, per sequence
     half = 0.5 if plan.schedule == "dualpipe" else 1.0
     heads = [half if (r == pp - 1 or (half < 1 and r == 0)) else 0.0 for r in range(pp)]
-    stages = [(lay * half, hd) for lay, hd in zip(stage_layers(model, plan), heads)]
+    # MTP modules (DeepSeek-V3 §2.2) run after the last stage: priced as layers of equal matmul FLOPs
+    # (2·active MTP weights per token; their attention and element-wise work as an average layer's) plus
+    # one more pass through the shared head each.
+    n_mtp = model.mtp_layers if plan.mtp else 0
+    mtp_layer_equiv = n_mtp * 2.0 * model.mtp_active_params() / (layer_mm / n) if n_mtp else 0.0
+    stages = [(lay * half + (mtp_layer_equiv * hd), hd * (1 + n_mtp))
+              for lay, hd in zip(stage_layers(model, plan), heads)]
     stage_l, head_share = max(stages, key=lambda x: tokens_mb * (x[0] / n * layer_mm + head * x[1])
                               + b * x[0] / n * attn_fwd)
     phi = stage_l / n
@@ -297,7 +324,11 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
     gemm_fwd = tokens_mb * phi * layer_mm / (gemm_peak * ke.layer_gemm)  # layer GEMMs: fp8 under precision fp8
     head_fwd = tokens_mb * head * head_share / (peak * ke.head_gemm)
     attn_fwd_s = b * phi * attn_fwd / (peak * ke.attention)
-    compute_mb = ((3.0 + again) * gemm_fwd + 3.0 * head_fwd + (3.0 + (plan.recompute != "none")) * attn_fwd_s) / split
+    # recomputed MLA up-projections (DeepSeek-V3 §3.2.3): their forward GEMMs once more per layer
+    up_flops = mla_up_flops_per_token(model) if plan.recompute_mla_up and not again else 0.0
+    up_fwd = tokens_mb * stage_l * up_flops / (gemm_peak * ke.layer_gemm)
+    compute_mb = ((3.0 + again) * gemm_fwd + up_fwd + 3.0 * head_fwd
+                  + (3.0 + (plan.recompute != "none")) * attn_fwd_s) / split
     elementwise = sum(share * layer_elementwise_bytes(model, seq=s / plan.cp, microbatch=b, tp=plan.tp,
                                                       flash_attention=plan.flash_attention, moe_layer=is_moe,
                                                       window=window) for share, is_moe, window in _layer_mix(model))
@@ -368,9 +399,12 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
     bubble = ideal * frac / (1.0 - frac)
 
     tokens = float(global_batch_tokens)
-    model_flops = 3.0 * (tokens * mm.total + tokens / s * attn_fwd)
+    model_flops = 3.0 * (tokens * (mm.total + n_mtp * (2.0 * model.mtp_active_params() + head))
+                         + tokens / s * attn_fwd * (1.0 + mtp_layer_equiv / n))
     extra = {"none": 0.0, "selective": tokens / s * attn_fwd, "full": tokens * layer_mm + tokens / s * attn_fwd}
     extra["reversible"] = extra["full"]
+    extra["none"] += tokens * n * up_flops
+    extra["selective"] += tokens * n * up_flops
     memory = memory_per_gpu(model, system, plan, seq_len=seq_len, microbatches=m_count, reserve=reserve)
     return TrainStep(
         plan=plan, seq_len=seq_len, global_batch_tokens=tokens, microbatches=m_count, efficiency=ke.layer_gemm,
@@ -380,6 +414,17 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
         cp_comm_s=m_count * cp_mb, pp_comm_s=m_count * pp_mb, zero3_gather_s=m_count * zero3_mb, bubble_s=bubble,
         dp_comm_s=dp_exposed, model_flops=model_flops, hardware_flops=model_flops + extra[plan.recompute],
         peak_flops_per_gpu=peak, memory=memory, tiers=tiers, precision=precision)
+
+
+def mla_up_flops_per_token(model: Model) -> float:
+    """Forward FLOPs per token of one layer's MLA up-projections (query r_q → heads·d_qk, KV r_kv →
+    heads·(d_nope + d_v)); 0 for other attention."""
+    a = model.attention
+    if a.kind != "mla":
+        return 0.0
+    nope = a.head_dim - a.qk_rope_head_dim
+    q_in = a.q_lora_rank or model.d_model
+    return 2.0 * (q_in * a.n_heads * a.head_dim + a.kv_lora_rank * a.n_heads * (nope + a.v_head_dim))
 
 
 def megatron_flops_per_step(*, batch, seq_len, layers, hidden, vocab):
