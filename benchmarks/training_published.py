@@ -21,6 +21,8 @@ ROOT = Path(__file__).parents[1]
 # DeepSeek-V3 report (arXiv:2412.19437) §3.2.3 and §3.3.3: what it does to save memory
 DSV3_MEMORY = dict(grad_fp32=True, bf16_moments=True, ema="cpu", recompute_norms=True, recompute_mla_up=True,
                    fp8_activations=True, mtp=True)
+# §2.1.2, §3.2.2, §3.3.3: node-limited routing (4 nodes), FP8 dispatch, 20 of 132 SMs for communication
+DSV3_EP = dict(fp8_dispatch=True, ep_node_limit=4, comm_sm_share=20 / 132)
 
 
 def gpt(hidden, layers, heads, vocab=51200):
@@ -60,14 +62,16 @@ def main() -> None:
                         f"{c.tflops_per_gpu / pub - 1:+.1%} "
                         f"| h100-sxm/trtllm | {i.memory.fits} ({i.memory.total / 1e9:.1f}, rank {i.memory.rank}) |")
     h800 = get_system("hgx-h800")
-    for sched, trim in (("dualpipe", 0), ("dualpipe", 1), ("1f1b", 0)):
+    for sched, trim, ep in (("dualpipe", 0, DSV3_EP), ("dualpipe", 1, DSV3_EP), ("dualpipe", 1, {}),
+                            ("1f1b", 0, DSV3_EP)):
         plan = TrainPlan(tp=1, pp=16, dp=128, ep=64, schedule=sched, recompute="none", zero=1, pp_trim=trim,
-                         **DSV3_MEMORY)
+                         **DSV3_MEMORY, **ep)
         kw = dict(seq_len=4096, global_batch_tokens=15360 * 4096, precision="fp8")
         i, c = (train_step(get_model("deepseek-v3"), h800, plan, **k, **kw)
                 for k in (dict(efficiency=1.0), dict(profile=prof)))
         hi, hc = (s.train_s(14.8e12) * 2048 / 3600 / 1e6 for s in (i, c))
-        rows.append(f"| DeepSeek-V3, 2048 H800, PP16 EP64 DP128, fp8, {sched}{f' trim {trim}' if trim else ''} "
+        rows.append(f"| DeepSeek-V3, 2048 H800, PP16 EP64 DP128, fp8, {sched}{f' trim {trim}' if trim else ''}"
+                    f"{'' if ep else ', all-to-all without §2.1.2/§3.2.2'} "
                     f"(M GPU-hours, 14.8T tok) | 2.664 | "
                     f"{hi:.3f} | {hi / 2.664 - 1:+.1%} | {hc:.3f} | {hc / 2.664 - 1:+.1%} | h100-sxm/trtllm | "
                     f"{i.memory.fits} ({i.memory.total / 1e9:.1f}, rank {i.memory.rank}) |")

@@ -32,8 +32,10 @@ def gpt(hidden: int, layers: int, heads: int, vocab: int = 51200):
 
 @pytest.mark.parametrize("row", MEGATRON["rows"], ids=lambda r: f"{r[0]}B")
 def test_megatron_2021_calibrated(row):
-    """A100 (the a100-80gb profile: vidur kernel fit), fp16, full recomputation, eager attention, dropout:
-    calibrated within ±16% of every row (measured: −15% at 1.7B to +13% at 76B); ideal is 42-60% high."""
+    """A100 (the a100-80gb profile: vidur kernel fit; TP all-reduces at vidur's measured NCCL ring share of
+    NVLink, 151.9 of 300 GB/s), fp16, full recomputation, eager attention, dropout: calibrated within ±15% of
+    every row and ±10% from 7.5B up (measured: −14.6% at 1.7B, −12.4% at 3.6B, −9.2% to +3.7% above);
+    ideal is 42-60% high."""
     params_b, heads, hidden, layers, tp, pp, gpus, batch, measured = row[:9]
     m = gpt(hidden, layers, heads)
     plan = TrainPlan(tp=tp, pp=pp, dp=gpus // (tp * pp), recompute="full", zero=0, flash_attention=False,
@@ -42,7 +44,7 @@ def test_megatron_2021_calibrated(row):
     kw = dict(seq_len=2048, global_batch_tokens=batch * 2048)
     cal = train_step(m, A100, plan, profile=default_profile(A100.accelerator), **kw)
     ideal = train_step(m, A100, plan, efficiency=1.0, **kw)
-    assert flops / cal.step_s / gpus / 1e12 == pytest.approx(measured, rel=0.16)
+    assert flops / cal.step_s / gpus / 1e12 == pytest.approx(measured, rel=0.15 if params_b < 5 else 0.10)
     assert 1.40 < flops / ideal.step_s / gpus / 1e12 / measured < 1.62
 
 
@@ -66,14 +68,16 @@ def llama3_step(row, **kw):
 
 @pytest.mark.parametrize("row", LLAMA3, ids=["8K-gpus", "16K-gpus", "16K-gpus-cp16"])
 def test_llama3_405b_throughput(row):
-    """Model TFLOP/s per GPU (6·N·D + causal attention, the MFU basis). Measured: calibrated +31% (8K GPUs),
-    +34% (16K), +31% (CP16, 131K); ideal +62%, +61%, +91%. The target (10%) is not reached: the model omits
-    what Meta's 38-43% MFU loses beyond kernel efficiency, bubbles and exposed TP/PP/DP traffic."""
+    """Model TFLOP/s per GPU (6·N·D + causal attention, the MFU basis). Measured: calibrated +22.3% (8K GPUs),
+    +21.8% (16K), +24.1% (CP16, 131K), with collectives at NCCL's measured shares (sequence-parallel
+    reduce-scatter/all-gather 0.662 of NVLink, IB sends 0.718: +33.5/+34.2/+31.3% at catalogue links);
+    ideal +62%, +61%, +91%. The target (10%) is not reached: kernels run at the serving tables' rates, which
+    a long run does not sustain by this much (benchmarks/results/training_published_2026-11-26.md)."""
     published = row[-1]
     cal = llama3_step(row, profile=H100_PROFILE).tflops_per_gpu
     ideal = llama3_step(row, efficiency=1.0).tflops_per_gpu
     assert published < cal < ideal
-    assert cal / published - 1 == pytest.approx(0.32, abs=0.04)
+    assert cal / published - 1 == pytest.approx(0.23, abs=0.03)
     assert ideal / published - 1 < 0.95
 
 
@@ -83,25 +87,47 @@ def test_llama3_405b_throughput(row):
 # the attention output, SwiGLU inputs in MoE with the output recomputed); §2.2 trains one MTP module.
 DSV3_MEMORY = dict(grad_fp32=True, bf16_moments=True, ema="cpu", recompute_norms=True, recompute_mla_up=True,
                    fp8_activations=True, mtp=True)
+# §2.1.2 node-limited routing (M = 4), §3.3.3 FP8 dispatch, §3.2.2 20 of the H800's 132 SMs communicate
+# (the SM count recalled from NVIDIA's H100 SXM specification)
+DSV3_EP = dict(fp8_dispatch=True, ep_node_limit=4, comm_sm_share=20 / 132)
 
 
-def dsv3_step(memory=DSV3_MEMORY, pp_trim=0, **kw):
+def dsv3_step(memory=DSV3_MEMORY, pp_trim=0, ep=DSV3_EP, **kw):
     # §3.1-3.3 and §4.2: 2,048 H800, PP16 (DualPipe), EP64 across 8 nodes, ZeRO-1 data parallelism, no TP,
     # FP8 GEMMs, 4K sequences, batch 15,360 sequences (after the ramp over the first 469B tokens, ignored).
     # No activation checkpointing beyond §3.2.3's. Micro-batch 1 sequence: assumed (not published).
     plan = TrainPlan(tp=1, pp=16, dp=128, ep=64, schedule="dualpipe", recompute="none", zero=1, pp_trim=pp_trim,
-                     **memory)
+                     **memory, **ep)
     return train_step(get_model("deepseek-v3"), H800, plan, seq_len=4096, global_batch_tokens=15360 * 4096,
                       precision="fp8", **kw)
 
 
 def test_deepseek_v3_gpu_hours():
     """2.664M H800 GPU-hours for 14.8T tokens (DeepSeek-V3 report, Table 1), with the report's memory
-    layout and MTP. Pinned where the model stands (benchmarks/results/training_published_2026-11-26.md)."""
-    for kw in (dict(efficiency=1.0), dict(profile=H100_PROFILE)):
-        stp = dsv3_step(**kw)
+    layout, MTP and all-to-all. Measured: calibrated −18.1% with layers split evenly, −32.3% with one
+    layer fewer on the first and last stage (the layout that fits); ideal −49% / −57%. DualPipe hides the
+    node-limited FP8 all-to-all entirely, so what is left is compute at the serving tables' rates (the
+    15% target is missed: benchmarks/results/training_published_2026-11-26.md)."""
+    for kw, trim, err in ((dict(profile=H100_PROFILE), 0, -0.181), (dict(profile=H100_PROFILE), 1, -0.323),
+                          (dict(efficiency=1.0), 0, -0.488)):
+        stp = dsv3_step(pp_trim=trim, **kw)
+        assert stp.ep_comm_s == 0.0
         hours = stp.train_s(14.8e12) * 2048 / 3600
-        assert hours / 2.664e6 - 1 == pytest.approx(-0.04, abs=0.03)
+        assert hours / 2.664e6 - 1 == pytest.approx(err, abs=0.02)
+
+
+def test_node_limited_fp8_dispatch_by_hand():
+    """DeepSeek-V3 dispatch of 4,096 tokens from one GPU, EP64 over 8 nodes, at most 4 nodes per token:
+    4·7/8 = 3.5 remote copies of 7,168 FP8 values (+ a 4-byte scale per 128): 4096·3.5·7168·1.03125 =
+    105.97 MB through one 50 GB/s NIC at 13 µs (catalogue link): 2.1324 ms; the combine in BF16 2×."""
+    from llmecon.econ.training_step import expert_exchange_s
+
+    plan = TrainPlan(tp=1, pp=16, dp=128, ep=64, **DSV3_EP)
+    kw = dict(tokens=4096, link=H800.scale_out, tier="scale-out")
+    d = expert_exchange_s(get_model("deepseek-v3"), H800, plan, dispatch=True, **kw)
+    c = expert_exchange_s(get_model("deepseek-v3"), H800, plan, dispatch=False, **kw)
+    assert d == pytest.approx(13e-6 + 4096 * 3.5 * 7168 * 1.03125 / 50e9, rel=1e-9)
+    assert c - 13e-6 == pytest.approx(2 / 1.03125 * (d - 13e-6), rel=1e-9)
 
 
 def test_deepseek_v3_activation_per_token_by_hand():
@@ -196,3 +222,41 @@ def test_hgx_h800_is_an_h100_with_slower_nvlink():
     assert H800.accelerator == H100.accelerator and H800.chips == 8
     assert H800.scale_up.bandwidth_bytes_per_s == 200e9 and H100.scale_up.bandwidth_bytes_per_s == 450e9
     assert H800.scale_out.bandwidth_bytes_per_s == 50e9
+
+
+AIC = Path(__file__).parents[3] / "shared" / "validation" / "aiconfigurator" / "kernels"
+
+
+@pytest.mark.skipif(not AIC.is_dir(), reason="../shared/validation/aiconfigurator absent (fresh clone)")
+def test_measured_nvlink_share_rederived_from_nccl_table():
+    """The H100 scale-up share training's collectives use (MEASURED_LINKS) is re-derived from NCCL's
+    bf16 reduce-scatter/all-gather rows (8 GPUs, >= 16 MiB): 0.662 of 450 GB/s."""
+    from llmecon.econ.training_kernels import MEASURED_LINKS
+    from llmecon.fidelity.comm_fit import ring_bandwidth_share
+
+    share, source = ring_bandwidth_share(AIC, "h100_sxm", H100)
+    assert "nccl" in source and share == pytest.approx(MEASURED_LINKS["h100-sxm"].scale_up, abs=0.001)
+
+
+def test_calibrated_collectives_take_the_measured_shares():
+    """Calibrated mode prices the TP ring at 0.662 of NVLink and PP sends at 0.718 of IB on H100: the TP and
+    PP times of the Llama 3 16K configuration grow by 1/0.662 and about 1/0.718 (floors aside) over the
+    same step priced at catalogue links."""
+    import dataclasses as dc
+
+    from llmecon.econ import training_kernels as tk
+
+    row = LLAMA3[1]
+    cal = llama3_step(row, profile=H100_PROFILE)
+    assert cal.kernels.scale_up_share == 0.662 and cal.kernels.scale_out_share == pytest.approx(0.718)
+    plain = dc.replace(tk.MEASURED_LINKS["h100-sxm"], scale_up=1.0, scale_out=1.0)
+    saved = dict(tk.MEASURED_LINKS)
+    try:
+        tk.MEASURED_LINKS["h100-sxm"] = plain
+        cat = llama3_step(row, profile=H100_PROFILE)
+    finally:
+        tk.MEASURED_LINKS.clear()
+        tk.MEASURED_LINKS.update(saved)
+    assert cal.tp_comm_s / cat.tp_comm_s == pytest.approx(1 / 0.662, rel=0.01)
+    assert cal.pp_comm_s / cat.pp_comm_s == pytest.approx(1 / 0.718, rel=0.03)
+    assert cal.compute_s == cat.compute_s

@@ -114,6 +114,14 @@ def train_cmd(
                                                                             "(DeepSeek-V3 §3.3.3).")] = False,
     mtp: Annotated[bool, typer.Option("--mtp", help="Train the model's multi-token-prediction modules "
                                                     "(DeepSeek-V3 §2.2).")] = False,
+    fp8_dispatch: Annotated[bool, typer.Option("--fp8-dispatch", help="MoE dispatch in FP8 (DeepSeek-V3 "
+                                                                      "§3.3.3).")] = False,
+    ep_node_limit: Annotated[int, typer.Option("--ep-node-limit", help="Nodes a token's experts may span; one IB "
+                                                                       "copy per node (DeepSeek-V3: 4; 0 = no "
+                                                                       "limit).")] = 0,
+    comm_sm_share: Annotated[float, typer.Option("--comm-sm-share", help="Share of SMs communication kernels "
+                                                                         "take from compute (DeepSeek-V3: "
+                                                                         "20/132).")] = 0.0,
     plot: PlotOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Plan a training run: step time and where it goes, MFU/HFU, memory per GPU, and days to train."""
@@ -133,7 +141,8 @@ def train_cmd(
                      schedule=schedule.value, chunks=chunks, zero=zero, recompute=recompute.value,
                      flash_attention=not eager_attention, dropout=dropout, pp_trim=pp_trim, grad_fp32=grad_fp32,
                      bf16_moments=bf16_moments, ema=ema, recompute_norms=recompute_norms,
-                     recompute_mla_up=recompute_mla_up, fp8_activations=fp8_activations, mtp=mtp)
+                     recompute_mla_up=recompute_mla_up, fp8_activations=fp8_activations, mtp=mtp,
+                     fp8_dispatch=fp8_dispatch, ep_node_limit=ep_node_limit, comm_sm_share=comm_sm_share)
     require_number("--reserve-gb", reserve_gb, minimum=0)
     prof = None
     if mode is not None or profile is not None:

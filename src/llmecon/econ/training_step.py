@@ -30,6 +30,7 @@ and MoE MLPs and sliding windows — see :func:`layer_activation_bytes`.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,7 +43,7 @@ from .training import SCHEDULES, bubble_fraction
 from ..spec.efficiency import EfficiencyProfile
 from .training_kernels import KernelEfficiency, calibrated as calibrated_kernels, ideal as uniform_kernels
 from .training_memory import (  # noqa: F401  (re-exported: the step's public memory API)
-    ACT_BYTES, GRAD_BYTES, MASK_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, RankMemory, TrainMemory, _layer_mix,
+    ACT_BYTES, FP8_BYTES, GRAD_BYTES, MASK_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, RankMemory, TrainMemory, _layer_mix,
     in_flight_microbatches, layer_activation_bytes, memory_per_gpu, stage_layers)
 
 RECOMPUTE = ("none", "selective", "full", "reversible")
@@ -83,6 +84,11 @@ class TrainPlan:
     recompute_mla_up: bool = False  # MLA up-projections recomputed (§3.2.3; MLA models only)
     fp8_activations: bool = False  # Linear inputs cached in FP8, MoE SwiGLU output recomputed (§3.3.3)
     mtp: bool = False              # train the model's multi-token-prediction modules (§2.2) on the last stage
+    # expert-parallel traffic (DeepSeek-V3): FP8 dispatch (§3.3.3), node-limited routing M (§2.1.2: 4), and
+    # the share of SMs the communication kernels take from compute (§3.2.2: 20 of the H800's 132)
+    fp8_dispatch: bool = False
+    ep_node_limit: int = 0         # 0: no limit (each routed copy sent on its own)
+    comm_sm_share: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "ep", "cp", "microbatch", "chunks"):
@@ -90,6 +96,8 @@ class TrainPlan:
             require_whole(name.replace("microbatch", "micro_batch"), getattr(self, name))
         require_whole("zero", self.zero, 0)
         require_whole("pp_trim", self.pp_trim, 0)
+        require_whole("ep_node_limit", self.ep_node_limit, 0)
+        require_number("comm_sm_share", self.comm_sm_share, minimum=0, maximum=0.9)
         if self.zero > 3:
             raise SpecError(f"ZeRO stages are 0, 1, 2 or 3, got {self.zero}", field="zero", value=self.zero,
                             show_value=False)
@@ -120,7 +128,9 @@ class TrainPlan:
                     ("grad-fp32", self.grad_fp32), ("bf16-moments", self.bf16_moments),
                     (f"ema-{self.ema}", self.ema != "none"), ("recompute-norms", self.recompute_norms),
                     ("recompute-mla-up", self.recompute_mla_up), ("fp8-activations", self.fp8_activations),
-                    ("mtp", self.mtp)) if on))
+                    ("mtp", self.mtp), ("fp8-dispatch", self.fp8_dispatch),
+                    (f"node-limit{self.ep_node_limit}", self.ep_node_limit > 0),
+                    (f"comm-sms{self.comm_sm_share:.0%}", self.comm_sm_share > 0)) if on))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -328,7 +338,7 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
     up_flops = mla_up_flops_per_token(model) if plan.recompute_mla_up and not again else 0.0
     up_fwd = tokens_mb * stage_l * up_flops / (gemm_peak * ke.layer_gemm)
     compute_mb = ((3.0 + again) * gemm_fwd + up_fwd + 3.0 * head_fwd
-                  + (3.0 + (plan.recompute != "none")) * attn_fwd_s) / split
+                  + (3.0 + (plan.recompute != "none")) * attn_fwd_s) / split / (1.0 - plan.comm_sm_share)
     elementwise = sum(share * layer_elementwise_bytes(model, seq=s / plan.cp, microbatch=b, tp=plan.tp,
                                                       flash_attention=plan.flash_attention, moe_layer=is_moe,
                                                       window=window) for share, is_moe, window in _layer_mix(model))
@@ -337,18 +347,29 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
     attn_core_mb = 3.0 * attn_fwd_s / split
 
     tiers = {}
+
+    def measured(link: Link | None, tier: str) -> Link | None:
+        """``link`` at the share NCCL reaches on it (calibrated mode; 1 in ideal mode)."""
+        if link is None:
+            return None
+        share = ke.scale_up_share if tier == "scale-up" else ke.scale_out_share
+        return dataclasses.replace(link, bandwidth_bytes_per_s=link.bandwidth_bytes_per_s * share)
+
+    ring = "auto" if profile is None else "ring"  # sequence parallelism: reduce-scatter + all-gather
     # Tensor parallel: 2 all-reduces (or reduce-scatter + all-gather) per layer forward, 2 backward,
     # 2 more in a recomputed forward (Shoeybi et al. 2019; Korthikanti et al. 2022).
     tp_link, tiers["tp"] = group_link(system, stride=1, size=plan.tp, what="tensor-parallel")
+    tp_link = measured(tp_link, tiers["tp"])
     tp_mb = 0.0
     comm_passes = 4 + (2 if plan.recompute in ("full", "reversible") else 0)
     if tp_link is not None:
         msg = ACT_BYTES * (s / plan.cp) * b * h
-        ar = float(all_reduce_s(message_bytes=msg, participants=plan.tp, link=tp_link))
+        ar = float(all_reduce_s(message_bytes=msg, participants=plan.tp, link=tp_link, algorithm=ring))
         tp_mb = stage_l * comm_passes * ar
     # Context parallel: ring attention passes each rank's K and V chunk around cp−1 times forward,
     # twice that backward; overlapped with the attention core, only the excess is exposed.
     cp_link, tiers["cp"] = group_link(system, stride=plan.tp, size=plan.cp, what="context-parallel")
+    cp_link = measured(cp_link, tiers["cp"])
     cp_mb = 0.0
     if cp_link is not None:
         a = model.attention
@@ -358,16 +379,19 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
         cp_mb = max(0.0, ring - attn_core_mb)
     # Expert parallel: dispatch + combine all-to-all per MoE layer, forward and backward (+ recompute).
     ep_link, tiers["ep"] = group_link(system, stride=plan.tp * plan.cp, size=plan.ep, what="expert-parallel")
+    if tiers["ep"] == "scale-out":  # NVLink all-to-alls keep the catalogue link (no NCCL share applies)
+        ep_link = measured(ep_link, tiers["ep"])
     ep_mb = 0.0
     if ep_link is not None:
-        msg = ACT_BYTES * tokens_mb / (plan.cp * plan.tp) * model.moe.top_k * h
-        moe_stage = phi * model.n_moe_layers
-        ep_mb = moe_stage * comm_passes * float(all_to_all_s(message_bytes=msg, participants=plan.ep, link=ep_link))
+        ep_mb = phi * model.n_moe_layers * comm_passes / 2.0 * sum(
+            expert_exchange_s(model, system, plan, tokens=tokens_mb / (plan.cp * plan.tp), link=ep_link,
+                              tier=tiers["ep"], dispatch=d) for d in (True, False))
         if plan.schedule == "dualpipe":  # DualPipe overlaps a chunk's all-to-alls with the paired chunk's compute
             ep_mb = max(0.0, ep_mb - compute_mb)
     # Pipeline: one activation forward and one gradient backward per micro-batch per chunk boundary,
     # scattered over tp ranks (Narayanan et al. 2021 §4.1).
     pp_link, tiers["pp"] = group_link(system, stride=plan.tp * plan.cp * plan.dp, size=pp, what="pipeline")
+    pp_link = measured(pp_link, tiers["pp"])
     pp_mb = 0.0
     if pp_link is not None:
         hop = float(p2p_s(message_bytes=ACT_BYTES * (s / plan.cp) * b * h / plan.tp, link=pp_link))
@@ -375,6 +399,7 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
     # Data parallel: gradients of this GPU's parameters, reduce-scatter + all-gather (= ring all-reduce
     # volume) once per step; ZeRO-3 also all-gathers weights forward and backward per micro-batch.
     dp_link, tiers["dp"] = group_link(system, stride=plan.tp, size=plan.dp * plan.cp, what="data-parallel")
+    dp_link = measured(dp_link, tiers["dp"])
     layer_dense = p.total - p.routed_experts - p.embedding - p.lm_head
     held = phi / half  # a DualPipe rank holds two stages' parameters
     dense_params = (held * layer_dense + p.embedding) / plan.tp
@@ -414,6 +439,26 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
         cp_comm_s=m_count * cp_mb, pp_comm_s=m_count * pp_mb, zero3_gather_s=m_count * zero3_mb, bubble_s=bubble,
         dp_comm_s=dp_exposed, model_flops=model_flops, hardware_flops=model_flops + extra[plan.recompute],
         peak_flops_per_gpu=peak, memory=memory, tiers=tiers, precision=precision)
+
+
+def expert_exchange_s(model: Model, system: System, plan: TrainPlan, *, tokens: float, link: Link, tier: str,
+                      dispatch: bool) -> float:
+    """Seconds of one MoE layer's dispatch (``dispatch``) or combine all-to-all for ``tokens`` tokens per
+    GPU. Each token's k routed copies of d_model values go to the experts' ranks (``all_to_all_s``):
+    bf16, or FP8 + 1×128-tile scales for the dispatch with ``fp8_dispatch`` (DeepSeek-V3 §3.3.3: the
+    dispatch and the backward's gradient dispatch in FP8, both combines in BF16). With
+    ``ep_node_limit`` M and a group across N scale-up domains (DeepSeek-V3 §2.1.2 node-limited routing,
+    §3.2.2: a token crosses InfiniBand once per target node, then NVLink forwards it to the experts
+    there): each GPU sends M·(N − 1)/N copies per token over its scale-out link (under uniform routing
+    the token's own node is one of its M with chance M/N), at the link's floor plus bytes / bandwidth; the NVLink forwarding is omitted (DeepSeek-V3 sizes it to stay under the IB
+    time)."""
+    width = FP8_BYTES if dispatch and plan.fp8_dispatch else ACT_BYTES
+    k, h = model.moe.top_k, float(model.d_model)
+    if plan.ep_node_limit and tier == "scale-out":
+        nodes = plan.ep * plan.tp * plan.cp / system.chips
+        copies = min(float(plan.ep_node_limit), nodes) * (nodes - 1.0) / nodes
+        return float(link.latency_s + tokens * copies * h * width / link.bandwidth_bytes_per_s)
+    return float(all_to_all_s(message_bytes=width * tokens * k * h, participants=plan.ep, link=link))
 
 
 def mla_up_flops_per_token(model: Model) -> float:
