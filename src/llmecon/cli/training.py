@@ -122,6 +122,10 @@ def train_cmd(
     comm_sm_share: Annotated[float, typer.Option("--comm-sm-share", help="Share of SMs communication kernels "
                                                                          "take from compute (DeepSeek-V3: "
                                                                          "20/132).")] = 0.0,
+    kernel_share: Annotated[float, typer.Option("--kernel-share", help="Share of the profile's GEMM/attention "
+                                                                       "rates a long run sustains (calibrated; "
+                                                                       "0.762 fitted on Llama 3 405B for H100; "
+                                                                       "default 1 = as measured).")] = 1.0,
     plot: PlotOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Plan a training run: step time and where it goes, MFU/HFU, memory per GPU, and days to train."""
@@ -153,7 +157,8 @@ def train_cmd(
     eff = (1.0 if mode is not None or profile is not None else MEGATRON_A100_EFFICIENCY) if efficiency is None \
         else efficiency
     st = train_step(m, s, plan, seq_len=seq_len, global_batch_tokens=global_batch_tokens, efficiency=eff,
-                    dp_overlap=dp_overlap, precision=precision, reserve=reserve_gb * 1e9, profile=prof)
+                    dp_overlap=dp_overlap, precision=precision, reserve=reserve_gb * 1e9, profile=prof,
+                    kernel_share=kernel_share)
     gp = None
     if (checkpoint_s is None) != (restart_s is None):
         _fail(f"{'--restart-s' if restart_s is None else '--checkpoint-s'}: goodput needs both --checkpoint-s "

@@ -58,6 +58,13 @@ SECONDS_PER_DAY = 86400.0
 # an assumption; ``efficiency=1`` gives the ideal (lower-bound) step.
 MEGATRON_A100_EFFICIENCY = 0.65
 
+# The share of the H100 kernel tables' GEMM and attention rates (h100-sxm/trtllm) that Llama 3 405B's
+# 8K-GPU run sustains (Dubey et al. 2024 Table 4, 430 TFLOP/s per GPU, recalled): ONE scalar fitted on ONE run
+# by benchmarks/training_published.py; the other runs are its out-of-sample test (Llama 3 16K +0.4%, 16K CP16
+# −1.0%, DeepSeek-V3 GPU-hours +5.1% with an even stage split: benchmarks/results/training_published_2026-11-26.md).
+# Not applied unless asked for (``kernel_share``, ``llmecon train --kernel-share``).
+H100_SUSTAINED_SHARE = 0.762
+
 
 @dataclass(frozen=True, kw_only=True)
 class TrainPlan:
@@ -286,13 +293,15 @@ def _validate(model: Model, system: System, plan: TrainPlan, seq_len: int, globa
 def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, global_batch_tokens: float,
                efficiency: float = MEGATRON_A100_EFFICIENCY, dp_overlap: float = 1.0,
                precision: str = "bf16", reserve: float = 0.0,
-               profile: EfficiencyProfile | None = None) -> TrainStep:
+               profile: EfficiencyProfile | None = None, kernel_share: float = 1.0) -> TrainStep:
     """Time, FLOPs and memory of one step (formulas and omissions in the module docstring).
     ``precision`` fp8 runs the layers' GEMMs at the chip's fp8 peak and the attention core, head,
     element-wise kernels and communication as in bf16 (DeepSeek-V3 §3.3: embedding, output head,
     gating, norms and attention stay in BF16/FP32); MFU stays on the bf16 peak. ``reserve``: bytes
     per GPU held back for the framework (:func:`memory_per_gpu`). ``profile`` (calibrated mode): kernel
-    efficiencies from a measured profile (:mod:`llmecon.econ.training_kernels`) replace ``efficiency``."""
+    efficiencies from a measured profile (:mod:`llmecon.econ.training_kernels`) replace ``efficiency``;
+    ``kernel_share`` scales its GEMM and attention rates (the share of the kernel tables' rates a long run
+    sustains: 1 = as measured; :data:`H100_SUSTAINED_SHARE` is fitted on one published run)."""
     require_whole("seq_len", seq_len)
     require_number("global_batch_tokens", global_batch_tokens, minimum=0, exclusive=True)
     eff = require_number("efficiency", efficiency, minimum=0, exclusive=True, maximum=1.0,
@@ -328,9 +337,16 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
     phi = stage_l / n
     again = plan.recompute in ("full", "reversible")
     split = plan.tp * plan.cp
+    share = require_number("kernel_share", kernel_share, minimum=0, exclusive=True, maximum=1.0)
+    if profile is None and share != 1.0:
+        raise SpecError("scales a measured profile's kernel rates: give it with a profile (calibrated mode)",
+                        field="kernel_share", value=kernel_share)
     ke = uniform_kernels(eff) if profile is None else calibrated_kernels(
         model, profile, seq=s, microbatch=plan.microbatch, tp=plan.tp,
         cp=plan.cp, ep=plan.ep, precision=precision)
+    if share != 1.0:
+        ke = dataclasses.replace(ke, layer_gemm=ke.layer_gemm * share, head_gemm=ke.head_gemm * share,
+                                 attention=ke.attention * share, source=f"{ke.source} x {share:g} sustained")
     gemm_fwd = tokens_mb * phi * layer_mm / (gemm_peak * ke.layer_gemm)  # layer GEMMs: fp8 under precision fp8
     head_fwd = tokens_mb * head * head_share / (peak * ke.head_gemm)
     attn_fwd_s = b * phi * attn_fwd / (peak * ke.attention)
