@@ -107,7 +107,8 @@ def one_scalar_experiment(prof, h100, h800) -> str:
 
     out = ["One scalar (the share of the h100-sxm/trtllm kernel rates a run sustains) fitted on one Llama 3 run;"
            " every other column is out of sample (TFLOP/s error; DeepSeek-V3: GPU-hours error)",
-           "| fitted on | share | " + " | ".join(r[0] for r in runs) + " | DeepSeek-V3 even split | DeepSeek-V3 trim 1 |",
+           "| fitted on | share | " + " | ".join(r[0] for r in runs)
+           + " | DeepSeek-V3 even split | DeepSeek-V3 trim 1 |",
            "|---|---:|" + "---:|" * (len(runs) + 2)]
     for name, row, pub in runs:
         lo, hi = 0.3, 1.0

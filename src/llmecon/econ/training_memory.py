@@ -45,9 +45,9 @@ multi-token-prediction modules on the last stage (``mtp``: their layer, the proj
 logits tensor; the embedding they share with the main model is copied onto the last rank unless that
 rank already holds it, as DualPipe's rank 0 does, §3.2.3).
 
-Omitted: FP8 weight copies (Transformer Engine caches), the stage-boundary send/receive buffers (Llama 3 deallocates them), per-layer
-differences inside a stage (dense and MoE layers of one model are averaged), temporary buffers of
-collectives and of the optimizer step.
+Omitted: FP8 weight copies (Transformer Engine caches), the stage-boundary send/receive buffers
+(Llama 3 deallocates them), per-layer differences inside a stage (dense and MoE layers of one model
+are averaged), temporary buffers of collectives and of the optimizer step.
 """
 
 from __future__ import annotations

@@ -466,7 +466,8 @@ def expert_exchange_s(model: Model, system: System, plan: TrainPlan, *, tokens: 
     ``ep_node_limit`` M and a group across N scale-up domains (DeepSeek-V3 §2.1.2 node-limited routing,
     §3.2.2: a token crosses InfiniBand once per target node, then NVLink forwards it to the experts
     there): each GPU sends M·(N − 1)/N copies per token over its scale-out link (under uniform routing
-    the token's own node is one of its M with chance M/N), at the link's floor plus bytes / bandwidth; the NVLink forwarding is omitted (DeepSeek-V3 sizes it to stay under the IB
+    the token's own node is one of its M with chance M/N), at the link's floor plus bytes / bandwidth;
+    the NVLink forwarding is omitted (DeepSeek-V3 sizes it to stay under the IB
     time)."""
     width = FP8_BYTES if dispatch and plan.fp8_dispatch else ACT_BYTES
     k, h = model.moe.top_k, float(model.d_model)
