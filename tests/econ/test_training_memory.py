@@ -134,3 +134,19 @@ def test_llama3_405b_issue_case_no_longer_overflows_with_dropout_free_layout():
     kw = dict(seq_len=8192, microbatches=16)
     assert not memory_per_gpu(m, H100, old, **kw).fits
     assert memory_per_gpu(m, H100, new, **kw).fits
+
+
+def test_layer_params_place_each_layer_kind():
+    """Per-layer parameters sum to the model's decoder parameters; DeepSeek-V3's first three layers are dense
+    (an 18,432-wide SwiGLU FFN, no routed experts), the other 58 carry 1/58 of the routed experts each; a
+    dense model's layers are equal."""
+    from llmecon.econ.training_memory import layer_params
+
+    m = get_model("deepseek-v3")
+    p = m.params
+    dense, expert = layer_params(m)
+    assert dense.sum() + expert.sum() == pytest.approx(p.total - p.embedding - p.lm_head, rel=1e-12)
+    assert (expert[:3] == 0).all() and expert[3:] == pytest.approx(p.routed_experts / 58, rel=1e-12)
+    assert dense[0] - dense[3] == pytest.approx(3 * 7168 * 18432 - (p.shared_experts + p.router) / 58, rel=1e-9)
+    d, e = layer_params(get_model("llama-3.1-8b"))
+    assert (e == 0).all() and d == pytest.approx(d[0], rel=1e-12)

@@ -145,17 +145,18 @@ def test_deepseek_v3_activation_per_token_by_hand():
 
 
 def test_deepseek_v3_memory_fits_only_with_its_own_layout():
-    """Why our layout gave 151 GB: the DualPipe rank holding embedding and head keeps 16 micro-batches of
-    stage 0 and one of stage 15 (125 GB of bf16 activations with the expanded MLA Q/K/V and 8 dispatched
-    copies per MoE layer). With §3.2.3/§3.3.3 the activations fall to 47.6 GB, but fp32 gradients and the
-    MTP module bring rank 0 to 85.0 GB with layers split evenly (4 per stage, 3 on the last three): over
-    80 GB. The report does not give its stage split; one layer fewer on the first and last stage (as Llama 3
-    does) fits every rank (68.6 GB, a middle rank the fullest)."""
+    """Why our layout gave 151 GB: every DualPipe rank keeps 17 micro-batch-stages (rank 3: 13 of stage 3,
+    4 of stage 12), 8 MoE layers of bf16 activations with the expanded MLA Q/K/V and 8 dispatched copies
+    each (454,656 B per token per layer): 126.6 GB, 148.4 GB in all on rank 3 with the three dense layers
+    placed on stage 0. With §3.2.3/§3.3.3 the activations fall by 2.9×, but fp32 gradients and the MTP module
+    bring rank 0 (embedding, head, MTP) to 85.1 GB with layers split evenly (4 per stage, 3 on the last
+    three): over 80 GB. The report does not give its stage split; one layer fewer on the first and last stage
+    (as Llama 3 does) fits every rank (68.6 GB, a middle rank the fullest)."""
     base = dsv3_step(memory={}, efficiency=1.0).memory
-    assert not base.fits and base.total == pytest.approx(151.8e9, rel=0.01) and base.rank == 0
-    assert base.activations == pytest.approx(125.3e9, rel=0.01)
+    assert not base.fits and base.total == pytest.approx(148.4e9, rel=0.01) and base.rank == 3
+    assert base.activations == pytest.approx(17 * 4 * 454656 * 4096, rel=1e-9)
     full = dsv3_step(efficiency=1.0).memory
-    assert not full.fits and full.total == pytest.approx(85.0e9, rel=0.01) and full.rank in (0, 15)
+    assert not full.fits and full.total == pytest.approx(85.1e9, rel=0.01) and full.rank in (0, 15)
     assert full.gradients == pytest.approx(2 * full.weights, rel=1e-12)  # fp32 gradients, bf16 weights
     trimmed = dsv3_step(pp_trim=1, efficiency=1.0).memory
     assert trimmed.fits and trimmed.total == pytest.approx(68.6e9, rel=0.01) and 0 < trimmed.rank < 15

@@ -46,13 +46,15 @@ logits tensor; the embedding they share with the main model is copied onto the l
 rank already holds it, as DualPipe's rank 0 does, §3.2.3).
 
 Omitted: FP8 weight copies (Transformer Engine caches), the stage-boundary send/receive buffers
-(Llama 3 deallocates them), per-layer differences inside a stage (dense and MoE layers of one model
-are averaged), temporary buffers of collectives and of the optimizer step.
+(Llama 3 deallocates them), temporary buffers of collectives and of the optimizer step. Each layer's
+parameters and activations are its kind's (:func:`layer_params`; attention and norms spread evenly).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import numpy as np
 
 from ..errors import SpecError, require_number
 from ..spec.hardware import System
@@ -279,16 +281,41 @@ def _activation_options(plan) -> dict:
                 fp8_cache=plan.fp8_activations)
 
 
-def _layer_bytes(model: Model, plan, seq: float) -> tuple[float, float]:
-    """(bytes one average layer keeps per micro-batch, one layer's working set while recomputed)."""
-    per_layer, working = 0.0, 0.0
-    for share, is_moe, window in _layer_mix(model):
+def _layer_bytes(model: Model, plan, seq: float) -> tuple[np.ndarray, float]:
+    """(bytes each decoder layer keeps per micro-batch, in model order; one layer's working set while
+    recomputed)."""
+    kinds, working = {}, 0.0
+    for _, is_moe, window in _layer_mix(model):
         kw = dict(seq=seq, microbatch=plan.microbatch, tp=plan.tp, moe_layer=is_moe, window=window,
                   dropout=plan.dropout, **_activation_options(plan))
         keep = "selective" if plan.flash_attention and plan.recompute == "none" else plan.recompute
-        per_layer += share * layer_activation_bytes(model, recompute=keep, **kw)
+        kinds[(is_moe, window)] = layer_activation_bytes(model, recompute=keep, **kw)
         working = max(working, layer_activation_bytes(model, recompute="selective", **kw))
+    per_layer = np.array([kinds[k] for k in zip(model.moe_layers, model.layer_windows)])
     return per_layer, (working if plan.recompute in ("full", "reversible") else 0.0)
+
+
+def layer_params(model: Model) -> tuple[np.ndarray, np.ndarray]:
+    """(non-expert, routed-expert) parameters of each decoder layer in model order: a dense layer's FFN
+    (``dense_ffn`` spread over the layers with an FFN, by width), a MoE layer's shared experts, router and
+    routed experts (spread over the MoE layers); attention, norms and every other per-layer weight spread
+    evenly (exact for uniform attention; hybrid mixers averaged). DeepSeek-V3: its three dense layers
+    are placed where they are, on the first stage."""
+    p, n = model.params, model.n_layers
+    moe = np.array(model.moe_layers, dtype=bool)
+    widths = np.array([float(w or 0) for w in model.layer_ffn_dims])
+    rest = p.total - p.routed_experts - p.embedding - p.lm_head - p.dense_ffn - p.shared_experts - p.router
+    dense = np.full(n, rest / n)
+    if widths.sum() > 0:
+        dense += p.dense_ffn * widths / widths.sum()
+    elif p.dense_ffn:
+        dense += p.dense_ffn / n
+    n_moe = int(moe.sum())
+    expert = np.zeros(n)
+    if n_moe:
+        dense[moe] += (p.shared_experts + p.router) / n_moe
+        expert[moe] = p.routed_experts / n_moe
+    return dense, expert
 
 
 def in_flight_microbatches(plan, microbatches: int) -> float:
@@ -342,9 +369,8 @@ def memory_per_gpu(model: Model, system: System, plan, *, seq_len: int, microbat
     reserve = require_number("reserve", reserve, minimum=0)
     p, n = model.params, model.n_layers
     layers = chunk_layers(n, plan.pp, plan.chunks, plan.pp_trim)
-    per_rank = rank_layers(layers, plan.pp, plan.schedule)
-    layer_dense = (p.total - p.routed_experts - p.embedding - p.lm_head) / n
-    layer_expert = p.routed_experts / n
+    bounds = np.concatenate([[0], np.cumsum(layers)]).astype(int)
+    layer_dense, layer_expert = layer_params(model)
     shard_dense, shard_expert = plan.dp * plan.cp, plan.dp * plan.cp // plan.ep
     seq = seq_len / plan.cp
     per_layer, working = _layer_bytes(model, plan, seq)
@@ -364,22 +390,24 @@ def memory_per_gpu(model: Model, system: System, plan, *, seq_len: int, microbat
     w_b, g_b, o_b = state_bytes_per_param(plan)
     dual = plan.schedule == "dualpipe"
     ranks = []
-    for r, chunks in enumerate(per_rank):
-        mine = sum(chunks)
+    for r in range(plan.pp):
+        ids = (r, plan.pp - 1 - r) if dual else tuple(range(r, plan.pp * plan.chunks, plan.pp))
+        spans = [slice(bounds[c], bounds[c + 1]) for c in ids]
+        mine = int(sum(layers[c] for c in ids))
         first, last = r == 0 or dual and r == plan.pp - 1, r == plan.pp - 1 or (dual and r == 0)
         tied_copy = model.tie_embeddings and plan.pp == 1
         # MTP needs the embedding on the last stage: a copy unless that rank holds it (DualPipe, §3.2.3)
         vocab = (p.embedding if first or (last and plan.mtp and plan.pp > 1) else 0) + (
             p.lm_head if last and not tied_copy else 0)
-        dense = (mine * layer_dense + vocab + (mtp_dense if last else 0.0)) / plan.tp
-        expert = (mine * layer_expert + (mtp_expert if last else 0.0)) / (plan.tp * plan.ep)
+        dense = (sum(layer_dense[sp].sum() for sp in spans) + vocab + (mtp_dense if last else 0.0)) / plan.tp
+        expert = (sum(layer_expert[sp].sum() for sp in spans) + (mtp_expert if last else 0.0)) / (plan.tp * plan.ep)
 
         def sharded(bytes_per_param: float, from_stage: int) -> float:
             if plan.zero < from_stage:
                 return bytes_per_param * (dense + expert)
             return bytes_per_param * (dense / shard_dense + expert / shard_expert)
 
-        sizes = [boundary if plan.recompute == "reversible" else c * per_layer for c in chunks]
+        sizes = [boundary if plan.recompute == "reversible" else float(per_layer[sp].sum()) for sp in spans]
         if last and plan.mtp:  # the MTP modules run after the last chunk of the model
             sizes[(1 if r == 0 else 0) if dual else -1] += mtp_acts
         acts = peak_in_flight(plan.schedule, rank=r, pp=plan.pp, microbatches=microbatches, chunk_sizes=tuple(sizes))
