@@ -38,7 +38,8 @@ activations) while the backward recomputes it; the last rank adds the fp32 logit
 ``reserve`` (bytes per GPU: CUDA context, NCCL buffers, allocator fragmentation) is an input, 0 unless
 given: no source fixes it for every framework.
 
-Options (each off by default; DeepSeek-V3, arXiv:2412.19437, sets them all): fp32 gradients
+Options (each off by default; DeepSeek-V3, arXiv:2412.19437, sets them all; the report's details are
+recalled, not re-read): fp32 gradients
 (``grad_fp32``), bf16 Adam moments (``bf16_moments``), an EMA of the weights on the GPU or not (``ema``),
 recomputed RMSNorms and MLA up-projections, FP8-cached activations (:func:`layer_activation_bytes`),
 multi-token-prediction modules on the last stage (``mtp``: their layer, the projection, a second fp32

@@ -83,7 +83,8 @@ class TrainPlan:
     flash_attention: bool = True  # False: eager attention materialises the s×s scores in HBM
     dropout: bool = False         # dropout masks kept (GPT-3/Megatron 2021: yes; Llama, DeepSeek: no)
     pp_trim: int = 0              # layers fewer on the first and last pipeline chunk (Llama 3: 1)
-    # memory options (econ/training_memory.py; DeepSeek-V3, arXiv:2412.19437, §3.2.3 and §3.3.3, sets all)
+    # memory options (econ/training_memory.py; DeepSeek-V3, arXiv:2412.19437, §3.2.3 and §3.3.3, sets all;
+    # the report's details here and below are recalled, not re-read)
     grad_fp32: bool = False        # gradients accumulated in fp32 (4 B/param; Megatron main_grad, DeepSeek-V3)
     bf16_moments: bool = False     # Adam m and v in bf16 (DeepSeek-V3 §3.3.3): 8 B/param of optimizer states
     ema: str = "none"              # an fp32 EMA of the weights: none, gpu (+4 B/param, sharded), cpu (§3.2.3)
