@@ -150,3 +150,20 @@ def test_layer_params_place_each_layer_kind():
     assert dense[0] - dense[3] == pytest.approx(3 * 7168 * 18432 - (p.shared_experts + p.router) / 58, rel=1e-9)
     d, e = layer_params(get_model("llama-3.1-8b"))
     assert (e == 0).all() and d == pytest.approx(d[0], rel=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seq=st.sampled_from([512, 4096, 32768]), b=st.integers(1, 4), tp=st.sampled_from([1, 2, 8]),
+       moe=st.booleans(), norms=st.booleans(), up=st.booleans(), fp8=st.booleans())
+def test_memory_options_never_add_activations(seq, b, tp, moe, norms, up, fp8):
+    """Each DeepSeek-V3 option (recomputed norms, recomputed MLA up-projections, FP8 cache) only drops or
+    shrinks kept tensors: adding one to any combination never raises a layer's bytes, and all of them scale
+    with s·b/tp (no s² term once the scores are gone)."""
+    m = get_model("deepseek-v3")
+    kw = dict(seq=seq, microbatch=b, tp=tp, recompute="selective", moe_layer=moe, dropout=False)
+    opts = dict(norms_recomputed=norms, mla_up_recomputed=up, fp8_cache=fp8)
+    here = layer_activation_bytes(m, **kw, **opts)
+    for key in opts:
+        assert layer_activation_bytes(m, **kw, **{**opts, key: True}) <= here
+    twice = layer_activation_bytes(m, **{**kw, "seq": 2 * seq}, **opts)
+    assert twice == pytest.approx(2 * here, rel=1e-12)
