@@ -235,8 +235,10 @@ def test_measured_nvlink_share_rederived_from_nccl_table():
     from llmecon.econ.training_kernels import MEASURED_LINKS
     from llmecon.fidelity.comm_fit import ring_bandwidth_share
 
-    share, source = ring_bandwidth_share(AIC, "h100_sxm", H100)
-    assert "nccl" in source and share == pytest.approx(MEASURED_LINKS["h100-sxm"].scale_up, abs=0.001)
+    for folder, chip, system in (("h100_sxm", "h100-sxm", "hgx-h100"), ("h200_sxm", "h200", "hgx-h200"),
+                                 ("b200_sxm", "b200", "hgx-b200"), ("b300_sxm", "b300", "hgx-b300")):
+        share, source = ring_bandwidth_share(AIC, folder, get_system(system))
+        assert "nccl" in source and share == pytest.approx(MEASURED_LINKS[chip].scale_up, abs=0.001)
 
 
 def test_calibrated_collectives_take_the_measured_shares():

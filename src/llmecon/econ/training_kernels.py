@@ -56,7 +56,8 @@ class MeasuredLinks:
 
 # Training's collectives are large NCCL rings and sends (sequence-parallel reduce-scatter/all-gather,
 # DP reduce-scatter/all-gather, PP send/recv), not the engines' small custom all-reduces the serving
-# profiles fit: their shares come from NCCL measurements, per accelerator, never from training runs.
+# profiles fit: their shares come from NCCL measurements, per accelerator, never from training runs. A system
+# with another link on the same die (hgx-h800: H100 with 200 GB/s NVLink) takes the die's shares (assumed).
 MEASURED_LINKS = {
     # scale-up: fidelity.comm_fit.ring_bandwidth_share on aiconfigurator h100_sxm/comm/nccl/2.29.2 (bf16
     # reduce-scatter and all-gather, 8 GPUs, 16-512 MiB: median 0.662 of 450 GB/s; 0.72 at 256 MiB);
@@ -64,6 +65,10 @@ MEASURED_LINKS = {
     # docs/assumptions.md) over the catalogue's 50 GB/s ConnectX-7: 0.718.
     "h100-sxm": MeasuredLinks(scale_up=0.662, scale_out=35.9 / 50.0,
                               source="NCCL RS/AG (aiconfigurator h100_sxm nccl 2.29.2), IB send/recv (vidur h100_dgx)"),
+    # scale-up only (same fit on aiconfigurator's NCCL 2.29.2 table of the chip); scale-out not measured
+    "h200": MeasuredLinks(scale_up=0.677, scale_out=1.0, source="NCCL RS/AG (aiconfigurator h200_sxm nccl 2.29.2)"),
+    "b200": MeasuredLinks(scale_up=0.560, scale_out=1.0, source="NCCL RS/AG (aiconfigurator b200_sxm nccl 2.29.2)"),
+    "b300": MeasuredLinks(scale_up=0.567, scale_out=1.0, source="NCCL RS/AG (aiconfigurator b300_sxm nccl 2.29.2)"),
     # scale-up: vidur a100_dgx ring all-reduce p = 8, 151.9 GB/s of the 300 GB/s NVLink3 (docs/assumptions.md);
     # scale-out not measured on a comparable cluster (vidur's a100_dgx IB reaches 7.8 GB/s: a different NIC
     # layout from the catalogue's 25 GB/s per GPU), kept at the catalogue link.
