@@ -114,9 +114,36 @@ def test_train_llama3_405b_per_rank_memory_and_goodput():
     (("train", "--precision", "fp3"), "--precision"),
     (("train", "--pp", "4", "--pp-trim", "-1"), "--pp-trim"),
     (("train", "--reserve-gb", "-2"), "--reserve-gb"),
+    (("train", "--ema", "disk"), "--ema"),
+    (("train", "--recompute-mla-up"), "--recompute-mla-up"),
+    (("train", "--mtp"), "--mtp"),
+    (("train", "--comm-sm-share", "1.5"), "--comm-sm-share"),
+    (("train", "--ep-node-limit", "-1"), "--ep-node-limit"),
+    (("train", "--kernel-share", "0.7"), "--kernel-share"),
 ])
 def test_train_new_options_bad_input(args, field, tmp_path):
     proc = run(*args, cwd=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("error:") and field in proc.stderr, proc.stderr
+
+
+def test_train_deepseek_v3_with_its_report_options():
+    """DeepSeek-V3's layout (arXiv:2412.19437 §2.1.2, §2.2, §3.2.2, §3.2.3, §3.3.3) from the command line:
+    16 ranks in the JSON, each ≤ 80 GB with one layer fewer on the first and last stage (68.6 GB, a middle
+    rank the fullest), the options echoed in the plan; the all-to-all hidden by DualPipe."""
+    args = ("train", "--model", "deepseek-v3", "--system", "hgx-h800", "--tp", "1", "--pp", "16", "--dp", "128",
+            "--ep", "64", "--schedule", "dualpipe", "--recompute", "none", "--zero", "1", "--seq-len", "4096",
+            "--global-batch-tokens", str(15360 * 4096), "--precision", "fp8", "--grad-fp32", "--bf16-moments",
+            "--ema", "cpu", "--recompute-norms", "--recompute-mla-up", "--fp8-activations", "--mtp",
+            "--fp8-dispatch", "--ep-node-limit", "4", "--comm-sm-share", str(20 / 132), "--pp-trim", "1",
+            "--profile", "h100-sxm/trtllm", "--tokens", "14.8e12")
+    d = run_json(*args)
+    assert d["fits"] and len(d["memory_per_rank_bytes"]) == 16
+    assert d["memory_per_gpu_bytes"] == pytest.approx(68.6e9, rel=0.01) and 0 < d["fullest_pipeline_rank"] < 15
+    assert d["plan"]["mtp"] and d["plan"]["ep_node_limit"] == 4 and d["plan"]["ema"] == "cpu"
+    assert d["time_breakdown_s"]["ep_comm"] == 0.0
+    assert d["kernel_efficiency"]["scale_out_share"] == pytest.approx(0.718)
+    assert d["gpu_hours"] / 2.664e6 - 1 == pytest.approx(-0.323, abs=0.02)
+    shared = run_json(*args, "--kernel-share", "0.762")
+    assert shared["gpu_hours"] / 2.664e6 - 1 == pytest.approx(-0.131, abs=0.02)

@@ -60,7 +60,18 @@ def test_one_f_one_b_ranks_hold_pp_minus_rank():
     sizes = (1.0,)
     assert [peak_in_flight("1f1b", rank=r, pp=4, microbatches=8, chunk_sizes=sizes) for r in range(4)] == [4, 3, 2, 1]
     assert peak_in_flight("gpipe", rank=3, pp=4, microbatches=8, chunk_sizes=sizes) == 8
-    assert peak_in_flight("dualpipe", rank=0, pp=4, microbatches=8, chunk_sizes=(1.0, 2.0)) == 10
+
+
+
+def test_dualpipe_peak_splits_pp_plus_one():
+    """DualPipe rank r (h = min(r, pp − 1 − r)) holds pp − h micro-batches of model stage h and h + 1 of
+    stage pp − 1 − h: PP + 1 in all (DeepSeek-V3 Table 2). pp 4, rank 0 (stages 0 and 3, sizes 1 and 2):
+    4·1 + 1·2 = 6; rank 1 (stages 1 and 2): 3·1 + 2·2 = 7; rank 3 holds (stage 3, stage 0): 4·2 + 1·1."""
+    assert peak_in_flight("dualpipe", rank=0, pp=4, microbatches=8, chunk_sizes=(1.0, 2.0)) == 6
+    assert peak_in_flight("dualpipe", rank=1, pp=4, microbatches=8, chunk_sizes=(1.0, 2.0)) == 7
+    assert peak_in_flight("dualpipe", rank=3, pp=4, microbatches=8, chunk_sizes=(1.0, 2.0)) == 9
+    assert all(peak_in_flight("dualpipe", rank=r, pp=16, microbatches=64, chunk_sizes=(1.0, 1.0)) == 17
+               for r in range(16))
 
 
 def test_dualpipe_holds_two_stages_of_parameters():
@@ -123,3 +134,36 @@ def test_llama3_405b_issue_case_no_longer_overflows_with_dropout_free_layout():
     kw = dict(seq_len=8192, microbatches=16)
     assert not memory_per_gpu(m, H100, old, **kw).fits
     assert memory_per_gpu(m, H100, new, **kw).fits
+
+
+def test_layer_params_place_each_layer_kind():
+    """Per-layer parameters sum to the model's decoder parameters; DeepSeek-V3's first three layers are dense
+    (an 18,432-wide SwiGLU FFN, no routed experts), the other 58 carry 1/58 of the routed experts each; a
+    dense model's layers are equal."""
+    from llmecon.econ.training_memory import layer_params
+
+    m = get_model("deepseek-v3")
+    p = m.params
+    dense, expert = layer_params(m)
+    assert dense.sum() + expert.sum() == pytest.approx(p.total - p.embedding - p.lm_head, rel=1e-12)
+    assert (expert[:3] == 0).all() and expert[3:] == pytest.approx(p.routed_experts / 58, rel=1e-12)
+    assert dense[0] - dense[3] == pytest.approx(3 * 7168 * 18432 - (p.shared_experts + p.router) / 58, rel=1e-9)
+    d, e = layer_params(get_model("llama-3.1-8b"))
+    assert (e == 0).all() and d == pytest.approx(d[0], rel=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seq=st.sampled_from([512, 4096, 32768]), b=st.integers(1, 4), tp=st.sampled_from([1, 2, 8]),
+       moe=st.booleans(), norms=st.booleans(), up=st.booleans(), fp8=st.booleans())
+def test_memory_options_never_add_activations(seq, b, tp, moe, norms, up, fp8):
+    """Each DeepSeek-V3 option (recomputed norms, recomputed MLA up-projections, FP8 cache) only drops or
+    shrinks kept tensors: adding one to any combination never raises a layer's bytes, and all of them scale
+    with s·b/tp (no s² term once the scores are gone)."""
+    m = get_model("deepseek-v3")
+    kw = dict(seq=seq, microbatch=b, tp=tp, recompute="selective", moe_layer=moe, dropout=False)
+    opts = dict(norms_recomputed=norms, mla_up_recomputed=up, fp8_cache=fp8)
+    here = layer_activation_bytes(m, **kw, **opts)
+    for key in opts:
+        assert layer_activation_bytes(m, **kw, **{**opts, key: True}) <= here
+    twice = layer_activation_bytes(m, **{**kw, "seq": 2 * seq}, **opts)
+    assert twice == pytest.approx(2 * here, rel=1e-12)

@@ -16,7 +16,7 @@ from llmecon.catalog.hardware import get_system
 from llmecon.catalog.hf_config import model_from_hf_config
 from llmecon.catalog.models import get_model
 from llmecon.econ.training_goodput import LLAMA3_MTBF_GPU_HOURS, goodput
-from llmecon.econ.training_step import TrainPlan, megatron_flops_per_step, train_step
+from llmecon.econ.training_step import TrainPlan, layer_activation_bytes, megatron_flops_per_step, train_step
 from llmecon.errors import CatalogError, SpecError
 
 MEGATRON = yaml.safe_load((Path(__file__).parents[1] / "published" / "training_megatron2021.yaml").read_text())[
@@ -32,8 +32,10 @@ def gpt(hidden: int, layers: int, heads: int, vocab: int = 51200):
 
 @pytest.mark.parametrize("row", MEGATRON["rows"], ids=lambda r: f"{r[0]}B")
 def test_megatron_2021_calibrated(row):
-    """A100 (the a100-80gb profile: vidur kernel fit), fp16, full recomputation, eager attention, dropout:
-    calibrated within ±16% of every row (measured: −15% at 1.7B to +13% at 76B); ideal is 42-60% high."""
+    """A100 (the a100-80gb profile: vidur kernel fit; TP all-reduces at vidur's measured NCCL ring share of
+    NVLink, 151.9 of 300 GB/s), fp16, full recomputation, eager attention, dropout: calibrated within ±15% of
+    every row and ±10% from 7.5B up (measured: −14.6% at 1.7B, −12.4% at 3.6B, −9.2% to +3.7% above);
+    ideal is 42-60% high."""
     params_b, heads, hidden, layers, tp, pp, gpus, batch, measured = row[:9]
     m = gpt(hidden, layers, heads)
     plan = TrainPlan(tp=tp, pp=pp, dp=gpus // (tp * pp), recompute="full", zero=0, flash_attention=False,
@@ -42,7 +44,7 @@ def test_megatron_2021_calibrated(row):
     kw = dict(seq_len=2048, global_batch_tokens=batch * 2048)
     cal = train_step(m, A100, plan, profile=default_profile(A100.accelerator), **kw)
     ideal = train_step(m, A100, plan, efficiency=1.0, **kw)
-    assert flops / cal.step_s / gpus / 1e12 == pytest.approx(measured, rel=0.16)
+    assert flops / cal.step_s / gpus / 1e12 == pytest.approx(measured, rel=0.15 if params_b < 5 else 0.10)
     assert 1.40 < flops / ideal.step_s / gpus / 1e12 / measured < 1.62
 
 
@@ -66,43 +68,115 @@ def llama3_step(row, **kw):
 
 @pytest.mark.parametrize("row", LLAMA3, ids=["8K-gpus", "16K-gpus", "16K-gpus-cp16"])
 def test_llama3_405b_throughput(row):
-    """Model TFLOP/s per GPU (6·N·D + causal attention, the MFU basis). Measured: calibrated +31% (8K GPUs),
-    +34% (16K), +31% (CP16, 131K); ideal +62%, +61%, +91%. The target (10%) is not reached: the model omits
-    what Meta's 38-43% MFU loses beyond kernel efficiency, bubbles and exposed TP/PP/DP traffic."""
+    """Model TFLOP/s per GPU (6·N·D + causal attention, the MFU basis). Measured: calibrated +22.3% (8K GPUs),
+    +21.8% (16K), +24.1% (CP16, 131K), with collectives at NCCL's measured shares (sequence-parallel
+    reduce-scatter/all-gather 0.662 of NVLink, IB sends 0.718: +33.5/+34.2/+31.3% at catalogue links);
+    ideal +62%, +61%, +91%. The target (10%) is not reached: kernels run at the serving tables' rates, which
+    a long run does not sustain by this much (benchmarks/results/training_published_2026-11-26.md)."""
     published = row[-1]
     cal = llama3_step(row, profile=H100_PROFILE).tflops_per_gpu
     ideal = llama3_step(row, efficiency=1.0).tflops_per_gpu
     assert published < cal < ideal
-    assert cal / published - 1 == pytest.approx(0.32, abs=0.04)
+    assert cal / published - 1 == pytest.approx(0.23, abs=0.03)
     assert ideal / published - 1 < 0.95
 
 
-def dsv3_step(**kw):
-    # DeepSeek-V3 report (arXiv:2412.19437) §3.1-3.3 and §4.2: 2,048 H800, PP16 (DualPipe), EP64 across
-    # 8 nodes, ZeRO-1 data parallelism, no TP, FP8 GEMMs, 4K sequences, batch 15,360 sequences (after
-    # the ramp over the first 469B tokens, ignored). Micro-batch 1 sequence: assumed (not published).
-    plan = TrainPlan(tp=1, pp=16, dp=128, ep=64, schedule="dualpipe", recompute="selective", zero=1)
+# DeepSeek-V3 report (arXiv:2412.19437): §3.2.3 recomputes every RMSNorm and the MLA up-projections,
+# keeps the EMA in CPU memory and places embedding and head (shared with MTP) on one PP rank; §3.3.3 keeps
+# AdamW moments in BF16, master weights and gradients in FP32 and caches activations in FP8 (E5M6 for
+# the attention output, SwiGLU inputs in MoE with the output recomputed); §2.2 trains one MTP module.
+DSV3_MEMORY = dict(grad_fp32=True, bf16_moments=True, ema="cpu", recompute_norms=True, recompute_mla_up=True,
+                   fp8_activations=True, mtp=True)
+# §2.1.2 node-limited routing (M = 4), §3.3.3 FP8 dispatch, §3.2.2 20 of the H800's 132 SMs communicate
+# (the SM count recalled from NVIDIA's H100 SXM specification)
+DSV3_EP = dict(fp8_dispatch=True, ep_node_limit=4, comm_sm_share=20 / 132)
+
+
+def dsv3_step(memory=DSV3_MEMORY, pp_trim=0, ep=DSV3_EP, **kw):
+    # §3.1-3.3 and §4.2: 2,048 H800, PP16 (DualPipe), EP64 across 8 nodes, ZeRO-1 data parallelism, no TP,
+    # FP8 GEMMs, 4K sequences, batch 15,360 sequences (after the ramp over the first 469B tokens, ignored).
+    # No activation checkpointing beyond §3.2.3's. Micro-batch 1 sequence: assumed (not published).
+    plan = TrainPlan(tp=1, pp=16, dp=128, ep=64, schedule="dualpipe", recompute="none", zero=1, pp_trim=pp_trim,
+                     **memory, **ep)
     return train_step(get_model("deepseek-v3"), H800, plan, seq_len=4096, global_batch_tokens=15360 * 4096,
                       precision="fp8", **kw)
 
 
 def test_deepseek_v3_gpu_hours():
-    """2.664M H800 GPU-hours for 14.8T tokens (DeepSeek-V3 report, Table 1). Measured: ideal −18.0%,
-    calibrated (the H100 SXM profile: same die) −17.5%: the 15% target is missed by ~3 points. The
-    report's hours are wall time, failures included; no goodput is charged here."""
-    for kw in (dict(efficiency=1.0), dict(profile=H100_PROFILE)):
-        stp = dsv3_step(**kw)
+    """2.664M H800 GPU-hours for 14.8T tokens (DeepSeek-V3 report, Table 1), with the report's memory
+    layout, MTP and all-to-all. Measured: calibrated −18.1% with layers split evenly, −32.3% with one
+    layer fewer on the first and last stage (the layout that fits); ideal −49% / −57%. DualPipe hides the
+    node-limited FP8 all-to-all entirely, so what is left is compute at the serving tables' rates (the
+    15% target is missed: benchmarks/results/training_published_2026-11-26.md)."""
+    for kw, trim, err in ((dict(profile=H100_PROFILE), 0, -0.181), (dict(profile=H100_PROFILE), 1, -0.323),
+                          (dict(efficiency=1.0), 0, -0.488)):
+        stp = dsv3_step(pp_trim=trim, **kw)
+        assert stp.ep_comm_s == 0.0
         hours = stp.train_s(14.8e12) * 2048 / 3600
-        assert hours / 2.664e6 - 1 == pytest.approx(-0.18, abs=0.02)
+        assert hours / 2.664e6 - 1 == pytest.approx(err, abs=0.02)
 
 
-def test_deepseek_v3_memory_needs_its_own_recomputation():
-    """Our layout keeps every MoE layer's k dispatched copies and the expanded MLA Q/K/V in bf16: 151 GB on
-    the DualPipe rank holding the embedding and head with selective recomputation, 34 GB with full.
-    DeepSeek-V3 fits in 80 GB by recomputing RMSNorm and the MLA up-projections and caching activations in
-    FP8 (§3.2.3, §3.3.2), which this model does not lay out."""
-    sel = dsv3_step(efficiency=1.0).memory
-    assert not sel.fits and sel.total == pytest.approx(151e9, rel=0.03) and sel.rank == 0
+def test_node_limited_fp8_dispatch_by_hand():
+    """DeepSeek-V3 dispatch of 4,096 tokens from one GPU, EP64 over 8 nodes, at most 4 nodes per token:
+    4·7/8 = 3.5 remote copies of 7,168 FP8 values (+ a 4-byte scale per 128): 4096·3.5·7168·1.03125 =
+    105.97 MB through one 50 GB/s NIC at 13 µs (catalogue link): 2.1324 ms; the combine in BF16 2×."""
+    from llmecon.econ.training_step import expert_exchange_s
+
+    plan = TrainPlan(tp=1, pp=16, dp=128, ep=64, **DSV3_EP)
+    kw = dict(tokens=4096, link=H800.scale_out, tier="scale-out")
+    d = expert_exchange_s(get_model("deepseek-v3"), H800, plan, dispatch=True, **kw)
+    c = expert_exchange_s(get_model("deepseek-v3"), H800, plan, dispatch=False, **kw)
+    assert d == pytest.approx(13e-6 + 4096 * 3.5 * 7168 * 1.03125 / 50e9, rel=1e-9)
+    assert c - 13e-6 == pytest.approx(2 / 1.03125 * (d - 13e-6), rel=1e-9)
+
+
+def test_deepseek_v3_activation_per_token_by_hand():
+    """One MoE layer, per token, with all of §3.2.3/§3.3.3 (tp 1, no dropout): MLA latents kept as norm
+    inputs 2·(1536 + 512) = 4,096 B; attention output in E5M6 (1.5 + 4/128)·16,384 = 25,088 B; two norm
+    inputs 2·2·7168 = 28,672 B; 8 routed copies of the FP8 dispatch (7168·1.03125 = 7,392 B) and FP8
+    SwiGLU input (2·2048·1.03125 = 4,224 B) = 92,928 B, the shared expert's SwiGLU input 4,224 B:
+    155,008 B, against 454,656 B with none of them (the expanded Q, K, V alone 131,072 B; the latents
+    and their normed copies 8,192 B)."""
+    m = get_model("deepseek-v3")
+    kw = dict(seq=1, microbatch=1, tp=1, recompute="selective", moe_layer=True, dropout=False)
+    on = dict(norms_recomputed=True, mla_up_recomputed=True, fp8_cache=True)
+    assert layer_activation_bytes(m, **kw, **on) == pytest.approx(155008, rel=1e-12)
+    assert layer_activation_bytes(m, **kw) == pytest.approx(454656, rel=1e-12)
+
+
+def test_deepseek_v3_memory_fits_only_with_its_own_layout():
+    """Why our layout gave 151 GB: every DualPipe rank keeps 17 micro-batch-stages (rank 3: 13 of stage 3,
+    4 of stage 12), 8 MoE layers of bf16 activations with the expanded MLA Q/K/V and 8 dispatched copies
+    each (454,656 B per token per layer): 126.6 GB, 148.4 GB in all on rank 3 with the three dense layers
+    placed on stage 0. With §3.2.3/§3.3.3 the activations fall by 2.9×, but fp32 gradients and the MTP module
+    bring rank 0 (embedding, head, MTP) to 85.1 GB with layers split evenly (4 per stage, 3 on the last
+    three): over 80 GB. The report does not give its stage split; one layer fewer on the first and last stage
+    (as Llama 3 does) fits every rank (68.6 GB, a middle rank the fullest)."""
+    base = dsv3_step(memory={}, efficiency=1.0).memory
+    assert not base.fits and base.total == pytest.approx(148.4e9, rel=0.01) and base.rank == 3
+    assert base.activations == pytest.approx(17 * 4 * 454656 * 4096, rel=1e-9)
+    full = dsv3_step(efficiency=1.0).memory
+    assert not full.fits and full.total == pytest.approx(85.1e9, rel=0.01) and full.rank in (0, 15)
+    assert full.gradients == pytest.approx(2 * full.weights, rel=1e-12)  # fp32 gradients, bf16 weights
+    trimmed = dsv3_step(pp_trim=1, efficiency=1.0).memory
+    assert trimmed.fits and trimmed.total == pytest.approx(68.6e9, rel=0.01) and 0 < trimmed.rank < 15
+    # each option lowers (or, for fp32 gradients and MTP, raises) the fullest rank as its section says
+    prev = base.total
+    for key in ("bf16_moments", "recompute_norms", "recompute_mla_up", "fp8_activations"):
+        now = dsv3_step(memory={key: True}, efficiency=1.0).memory.total
+        assert now < prev
+    assert dsv3_step(memory=dict(grad_fp32=True), efficiency=1.0).memory.total > base.total
+    assert dsv3_step(memory=dict(ema="gpu"), efficiency=1.0).memory.total > base.total
+    assert dsv3_step(memory=dict(ema="cpu"), efficiency=1.0).memory.total == base.total
+
+
+def test_memory_options_refused_where_they_do_not_apply():
+    llama = get_model("llama-3.1-8b")
+    for kw, field in ((dict(recompute_mla_up=True), "^recompute_mla_up"), (dict(mtp=True), "^mtp")):
+        with pytest.raises(SpecError, match=field):
+            train_step(llama, H100, TrainPlan(tp=8, **kw), seq_len=4096, global_batch_tokens=8 * 4096)
+    with pytest.raises(CatalogError, match="^ema"):
+        TrainPlan(ema="host")
 
 
 def test_goodput_hand_llama3():
@@ -149,3 +223,62 @@ def test_hgx_h800_is_an_h100_with_slower_nvlink():
     assert H800.accelerator == H100.accelerator and H800.chips == 8
     assert H800.scale_up.bandwidth_bytes_per_s == 200e9 and H100.scale_up.bandwidth_bytes_per_s == 450e9
     assert H800.scale_out.bandwidth_bytes_per_s == 50e9
+
+
+AIC = Path(__file__).parents[3] / "shared" / "validation" / "aiconfigurator" / "kernels"
+
+
+@pytest.mark.skipif(not AIC.is_dir(), reason="../shared/validation/aiconfigurator absent (fresh clone)")
+def test_measured_nvlink_share_rederived_from_nccl_table():
+    """The H100 scale-up share training's collectives use (MEASURED_LINKS) is re-derived from NCCL's
+    bf16 reduce-scatter/all-gather rows (8 GPUs, >= 16 MiB): 0.662 of 450 GB/s."""
+    from llmecon.econ.training_kernels import MEASURED_LINKS
+    from llmecon.fidelity.comm_fit import ring_bandwidth_share
+
+    for folder, chip, system in (("h100_sxm", "h100-sxm", "hgx-h100"), ("h200_sxm", "h200", "hgx-h200"),
+                                 ("b200_sxm", "b200", "hgx-b200"), ("b300_sxm", "b300", "hgx-b300")):
+        share, source = ring_bandwidth_share(AIC, folder, get_system(system))
+        assert "nccl" in source and share == pytest.approx(MEASURED_LINKS[chip].scale_up, abs=0.001)
+
+
+def test_calibrated_collectives_take_the_measured_shares():
+    """Calibrated mode prices the TP ring at 0.662 of NVLink and PP sends at 0.718 of IB on H100: the TP and
+    PP times of the Llama 3 16K configuration grow by 1/0.662 and about 1/0.718 (floors aside) over the
+    same step priced at catalogue links."""
+    import dataclasses as dc
+
+    from llmecon.econ import training_kernels as tk
+
+    row = LLAMA3[1]
+    cal = llama3_step(row, profile=H100_PROFILE)
+    assert cal.kernels.scale_up_share == 0.662 and cal.kernels.scale_out_share == pytest.approx(0.718)
+    plain = dc.replace(tk.MEASURED_LINKS["h100-sxm"], scale_up=1.0, scale_out=1.0)
+    saved = dict(tk.MEASURED_LINKS)
+    try:
+        tk.MEASURED_LINKS["h100-sxm"] = plain
+        cat = llama3_step(row, profile=H100_PROFILE)
+    finally:
+        tk.MEASURED_LINKS.clear()
+        tk.MEASURED_LINKS.update(saved)
+    assert cal.tp_comm_s / cat.tp_comm_s == pytest.approx(1 / 0.662, rel=0.01)
+    assert cal.pp_comm_s / cat.pp_comm_s == pytest.approx(1 / 0.718, rel=0.03)
+    assert cal.compute_s == cat.compute_s
+
+
+def test_one_sustained_share_fitted_on_one_run_predicts_the_others():
+    """H100_SUSTAINED_SHARE (0.762) is fitted on Llama 3's 8K-GPU run alone (benchmarks/training_published.py);
+    the other runs are out of sample: Llama 3 16K +0.4%, 16K CP16 −1.0% (target 10%), DeepSeek-V3 GPU-hours
+    +5.1% with layers split evenly and −13.1% with one layer fewer on the first and last stage (target 15%)."""
+    from llmecon.econ.training_step import H100_SUSTAINED_SHARE
+
+    kw = dict(profile=H100_PROFILE, kernel_share=H100_SUSTAINED_SHARE)
+    assert llama3_step(LLAMA3[0], **kw).tflops_per_gpu == pytest.approx(430, rel=0.005)  # in sample
+    for row, err in ((LLAMA3[1], 0.004), (LLAMA3[2], -0.010)):
+        assert llama3_step(row, **kw).tflops_per_gpu / row[-1] - 1 == pytest.approx(err, abs=0.01)
+    for trim, err in ((0, 0.051), (1, -0.131)):
+        hours = dsv3_step(pp_trim=trim, **kw).train_s(14.8e12) * 2048 / 3600
+        assert hours / 2.664e6 - 1 == pytest.approx(err, abs=0.01)
+    with pytest.raises(SpecError, match="^kernel_share"):
+        dsv3_step(efficiency=1.0, kernel_share=0.5)
+    with pytest.raises(SpecError, match="^kernel_share"):
+        dsv3_step(profile=H100_PROFILE, kernel_share=1.5)

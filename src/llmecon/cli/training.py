@@ -100,6 +100,33 @@ def train_cmd(
     checkpoint_interval_s: Annotated[Optional[float], typer.Option("--checkpoint-interval-s", help="Seconds "
                                                                    "between checkpoints (default: Young's "
                                                                    "optimum).")] = None,
+    grad_fp32: Annotated[bool, typer.Option("--grad-fp32", help="Accumulate gradients in fp32 (4 B/param; "
+                                                                "Megatron main_grad, DeepSeek-V3).")] = False,
+    bf16_moments: Annotated[bool, typer.Option("--bf16-moments", help="Adam moments in bf16 (DeepSeek-V3 "
+                                                                      "§3.3.3).")] = False,
+    ema: Annotated[str, typer.Option("--ema", help="fp32 EMA of the weights: none, gpu (+4 B/param, sharded) or "
+                                                   "cpu (DeepSeek-V3 §3.2.3: none on the GPU).")] = "none",
+    recompute_norms: Annotated[bool, typer.Option("--recompute-norms", help="Recompute RMSNorm outputs in the "
+                                                                            "backward (DeepSeek-V3 §3.2.3).")] = False,
+    recompute_mla_up: Annotated[bool, typer.Option("--recompute-mla-up", help="Recompute MLA up-projections "
+                                                                              "(DeepSeek-V3 §3.2.3).")] = False,
+    fp8_activations: Annotated[bool, typer.Option("--fp8-activations", help="Cache Linear inputs in FP8, "
+                                                                            "recompute MoE SwiGLU outputs "
+                                                                            "(DeepSeek-V3 §3.3.3).")] = False,
+    mtp: Annotated[bool, typer.Option("--mtp", help="Train the model's multi-token-prediction modules "
+                                                    "(DeepSeek-V3 §2.2).")] = False,
+    fp8_dispatch: Annotated[bool, typer.Option("--fp8-dispatch", help="MoE dispatch in FP8 (DeepSeek-V3 "
+                                                                      "§3.3.3).")] = False,
+    ep_node_limit: Annotated[int, typer.Option("--ep-node-limit", help="Nodes a token's experts may span; one IB "
+                                                                       "copy per node (DeepSeek-V3: 4; 0 = no "
+                                                                       "limit).")] = 0,
+    comm_sm_share: Annotated[float, typer.Option("--comm-sm-share", help="Share of SMs communication kernels "
+                                                                         "take from compute (DeepSeek-V3: "
+                                                                         "20/132).")] = 0.0,
+    kernel_share: Annotated[float, typer.Option("--kernel-share", help="Share of the profile's GEMM/attention "
+                                                                       "rates a long run sustains (calibrated; "
+                                                                       "0.762 fitted on Llama 3 405B for H100; "
+                                                                       "default 1 = as measured).")] = 1.0,
     plot: PlotOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Plan a training run: step time and where it goes, MFU/HFU, memory per GPU, and days to train."""
@@ -117,7 +144,10 @@ def train_cmd(
     price_per_gpu_hour, rate = _chip_hour_price(s, price_per_gpu_hour, tco, price_field="price_per_gpu_hour")
     plan = TrainPlan(tp=tp, pp=pp, dp=_data_parallel(gpus, dp, tp, pp, cp), ep=ep, cp=cp, microbatch=micro_batch,
                      schedule=schedule.value, chunks=chunks, zero=zero, recompute=recompute.value,
-                     flash_attention=not eager_attention, dropout=dropout, pp_trim=pp_trim)
+                     flash_attention=not eager_attention, dropout=dropout, pp_trim=pp_trim, grad_fp32=grad_fp32,
+                     bf16_moments=bf16_moments, ema=ema, recompute_norms=recompute_norms,
+                     recompute_mla_up=recompute_mla_up, fp8_activations=fp8_activations, mtp=mtp,
+                     fp8_dispatch=fp8_dispatch, ep_node_limit=ep_node_limit, comm_sm_share=comm_sm_share)
     require_number("--reserve-gb", reserve_gb, minimum=0)
     prof = None
     if mode is not None or profile is not None:
@@ -128,7 +158,8 @@ def train_cmd(
     eff = (1.0 if mode is not None or profile is not None else MEGATRON_A100_EFFICIENCY) if efficiency is None \
         else efficiency
     st = train_step(m, s, plan, seq_len=seq_len, global_batch_tokens=global_batch_tokens, efficiency=eff,
-                    dp_overlap=dp_overlap, precision=precision, reserve=reserve_gb * 1e9, profile=prof)
+                    dp_overlap=dp_overlap, precision=precision, reserve=reserve_gb * 1e9, profile=prof,
+                    kernel_share=kernel_share)
     gp = None
     if (checkpoint_s is None) != (restart_s is None):
         _fail(f"{'--restart-s' if restart_s is None else '--checkpoint-s'}: goodput needs both --checkpoint-s "
@@ -168,6 +199,8 @@ def train_cmd(
             ("tokens/s", f"{st.tokens_per_s:,.0f}; {mw_text(d['tokens_per_s_per_mw'], power)}"),
             ("memory per GPU", f"{fmt_bytes(st.memory.total)} of {fmt_bytes(st.memory.hbm)} on pipeline rank "
                                f"{st.memory.rank}, the fullest ({mem})"),
+            ("memory per rank", "  ".join(f"{r.rank}: {r.total / 1e9:.1f}" for r in st.memory.ranks)
+             + " GB (weights, gradients, optimizer, activations per rank: --json memory_per_rank_bytes)"),
             ("collectives on", ", ".join(f"{k} {v}" for k, v in st.tiers.items() if v != "none") or "-")]
     if tokens is not None:
         rows.append(("to train", f"{d['train_days']:,.1f} days, {d['gpu_hours']:,.0f} GPU-hours"

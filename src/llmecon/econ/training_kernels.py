@@ -15,8 +15,9 @@ HBM bandwidth) at the step's shapes.
 Assumed: the backward pass runs at the forward's efficiency (its dgrad and wgrad GEMMs have the same
 sizes transposed; FlashAttention's backward is slower per FLOP than its forward in practice, so this
 flatters long-context steps); kernel floors and launch overheads are negligible at training sizes
-(milliseconds per GEMM). Collectives keep the catalogue's link bandwidths (no fitted training
-collective share exists). Omitted: fp8 quantisation kernels, optimizer-step time.
+(milliseconds per GEMM). Collectives: the links at the share of their bandwidth NCCL's large
+collectives reach in measurements of the chip (``MEASURED_LINKS``; the catalogue link where none
+exists). Omitted: fp8 quantisation kernels, optimizer-step time.
 """
 
 from __future__ import annotations
@@ -39,6 +40,41 @@ class KernelEfficiency:
     attention: float
     elementwise: float
     source: str = ""
+    scale_up_share: float = 1.0    # measured NCCL ring (reduce-scatter/all-gather) share of scale-up bandwidth
+    scale_out_share: float = 1.0   # measured NCCL send/recv share of scale-out bandwidth
+    links_source: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class MeasuredLinks:
+    """What NCCL's large collectives reach on a chip's links, as shares of the catalogue bandwidth."""
+
+    scale_up: float
+    scale_out: float
+    source: str
+
+
+# Training's collectives are large NCCL rings and sends (sequence-parallel reduce-scatter/all-gather,
+# DP reduce-scatter/all-gather, PP send/recv), not the engines' small custom all-reduces the serving
+# profiles fit: their shares come from NCCL measurements, per accelerator, never from training runs. A system
+# with another link on the same die (hgx-h800: H100 with 200 GB/s NVLink) takes the die's shares (assumed).
+MEASURED_LINKS = {
+    # scale-up: fidelity.comm_fit.ring_bandwidth_share on aiconfigurator h100_sxm/comm/nccl/2.29.2 (bf16
+    # reduce-scatter and all-gather, 8 GPUs, 16-512 MiB: median 0.662 of 450 GB/s; 0.72 at 256 MiB);
+    # scale-out: vidur h100_dgx send_recv across two nodes, 35.9 GB/s fitted (benchmarks/fit_link_latency.py,
+    # docs/assumptions.md) over the catalogue's 50 GB/s ConnectX-7: 0.718.
+    "h100-sxm": MeasuredLinks(scale_up=0.662, scale_out=35.9 / 50.0,
+                              source="NCCL RS/AG (aiconfigurator h100_sxm nccl 2.29.2), IB send/recv (vidur h100_dgx)"),
+    # scale-up only (same fit on aiconfigurator's NCCL 2.29.2 table of the chip); scale-out not measured
+    "h200": MeasuredLinks(scale_up=0.677, scale_out=1.0, source="NCCL RS/AG (aiconfigurator h200_sxm nccl 2.29.2)"),
+    "b200": MeasuredLinks(scale_up=0.560, scale_out=1.0, source="NCCL RS/AG (aiconfigurator b200_sxm nccl 2.29.2)"),
+    "b300": MeasuredLinks(scale_up=0.567, scale_out=1.0, source="NCCL RS/AG (aiconfigurator b300_sxm nccl 2.29.2)"),
+    # scale-up: vidur a100_dgx ring all-reduce p = 8, 151.9 GB/s of the 300 GB/s NVLink3 (docs/assumptions.md);
+    # scale-out not measured on a comparable cluster (vidur's a100_dgx IB reaches 7.8 GB/s: a different NIC
+    # layout from the catalogue's 25 GB/s per GPU), kept at the catalogue link.
+    "a100-80gb": MeasuredLinks(scale_up=151.9 / 300.0, scale_out=1.0,
+                               source="NCCL ring all-reduce (vidur a100_dgx); scale-out not measured"),
+}
 
 
 def ideal(efficiency: float = 1.0, source: str = "") -> KernelEfficiency:
@@ -73,5 +109,8 @@ def calibrated(model: Model, profile: EfficiencyProfile, *, seq: float, microbat
     a = profile.attention_terms("prefill", "bf16")
     head_dim = model.attention.head_dim
     eta_attn = float(a.fraction * ramp(seq / cp, a.isl_half) * ramp(head_dim, a.head_dim_half))
+    links = next((MEASURED_LINKS[a] for a in profile.accelerators if a in MEASURED_LINKS), None)
+    shares = {} if links is None else dict(scale_up_share=links.scale_up, scale_out_share=links.scale_out,
+                                           links_source=links.source)
     return KernelEfficiency(layer_gemm=eta, head_gemm=eta_head, attention=eta_attn,
-                            elementwise=profile.elementwise_fraction, source=f"profile {profile.name}")
+                            elementwise=profile.elementwise_fraction, source=f"profile {profile.name}", **shares)

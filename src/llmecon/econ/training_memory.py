@@ -27,22 +27,35 @@ rank holds at its peak, which we get by walking the rank's schedule:
     pass frees no later than 1F1B's backward);
   * GPipe: all M micro-batches;
   * DualPipe (DeepSeek-AI 2024, arXiv:2412.19437 §3.2.1, Table 2): each rank holds two stages (2×
-    parameters) and PP + 1 micro-batches of one stage's activations.
+    parameters) and PP + 1 micro-batch-stages of activations (Table 2). Split as the reference
+    implementation's step counts give it (github.com/deepseek-ai/DualPipe ``dualpipe.py``, recalled, not
+    re-read: 2·(PP/2 − h − 1) forwards of the rank's own-direction chunk, then h + 1 of both, then the
+    steady phase adds one more of the first): rank r with h = min(r, PP − 1 − r) holds PP − h
+    micro-batches of model stage h and h + 1 of stage PP − 1 − h (PP + 1 in all; rank 0: PP of stage 0
+    and one of the last stage).
 Full recomputation keeps each layer's input and adds one layer's working set (its selective
 activations) while the backward recomputes it; the last rank adds the fp32 logits of one micro-batch.
 ``reserve`` (bytes per GPU: CUDA context, NCCL buffers, allocator fragmentation) is an input, 0 unless
 given: no source fixes it for every framework.
 
-Omitted: fp32 gradient-accumulation buffers some frameworks keep (Megatron ``main_grad``: +2 B per
-parameter), FP8 weight and activation copies (Transformer Engine caches; DeepSeek-V3 stores some
-activations in FP8), the stage-boundary send/receive buffers (Llama 3 deallocates them), per-layer
-differences inside a stage (dense and MoE layers of one model are averaged), temporary buffers of
-collectives and of the optimizer step.
+Options (each off by default; DeepSeek-V3, arXiv:2412.19437, sets them all; the report's details are
+recalled, not re-read): fp32 gradients
+(``grad_fp32``), bf16 Adam moments (``bf16_moments``), an EMA of the weights on the GPU or not (``ema``),
+recomputed RMSNorms and MLA up-projections, FP8-cached activations (:func:`layer_activation_bytes`),
+multi-token-prediction modules on the last stage (``mtp``: their layer, the projection, a second fp32
+logits tensor; the embedding they share with the main model is copied onto the last rank unless that
+rank already holds it, as DualPipe's rank 0 does, §3.2.3).
+
+Omitted: FP8 weight copies (Transformer Engine caches), the stage-boundary send/receive buffers
+(Llama 3 deallocates them), temporary buffers of collectives and of the optimizer step. Each layer's
+parameters and activations are its kind's (:func:`layer_params`; attention and norms spread evenly).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import numpy as np
 
 from ..errors import SpecError, require_number
 from ..spec.hardware import System
@@ -54,6 +67,12 @@ LOGIT_BYTES = 4.0         # fp32 logits for the cross-entropy on the last stage
 WEIGHT_BYTES = 2.0        # bf16 weights        } mixed-precision Adam:
 GRAD_BYTES = 2.0          # bf16 gradients      } 2 + 2 + 12 = 16 bytes per parameter
 OPTIMIZER_BYTES = 12.0    # fp32 master + m + v } (Rajbhandari et al. 2020, §3.1, K = 12)
+MASTER_BYTES = 4.0        # fp32 master weights (kept in fp32 by DeepSeek-V3 too, §3.3.3)
+EMA_BYTES = 4.0           # an fp32 exponential moving average of the weights, when kept on the GPU
+# DeepSeek-V3 (arXiv:2412.19437 §3.3.3) caches Linear inputs in FP8 with one fp32 scale per 1×128 tile,
+# and the attention output (the input of the Linear after attention) in E5M6 (12 bits).
+FP8_BYTES = 1.0 + 4.0 / 128
+E5M6_BYTES = 1.5 + 4.0 / 128
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -111,8 +130,11 @@ def peak_in_flight(schedule: str, *, rank: int, pp: int, microbatches: int, chun
         return sum(chunk_sizes)
     if schedule == "gpipe":
         return m * sum(chunk_sizes)
-    if schedule == "dualpipe":
-        return (pp + 1) * max(chunk_sizes)
+    if schedule == "dualpipe":  # (stage r, stage pp − 1 − r); the rank's own-direction stage is hr
+        half_rank = min(rank, pp - 1 - rank)
+        near, far = chunk_sizes if rank == half_rank else chunk_sizes[::-1]
+        half_m = max(m // 2, 1)
+        return min(pp - half_rank, half_m) * near + min(half_rank + 1, half_m) * far
     if schedule in ("1f1b", "zero-bubble"):
         return min(pp - rank, m) * chunk_sizes[0]
     # interleaved: walk Megatron's order of micro-batch chunks
@@ -167,7 +189,8 @@ class TrainMemory:
 
 
 def layer_activation_bytes(model: Model, *, seq: float, microbatch: float, tp: int, recompute: str,
-                           moe_layer: bool, window: int = 0, dropout: bool = True) -> float:
+                           moe_layer: bool, window: int = 0, dropout: bool = True, norms_recomputed: bool = False,
+                           mla_up_recomputed: bool = False, fp8_cache: bool = False) -> float:
     """Activation bytes one transformer layer keeps for the backward pass, per micro-batch, per GPU.
 
     Korthikanti et al. 2022 (arXiv:2205.05198) Table 2 with sequence parallelism, in general form
@@ -181,6 +204,27 @@ def layer_activation_bytes(model: Model, *, seq: float, microbatch: float, tp: i
     reversible keeps nothing per layer (the stage boundary is counted by the caller). Without
     ``dropout`` (Llama, DeepSeek: no dropout in pretraining) the two 1-byte masks and the scores'
     mask and dropout output go: 32·s·b·h + 2·a·s²·b for GPT-3 shapes.
+
+    MLA (DeepSeek-V2/V3) also keeps its compressed latents: the query and KV down-projection outputs
+    (inputs of their RMSNorms, 2sb·(r_q + r_kv)) and their normed copies (inputs of the up-projections,
+    2sb·(r_q + r_kv)); Q, K, V are the up-projected heads. DeepSeek-V3's options (arXiv:2412.19437):
+
+    * ``norms_recomputed`` (§3.2.3, "we recompute all RMSNorm operations ... during back-propagation"):
+      every norm's output that feeds a Linear (QKV/down-projection input, MLP input, the normed MLA
+      latents) is recomputed from the norm's input, which stays;
+    * ``mla_up_recomputed`` (§3.2.3, "and MLA up-projections"): Q, K, V are recomputed from the
+      latents; the attention output (o) stays (FlashAttention's backward and the output projection
+      need it);
+    * ``fp8_cache`` (§3.3.3, "Low-Precision Activation"): Linear inputs are cached in FP8 with an fp32
+      scale per 1×128 tile (1.03 B), the output projection's input in E5M6 (1.53 B); in MoE layers the
+      dispatched tokens and the SwiGLU inputs are cached in FP8 and the SwiGLU output (the down-
+      projection input) is recomputed. Shared experts are treated as the routed ones (they belong to
+      the MoE layer: assumed); a dense layer's SwiGLU input stays bf16 and its down-projection input
+      is FP8. Norm inputs, Q/K/V and the router's input stay bf16 (§3.3.1 keeps attention, norms and
+      gating in BF16/FP32).
+
+    Omitted: the router's probabilities (n_routed fp32 per token) and the expert outputs the combine's
+    backward may keep; RoPE keeps nothing (its backward is a rotation).
     """
     s, b, h = float(seq), float(microbatch), float(model.d_model)
     a = model.attention
@@ -188,22 +232,36 @@ def layer_activation_bytes(model: Model, *, seq: float, microbatch: float, tp: i
         return 0.0
     if recompute == "full":
         return ACT_BYTES * s * b * h / tp
+    mla = a.kind == "mla"
+    if mla_up_recomputed and not mla:
+        raise SpecError(f"{model.name} has no MLA up-projections ({a.kind} attention)", field="recompute_mla_up",
+                        value=True)
     q = a.n_heads * a.head_dim
-    k = a.n_heads * a.head_dim if a.kind == "mla" else a.n_kv_heads * a.head_dim
-    v = a.n_heads * a.v_head_dim if a.kind == "mla" else a.n_kv_heads * a.v_head_dim
+    k = a.n_heads * a.head_dim if mla else a.n_kv_heads * a.head_dim
+    v = a.n_heads * a.v_head_dim if mla else a.n_kv_heads * a.v_head_dim
     o = a.n_heads * a.v_head_dim
     sb = s * b
     mask = MASK_BYTES if dropout else 0.0
-    attention = ACT_BYTES * sb * (h + q + k + v + o) + mask * sb * h
+    linear_in = FP8_BYTES if fp8_cache else ACT_BYTES     # a cached Linear input
+    normed = 0.0 if norms_recomputed else linear_in        # a norm's output feeding a Linear
+    latents = (a.q_lora_rank + a.kv_lora_rank) if mla else 0
+    attention = sb * (normed * h + ACT_BYTES * latents + normed * latents
+                      + (0.0 if mla_up_recomputed else ACT_BYTES * (q + k + v))
+                      + (E5M6_BYTES if fp8_cache else ACT_BYTES) * o) + mask * sb * h
     norms = 2 * ACT_BYTES * sb * h
-    g = 6.0 if model.ffn_gated else 4.0
-    mlp = mask * sb * h + ACT_BYTES * sb * h
+    g_in = 2.0 if model.ffn_gated else 1.0                 # activation-function inputs per f (gate and up)
+    mlp = mask * sb * h + (0.0 if norms_recomputed else ACT_BYTES if moe_layer else linear_in) * sb * h  # input
     if moe_layer:
         m = model.moe
-        mlp += m.top_k * (ACT_BYTES * sb * h + g * sb * m.expert_ffn_dim)
-        mlp += m.n_shared * g * sb * (m.shared_ffn_dim or m.expert_ffn_dim)
+        if fp8_cache:  # §3.3.3: FP8 dispatch and SwiGLU inputs, SwiGLU output recomputed
+            per_f = g_in * FP8_BYTES
+            mlp += m.top_k * (FP8_BYTES * sb * h + per_f * sb * m.expert_ffn_dim)
+        else:
+            per_f = ACT_BYTES * (g_in + 1.0)
+            mlp += m.top_k * (ACT_BYTES * sb * h + per_f * sb * m.expert_ffn_dim)
+        mlp += m.n_shared * per_f * sb * (m.shared_ffn_dim or m.expert_ffn_dim)
     else:
-        mlp += g * sb * model.dense_ffn_dim
+        mlp += (ACT_BYTES * g_in + linear_in) * sb * model.dense_ffn_dim
     total = attention + norms + mlp
     if recompute == "none":
         attended = s if window == 0 else min(s, float(window))
@@ -219,16 +277,46 @@ def _layer_mix(model: Model):
     return [(kinds.count(k) / n, k[0], k[1]) for k in sorted(set(kinds))]
 
 
-def _layer_bytes(model: Model, plan, seq: float) -> tuple[float, float]:
-    """(bytes one average layer keeps per micro-batch, one layer's working set while recomputed)."""
-    per_layer, working = 0.0, 0.0
-    for share, is_moe, window in _layer_mix(model):
+def _activation_options(plan) -> dict:
+    return dict(norms_recomputed=plan.recompute_norms, mla_up_recomputed=plan.recompute_mla_up,
+                fp8_cache=plan.fp8_activations)
+
+
+def _layer_bytes(model: Model, plan, seq: float) -> tuple[np.ndarray, float]:
+    """(bytes each decoder layer keeps per micro-batch, in model order; one layer's working set while
+    recomputed)."""
+    kinds, working = {}, 0.0
+    for _, is_moe, window in _layer_mix(model):
         kw = dict(seq=seq, microbatch=plan.microbatch, tp=plan.tp, moe_layer=is_moe, window=window,
-                  dropout=plan.dropout)
+                  dropout=plan.dropout, **_activation_options(plan))
         keep = "selective" if plan.flash_attention and plan.recompute == "none" else plan.recompute
-        per_layer += share * layer_activation_bytes(model, recompute=keep, **kw)
+        kinds[(is_moe, window)] = layer_activation_bytes(model, recompute=keep, **kw)
         working = max(working, layer_activation_bytes(model, recompute="selective", **kw))
+    per_layer = np.array([kinds[k] for k in zip(model.moe_layers, model.layer_windows)])
     return per_layer, (working if plan.recompute in ("full", "reversible") else 0.0)
+
+
+def layer_params(model: Model) -> tuple[np.ndarray, np.ndarray]:
+    """(non-expert, routed-expert) parameters of each decoder layer in model order: a dense layer's FFN
+    (``dense_ffn`` spread over the layers with an FFN, by width), a MoE layer's shared experts, router and
+    routed experts (spread over the MoE layers); attention, norms and every other per-layer weight spread
+    evenly (exact for uniform attention; hybrid mixers averaged). DeepSeek-V3: its three dense layers
+    are placed where they are, on the first stage."""
+    p, n = model.params, model.n_layers
+    moe = np.array(model.moe_layers, dtype=bool)
+    widths = np.array([float(w or 0) for w in model.layer_ffn_dims])
+    rest = p.total - p.routed_experts - p.embedding - p.lm_head - p.dense_ffn - p.shared_experts - p.router
+    dense = np.full(n, rest / n)
+    if widths.sum() > 0:
+        dense += p.dense_ffn * widths / widths.sum()
+    elif p.dense_ffn:
+        dense += p.dense_ffn / n
+    n_moe = int(moe.sum())
+    expert = np.zeros(n)
+    if n_moe:
+        dense[moe] += (p.shared_experts + p.router) / n_moe
+        expert[moe] = p.routed_experts / n_moe
+    return dense, expert
 
 
 def in_flight_microbatches(plan, microbatches: int) -> float:
@@ -254,6 +342,27 @@ def stage_layers(model: Model, plan) -> list[int]:
     return [sum(c) for c in rank_layers(layers, plan.pp, plan.schedule)]
 
 
+def state_bytes_per_param(plan) -> tuple[float, float, float]:
+    """(weights, gradients, optimizer states) bytes per parameter under ``plan``: bf16 weights; bf16
+    gradients, or fp32 with ``grad_fp32`` (gradients accumulated over micro-batches in fp32: Megatron's
+    ``main_grad``, DeepSeek-V3 §3.3.3 "gradients (used for batch size accumulation) ... in FP32");
+    fp32 master + Adam m and v (12 B), the moments in bf16 with ``bf16_moments`` (DeepSeek-V3 §3.3.3:
+    8 B); an fp32 EMA of the weights adds 4 B to the optimizer states when ``ema`` is "gpu" (sharded
+    with them; "cpu": DeepSeek-V3 §3.2.3 keeps it in host memory, 0 on the GPU)."""
+    optimizer = MASTER_BYTES + (4.0 if plan.bf16_moments else 8.0) + (EMA_BYTES if plan.ema == "gpu" else 0.0)
+    return WEIGHT_BYTES, (4.0 if plan.grad_fp32 else GRAD_BYTES), optimizer
+
+
+def mtp_params(model: Model, plan) -> tuple[float, float]:
+    """(non-expert, routed-expert) parameters of the multi-token-prediction modules ``plan`` trains
+    (DeepSeek-V3 §2.2: D modules on the last stage; embedding and head shared, not counted)."""
+    if not plan.mtp:
+        return 0.0, 0.0
+    p, last = model.params, model.n_layers - 1
+    routed = model.mtp_layers * p.routed_experts / model.n_moe_layers if model.moe_layers[last] else 0.0
+    return p.mtp - routed, routed
+
+
 def memory_per_gpu(model: Model, system: System, plan, *, seq_len: int, microbatches: int,
                    reserve: float = 0.0) -> TrainMemory:
     """Weights, gradients, optimizer states and activations of every pipeline rank; the fullest decides
@@ -261,35 +370,51 @@ def memory_per_gpu(model: Model, system: System, plan, *, seq_len: int, microbat
     reserve = require_number("reserve", reserve, minimum=0)
     p, n = model.params, model.n_layers
     layers = chunk_layers(n, plan.pp, plan.chunks, plan.pp_trim)
-    per_rank = rank_layers(layers, plan.pp, plan.schedule)
-    layer_dense = (p.total - p.routed_experts - p.embedding - p.lm_head) / n
-    layer_expert = p.routed_experts / n
+    bounds = np.concatenate([[0], np.cumsum(layers)]).astype(int)
+    layer_dense, layer_expert = layer_params(model)
     shard_dense, shard_expert = plan.dp * plan.cp, plan.dp * plan.cp // plan.ep
     seq = seq_len / plan.cp
     per_layer, working = _layer_bytes(model, plan, seq)
     boundary = ACT_BYTES * seq * plan.microbatch * model.d_model / plan.tp  # a reversible stage's (x1, x2)
     logits = LOGIT_BYTES * seq * plan.microbatch * model.vocab_size / plan.tp
+    mtp_dense, mtp_expert = mtp_params(model, plan)
+    mtp_acts = 0.0
+    if plan.mtp:  # one layer of the last layer's kind, two norm inputs (2·2sbh) and the projection's input (2h)
+        last = n - 1
+        kw = dict(seq=seq, microbatch=plan.microbatch, tp=plan.tp, moe_layer=model.moe_layers[last],
+                  window=model.layer_windows[last], dropout=plan.dropout, **_activation_options(plan))
+        keep = "selective" if plan.flash_attention and plan.recompute == "none" else plan.recompute
+        proj = 0.0 if plan.recompute_norms else FP8_BYTES if plan.fp8_activations else ACT_BYTES
+        sbh = seq * plan.microbatch * model.d_model / plan.tp
+        mtp_acts = model.mtp_layers * (layer_activation_bytes(model, recompute=keep, **kw) + (2 * ACT_BYTES + proj)
+                                       * 2 * sbh)
+    w_b, g_b, o_b = state_bytes_per_param(plan)
+    dual = plan.schedule == "dualpipe"
     ranks = []
-    for r, chunks in enumerate(per_rank):
-        mine = sum(chunks)
-        first, last = r == 0 or plan.schedule == "dualpipe" and r == plan.pp - 1, r == plan.pp - 1 or (
-            plan.schedule == "dualpipe" and r == 0)
-        vocab = (p.embedding if first else 0) + (p.lm_head if last and not (model.tie_embeddings and plan.pp == 1)
-                                                 else 0)
-        dense = (mine * layer_dense + vocab) / plan.tp
-        expert = mine * layer_expert / (plan.tp * plan.ep)
+    for r in range(plan.pp):
+        ids = (r, plan.pp - 1 - r) if dual else tuple(range(r, plan.pp * plan.chunks, plan.pp))
+        spans = [slice(bounds[c], bounds[c + 1]) for c in ids]
+        mine = int(sum(layers[c] for c in ids))
+        first, last = r == 0 or dual and r == plan.pp - 1, r == plan.pp - 1 or (dual and r == 0)
+        tied_copy = model.tie_embeddings and plan.pp == 1
+        # MTP needs the embedding on the last stage: a copy unless that rank holds it (DualPipe, §3.2.3)
+        vocab = (p.embedding if first or (last and plan.mtp and plan.pp > 1) else 0) + (
+            p.lm_head if last and not tied_copy else 0)
+        dense = (sum(layer_dense[sp].sum() for sp in spans) + vocab + (mtp_dense if last else 0.0)) / plan.tp
+        expert = (sum(layer_expert[sp].sum() for sp in spans) + (mtp_expert if last else 0.0)) / (plan.tp * plan.ep)
 
         def sharded(bytes_per_param: float, from_stage: int) -> float:
             if plan.zero < from_stage:
                 return bytes_per_param * (dense + expert)
             return bytes_per_param * (dense / shard_dense + expert / shard_expert)
 
-        sizes = tuple(boundary if plan.recompute == "reversible" else c * per_layer for c in chunks)
-        acts = peak_in_flight(plan.schedule, rank=r, pp=plan.pp, microbatches=microbatches, chunk_sizes=sizes)
-        acts += (working if mine else 0.0) + (logits if last else 0.0)
-        ranks.append(RankMemory(rank=r, layers=mine, weights=sharded(WEIGHT_BYTES, 3),
-                                gradients=sharded(GRAD_BYTES, 2), optimizer=sharded(OPTIMIZER_BYTES, 1),
-                                activations=acts, reserve=reserve))
+        sizes = [boundary if plan.recompute == "reversible" else float(per_layer[sp].sum()) for sp in spans]
+        if last and plan.mtp:  # the MTP modules run after the last chunk of the model
+            sizes[(1 if r == 0 else 0) if dual else -1] += mtp_acts
+        acts = peak_in_flight(plan.schedule, rank=r, pp=plan.pp, microbatches=microbatches, chunk_sizes=tuple(sizes))
+        acts += (working if mine else 0.0) + (logits * (1 + (model.mtp_layers if plan.mtp else 0)) if last else 0.0)
+        ranks.append(RankMemory(rank=r, layers=mine, weights=sharded(w_b, 3), gradients=sharded(g_b, 2),
+                                optimizer=sharded(o_b, 1), activations=acts, reserve=reserve))
     worst = max(ranks, key=lambda x: x.total)
     return TrainMemory(weights=worst.weights, gradients=worst.gradients, optimizer=worst.optimizer,
                        activations=worst.activations, hbm=system.accelerator.hbm_bytes, reserve=reserve,

@@ -30,6 +30,7 @@ and MoE MLPs and sliding windows — see :func:`layer_activation_bytes`.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,10 +43,11 @@ from .training import SCHEDULES, bubble_fraction
 from ..spec.efficiency import EfficiencyProfile
 from .training_kernels import KernelEfficiency, calibrated as calibrated_kernels, ideal as uniform_kernels
 from .training_memory import (  # noqa: F401  (re-exported: the step's public memory API)
-    ACT_BYTES, GRAD_BYTES, MASK_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, RankMemory, TrainMemory, _layer_mix,
+    ACT_BYTES, FP8_BYTES, GRAD_BYTES, MASK_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, RankMemory, TrainMemory, _layer_mix,
     in_flight_microbatches, layer_activation_bytes, memory_per_gpu, stage_layers)
 
 RECOMPUTE = ("none", "selective", "full", "reversible")
+EMA_PLACES = ("none", "gpu", "cpu")
 PRECISIONS = ("bf16", "fp8")
 GRAD_COMM_BYTES = 2.0     # gradients reduced in bf16
 SECONDS_PER_DAY = 86400.0
@@ -55,6 +57,13 @@ SECONDS_PER_DAY = 86400.0
 # by tests/test_training_step.py::test_megatron_table_1. Moving it to other chips or frameworks is
 # an assumption; ``efficiency=1`` gives the ideal (lower-bound) step.
 MEGATRON_A100_EFFICIENCY = 0.65
+
+# The share of the H100 kernel tables' GEMM and attention rates (h100-sxm/trtllm) that Llama 3 405B's
+# 8K-GPU run sustains (Dubey et al. 2024 Table 4, 430 TFLOP/s per GPU, recalled): ONE scalar fitted on ONE run
+# by benchmarks/training_published.py; the other runs are its out-of-sample test (Llama 3 16K +0.4%, 16K CP16
+# −1.0%, DeepSeek-V3 GPU-hours +5.1% with an even stage split: benchmarks/results/training_published_2026-11-26.md).
+# Not applied unless asked for (``kernel_share``, ``llmecon train --kernel-share``).
+H100_SUSTAINED_SHARE = 0.762
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,6 +83,20 @@ class TrainPlan:
     flash_attention: bool = True  # False: eager attention materialises the s×s scores in HBM
     dropout: bool = False         # dropout masks kept (GPT-3/Megatron 2021: yes; Llama, DeepSeek: no)
     pp_trim: int = 0              # layers fewer on the first and last pipeline chunk (Llama 3: 1)
+    # memory options (econ/training_memory.py; DeepSeek-V3, arXiv:2412.19437, §3.2.3 and §3.3.3, sets all;
+    # the report's details here and below are recalled, not re-read)
+    grad_fp32: bool = False        # gradients accumulated in fp32 (4 B/param; Megatron main_grad, DeepSeek-V3)
+    bf16_moments: bool = False     # Adam m and v in bf16 (DeepSeek-V3 §3.3.3): 8 B/param of optimizer states
+    ema: str = "none"              # an fp32 EMA of the weights: none, gpu (+4 B/param, sharded), cpu (§3.2.3)
+    recompute_norms: bool = False  # RMSNorm outputs recomputed in the backward (§3.2.3)
+    recompute_mla_up: bool = False  # MLA up-projections recomputed (§3.2.3; MLA models only)
+    fp8_activations: bool = False  # Linear inputs cached in FP8, MoE SwiGLU output recomputed (§3.3.3)
+    mtp: bool = False              # train the model's multi-token-prediction modules (§2.2) on the last stage
+    # expert-parallel traffic (DeepSeek-V3): FP8 dispatch (§3.3.3), node-limited routing M (§2.1.2: 4), and
+    # the share of SMs the communication kernels take from compute (§3.2.2: 20 of the H800's 132)
+    fp8_dispatch: bool = False
+    ep_node_limit: int = 0         # 0: no limit (each routed copy sent on its own)
+    comm_sm_share: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "ep", "cp", "microbatch", "chunks"):
@@ -81,9 +104,13 @@ class TrainPlan:
             require_whole(name.replace("microbatch", "micro_batch"), getattr(self, name))
         require_whole("zero", self.zero, 0)
         require_whole("pp_trim", self.pp_trim, 0)
+        require_whole("ep_node_limit", self.ep_node_limit, 0)
+        require_number("comm_sm_share", self.comm_sm_share, minimum=0, maximum=0.9)
         if self.zero > 3:
             raise SpecError(f"ZeRO stages are 0, 1, 2 or 3, got {self.zero}", field="zero", value=self.zero,
                             show_value=False)
+        if self.ema not in EMA_PLACES:
+            raise unknown_name("EMA placement", self.ema, EMA_PLACES, field="ema")
         if self.schedule not in SCHEDULES:
             raise unknown_name("pipeline schedule", self.schedule, SCHEDULES)
         if self.recompute not in RECOMPUTE:
@@ -104,7 +131,14 @@ class TrainPlan:
     def label(self) -> str:
         return (f"tp{self.tp}·cp{self.cp}·dp{self.dp}·pp{self.pp}" + (f"·ep{self.ep}" if self.ep > 1 else "")
                 + f" mb{self.microbatch} {self.schedule}" + (f"(v={self.chunks})" if self.chunks > 1 else "")
-                + f" zero{self.zero} {self.recompute}" + (f" trim{self.pp_trim}" if self.pp_trim else ""))
+                + f" zero{self.zero} {self.recompute}" + (f" trim{self.pp_trim}" if self.pp_trim else "")
+                + "".join(f" {name}" for name, on in (
+                    ("grad-fp32", self.grad_fp32), ("bf16-moments", self.bf16_moments),
+                    (f"ema-{self.ema}", self.ema != "none"), ("recompute-norms", self.recompute_norms),
+                    ("recompute-mla-up", self.recompute_mla_up), ("fp8-activations", self.fp8_activations),
+                    ("mtp", self.mtp), ("fp8-dispatch", self.fp8_dispatch),
+                    (f"node-limit{self.ep_node_limit}", self.ep_node_limit > 0),
+                    (f"comm-sms{self.comm_sm_share:.0%}", self.comm_sm_share > 0)) if on))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -232,6 +266,11 @@ def _validate(model: Model, system: System, plan: TrainPlan, seq_len: int, globa
         raise SpecError("needs a MoE model whose routed experts divide by it"
                         + (f" ({model.moe.n_routed} experts)" if model.is_moe else f" ({model.name} is dense)"),
                         field="ep", value=plan.ep)
+    if plan.mtp and not model.mtp_layers:
+        raise SpecError(f"{model.name} has no multi-token-prediction modules", field="mtp", value=True)
+    if plan.recompute_mla_up and a.kind != "mla":
+        raise SpecError(f"{model.name} has {a.kind} attention, no MLA up-projections", field="recompute_mla_up",
+                        value=True)
     if plan.pp * plan.chunks > model.n_layers + 2 * plan.pp_trim:
         raise SpecError(f"more pipeline chunks ({plan.pp} × {{chunks}} {plan.chunks}) than the {model.n_layers} "
                         f"layers of {model.name}", field="pp", value=plan.pp)
@@ -255,13 +294,15 @@ def _validate(model: Model, system: System, plan: TrainPlan, seq_len: int, globa
 def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, global_batch_tokens: float,
                efficiency: float = MEGATRON_A100_EFFICIENCY, dp_overlap: float = 1.0,
                precision: str = "bf16", reserve: float = 0.0,
-               profile: EfficiencyProfile | None = None) -> TrainStep:
+               profile: EfficiencyProfile | None = None, kernel_share: float = 1.0) -> TrainStep:
     """Time, FLOPs and memory of one step (formulas and omissions in the module docstring).
     ``precision`` fp8 runs the layers' GEMMs at the chip's fp8 peak and the attention core, head,
     element-wise kernels and communication as in bf16 (DeepSeek-V3 §3.3: embedding, output head,
     gating, norms and attention stay in BF16/FP32); MFU stays on the bf16 peak. ``reserve``: bytes
     per GPU held back for the framework (:func:`memory_per_gpu`). ``profile`` (calibrated mode): kernel
-    efficiencies from a measured profile (:mod:`llmecon.econ.training_kernels`) replace ``efficiency``."""
+    efficiencies from a measured profile (:mod:`llmecon.econ.training_kernels`) replace ``efficiency``;
+    ``kernel_share`` scales its GEMM and attention rates (the share of the kernel tables' rates a long run
+    sustains: 1 = as measured; :data:`H100_SUSTAINED_SHARE` is fitted on one published run)."""
     require_whole("seq_len", seq_len)
     require_number("global_batch_tokens", global_batch_tokens, minimum=0, exclusive=True)
     eff = require_number("efficiency", efficiency, minimum=0, exclusive=True, maximum=1.0,
@@ -285,19 +326,36 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
     attn_fwd = float(np.sum(model.prefill_attention_flops(s, 0)))  # causal, per sequence
     half = 0.5 if plan.schedule == "dualpipe" else 1.0
     heads = [half if (r == pp - 1 or (half < 1 and r == 0)) else 0.0 for r in range(pp)]
-    stages = [(lay * half, hd) for lay, hd in zip(stage_layers(model, plan), heads)]
+    # MTP modules (DeepSeek-V3 §2.2) run after the last stage: priced as layers of equal matmul FLOPs
+    # (2·active MTP weights per token; their attention and element-wise work as an average layer's) plus
+    # one more pass through the shared head each.
+    n_mtp = model.mtp_layers if plan.mtp else 0
+    mtp_layer_equiv = n_mtp * 2.0 * model.mtp_active_params() / (layer_mm / n) if n_mtp else 0.0
+    stages = [(lay * half + (mtp_layer_equiv * hd), hd * (1 + n_mtp))
+              for lay, hd in zip(stage_layers(model, plan), heads)]
     stage_l, head_share = max(stages, key=lambda x: tokens_mb * (x[0] / n * layer_mm + head * x[1])
                               + b * x[0] / n * attn_fwd)
     phi = stage_l / n
     again = plan.recompute in ("full", "reversible")
     split = plan.tp * plan.cp
+    share = require_number("kernel_share", kernel_share, minimum=0, exclusive=True, maximum=1.0)
+    if profile is None and share != 1.0:
+        raise SpecError("scales a measured profile's kernel rates: give it with a profile (calibrated mode)",
+                        field="kernel_share", value=kernel_share)
     ke = uniform_kernels(eff) if profile is None else calibrated_kernels(
         model, profile, seq=s, microbatch=plan.microbatch, tp=plan.tp,
         cp=plan.cp, ep=plan.ep, precision=precision)
+    if share != 1.0:
+        ke = dataclasses.replace(ke, layer_gemm=ke.layer_gemm * share, head_gemm=ke.head_gemm * share,
+                                 attention=ke.attention * share, source=f"{ke.source} x {share:g} sustained")
     gemm_fwd = tokens_mb * phi * layer_mm / (gemm_peak * ke.layer_gemm)  # layer GEMMs: fp8 under precision fp8
     head_fwd = tokens_mb * head * head_share / (peak * ke.head_gemm)
     attn_fwd_s = b * phi * attn_fwd / (peak * ke.attention)
-    compute_mb = ((3.0 + again) * gemm_fwd + 3.0 * head_fwd + (3.0 + (plan.recompute != "none")) * attn_fwd_s) / split
+    # recomputed MLA up-projections (DeepSeek-V3 §3.2.3): their forward GEMMs once more per layer
+    up_flops = mla_up_flops_per_token(model) if plan.recompute_mla_up and not again else 0.0
+    up_fwd = tokens_mb * stage_l * up_flops / (gemm_peak * ke.layer_gemm)
+    compute_mb = ((3.0 + again) * gemm_fwd + up_fwd + 3.0 * head_fwd
+                  + (3.0 + (plan.recompute != "none")) * attn_fwd_s) / split / (1.0 - plan.comm_sm_share)
     elementwise = sum(share * layer_elementwise_bytes(model, seq=s / plan.cp, microbatch=b, tp=plan.tp,
                                                       flash_attention=plan.flash_attention, moe_layer=is_moe,
                                                       window=window) for share, is_moe, window in _layer_mix(model))
@@ -306,18 +364,29 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
     attn_core_mb = 3.0 * attn_fwd_s / split
 
     tiers = {}
+
+    def measured(link: Link | None, tier: str) -> Link | None:
+        """``link`` at the share NCCL reaches on it (calibrated mode; 1 in ideal mode)."""
+        if link is None:
+            return None
+        share = ke.scale_up_share if tier == "scale-up" else ke.scale_out_share
+        return dataclasses.replace(link, bandwidth_bytes_per_s=link.bandwidth_bytes_per_s * share)
+
+    ring = "auto" if profile is None else "ring"  # sequence parallelism: reduce-scatter + all-gather
     # Tensor parallel: 2 all-reduces (or reduce-scatter + all-gather) per layer forward, 2 backward,
     # 2 more in a recomputed forward (Shoeybi et al. 2019; Korthikanti et al. 2022).
     tp_link, tiers["tp"] = group_link(system, stride=1, size=plan.tp, what="tensor-parallel")
+    tp_link = measured(tp_link, tiers["tp"])
     tp_mb = 0.0
     comm_passes = 4 + (2 if plan.recompute in ("full", "reversible") else 0)
     if tp_link is not None:
         msg = ACT_BYTES * (s / plan.cp) * b * h
-        ar = float(all_reduce_s(message_bytes=msg, participants=plan.tp, link=tp_link))
+        ar = float(all_reduce_s(message_bytes=msg, participants=plan.tp, link=tp_link, algorithm=ring))
         tp_mb = stage_l * comm_passes * ar
     # Context parallel: ring attention passes each rank's K and V chunk around cp−1 times forward,
     # twice that backward; overlapped with the attention core, only the excess is exposed.
     cp_link, tiers["cp"] = group_link(system, stride=plan.tp, size=plan.cp, what="context-parallel")
+    cp_link = measured(cp_link, tiers["cp"])
     cp_mb = 0.0
     if cp_link is not None:
         a = model.attention
@@ -327,16 +396,19 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
         cp_mb = max(0.0, ring - attn_core_mb)
     # Expert parallel: dispatch + combine all-to-all per MoE layer, forward and backward (+ recompute).
     ep_link, tiers["ep"] = group_link(system, stride=plan.tp * plan.cp, size=plan.ep, what="expert-parallel")
+    if tiers["ep"] == "scale-out":  # NVLink all-to-alls keep the catalogue link (no NCCL share applies)
+        ep_link = measured(ep_link, tiers["ep"])
     ep_mb = 0.0
     if ep_link is not None:
-        msg = ACT_BYTES * tokens_mb / (plan.cp * plan.tp) * model.moe.top_k * h
-        moe_stage = phi * model.n_moe_layers
-        ep_mb = moe_stage * comm_passes * float(all_to_all_s(message_bytes=msg, participants=plan.ep, link=ep_link))
+        ep_mb = phi * model.n_moe_layers * comm_passes / 2.0 * sum(
+            expert_exchange_s(model, system, plan, tokens=tokens_mb / (plan.cp * plan.tp), link=ep_link,
+                              tier=tiers["ep"], dispatch=d) for d in (True, False))
         if plan.schedule == "dualpipe":  # DualPipe overlaps a chunk's all-to-alls with the paired chunk's compute
             ep_mb = max(0.0, ep_mb - compute_mb)
     # Pipeline: one activation forward and one gradient backward per micro-batch per chunk boundary,
     # scattered over tp ranks (Narayanan et al. 2021 §4.1).
     pp_link, tiers["pp"] = group_link(system, stride=plan.tp * plan.cp * plan.dp, size=pp, what="pipeline")
+    pp_link = measured(pp_link, tiers["pp"])
     pp_mb = 0.0
     if pp_link is not None:
         hop = float(p2p_s(message_bytes=ACT_BYTES * (s / plan.cp) * b * h / plan.tp, link=pp_link))
@@ -344,6 +416,7 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
     # Data parallel: gradients of this GPU's parameters, reduce-scatter + all-gather (= ring all-reduce
     # volume) once per step; ZeRO-3 also all-gathers weights forward and backward per micro-batch.
     dp_link, tiers["dp"] = group_link(system, stride=plan.tp, size=plan.dp * plan.cp, what="data-parallel")
+    dp_link = measured(dp_link, tiers["dp"])
     layer_dense = p.total - p.routed_experts - p.embedding - p.lm_head
     held = phi / half  # a DualPipe rank holds two stages' parameters
     dense_params = (held * layer_dense + p.embedding) / plan.tp
@@ -368,9 +441,12 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
     bubble = ideal * frac / (1.0 - frac)
 
     tokens = float(global_batch_tokens)
-    model_flops = 3.0 * (tokens * mm.total + tokens / s * attn_fwd)
+    model_flops = 3.0 * (tokens * (mm.total + n_mtp * (2.0 * model.mtp_active_params() + head))
+                         + tokens / s * attn_fwd * (1.0 + mtp_layer_equiv / n))
     extra = {"none": 0.0, "selective": tokens / s * attn_fwd, "full": tokens * layer_mm + tokens / s * attn_fwd}
     extra["reversible"] = extra["full"]
+    extra["none"] += tokens * n * up_flops
+    extra["selective"] += tokens * n * up_flops
     memory = memory_per_gpu(model, system, plan, seq_len=seq_len, microbatches=m_count, reserve=reserve)
     return TrainStep(
         plan=plan, seq_len=seq_len, global_batch_tokens=tokens, microbatches=m_count, efficiency=ke.layer_gemm,
@@ -380,6 +456,38 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
         cp_comm_s=m_count * cp_mb, pp_comm_s=m_count * pp_mb, zero3_gather_s=m_count * zero3_mb, bubble_s=bubble,
         dp_comm_s=dp_exposed, model_flops=model_flops, hardware_flops=model_flops + extra[plan.recompute],
         peak_flops_per_gpu=peak, memory=memory, tiers=tiers, precision=precision)
+
+
+def expert_exchange_s(model: Model, system: System, plan: TrainPlan, *, tokens: float, link: Link, tier: str,
+                      dispatch: bool) -> float:
+    """Seconds of one MoE layer's dispatch (``dispatch``) or combine all-to-all for ``tokens`` tokens per
+    GPU. Each token's k routed copies of d_model values go to the experts' ranks (``all_to_all_s``):
+    bf16, or FP8 + 1×128-tile scales for the dispatch with ``fp8_dispatch`` (DeepSeek-V3 §3.3.3: the
+    dispatch and the backward's gradient dispatch in FP8, both combines in BF16). With
+    ``ep_node_limit`` M and a group across N scale-up domains (DeepSeek-V3 §2.1.2 node-limited routing,
+    §3.2.2: a token crosses InfiniBand once per target node, then NVLink forwards it to the experts
+    there): each GPU sends M·(N − 1)/N copies per token over its scale-out link (under uniform routing
+    the token's own node is one of its M with chance M/N), at the link's floor plus bytes / bandwidth;
+    the NVLink forwarding is omitted (DeepSeek-V3 sizes it to stay under the IB
+    time)."""
+    width = FP8_BYTES if dispatch and plan.fp8_dispatch else ACT_BYTES
+    k, h = model.moe.top_k, float(model.d_model)
+    if plan.ep_node_limit and tier == "scale-out":
+        nodes = plan.ep * plan.tp * plan.cp / system.chips
+        copies = min(float(plan.ep_node_limit), nodes) * (nodes - 1.0) / nodes
+        return float(link.latency_s + tokens * copies * h * width / link.bandwidth_bytes_per_s)
+    return float(all_to_all_s(message_bytes=width * tokens * k * h, participants=plan.ep, link=link))
+
+
+def mla_up_flops_per_token(model: Model) -> float:
+    """Forward FLOPs per token of one layer's MLA up-projections (query r_q → heads·d_qk, KV r_kv →
+    heads·(d_nope + d_v)); 0 for other attention."""
+    a = model.attention
+    if a.kind != "mla":
+        return 0.0
+    nope = a.head_dim - a.qk_rope_head_dim
+    q_in = a.q_lora_rank or model.d_model
+    return 2.0 * (q_in * a.n_heads * a.head_dim + a.kv_lora_rank * a.n_heads * (nope + a.v_head_dim))
 
 
 def megatron_flops_per_step(*, batch, seq_len, layers, hidden, vocab):

@@ -70,3 +70,31 @@ def fit_all_to_all(system: System, rows: CollectiveRows) -> LinkEfficiency | Non
     p = _fit(residual, {"op": 5e-6, "step": 1e-6, "bw": 0.6},
              {"op": (1e-9, 1e-3), "step": (1e-10, 1e-3), "bw": (0.01, 1.0)})
     return LinkEfficiency(op_overhead_s=p["op"], step_latency_s=p["step"], bandwidth_fraction=p["bw"])
+
+
+RING_OPS = ("reduce_scatter", "all_gather")
+RING_MIN_BYTES = 16 * 2**20   # bandwidth-bound: the 2-10 µs floors are < 5% of these operations
+
+
+def ring_bandwidth_share(root, chip_folder: str, system: System, *, participants: int = 8) -> tuple[float, str]:
+    """The share of ``system``'s scale-up bandwidth NCCL's bf16 reduce-scatter and all-gather reach on one
+    node (aiconfigurator ``comm/nccl``: ``participants`` GPUs, messages >= 16 MiB): the median over rows
+    and both ops of ((p−1)/p·S/BW) / (t − link floor), with S the full buffer. Training's sequence-parallel
+    and data-parallel collectives are these two ops. (nan, "") where the table is absent."""
+    from .collective_fit import load_aiconfigurator_comm
+
+    try:
+        groups = load_aiconfigurator_comm(root, chip_folder)
+    except CatalogError:
+        return float("nan"), ""
+    link, shares, paths = system.scale_up, [], set()
+    for g in groups:
+        if g.op not in RING_OPS or not g.cluster.endswith(f"nccl/NCCL {DTYPE}"):
+            continue
+        sel = (g.participants == participants) & (g.size_bytes >= RING_MIN_BYTES)
+        s, t = g.size_bytes[sel], g.time_s[sel]
+        shares.extend((participants - 1) / participants * s / link.bandwidth_bytes_per_s / (t - link.latency_s))
+        paths.add(g.path.split("/kernels/")[-1])
+    if not shares:
+        return float("nan"), ""
+    return float(np.median(shares)), "; ".join(sorted(paths))

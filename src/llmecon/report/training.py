@@ -18,13 +18,16 @@ TIME_PARTS = (("compute", "compute_s"), ("element-wise", "elementwise_s"), ("TP 
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "reserve")
 
 TRAIN_ASSUMPTIONS = (
-    "mixed-precision Adam: 2 + 2 + 12 bytes per parameter (bf16 weights and grads, fp32 master, m, v); "
+    "mixed-precision Adam: 2 + 2 + 12 bytes per parameter (bf16 weights and grads, fp32 master, m, v; "
+    "--grad-fp32 makes the gradients 4, --bf16-moments the optimizer states 8, --ema gpu adds 4); "
     "ZeRO shards over the data-parallel × context-parallel group; every pipeline rank's memory is laid out "
     "(its layers, embedding on the first, head on the last, in-flight micro-batches of its schedule) and the "
     "fullest decides whether the plan fits; the framework reserve is --reserve-gb (0 unless given)",
     "activations: Korthikanti et al. 2022 accounting with sequence parallelism when tp > 1",
-    "TP all-reduces, EP all-to-alls and PP hops are exposed; DP gradient sync hides behind the last "
-    "micro-batch's backward by --dp-overlap; CP ring traffic hides behind attention compute",
+    "TP all-reduces, EP all-to-alls and PP hops are exposed (DualPipe hides all-to-alls behind the paired "
+    "chunk's compute); DP gradient sync hides behind the last micro-batch's backward by --dp-overlap; CP ring "
+    "traffic hides behind attention compute; calibrated mode runs the links at NCCL's measured share of their "
+    "bandwidth where the chip has one (kernel_efficiency.links_source)",
     "collectives on scale-up inside a domain, else on the per-GPU scale-out link (ranks ordered tp, cp, dp, pp)",
     "omitted: optimizer-step time, launch/framework overheads beyond --efficiency, stragglers, MoE imbalance",
 )
