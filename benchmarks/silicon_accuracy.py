@@ -133,7 +133,10 @@ def main() -> None:
     Path(args.out).write_text(text)
     print(text)
     if args.write_profiles:
-        write_profiles(shipped, rows)
+        from llmecon.fidelity.kernel_profiles import ALL
+
+        rowless = hs.rowless_terms(rows, lin0, base_tpot, [f"{c}/{e}" for c, e in ALL], shipped)
+        write_profiles({**shipped, **rowless}, rows)
 
 
 def write_profiles(shipped: dict, rows) -> None:
@@ -152,10 +155,17 @@ def write_profiles(shipped: dict, rows) -> None:
         held = ", ".join(f"{name} = {v:g}" for name, v in FIXED.items())
         shared = (f"; {', '.join(hs.SHARED)} fitted on every chip's {prof.split('/')[1]} rows (engine-shared, "
                   "fidelity.holdout_silicon.SHARED)") if hs.SHARED else ""
-        note = (f" Engine terms ({', '.join(PARAMS)}) fitted by benchmarks/silicon_accuracy.py (2026-11-26, "
-                f"fidelity.engine_fit; {held} held, not fitted{shared}) on {k} "
-                f"aggregated serving rows of aiconfigurator's silicon_dev.csv ({'; '.join(models)}); "
-                "leave-one-model-out error in benchmarks/results/silicon_accuracy_2026-11-26.md.")
+        if k < hs.MIN_TRAIN:  # hs.rowless_terms: the engine-shared terms only
+            note = (f" Engine terms ({', '.join(PARAMS)}): {k} aggregated silicon rows of its own, so the per-chip "
+                    f"terms stay kernel-only (fidelity.engine_fit.BASE){shared.replace('; ', ', and ', 1)} "
+                    "(fidelity.holdout_silicon.rowless_terms, as a leave-one-chip-out fold gives a chip without "
+                    "rows; written by benchmarks/silicon_accuracy.py 2026-11-26, errors in "
+                    "benchmarks/results/silicon_accuracy_2026-11-26.md.")
+        else:
+            note = (f" Engine terms ({', '.join(PARAMS)}) fitted by benchmarks/silicon_accuracy.py (2026-11-26, "
+                    f"fidelity.engine_fit; {held} held, not fitted{shared}) on {k} "
+                    f"aggregated serving rows of aiconfigurator's silicon_dev.csv ({'; '.join(models)}); "
+                    "leave-one-model-out error in benchmarks/results/silicon_accuracy_2026-11-26.md.")
         # every earlier engine-terms note goes (each ends at its results file), the new one is appended; the
         # MLA / GDN / MXFP4 / all-to-all notes between them stay
         text = re.sub(r'^(derivation = ".*)"$', lambda m: re.sub(ENGINE_NOTE, "", m.group(1)) + note + '"', text,

@@ -213,6 +213,21 @@ def in_sample(rows, lin0, base_tpot):
     return terms, tpot, ttft
 
 
+def rowless_terms(rows, lin0, base_tpot, names, fitted) -> dict:
+    """{profile: terms} for the measured profiles ``names`` (``chip/engine``) not in ``fitted`` (fewer than
+    ``MIN_TRAIN`` priced aggregated rows of their own): per-chip terms at ``BASE`` (kernel-only), the
+    ``SHARED`` ones from the engine-pooled fit over every chip's rows, as a leave-one-chip-out fold
+    gives a chip with no rows (``CROSS_CHIP_BASE``). An engine with no priced rows at all gets none."""
+    out, cache = {}, {}
+    for name in names:
+        engine = name.split("/")[1]
+        pool = [i for i, r in enumerate(rows) if r.engine == engine and np.isfinite(base_tpot[i])]
+        if name in fitted or not SHARED or len(pool) < MIN_TRAIN:
+            continue
+        out[name] = {**BASE, **shared_terms(rows, lin0, pool, cache)}
+    return out
+
+
 def linearise(rows, needed=None):
     """``jacobian`` at ``BASE`` of the rows ``needed`` (default all), as arrays over all ``rows``
     (NaN elsewhere): each row's values depend on that row alone."""
