@@ -135,8 +135,9 @@ def workers_rows(w) -> list[tuple[str, str]]:
 def plan_result_dict(r: PlanResult, *, hbm_bytes: dict, model_assumptions=(), workers=None,
                      powers: dict | None = None, rates: dict | None = None) -> dict:
     """The ``llmecon plan --json`` object (docs/json.md). ``hbm_bytes`` maps system -> HBM per chip;
-    ``workers`` the prefill:decode worker ratio (``econ.workers``); ``powers`` (system -> ``econ.tco.PowerBasis``) adds tokens/s per MW to every point, ``rates`` (system ->
-    ``econ.tco.TcoRate``) the TCO behind each price."""
+    ``workers`` the prefill:decode worker ratio (``econ.workers``); ``powers`` (system ->
+    ``econ.tco.PowerBasis``) adds tokens/s per MW to every point, ``rates`` (system -> ``econ.tco.TcoRate``)
+    the TCO behind each price."""
     from .tco import tco_dict
     t = r.targets
     phases = {"decode": (r.decode, t.tpot_s), "prefill": (r.prefill, t.ttft_s)}
