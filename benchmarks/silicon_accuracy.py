@@ -41,8 +41,16 @@ from llmecon.fidelity.holdout import stats  # noqa: E402
 from llmecon.fidelity.holdout_silicon import group_of  # noqa: E402
 from llmecon.fidelity.silicon import predict_silicon, read_silicon  # noqa: E402
 
-ENGINE_NOTE = r" Engine terms \((?:(?! Engine terms \().)*?silicon_accuracy_\d{4}-\d{2}-\d{2}\.md\."
-"""One engine-terms note in a profile's derivation (``--write-profiles`` replaces them all with one)."""
+ENGINE_NOTE = r" Engine terms \((?:(?! Engine terms \().)*?silicon_accuracy_\d{4}-\d{2}-\d{2}\.md(?:\.|(?=; ))"
+"""One engine-terms note in a profile's derivation, ending its sentence or followed by a later note's
+"; ..." (``--write-profiles`` replaces them all with one at the end)."""
+
+
+def without_engine_notes(derivation: str) -> str:
+    """``derivation`` without its engine-terms notes (``ENGINE_NOTE``); a note that a later "; ..." note
+    followed leaves that note joined to the sentence before it."""
+    return re.sub(ENGINE_NOTE + r"(?P<next>; )?", lambda m: "" if m.group("next") is None else "; ",
+                  derivation).replace(".; ", "; ")
 
 
 def main() -> None:
@@ -136,11 +144,12 @@ def main() -> None:
         from llmecon.fidelity.kernel_profiles import ALL
 
         rowless = hs.rowless_terms(rows, lin0, base_tpot, [f"{c}/{e}" for c, e in ALL], shipped)
-        write_profiles({**shipped, **rowless}, rows)
+        write_profiles({**shipped, **rowless}, rows, rowless=set(rowless))
 
 
-def write_profiles(shipped: dict, rows) -> None:
-    """The in-sample terms into catalog/profiles/<chip>-<engine>.toml (engine lines replaced)."""
+def write_profiles(shipped: dict, rows, rowless: set = frozenset()) -> None:
+    """The in-sample terms into catalog/profiles/<chip>-<engine>.toml (engine lines replaced); the profiles
+    in ``rowless`` carry ``hs.rowless_terms`` (too few priced rows of their own)."""
     for prof, terms in shipped.items():
         path = ROOT / "src/llmecon/catalog/profiles" / (prof.replace("/", "-") + ".toml")
         text = path.read_text()
@@ -155,8 +164,9 @@ def write_profiles(shipped: dict, rows) -> None:
         held = ", ".join(f"{name} = {v:g}" for name, v in FIXED.items())
         shared = (f"; {', '.join(hs.SHARED)} fitted on every chip's {prof.split('/')[1]} rows (engine-shared, "
                   "fidelity.holdout_silicon.SHARED)") if hs.SHARED else ""
-        if k < hs.MIN_TRAIN:  # hs.rowless_terms: the engine-shared terms only
-            note = (f" Engine terms ({', '.join(PARAMS)}): {k} aggregated silicon rows of its own, so the per-chip "
+        if prof in rowless:  # hs.rowless_terms: the engine-shared terms only
+            note = (f" Engine terms ({', '.join(PARAMS)}): {k} aggregated silicon rows of its own, fewer than "
+                    f"{hs.MIN_TRAIN} of them priced (plans llmecon refuses count as unpriced), so the per-chip "
                     f"terms stay kernel-only (fidelity.engine_fit.BASE){shared.replace('; ', ', and ', 1)} "
                     "(fidelity.holdout_silicon.rowless_terms, as a leave-one-chip-out fold gives a chip without "
                     "rows; written by benchmarks/silicon_accuracy.py 2026-11-26, errors in "
@@ -168,7 +178,7 @@ def write_profiles(shipped: dict, rows) -> None:
                     "leave-one-model-out error in benchmarks/results/silicon_accuracy_2026-11-26.md.")
         # every earlier engine-terms note goes (each ends at its results file), the new one is appended; the
         # MLA / GDN / MXFP4 / all-to-all notes between them stay
-        text = re.sub(r'^(derivation = ".*)"$', lambda m: re.sub(ENGINE_NOTE, "", m.group(1)) + note + '"', text,
+        text = re.sub(r'^(derivation = ".*)"$', lambda m: without_engine_notes(m.group(1)) + note + '"', text,
                       count=1, flags=re.M)
         text = text.replace("Not fitted here: engine overheads (step_overhead_s, serving-loop terms: 0 / 1, "
                             "a later fit on end-to-end rows), ",

@@ -89,15 +89,24 @@ def test_layer_and_request_terms_act_where_documented():
     assert float(b.tpot_s) == pytest.approx(float(a.tpot_s), rel=1e-12)
 
 
-def test_engine_fitted_profiles_say_so_and_unfitted_ones_keep_no_engine_cost():
+def test_engine_fitted_profiles_say_so_and_rowless_ones_keep_kernel_only_chip_terms():
     from llmecon.catalog.efficiency import default_profiles
+    from llmecon.fidelity.holdout_silicon import SHARED
 
-    fitted = {p.name for p in default_profiles() if p.engine and "silicon_dev.csv" in p.derivation}
+    measured = [p for p in default_profiles() if p.engine and not p.transferred]
+    rowless = {p.name for p in measured if "rowless_terms" in p.derivation}
+    fitted = {p.name for p in measured if "silicon_dev.csv" in p.derivation and p.name not in rowless}
     # the (chip, engine)s with aggregated silicon rows that llmecon prices (benchmarks/silicon_accuracy.py)
     assert {"b200/sglang", "b200/trtllm", "b200/vllm", "h100-sxm/trtllm", "h200/vllm"} <= fitted
-    for p in default_profiles():
-        if p.engine and p.name not in fitted and not p.transferred:  # b300/trtllm, gb300/*: only disaggregated rows
-            assert all(getattr(p, k) == v for k, v in BASE.items()), p.name
+    # b300/trtllm, gb200/sglang, gb200/vllm, gb300/*: no aggregated rows of their own (only disaggregated ones)
+    assert {"b300/trtllm", "gb200/sglang", "gb200/vllm", "gb300/trtllm", "gb300/sglang", "gb300/vllm"} == rowless
+    by_name = {p.name: p for p in measured}
+    for name in rowless:
+        p = by_name[name]
+        assert all(getattr(p, k) == v for k, v in BASE.items() if k not in SHARED), name
+        # the engine-shared TTFT terms are the engine's, the same in every profile of that engine
+        peer = next(by_name[f] for f in sorted(fitted) if by_name[f].engine == p.engine)
+        assert all(getattr(p, k) == getattr(peer, k) != BASE[k] for k in SHARED), (name, peer.name)
 
 
 def test_held_terms_are_returned_and_the_others_fitted_around_them(monkeypatch):
