@@ -167,3 +167,23 @@ def test_memory_options_never_add_activations(seq, b, tp, moe, norms, up, fp8):
         assert layer_activation_bytes(m, **kw, **{**opts, key: True}) <= here
     twice = layer_activation_bytes(m, **{**kw, "seq": 2 * seq}, **opts)
     assert twice == pytest.approx(2 * here, rel=1e-12)
+
+
+def test_tied_embedding_is_held_again_by_the_last_stage():
+    """A tied embedding is also the output head: with pp > 1 the last stage holds a copy (its weights,
+    gradients and optimizer state), the embedding's parameters / tp more than the same model untied with no
+    head parameters; the first stage is unchanged. With pp 1 it is held once."""
+    import dataclasses
+
+    m = get_model("gemma-3-27b")
+    assert m.tie_embeddings and m.params.lm_head == 0
+    untied = dataclasses.replace(m, tie_embeddings=False)
+    plan, kw = TrainPlan(tp=8, pp=2, zero=0), dict(seq_len=4096, microbatches=8)
+    tied_r = memory_per_gpu(m, H100, plan, **kw).ranks
+    bare_r = memory_per_gpu(untied, H100, plan, **kw).ranks
+    w = tied_r[-1].weights - bare_r[-1].weights
+    assert w == pytest.approx(m.params.embedding / 8 * 2, rel=1e-9)      # bf16 weights
+    assert tied_r[0].weights == bare_r[0].weights
+    one = memory_per_gpu(m, H100, TrainPlan(tp=8, pp=1, zero=0), **kw).ranks[0]
+    assert one.weights == pytest.approx(memory_per_gpu(untied, H100, TrainPlan(tp=8, pp=1, zero=0),
+                                                       **kw).ranks[0].weights, rel=1e-12)

@@ -282,3 +282,33 @@ def test_one_sustained_share_fitted_on_one_run_predicts_the_others():
         dsv3_step(efficiency=1.0, kernel_share=0.5)
     with pytest.raises(SpecError, match="^kernel_share"):
         dsv3_step(profile=H100_PROFILE, kernel_share=1.5)
+
+
+@pytest.mark.parametrize("model", ["gpt-oss-120b", "deepseek-v3"])
+@pytest.mark.parametrize("limit", [1, 2, 4, 8, 16])
+def test_a_node_limit_never_costs_more_than_k_copies(model, limit):
+    """Node-limited routing sends a token once per target node: never more copies than its k experts (gpt-oss-120b
+    k = 4 over 8 nodes: at most 8·(1 − (7/8)^4) = 3.31 nodes, so a limit of 8 cannot raise the traffic)."""
+    from llmecon.econ.training_step import expert_exchange_s
+
+    m = get_model(model)
+    kw = dict(tokens=4096, link=H800.scale_out, tier="scale-out", dispatch=False)
+    limited = expert_exchange_s(m, H800, TrainPlan(tp=1, pp=16, dp=128, ep=64, ep_node_limit=limit), **kw)
+    k, nodes = m.moe.top_k, 8
+    link = H800.scale_out
+    bound = link.latency_s + 4096 * k * (nodes - 1) / nodes * m.d_model * 2 / link.bandwidth_bytes_per_s
+    assert limited <= bound * (1 + 1e-12)
+    distinct = nodes * (1 - (1 - 1 / nodes) ** k)
+    expect = min(limit, distinct) * (nodes - 1) / nodes
+    assert limited == pytest.approx(H800.scale_out.latency_s + 4096 * expect * m.d_model * 2
+                                    / H800.scale_out.bandwidth_bytes_per_s, rel=1e-12)
+
+
+def test_expert_options_on_a_plan_without_ep_are_refused():
+    from llmecon.errors import SpecError
+
+    for opt in (dict(fp8_dispatch=True), dict(ep_node_limit=4)):
+        with pytest.raises(SpecError, match="ep 1") as e:
+            train_step(get_model("llama-3.1-8b"), H800, TrainPlan(tp=8, pp=1, dp=1, **opt), seq_len=4096,
+                       global_batch_tokens=4096 * 8)
+        assert e.value.field in ("fp8_dispatch", "ep_node_limit")

@@ -396,10 +396,11 @@ def memory_per_gpu(model: Model, system: System, plan, *, seq_len: int, microbat
         spans = [slice(bounds[c], bounds[c + 1]) for c in ids]
         mine = int(sum(layers[c] for c in ids))
         first, last = r == 0 or dual and r == plan.pp - 1, r == plan.pp - 1 or (dual and r == 0)
-        tied_copy = model.tie_embeddings and plan.pp == 1
-        # MTP needs the embedding on the last stage: a copy unless that rank holds it (DualPipe, §3.2.3)
-        vocab = (p.embedding if first or (last and plan.mtp and plan.pp > 1) else 0) + (
-            p.lm_head if last and not tied_copy else 0)
+        # the last stage needs the embedding for MTP (DualPipe's end ranks hold it, DeepSeek-V3 §3.2.3) and, when
+        # tied, as its output head: one copy unless that rank holds the embedding already
+        tied = model.tie_embeddings
+        vocab = (p.embedding if first or (last and (tied or plan.mtp and plan.pp > 1)) else 0) + (
+            p.lm_head if last and not tied else 0)
         dense = (sum(layer_dense[sp].sum() for sp in spans) + vocab + (mtp_dense if last else 0.0)) / plan.tp
         expert = (sum(layer_expert[sp].sum() for sp in spans) + (mtp_expert if last else 0.0)) / (plan.tp * plan.ep)
 

@@ -61,7 +61,8 @@ MEGATRON_A100_EFFICIENCY = 0.65
 # The share of the H100 kernel tables' GEMM and attention rates (h100-sxm/trtllm) that Llama 3 405B's
 # 8K-GPU run sustains (Dubey et al. 2024 Table 4, 430 TFLOP/s per GPU, recalled): ONE scalar fitted on ONE run
 # by benchmarks/training_published.py; the other runs are its out-of-sample test (Llama 3 16K +0.4%, 16K CP16
-# −1.0%, DeepSeek-V3 GPU-hours +5.1% with an even stage split: benchmarks/results/training_published_2026-11-26.md).
+# −1.0%; DeepSeek-V3 GPU-hours −13.1% with the trimmed stage split that fits 80 GB, +5.1% with the even split
+# that does not: benchmarks/results/training_published_2026-11-26.md).
 # Not applied unless asked for (``kernel_share``, ``llmecon train --kernel-share``).
 H100_SUSTAINED_SHARE = 0.762
 
@@ -266,6 +267,10 @@ def _validate(model: Model, system: System, plan: TrainPlan, seq_len: int, globa
         raise SpecError("needs a MoE model whose routed experts divide by it"
                         + (f" ({model.moe.n_routed} experts)" if model.is_moe else f" ({model.name} is dense)"),
                         field="ep", value=plan.ep)
+    if (plan.fp8_dispatch or plan.ep_node_limit) and plan.ep <= 1:
+        flag = "fp8_dispatch" if plan.fp8_dispatch else "ep_node_limit"
+        raise SpecError("applies to expert-parallel all-to-alls; this plan has ep 1", field=flag,
+                        value=getattr(plan, flag), fix="give --ep > 1 on a MoE model, or leave the option out")
     if plan.mtp and not model.mtp_layers:
         raise SpecError(f"{model.name} has no multi-token-prediction modules", field="mtp", value=True)
     if plan.recompute_mla_up and a.kind != "mla":
@@ -466,15 +471,18 @@ def expert_exchange_s(model: Model, system: System, plan: TrainPlan, *, tokens: 
     dispatch and the backward's gradient dispatch in FP8, both combines in BF16). With
     ``ep_node_limit`` M and a group across N scale-up domains (DeepSeek-V3 §2.1.2 node-limited routing,
     §3.2.2: a token crosses InfiniBand once per target node, then NVLink forwards it to the experts
-    there): each GPU sends M·(N − 1)/N copies per token over its scale-out link (under uniform routing
-    the token's own node is one of its M with chance M/N), at the link's floor plus bytes / bandwidth;
-    the NVLink forwarding is omitted (DeepSeek-V3 sizes it to stay under the IB
-    time)."""
+    there): a token reaches D = min(M, N·(1 − (1 − 1/N)^k)) nodes (at most M, and at most the expected
+    number of distinct nodes its k experts span under uniform routing; min of the mean, not the mean of
+    the min, an upper bound), and each GPU sends D·(N − 1)/N copies per token over its scale-out link
+    (its own node is one of the D with chance D/N), at the link's floor plus bytes / bandwidth; the
+    NVLink forwarding is omitted (DeepSeek-V3 sizes it to stay under the IB time). So a node limit
+    never costs more than k copies."""
     width = FP8_BYTES if dispatch and plan.fp8_dispatch else ACT_BYTES
     k, h = model.moe.top_k, float(model.d_model)
     if plan.ep_node_limit and tier == "scale-out":
         nodes = plan.ep * plan.tp * plan.cp / system.chips
-        copies = min(float(plan.ep_node_limit), nodes) * (nodes - 1.0) / nodes
+        distinct = nodes * (1.0 - (1.0 - 1.0 / nodes) ** k)
+        copies = min(float(plan.ep_node_limit), distinct) * (nodes - 1.0) / nodes
         return float(link.latency_s + tokens * copies * h * width / link.bandwidth_bytes_per_s)
     return float(all_to_all_s(message_bytes=width * tokens * k * h, participants=plan.ep, link=link))
 
