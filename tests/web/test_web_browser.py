@@ -207,3 +207,66 @@ def test_speculation_cache_hits_and_frontier_controls(page, server):
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "web-issue22.png"), full_page=True)
     assert not [e for e in page.errors if "422" not in e], page.errors
+
+
+#: TCO inputs for the test: placeholders, not facts (docs/tco.md); the hand total is tests/web/test_web_tco.py's
+TCO = {"chip_capex_usd": "30000", "system_capex_usd": "100000", "amortisation_years": "5", "cost_of_capital": "0.08",
+       "pue": "1.3", "usd_per_kwh": "0.08", "hosting_usd_per_rack_month": "15000", "chips_per_rack": "32"}
+TCO_TOTAL_H100 = 42_500 * (0.08 / (1 - 1.08 ** -5)) / 8766 + 700 * 1.3 * 0.08 / 1000 + 15_000 / 32 / 730.5
+
+
+def test_tco_panel_prices_the_cost_card(page, server):
+    """Issue 22 item 3: the TCO fields start empty; pricing by TCO with a field missing shows the 422
+    message next to that field; filled, the TCO card shows /api/tco's parts and the Cost card's price
+    source reads TCO at the hand total, with tokens/s per MW; the simulator is priced by it too."""
+    keys = list(TCO) + ["hosting_usd_per_chip_month", "power_utilization", "watts_per_chip"]
+    assert all(page.input_value(f"#tco_{k}") == "" for k in keys)  # no invented defaults
+    assert not page.is_checked("#use_tco")
+    page.select_option("#model", "llama-3.1-8b")
+    page.select_option("#system", "hgx-h100")
+    page.wait_for_function("document.body.dataset.busy === '0'")
+    page.check("#use_tco")
+    for key, value in TCO.items():
+        if key != "pue":
+            page.fill(f"#tco_{key}", value)
+    page.wait_for_function("""() => document.body.dataset.busy === '0'
+        && document.querySelector('.field-msg[data-for="pue"]').innerText.includes('missing')""")
+    assert "invalid" in page.get_attribute("#tco_pue", "class")
+    assert "pue" in page.inner_text("#error")
+    assert page.is_disabled("#price_per_chip_hour")
+
+    page.fill("#tco_pue", "1.3")
+    page.wait_for_function("() => document.body.dataset.busy === '0' && "
+                           "document.getElementById('cost-table').innerText.includes('TCO')")
+    assert page.is_hidden("#error")
+    assert page.inner_text('.field-msg[data-for="pue"]') == ""
+    api = httpx.post(server + "/api/tco", json={"system": "hgx-h100", **{k: float(v) if k != "chips_per_rack"
+                                                                          else int(v) for k, v in TCO.items()}},
+                     timeout=30).json()
+    assert api["usd_per_chip_hour"] == pytest.approx(TCO_TOTAL_H100, rel=1e-12)
+    rows = page.eval_on_selector_all("#tco-table tbody tr", "rs => rs.map(r => r.innerText)")
+    parts = api["parts_usd_per_chip_hour"]
+    for row, key in zip(rows, ("capital", "power", "hosting")):
+        assert row.startswith(key) and f"${parts[key]:.4g}" in row, rows
+        assert f"${api['parts_usd_per_system_hour'][key]:.4g}" in row, rows
+    assert rows[3].startswith("total") and "$1.929" in rows[3] and "$15.43" in rows[3], rows  # docs/tco.md by hand
+
+    cost = page.eval_on_selector_all("#cost-table tr", "rs => rs.map(r => r.innerText)")
+    source = next(r for r in cost if r.startswith("price source"))
+    assert "TCO: $1.929/chip-h" in source, cost
+    assert "from TCO" in page.inner_text("#cost-note")
+    by_rent = httpx.post(server + "/api/cost", json={"model": "llama-3.1-8b", "system": "hgx-h100", "context": 4096,
+                                                     "price_per_chip_hour": TCO_TOTAL_H100}, timeout=30).json()
+    assert any(r.startswith("output (decode)") and f"${by_rent['output_usd_per_mtok']:.3g} per million" in r
+               for r in cost), cost
+    assert any(r.startswith("output tokens/s per MW") and "facility power" in r for r in cost), cost
+
+    page.fill("#requests", "100")
+    page.click("#sim-button")
+    page.wait_for_function("() => document.body.dataset.busy === '0' && "
+                           "document.getElementById('sim-table').innerText.includes('TCO: $1.929')")
+    sim = page.inner_text("#sim-table")
+    assert "tokens/s per MW" in sim and "facility power" in sim
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "web-tco.png"), full_page=True)
+    assert not [e for e in page.errors if "422" not in e], page.errors

@@ -73,3 +73,51 @@ def test_cost_endpoint_takes_a_tco_object(client):
     assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "price_per_chip_hour"]
     both = client.post("/api/cost", json={**base, "tco": TCO, "price_per_chip_hour": 2.0})
     assert both.status_code == 422
+
+
+def test_context_and_analyze_take_tco_at_the_rent_of_the_same_rate(client):
+    """TCO on /api/context and /api/analyze prices every curve row as a rent of the same $/chip-hour does."""
+    base = {"model": "llama-3.1-8b", "system": "hgx-h100"}
+    for path in ("/api/context", "/api/analyze"):
+        by_tco = client.post(path, json={**base, "tco": TCO})
+        by_rent = client.post(path, json={**base, "price_per_chip_hour": TOTAL})
+        assert by_tco.status_code == 200 and by_rent.status_code == 200, by_tco.text
+        t, r = by_tco.json(), by_rent.json()
+        assert t["price_source"] == "tco" and r["price_source"] == "price_per_chip_hour"
+        assert t["tco"]["usd_per_chip_hour"] == pytest.approx(TOTAL, rel=1e-12) and r["tco"] is None
+        assert len(t["curve"]) == len(r["curve"]) > 3
+        keys = ("output_usd_per_mtok", "input_usd_per_mtok") if path == "/api/context" else ("usd_per_mtok",)
+        for a, b in zip(t["curve"], r["curve"]):
+            for k in keys:
+                assert (a[k] is None and b[k] is None) or a[k] == pytest.approx(b[k], rel=1e-12), (path, k)
+    ctx = client.post("/api/context", json={**base, "tco": TCO}).json()
+    assert ctx["price_per_chip_hour"] == pytest.approx(TOTAL, rel=1e-12)
+    # by hand: $/Mtok = chip-s per token x $/chip-hour / 3,600 x 1e6 (utilisation 1)
+    row = ctx["curve"][0]
+    assert row["output_usd_per_mtok"] == pytest.approx(row["decode_chip_s_per_token"] * TOTAL / 3600 * 1e6, rel=1e-12)
+    plain = client.post("/api/context", json=base).json()
+    assert plain["price_source"] is None and plain["tco"] is None
+
+
+@pytest.mark.parametrize("path, extra", [("/api/context", {}), ("/api/analyze", {}), ("/api/cost", {"context": 2048}),
+                                         ("/api/plan", None), ("/api/simulate", {"requests": 50})])
+def test_tco_errors_are_located_under_tco(client, path, extra):
+    body = ({"model": "llama-3.1-8b", "systems": ["hgx-h100"], "max_chips": 8} if extra is None
+            else {"model": "llama-3.1-8b", "system": "hgx-h100", **extra})
+    for drop in ("chip_capex_usd", "pue", "usd_per_kwh"):  # a missing input: located at it
+        r = client.post(path, json={**body, "tco": {k: v for k, v in TCO.items() if k != drop}})
+        assert r.status_code == 422, r.text
+        d = r.json()["detail"][0]
+        assert d["loc"] == ["body", "tco", drop] and "missing" in d["msg"], (path, d)
+    r = client.post(path, json={**body, "tco": {**TCO, "pue": 0.5}})  # out of range: pydantic's location
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "tco", "pue"]
+    r = client.post(path, json={**body, "tco": {**TCO, "peu": 1.2}})  # unknown key: did-you-mean
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "tco", "peu"]
+    assert "did you mean 'pue'" in r.json()["detail"][0]["msg"]
+    r = client.post(path, json={**body, "tco": {**TCO, "chips_per_rack": "32"}})  # strict types
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "tco", "chips_per_rack"]
+    r = client.post(path, json={**body, "tco": TCO, "price_per_chip_hour": 2.0})  # both: named at tco
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "tco"]
+    no_hosting = {k: v for k, v in TCO.items() if not k.startswith(("hosting", "chips"))}
+    r = client.post(path, json={**body, "tco": no_hosting})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "tco", "hosting_usd_per_rack_month"]

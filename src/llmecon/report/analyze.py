@@ -245,13 +245,17 @@ def plot_batch_curve(curve: BatchCurve, dep: Deployment, path: str | Path, *, ec
     write_figure(batch_curve_figure(curve, dep, economics=economics), path)
 
 
-def analysis_dict(a: Analysis, *, page: bool = False, price_per_chip_hour: float | None = None) -> dict:
+def analysis_dict(a: Analysis, *, page: bool = False, price_per_chip_hour: float | None = None, rate=None) -> dict:
     """The ``llmecon analyze --json`` object; ``page`` adds what the web page plots: the batch curve
-    (with $/Mtok when priced), the headline rows, the roofline and the model's assumptions."""
+    (with $/Mtok when priced, ``price_source`` and ``tco`` saying from what: ``rate``, an
+    ``econ.tco.TcoRate``), the headline rows, the roofline and the model's assumptions."""
     dep, e = a.deployment, a.economics
     out = economics_dict(e, dep, with_curve=page)
     if page:
+        from .tco import price_source_fields
+
         out["curve"] = _with_usd(out["curve"], price_per_chip_hour)
+        out.update(price_source_fields(price_per_chip_hour, rate, dep.system.name))
     out["decode_at_batch"] = step_dict(a.step, dep)
     if page:
         from .roofline import roofline_dict

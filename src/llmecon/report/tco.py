@@ -36,10 +36,16 @@ def tco_dict(rate: TcoRate, system: str) -> dict:
             "assumptions": list(ASSUMPTIONS)}
 
 
+def price_source_fields(price: float | None, rate: TcoRate | None, system: str) -> dict:
+    """Where a report's $/chip-hour came from (``price_source``: None, ``"price_per_chip_hour"`` or ``"tco"``)
+    and the TCO parts when it came from TCO inputs."""
+    return {"price_source": None if price is None else ("tco" if rate is not None else "price_per_chip_hour"),
+            "tco": None if rate is None else tco_dict(rate, system)}
+
+
 def priced_fields(price: float | None, rate: TcoRate | None, power: PowerBasis, system: str) -> dict:
     """What a priced report adds: where its $/chip-hour came from and the power tokens/s per MW divide by."""
-    return {"price_source": None if price is None else ("tco" if rate is not None else "price_per_chip_hour"),
-            "tco": None if rate is None else tco_dict(rate, system), "power": power.as_dict()}
+    return {**price_source_fields(price, rate, system), "power": power.as_dict()}
 
 
 def tco_line(rate: TcoRate) -> str:

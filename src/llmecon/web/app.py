@@ -163,7 +163,7 @@ def create_app() -> FastAPI:
             loc = [str(x) for x in e.get("loc", ())]
             msg = str(e.get("msg", "invalid")).removeprefix("Value error, ")
             if e.get("type") == "extra_forbidden" and len(loc) >= 2:
-                known = _fields(request)
+                known = tuple(S.TcoIn.model_fields) if loc[-2] == "tco" else _fields(request)
                 msg = f"unknown field '{loc[-1]}'{did_you_mean(loc[-1], known)}"
             elif e.get("type") == "literal_error":  # a catalogue name or an option not in the enum
                 choices = re.findall(r"'([^']*)'", str(e.get("ctx", {}).get("expected", "")))
@@ -227,8 +227,11 @@ def create_app() -> FastAPI:
         from ..econ.batching import analyze as analyze_deployment
         from ..report.analyze import analysis_dict
 
-        a = analyze_deployment(_dep(body), context=body.context, batch=body.batch)
-        return to_json(analysis_dict(a, page=True, price_per_chip_hour=body.price_per_chip_hour))
+        dep = _dep(body)
+        prices, rates = _priced(body, [dep.system])
+        a = analyze_deployment(dep, context=body.context, batch=body.batch)
+        return to_json(analysis_dict(a, page=True, price_per_chip_hour=prices.get(dep.system.name),
+                                     rate=rates.get(dep.system.name)))
 
     @app.post("/api/step", summary="llmecon step: one decode or prefill step")
     def step(body: S.StepIn) -> dict:
@@ -256,8 +259,10 @@ def create_app() -> FastAPI:
         from ..report.context import context_dict
 
         dep = _without_speculation(_dep(body), "/api/context")
+        prices, rates = _priced(body, [dep.system])
         e = context_economics(dep, batch=body.batch, batch_cap=body.max_batch)
-        return to_json(context_dict(e, dep, price_per_chip_hour=body.price_per_chip_hour, utilization=body.utilization))
+        return to_json(context_dict(e, dep, price_per_chip_hour=prices.get(dep.system.name),
+                                    utilization=body.utilization, rate=rates.get(dep.system.name)))
 
     @app.post("/api/plan", summary="llmecon plan: the best plans under TPOT/TTFT targets and the frontier")
     def plan(body: S.PlanIn) -> dict:

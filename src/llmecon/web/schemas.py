@@ -102,6 +102,7 @@ class AnalyzeIn(DeploymentIn):
     batch: Optional[float] = Field(None, ge=1, le=1e7, allow_inf_nan=False,
                                    description="Batch to show (default: min(balance batch, memory limit)).")
     price_per_chip_hour: Optional[float] = Price
+    tco: Optional[TcoIn] = TcoOpt
 
 
 CacheHit = Field(None, ge=0, le=1, allow_inf_nan=False, description="Prefix-cache hit rate in [0, 1]: blends input "
@@ -139,6 +140,7 @@ class ContextIn(DeploymentIn):
                                    description="Fixed decode batch (default: the largest that fits).")
     max_batch: Optional[float] = Field(None, ge=1, le=1e7, allow_inf_nan=False)
     price_per_chip_hour: Optional[float] = Price
+    tco: Optional[TcoIn] = TcoOpt
     utilization: float = Field(1.0, gt=0, le=1, allow_inf_nan=False)
 
 

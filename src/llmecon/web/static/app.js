@@ -62,50 +62,69 @@ function spec() {
   return out;
 }
 const CACHE = ["cache_hit", "cached_prefix"];
+/** TCO inputs (docs/tco.md): every field starts empty (no sourced capex, PUE or $/kWh exists to default to);
+    a blank one is left out, so the server's 422 names what is missing. */
+const TCO_KEYS = ["chip_capex_usd", "system_capex_usd", "amortisation_years", "cost_of_capital", "pue", "usd_per_kwh",
+  "hosting_usd_per_rack_month", "chips_per_rack", "hosting_usd_per_chip_month", "power_utilization", "watts_per_chip"];
+const tcoOn = () => $("use_tco").checked;
+const tcoInputs = () => body($("tco-form"), TCO_KEYS);
+const tcoFilled = () => Object.keys(tcoInputs()).length > 0;
+/** The price of every priced request: the TCO object when "Price by TCO" is on, else the $ / chip-h box. */
+const pricing = () => (tcoOn() ? { tco: tcoInputs() } : body($("deployment"), ["price_per_chip_hour"]));
+const priced = () => tcoOn() || field($("deployment"), "price_per_chip_hour") !== undefined;
 const bodies = {
-  analyze: () => Object.assign(dep(), spec(), body($("deployment"), ["context", "batch", "price_per_chip_hour"])),
-  context: () => Object.assign(dep(), body($("deployment"), ["batch", "price_per_chip_hour"])),
-  cost: () => Object.assign(dep(), spec(), body($("deployment"), ["context", "batch", "price_per_chip_hour", ...CACHE])),
-  plan: () => Object.assign(body($("deployment"), ["model", "weight_dtype", "kv_dtype", "mode", "context",
-    "price_per_chip_hour", ...CACHE]), spec(), body($("plan-form"), ["systems", "tpot_s", "ttft_s"])),
-  frontier: () => Object.assign(body($("deployment"), ["model", "weight_dtype", "kv_dtype", "mode", "context",
-    "price_per_chip_hour"]), spec(), body($("plan-form"), ["systems", "tpot_s", "ttft_s", "interactivity"]),
-  { frontier: true }),
-  simulate: () => Object.assign(body($("deployment"), [...DEP, "mode", "price_per_chip_hour"]), spec(),
+  analyze: () => Object.assign(dep(), spec(), body($("deployment"), ["context", "batch"]), pricing()),
+  context: () => Object.assign(dep(), body($("deployment"), ["batch"]), pricing()),
+  cost: () => Object.assign(dep(), spec(), body($("deployment"), ["context", "batch", ...CACHE]), pricing()),
+  plan: () => Object.assign(body($("deployment"), ["model", "weight_dtype", "kv_dtype", "mode", "context", ...CACHE]),
+    pricing(), spec(), body($("plan-form"), ["systems", "tpot_s", "ttft_s"])),
+  frontier: () => Object.assign(body($("deployment"), ["model", "weight_dtype", "kv_dtype", "mode", "context"]),
+    pricing(), spec(), body($("plan-form"), ["systems", "tpot_s", "ttft_s", "interactivity"]), { frontier: true }),
+  simulate: () => Object.assign(body($("deployment"), [...DEP, "mode"]), pricing(), spec(),
     body($("sim-form"), ["rate", "requests", "prompt_tokens", "output_tokens", "policy"])),
+  tco: () => Object.assign(body($("deployment"), ["system"]), tcoInputs()),
   prices: () => {
     const [provider, model] = ($("sheet").value || "|").split("|");
     return { provider, model };
   },
 };
 const FORMS = { analyze: "deployment", context: "deployment", cost: "deployment", plan: "plan-form",
-  frontier: "plan-form", simulate: "sim-form", prices: "prices-form" };
+  frontier: "plan-form", simulate: "sim-form", prices: "prices-form", tco: "tco-form" };
 
 // ---- errors and loading state ----------------------------------------------------------------
 const problems = {}; // source -> [{field, msg}]
 function setProblems(source, list) {
   problems[source] = list;
   document.querySelectorAll(".invalid").forEach((el) => { el.classList.remove("invalid"); el.removeAttribute("aria-invalid"); });
+  document.querySelectorAll(".field-msg").forEach((el) => { el.textContent = ""; });
   const lines = [];
   for (const [src, ps] of Object.entries(problems)) {
     for (const p of ps) {
       const named = p.field && (p.msg.startsWith(`${p.field} `) || p.msg.startsWith(`${p.field}:`));
       const line = p.field && !named ? `${p.field}: ${p.msg}` : p.msg;
       if (!lines.includes(line)) lines.push(line);
-      const form = $(FORMS[src] || "deployment");
+      const form = $(p.tco ? "tco-form" : FORMS[src] || "deployment");
       const el = p.field && ((form && form.elements[p.field]) || $("deployment").elements[p.field]);
       if (el && el.classList) { el.classList.add("invalid"); el.setAttribute("aria-invalid", "true"); }
+      // a TCO input's message also shows next to it (the panel is long; the box above may be out of view)
+      const note = p.tco && document.querySelector(`.field-msg[data-for="${p.field}"]`);
+      if (note && !note.textContent) note.textContent = p.msg;
     }
   }
   const box = $("error");
   box.innerHTML = lines.map((l) => `<div>${esc(l)}</div>`).join("");
   box.hidden = lines.length === 0;
 }
-function problemsOf(status, data) {
+function problemsOf(status, data, source) {
   if (data && Array.isArray(data.detail)) {
     return data.detail.map((d) => {
-      const loc = Array.isArray(d.loc) ? d.loc : [];
-      return { field: loc[0] === "body" && loc.length > 1 ? String(loc[1]) : null, msg: String(d.msg) };
+      const loc = Array.isArray(d.loc) ? d.loc.map(String) : [];
+      // a TCO input: ["body", "tco", key] on the priced endpoints, ["body", key] on /api/tco
+      if (loc[0] === "body" && loc[1] === "tco" && loc.length > 2) {
+        return { field: loc[2], tco: true, msg: String(d.msg).replace(/^tco\./, "") };
+      }
+      const f = loc[0] === "body" && loc.length > 1 ? loc[1] : null;
+      return { field: f, tco: source === "tco" && TCO_KEYS.includes(f), msg: String(d.msg) };
     });
   }
   const why = data && typeof data.detail === "string" ? data.detail : "no answer";
@@ -144,7 +163,7 @@ async function call(source, path, payload) {
     let data = null;
     try { data = await r.json(); } catch (e) { data = null; }
     if (inFlight[source] !== ac) return null; // a newer request replaced this one
-    if (!r.ok) { setProblems(source, problemsOf(r.status, data)); setStale(source, true); return null; }
+    if (!r.ok) { setProblems(source, problemsOf(r.status, data, source)); setStale(source, true); return null; }
     setProblems(source, []);
     setStale(source, false);
     return data;
@@ -252,7 +271,8 @@ function drawPlan(p) {
     const rows = p.frontier.filter((f) => f.system === s).sort((a, b) => a.tokens_per_s_per_user - b.tokens_per_s_per_user);
     return { x: rows.map((f) => f.tokens_per_s_per_user), y: rows.map((f) => f.tokens_per_s_per_chip), mode: "lines+markers",
       name: s, line: { color: PALETTE[i % PALETTE.length], shape: "hv" }, marker: { size: 5 },
-      text: rows.map((f) => `${f.plan.label}, batch ${int(f.batch)}, ${f.bound}-bound`) };
+      text: rows.map((f) => `${f.plan.label}, batch ${int(f.batch)}, ${f.bound}-bound` +
+        (ok(f.tokens_per_s_per_mw) ? `, ${int(f.tokens_per_s_per_mw)} tok/s per MW` : "")) };
   });
   const best = p.best && p.best.decode;
   if (best) traces.push({ x: [best.tokens_per_s_per_user], y: [best.tokens_per_s_per_chip], mode: "markers",
@@ -268,8 +288,12 @@ function drawPlan(p) {
   $("plan-best").innerHTML = [
     best && `<b>decode</b>: ${esc(best.system)} ${esc(best.plan.label)} at batch ${int(best.batch)} — ` +
       `${sig(best.tokens_per_s_per_chip)} tok/s per chip, ${sig(best.tokens_per_s_per_user)} tok/s per user` +
-      (ok(best.usd_per_mtok) ? `, $${sig(best.usd_per_mtok)}/Mtok` : ""),
-    pre && `<b>prefill</b>: ${esc(pre.system)} ${esc(pre.plan.label)}, ${sig(pre.tokens_per_s_per_chip)} tok/s per chip`,
+      (ok(best.usd_per_mtok) ? `, $${sig(best.usd_per_mtok)}/Mtok` : "") +
+      (ok(best.tokens_per_s_per_mw) ? `, ${int(best.tokens_per_s_per_mw)} tok/s per MW` : ""),
+    pre && `<b>prefill</b>: ${esc(pre.system)} ${esc(pre.plan.label)}, ${sig(pre.tokens_per_s_per_chip)} tok/s per chip` +
+      (ok(pre.tokens_per_s_per_mw) ? `, ${int(pre.tokens_per_s_per_mw)} tok/s per MW` : ""),
+    p.price_source === "tco" && p.tco && `priced by TCO: ${Object.entries(p.tco).map(([s, t]) =>
+      `${esc(s)} $${sig(t.usd_per_chip_hour, 4)}/chip-h`).join(", ")}`,
     ok(p.usd_per_mtok_blended) && `blended $${sig(p.usd_per_mtok_blended)}/Mtok`,
     hit && `cache hits: input $${sig(hit.usd_per_mtok_input_blended)}/Mtok at ${sig(hit.cache_hit_rate * 100)} % hits ` +
       `(miss $${sig(hit.usd_per_mtok_input)}, hit $${sig(hit.usd_per_mtok_input_hit)})`,
@@ -285,7 +309,8 @@ function drawFrontier(f) {
     return { x: rows.map((p) => p.tokens_per_s_per_user), y: rows.map((p) => p.tokens_per_s_per_chip), mode: "lines+markers",
       name: s, line: { color: PALETTE[i % PALETTE.length], shape: "hv" }, marker: { size: 5 },
       text: rows.map((p) => `${p.plan}, batch ${int(p.batch)}, ${p.bound}-bound` + (p.spec_tokens ? `, k=${p.spec_tokens}` : "") +
-        (ok(p.usd_per_mtok) ? `, $${sig(p.usd_per_mtok)}/Mtok` : "")) };
+        (ok(p.usd_per_mtok) ? `, $${sig(p.usd_per_mtok)}/Mtok` : "") +
+        (ok(p.tokens_per_s_per_mw) ? `, ${int(p.tokens_per_s_per_mw)} tok/s per MW` : "")) };
   });
   const shapes = [], annotations = [];
   if (at) {
@@ -303,17 +328,36 @@ function drawFrontier(f) {
   $("frontier-note").textContent = `${f.model}, ${f.mode}, context ${int(f.workload.context)}` +
     (f.speculation_searched.length ? `, k = 0..${f.speculation_searched.length} searched` : "");
   $("frontier-table").innerHTML = !at ? "" : `<caption>at ${sig(at.tokens_per_s_per_user)} tokens/s per user (${esc(at.source)})</caption>` +
-    "<thead><tr><th>system</th><th>tok/s/chip</th><th>$/Mtok</th><th>how</th></tr></thead><tbody>" +
+    "<thead><tr><th>system</th><th>tok/s/chip</th><th>$/Mtok</th><th>tok/s per MW</th><th>how</th></tr></thead><tbody>" +
     f.systems.map((s) => { const a = at.systems[s] || {};
+      const pw = f.power && f.power[s];
       return `<tr><td>${esc(s)}</td><td>${sig(a.tokens_per_s_per_chip)}</td><td>${ok(a.usd_per_mtok) ? `$${sig(a.usd_per_mtok)}` : "—"}</td>` +
+        `<td title="${esc(pw ? pw.basis : "")}">${ok(a.tokens_per_s_per_mw) ? int(a.tokens_per_s_per_mw) : "—"}</td>` +
         `<td>${esc(a.method || "—")}</td></tr>`; }).join("") + "</tbody>";
+}
+
+/** Where a report's $/chip-hour came from: the TCO parts, or the $ / chip-h box. */
+function priceSource(d) {
+  if (d.price_source === "tco" && d.tco) {
+    const p = d.tco.parts_usd_per_chip_hour;
+    return `TCO: $${sig(d.tco.usd_per_chip_hour, 4)}/chip-h (capital $${sig(p.capital)} + power $${sig(p.power)} + ` +
+      `hosting $${sig(p.hosting)})`;
+  }
+  return d.price_source === "price_per_chip_hour" ? `$ / chip-h box: $${sig(d.price_per_chip_hour)}/chip-h` : "none";
+}
+/** Tokens/s per MW with the power it divides by (TCO facility power, or IT power at TDP). */
+function perMw(x, power) {
+  if (!ok(x)) return power ? `— (${power.basis})` : "—";
+  return `${int(x)} tokens/s per MW` + (power ? ` (${power.basis})` : "");
 }
 
 function drawCost(c) {
   const usd = (x) => (ok(x) ? `$${sig(x)} per million tokens` : "—");
   const sp = c.speculation;
-  $("cost-note").textContent = `${c.model} on ${c.system}, ${c.plan.label}, $${sig(c.price_per_chip_hour)}/chip-h, ${c.mode}`;
+  $("cost-note").textContent = `${c.model} on ${c.system}, ${c.plan.label}, $${sig(c.price_per_chip_hour)}/chip-h` +
+    `${c.price_source === "tco" ? " from TCO" : ""}, ${c.mode}`;
   const rows = [
+    ["price source", priceSource(c)],
     ["decode batch", int(c.batch)],
     ["TPOT", ms(c.tpot_s) + (sp ? ` (k=${sp.spec_tokens}: ${sig(sp.tokens_per_step)} tokens per verify step)` : "")],
     ["input (prefill)", usd(c.input_usd_per_mtok)],
@@ -326,7 +370,28 @@ function drawCost(c) {
     rows.push(["input, every prompt a hit", usd(h.usd_per_mtok_input_hit)]);
     rows.push(["cached token cost", `${sig(h.cached_token_cost_ratio)}x an uncached one`]);
   }
+  rows.push(["output tokens/s per MW", perMw(c.tokens_per_s_per_mw, c.power)]);
   kvTable("cost-table", rows);
+}
+
+function drawTco(t) {
+  const p = t.parts_usd_per_chip_hour, q = t.parts_usd_per_system_hour, i = t.inputs;
+  const money = (x) => (ok(x) ? `$${sig(x, 4)}` : "—");
+  $("tco-note").textContent = `${t.system}, ${int(t.chips_per_system)} chips per system` +
+    (tcoOn() ? ", pricing the cards" : ", not pricing (tick Price by TCO)");
+  $("tco-table").innerHTML = "<thead><tr><th>part</th><th>$ / chip-hour</th><th>$ / system-hour</th></tr></thead><tbody>" +
+    [["capital", p.capital, q.capital], ["power", p.power, q.power], ["hosting", p.hosting, q.hosting],
+      ["total", t.usd_per_chip_hour, t.usd_per_system_hour]]
+      .map(([k, a, b]) => `<tr><th>${k}</th><td>${money(a)}</td><td>${money(b)}</td></tr>`).join("") + "</tbody>" +
+    `<caption>capital recovery factor ${sig(t.capital_recovery_factor, 4)} per year; facility power ` +
+    `${sig(t.facility_watts_per_chip)} W per chip (${sig(i.watts_per_chip)} W, ${esc(i.watts_source)}, × draw ` +
+    `${sig(i.power_utilization)} × PUE ${sig(i.pue)})</caption>`;
+}
+function clearTco() {
+  setProblems("tco", []);
+  setStale("tco", false);
+  $("tco-note").textContent = "fill the TCO panel";
+  $("tco-table").innerHTML = "";
 }
 
 function kvTable(id, rows) {
@@ -351,6 +416,8 @@ function drawSim(s) {
       `${sig(s.speculation.tokens_per_step)} tokens per verify iteration`]] : []),
     ["utilization", ok(s.utilization) ? `${sig(s.utilization * 100)} %` : "—"],
     ["cost", ok(s.usd_per_mtok) ? `$${sig(s.usd_per_mtok)} per million output tokens` : (s.usd_per_mtok_reason || "—")],
+    ["price source", priceSource(s)],
+    ["output tokens/s per MW", perMw(s.tokens_per_s_per_mw, s.power)],
   ]);
 }
 
@@ -402,16 +469,21 @@ function drawHeadline(a) {
 
 // ---- wiring ----------------------------------------------------------------------------------
 async function refresh() {
-  const priced = field($("deployment"), "price_per_chip_hour") !== undefined;
-  const [a, c, k] = await Promise.all([call("analyze", "/api/analyze", bodies.analyze()), call("context", "/api/context", bodies.context()),
-    priced ? call("cost", "/api/cost", bodies.cost()) : Promise.resolve(null)]);
+  const hasPrice = priced(), hasTco = tcoOn() || tcoFilled();
+  $("price_per_chip_hour").disabled = tcoOn();
+  const [a, c, k, t] = await Promise.all([call("analyze", "/api/analyze", bodies.analyze()),
+    call("context", "/api/context", bodies.context()),
+    hasPrice ? call("cost", "/api/cost", bodies.cost()) : Promise.resolve(null),
+    hasTco ? call("tco", "/api/tco", bodies.tco()) : Promise.resolve(null)]);
   if (a) { drawHeadline(a); drawBatch(a); drawRoofline(a); }
   if (c) drawContext(c);
   if (k) drawCost(k);
-  if (!priced) {
+  if (t) drawTco(t);
+  if (!hasTco) clearTco();
+  if (!hasPrice) {
     setProblems("cost", []);
     setStale("cost", false);
-    $("cost-note").textContent = "give a $ / chip-h";
+    $("cost-note").textContent = "give a $ / chip-h or price by TCO";
     kvTable("cost-table", []);
   }
 }
@@ -448,6 +520,10 @@ async function start() {
   dform.addEventListener("input", debounced);
   dform.addEventListener("change", debounced);
   dform.addEventListener("submit", (e) => { e.preventDefault(); clearTimeout(timer); refresh(); });
+  const tform = $("tco-form");
+  tform.addEventListener("input", debounced);
+  tform.addEventListener("change", debounced);
+  tform.addEventListener("submit", (e) => { e.preventDefault(); clearTimeout(timer); refresh(); });
   $("plan-form").addEventListener("submit", (e) => { e.preventDefault(); runPlan(); });
   $("frontier-button").addEventListener("click", runFrontier);
   $("sim-form").addEventListener("submit", (e) => { e.preventDefault(); runSim(); });
