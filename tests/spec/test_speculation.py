@@ -6,7 +6,7 @@ from hypothesis import given, strategies as st
 
 from llmecon.catalog.models import get_model
 from llmecon.errors import SpecError
-from llmecon.spec.speculation import Speculation, expected_tokens_per_step, speculation_for
+from llmecon.spec.speculation import MAX_SPEC_TOKENS, Speculation, expected_tokens_per_step, speculation_for
 
 
 def test_expected_tokens_by_hand():
@@ -58,3 +58,22 @@ def test_no_default_and_no_mtp():
     with pytest.raises(SpecError) as err:  # no MTP modules in the config
         speculation_for(get_model("llama-3.1-70b"), k=2, acceptance="0.8")
     assert err.value.field == "draft"
+
+
+def test_acceptance_or_draft_with_zero_draft_tokens_is_refused():
+    m = get_model("deepseek-v3")
+    with pytest.raises(SpecError, match="spec_tokens 0") as e:
+        speculation_for(m, k=0, acceptance="0.8")
+    assert e.value.field == "acceptance"
+    with pytest.raises(SpecError, match="spec_tokens 0") as e:
+        speculation_for(m, k=0, draft="mtp")
+    assert e.value.field == "draft"
+    assert speculation_for(m, k=0) is None
+
+
+def test_draft_tokens_are_bounded():
+    m = get_model("deepseek-v3")
+    assert speculation_for(m, k=MAX_SPEC_TOKENS, acceptance="0.5").k == MAX_SPEC_TOKENS
+    with pytest.raises(SpecError, match=f"at most {MAX_SPEC_TOKENS}") as e:
+        speculation_for(m, k=MAX_SPEC_TOKENS + 1, acceptance="0.5")
+    assert e.value.field == "spec_tokens"

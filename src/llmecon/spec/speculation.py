@@ -33,6 +33,9 @@ from dataclasses import dataclass
 from ..errors import SpecError
 
 MTP = "mtp"
+MAX_SPEC_TOKENS = 32
+"""Input bound on draft tokens per verify step (a sanity limit, not a published figure): the expected tokens per
+step saturate at 1 / (1 - a) for acceptance a, so deeper chains only add verify and draft cost."""
 
 # family prefix (catalogue model name) -> (acceptance per drafted position, source)
 FAMILY_ACCEPTANCE: dict[str, tuple[tuple[float, ...], str]] = {
@@ -132,7 +135,13 @@ def speculation_for(model, *, k: int | None, acceptance=None, draft: str | None 
         k = int(k)
     if isinstance(k, bool) or not isinstance(k, int) or k < 0:
         raise SpecError("must be a whole number >= 0 (draft tokens per verify step)", field="spec_tokens", value=k)
+    if k > MAX_SPEC_TOKENS:
+        raise SpecError(f"at most {MAX_SPEC_TOKENS} draft tokens per verify step", field="spec_tokens", value=k,
+                        fix="draft fewer tokens: the expected tokens per step saturate at 1 / (1 - acceptance)")
     if k == 0:
+        if acc is not None or draft:
+            raise SpecError("given with spec_tokens 0 (plain decoding)", field="acceptance" if acc else "draft",
+                            value=acceptance if acc else draft, fix="give {spec_tokens} > 0, or leave it out")
         return None
     draft = draft or MTP
     if draft == MTP and mtp_layers <= 0:
