@@ -92,10 +92,10 @@ def context_cmd(
     if plot:
         _check_plot_path(plot)
     dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, kv_share, profile=profile)
-    price_per_chip_hour, _ = _chip_hour_price(dep.system, price_per_chip_hour, tco)
+    price_per_chip_hour, rate = _chip_hour_price(dep.system, price_per_chip_hour, tco)
     usd_per_mtok(0.0, price_per_chip_hour=price_per_chip_hour or 0.0, utilization=utilization)  # validate early
     e = context_economics(dep, batch=batch, batch_cap=max_batch)
-    d = context_dict(e, dep, price_per_chip_hour=price_per_chip_hour, utilization=utilization)
+    d = context_dict(e, dep, price_per_chip_hour=price_per_chip_hour, utilization=utilization, rate=rate)
     if plot:
         plot_context(e, dep, plot, price_per_chip_hour=price_per_chip_hour, utilization=utilization)
     if as_json:
@@ -103,7 +103,10 @@ def context_cmd(
         return
     from rich.table import Table
 
+    from ..report.tco import tco_line
+
     rows = [("deployment", f"{dep.model.name} on {dep.system.name}, {dep.plan.label()}, {dep.mode}"),
+            *((("TCO", tco_line(rate)),) if rate is not None else ()),
             ("attention", d["attention"]),
             ("KV per token", f"{fmt_bytes(e.kv_bytes_per_token)} held, {fmt_bytes(e.kv_read_bytes_per_token)} read "
                              f"per step at {d['kv_dtype']} (short context, all layers)"),

@@ -18,8 +18,11 @@ from ..units import json_fields, json_num, to_json
 
 
 def context_dict(e: ContextEconomics, dep: Deployment, *, price_per_chip_hour: float | None = None,
-                 utilization: float = 1.0) -> dict:
-    """``llmecon context --json``. Costs in chip-seconds per token; USD per Mtok when priced."""
+                 utilization: float = 1.0, rate=None) -> dict:
+    """``llmecon context --json``. Costs in chip-seconds per token; USD per Mtok when priced; ``rate`` (an
+    ``econ.tco.TcoRate``): the price came from TCO inputs (``price_source``, ``tco``, as ``cost``)."""
+    from .tco import price_fields
+
     c = e.curve
     decode_cost, prefill_cost = c.decode_chip_s_per_token, c.prefill_chip_s_per_token
     rows = []
@@ -48,7 +51,8 @@ def context_dict(e: ContextEconomics, dep: Deployment, *, price_per_chip_hour: f
                       "attention_ridge_flops_per_byte"),
         "model_max_context": e.model_max_context or None,
         "attention_compute_bound": e.attention_compute_bound, "notes": context_notes(e, dep),
-        "price_per_chip_hour": price_per_chip_hour, "utilization": utilization, "curve": rows,
+        "price_per_chip_hour": price_per_chip_hour, **price_fields(price_per_chip_hour, rate, dep.system.name),
+        "utilization": utilization, "curve": rows,
     }
 
 
