@@ -101,8 +101,9 @@ def tco(system: System | str, *, path: str | None = None, values=None):
             also = " or the key " + key + (" in the {tco} file" if path is not None else " in a {tco} file")
             return SpecError(f"missing ({why})", field=key, show_value=False,
                              fix=f"{fix or 'give {' + key + '}'}{also} (template: docs/tco.md)")
+        hint = "" if fix is None else fix.removeprefix("give {" + key + "}").strip()  # the flag has no use here
         return CatalogError(f"{where}: missing '{key}' ({why})",
-                            fix=f"add {key} = <value>{' (' + fix + ')' if fix else ''} (template: docs/tco.md)")
+                            fix=f"add {key} = <value>{' ' + hint if hint else ''} (template: docs/tco.md)")
 
     for key in REQUIRED_KEYS:
         if key not in merged:

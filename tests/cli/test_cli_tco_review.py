@@ -72,8 +72,8 @@ def test_missing_everywhere_names_the_flag_and_key(site, tmp_path):
     assert str(p) in line and "chips_per_rack" in line
 
 
-def test_resolver_locates_a_missing_value():
-    from llmecon.errors import SpecError
+def test_resolver_locates_a_missing_value(tmp_path):
+    from llmecon.errors import CatalogError, SpecError
     from llmecon.resolve import tco
 
     values = dict(chip_capex_usd=1.0, system_capex_usd=0.0, amortisation_years=5.0, cost_of_capital=0.0, pue=1.0,
@@ -82,6 +82,13 @@ def test_resolver_locates_a_missing_value():
         tco("hgx-h100", values=values)
     assert e.value.field == "chips_per_rack"
     assert "{chips_per_rack}" in e.value.fix and "key chips_per_rack" in e.value.fix
+    # with only a file (sweep --tco), the file's error names the key and no flag
+    p = tmp_path / "site.toml"
+    p.write_text("\n".join(f"{k} = {v}" for k, v in values.items()))
+    with pytest.raises(CatalogError) as e:
+        tco("hgx-h100", path=str(p))
+    assert e.value.field is None and str(p) in str(e.value) and "add chips_per_rack = <value> (72" in str(e.value)
+    assert "{" not in e.value.render(lambda n: "{" + n + "}")
 
 
 def test_context_carries_the_tco(site):
