@@ -96,12 +96,14 @@ def tco(system: System | str, *, path: str | None = None, values=None):
     by_field = values is not None
     where = f"TCO file {path}" if path is not None else "TCO inputs"
 
-    def missing(key: str, why: str = "no sourced default") -> LlmeconError:
+    def missing(key: str, why: str = "no sourced default", fix: str | None = None) -> LlmeconError:
         if by_field:
             also = " or the key " + key + (" in the {tco} file" if path is not None else " in a {tco} file")
             return SpecError(f"missing ({why})", field=key, show_value=False,
-                             fix=f"give {{{key}}}{also} (template: docs/tco.md)")
-        return CatalogError(f"{where}: missing '{key}' ({why})", fix=f"add {key} = <value> (template: docs/tco.md)")
+                             fix=f"{fix or 'give {' + key + '}'}{also} (template: docs/tco.md)")
+        hint = "" if fix is None else fix.removeprefix("give {" + key + "}").strip()  # the flag has no use here
+        return CatalogError(f"{where}: missing '{key}' ({why})",
+                            fix=f"add {key} = <value>{' ' + hint if hint else ''} (template: docs/tco.md)")
 
     for key in REQUIRED_KEYS:
         if key not in merged:
@@ -121,10 +123,15 @@ def tco(system: System | str, *, path: str | None = None, values=None):
                            hosting_usd_per_rack_month=merged.get("hosting_usd_per_rack_month"),
                            chips_per_rack=merged.get("chips_per_rack"),
                            hosting_usd_per_chip_month=merged.get("hosting_usd_per_chip_month"),
-                           watts_source=watts_source, source=merged.get("source", ""), as_of=merged.get("as_of", ""))
+                           watts_source=watts_source, source=merged.get("source", ""), as_of=merged.get("as_of", ""),
+                           notes=merged.get("notes", ""))
     except LlmeconError as exc:
-        if exc.field is not None and (exc.field not in given or not by_field):
-            raise type(exc)(f"{where}: {exc.render()}", fix=None) from None  # the key came from the file
+        if exc.field is not None and exc.field in from_file and exc.field not in given:  # the key came from the file
+            raise type(exc)(f"{where}: {exc.render()}", fix=None) from None
+        if exc.field is not None and exc.field not in merged and exc.rule.startswith("missing"):
+            # missing everywhere (chips_per_rack of a per-rack price): name the flag or field, and the key
+            raise missing(exc.field, exc.rule.removeprefix("missing").lstrip(": ") or "no sourced default",
+                          fix=exc.fix) from None
         raise
     return tco_rate(inputs)
 

@@ -93,7 +93,7 @@ def test_sum_hand_computed():
 def test_tokens_per_mw_hand_computed():
     # 1,000 tokens/s per chip at 910 facility W: 1e6 / 910 chips per MW -> 1,098,901 tokens/s per MW
     assert float(tokens_per_s_per_mw(1000.0, watts_per_chip=700, pue=1.3)) == pytest.approx(1e9 / 910, rel=1e-12)
-    assert tco_rate(_inputs()).tokens_per_s_per_mw(1000.0) == pytest.approx(1e9 / 910, rel=1e-12)
+    assert power_basis(700.0, tco_rate(_inputs())).tokens_per_s_per_mw(1000.0) == pytest.approx(1e9 / 910, rel=1e-12)
     b = power_basis(1000.0)
     assert b.tokens_per_s_per_mw(500.0) == pytest.approx(500_000.0, rel=1e-12)
     assert "IT power at TDP" in b.label

@@ -121,3 +121,33 @@ def test_tco_errors_are_located_under_tco(client, path, extra):
     no_hosting = {k: v for k, v in TCO.items() if not k.startswith(("hosting", "chips"))}
     r = client.post(path, json={**body, "tco": no_hosting})
     assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "tco", "hosting_usd_per_rack_month"]
+
+
+# ---- review fixes --------------------------------------------------------------------------------
+
+
+def test_missing_chips_per_rack_is_located_at_the_field(client):
+    body = {k: v for k, v in TCO.items() if k != "chips_per_rack"}
+    r = client.post("/api/tco", json={"system": "hgx-h100", **body})
+    assert r.status_code == 422
+    assert r.json()["detail"][0]["loc"] == ["body", "chips_per_rack"]
+    r = client.post("/api/simulate", json={"model": "llama-3.1-8b", "system": "hgx-h100", "requests": 50,
+                                           "tco": body})
+    assert r.status_code == 422
+    assert r.json()["detail"][0]["loc"] == ["body", "tco", "chips_per_rack"]
+
+
+def test_amortisation_floor_on_the_web(client):
+    r = client.post("/api/tco", json={"system": "hgx-h100", **TCO, "amortisation_years": 0.01})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "amortisation_years"]
+    r = client.post("/api/tco", json={"system": "hgx-h100", **TCO, "amortisation_years": 1 / 12})
+    assert r.status_code == 200, r.text
+
+
+def test_plan_frontier_carries_the_tco(client):
+    p = client.post("/api/plan", json={"model": "llama-3.1-8b", "systems": ["hgx-h100"], "max_chips": 8,
+                                       "frontier": True, "tco": TCO})
+    assert p.status_code == 200, p.text
+    d = p.json()
+    assert d["price_source"] == "tco"
+    assert d["tco"]["hgx-h100"]["usd_per_chip_hour"] == pytest.approx(TOTAL, rel=1e-12)

@@ -103,7 +103,10 @@ def context_cmd(
         return
     from rich.table import Table
 
+    from ..report.tco import tco_line
+
     rows = [("deployment", f"{dep.model.name} on {dep.system.name}, {dep.plan.label()}, {dep.mode}"),
+            *((("TCO", tco_line(rate)),) if rate is not None else ()),
             ("attention", d["attention"]),
             ("KV per token", f"{fmt_bytes(e.kv_bytes_per_token)} held, {fmt_bytes(e.kv_read_bytes_per_token)} read "
                              f"per step at {d['kv_dtype']} (short context, all layers)"),

@@ -54,6 +54,11 @@ def _prices(text: str | None, tco: str | None, systems) -> tuple[dict, dict]:
             raise SpecError(f"--price-per-chip-hour {text!r}: give dollars per chip-hour as a number or a comma "
                             "list, e.g. 2.5 or 3.9,2.2") from None
     paths = None if tco is None else [p.strip() for p in tco.split(",")]
+    for k, p in enumerate(paths or ()):
+        if not p:
+            raise SpecError(f"entry {k + 1} of {len(paths)} in the list is empty", field="tco", value=tco,
+                            fix="give a TOML file for every system, or one for all, separated by commas "
+                                "(no empty entry, no trailing comma)")
     return chip_hour_prices(systems, prices=values, tco_paths=paths)
 
 
@@ -164,7 +169,8 @@ def plan_cmd(
     if frontier:
         source = "--interactivity" if interactivity is not None else "1/tpot"
         _frontier(m, found, targets=targets, options=options, prices=prices, plot=plot, console=console, powers=powers,
-                  interactivity=interactivity if interactivity is not None else 1.0 / targets.tpot_s, source=source)
+                  rates=rates, interactivity=interactivity if interactivity is not None else 1.0 / targets.tpot_s,
+                  source=source)
         return
     kw = dict(targets=targets, options=options, prices=prices, objective=objective.value if objective else None)
     if console is not None and console.is_terminal:
@@ -240,12 +246,13 @@ def plan_cmd(
         console.print(f"figure written to {plot}", soft_wrap=True, markup=False, highlight=False)
 
 
-def _frontier(m, found, *, targets, options, prices, plot, console, interactivity, source, powers) -> None:
+def _frontier(m, found, *, targets, options, prices, plot, console, interactivity, source, powers,
+              rates=None) -> None:
     """``plan --frontier``: every system's decode frontier as a table, its figures at the interactivity,
     the figure (``econ.frontier``, ``report.frontier``)."""
     from ..econ.frontier import decode_frontier
     from ..report.frontier import at_line, frontier_dict, plot_frontiers, system_rows
-    from ..report.tco import mw_text
+    from ..report.tco import mw_text, tco_line
 
     names = [s.name for s in found]
     if console is not None and console.is_terminal:
@@ -256,7 +263,8 @@ def _frontier(m, found, *, targets, options, prices, plot, console, interactivit
     if plot:
         plot_frontiers(f, plot)
     if console is None:
-        _emit_json(frontier_dict(f, interactivity_source=source, model_assumptions=m.assumptions, powers=powers))
+        _emit_json(frontier_dict(f, interactivity_source=source, model_assumptions=m.assumptions, powers=powers,
+                                 rates=rates))
         return
     from rich import box
     from rich.table import Table
@@ -284,6 +292,8 @@ def _frontier(m, found, *, targets, options, prices, plot, console, interactivit
         per_chip, power = f.at[name].tokens_per_s_per_chip, powers[name]
         mw = "" if per_chip is None else f"; {mw_text(power.tokens_per_s_per_mw(per_chip), power)}"
         console.print("  " + at_line(f.at[name]) + mw, soft_wrap=True, markup=False, highlight=False)
+    for name, rate in (rates or {}).items():
+        console.print(f"  {name} TCO: {tco_line(rate)}", soft_wrap=True, markup=False, highlight=False)
     if not priced:
         console.print("[dim]give --price-per-chip-hour or --tco for $/Mtok[/dim]")
     if plot:

@@ -20,13 +20,13 @@ def tco_cmd(
     chip_capex_usd: _num("--chip-capex-usd", "Purchase price of one accelerator, USD.") = None,
     system_capex_usd: _num("--system-capex-usd", "Everything of one system but its accelerators (hosts, NICs, "
                                                  "switches, rack, scale-out share), USD.") = None,
-    amortisation_years: _num("--amortisation-years", "Years the capex is recovered over.") = None,
+    amortisation_years: _num("--amortisation-years", "Years the capex is recovered over (1/12 to 100).") = None,
     cost_of_capital: _num("--cost-of-capital", "Annual cost of capital as a fraction (0.08 = 8%; 0 = straight "
                                                "line).") = None,
     watts_per_chip: _num("--watts-per-chip", "Rated watts per chip (default: the catalogue TDP).") = None,
     power_utilization: _num("--power-utilization", "Average draw / watts per chip (default 1.0 = TDP, an upper "
                                                    "bound).") = None,
-    pue: _num("--pue", "Power usage effectiveness: facility power / IT power (>= 1).") = None,
+    pue: _num("--pue", "Power usage effectiveness: facility power / IT power (1 to 10).") = None,
     usd_per_kwh: _num("--usd-per-kwh", "Electricity price, USD per kWh.") = None,
     hosting_usd_per_rack_month: _num("--hosting-usd-per-rack-month", "Hosting per rack and month, power "
                                                                      "excluded, USD (with --chips-per-rack).") = None,
@@ -69,13 +69,15 @@ def tco_cmd(
                         f"({i['cost_of_capital']:.4g}/year over {i['amortisation_years']:g} years) / 8,766 h"),
             ("power", f"{money(rate.power_usd_per_chip_hour)}/chip-hour, "
                       f"{money(rate.power_usd_per_chip_hour * n)}/system-hour: {i['watts_per_chip']:g} W "
-                      f"({i['watts_source']}) x {i['power_utilization']:g} x PUE {i['pue']:g} x "
-                      f"${i['usd_per_kwh']:g}/kWh"),
+                      f"({i['watts_source']}) x {i['power_utilization']:g} x PUE {i['pue']:g} / 1000 (W -> kW) "
+                      f"x ${i['usd_per_kwh']:g}/kWh"),
             ("hosting", f"{money(rate.hosting_usd_per_chip_hour)}/chip-hour, "
                         f"{money(rate.hosting_usd_per_chip_hour * n)}/system-hour: {hosting} / 730.5 h"),
             ("total", f"{money(rate.usd_per_chip_hour)}/chip-hour, {money(rate.usd_per_system_hour)}/system-hour")]
     if i["source"] or i["as_of"]:
         rows.append(("inputs from", " ".join(x for x in (i["source"], f"({i['as_of']})" if i["as_of"] else "") if x)))
+    if i["notes"]:
+        rows.append(("notes", i["notes"]))
     console = _console()
     console.print(_kv_table("llmecon tco", rows))
     for note in d["assumptions"]:

@@ -36,7 +36,25 @@ from ..errors import SpecError, require_array, require_number, require_whole
 HOURS_PER_YEAR = 8766.0                 # 365.25 d x 24 h (Julian year)
 HOURS_PER_MONTH = HOURS_PER_YEAR / 12.0  # 730.5 h
 WATTS_PER_MW = 1e6
-_CRF_SERIES_BELOW = 1e-7                 # capital_recovery_factor: Taylor series below this rate
+_CRF_SERIES_BELOW = 1e-7                 # capital_recovery_factor: Taylor series where r and r x n are below it
+
+#: (minimum, minimum exclusive, maximum, fix) of every numeric input of ``TcoInputs``: the one set of bounds the
+#: CLI, Python and the web share (``web.schemas.TcoIn`` is built from it). Bounds are sanity limits, no data:
+#: the amortisation period is at least a month (shorter ones give $10^300/chip-hour from a typo) and at most a
+#: century; PUE >= 1 by definition (facility power includes IT power).
+BOUNDS = {
+    "chip_capex_usd": (0.0, False, 1e9, "USD per accelerator, 0 to 1e9"),
+    "system_capex_usd": (0.0, False, 1e9, "USD per system, chips excluded, 0 to 1e9"),
+    "amortisation_years": (1.0 / 12.0, False, 100.0, "years, from 1/12 (one month) to 100"),
+    "cost_of_capital": (0.0, False, 10.0, "annual rate as a fraction, e.g. 0.08 for 8%; 0 to 10"),
+    "watts_per_chip": (0.0, True, 1e6, "watts, above 0 and at most 1e6"),
+    "power_utilization": (0.0, False, 1.0, "average draw / watts_per_chip; 1 = rated power (TDP)"),
+    "pue": (1.0, False, 10.0, "facility power / IT power, 1 to 10"),
+    "usd_per_kwh": (0.0, False, 100.0, "USD per kWh, 0 to 100"),
+    "hosting_usd_per_rack_month": (0.0, False, 1e9, "USD per rack per month, power excluded, 0 to 1e9"),
+    "chips_per_rack": (1, False, 1_000_000, "accelerators per rack, a whole number from 1 to 1,000,000"),
+    "hosting_usd_per_chip_month": (0.0, False, 1e9, "USD per chip per month, power excluded, 0 to 1e9"),
+}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -47,16 +65,19 @@ _CRF_SERIES_BELOW = 1e-7                 # capital_recovery_factor: Taylor serie
 def capital_recovery_factor(*, cost_of_capital, years):
     """CRF(r, n) = r / (1 - (1 + r)^-n) per year, the (A/P, r, n) factor of engineering economics:
     a dollar borrowed at annual rate r is repaid by n level payments of CRF dollars. r = 0 is the
-    limit 1/n (straight-line). Computed as r / -expm1(-n log1p(r)) so small r keeps its precision; below
-    r = 1e-7 (where subnormal products would lose it) by its Taylor series 1/n + r(n+1)/(2n) +
-    r^2 (n^2-1)/(12n), whose next term is below 1e-18 of the sum for n <= 100."""
+    limit 1/n (straight-line). Computed as r / -expm1(-n log1p(r)), accurate to a few ulp for every r > 0
+    whose n log1p(r) is a normal float; where both r and r n are below 1e-7 (r = 0 and subnormal products
+    included) by its Taylor series in r, 1/n + r(n+1)/(2n) + r^2 (n^2-1)/(12n) (from x / (1 - e^-x) =
+    1 + x/2 + x^2/12 - x^4/720 with x = n log1p(r)), whose dropped terms are below (r n)^2 r + r^3 < 1e-21 of
+    the sum there. The series needs r n small, not r alone: at r = 1e-8 over 1e9 years it would be 43% high."""
     r = require_array("cost_of_capital", cost_of_capital, minimum=0, hint="annual rate, e.g. 0.08 for 8%")
     n = require_array("amortisation_years", years, minimum=0, exclusive=True, hint="years")
     r, n = np.broadcast_arrays(r, n)
     with np.errstate(all="ignore"):  # overflow past float range (a near-zero period) is inf, refused by tco_rate
         series = 1.0 / n + r * (n + 1.0) / (2.0 * n) + r * r * (n * n - 1.0) / (12.0 * n)
         exact = r / -np.expm1(-n * np.log1p(r))
-    return np.where(r >= _CRF_SERIES_BELOW, exact, series)
+        use_series = (r < _CRF_SERIES_BELOW) & (r * n < _CRF_SERIES_BELOW)
+    return np.where(use_series, series, exact)
 
 
 def capital_usd_per_chip_hour(*, chip_capex_usd, system_capex_usd, chips_per_system, amortisation_years,
@@ -109,12 +130,20 @@ def hosting_usd_per_chip_hour(*, hosting_usd_per_rack_month=None, chips_per_rack
     return rack / require_array("chips_per_rack", chips_per_rack, minimum=1) / HOURS_PER_MONTH
 
 
+def per_megawatt(tokens_per_s_per_chip, facility_watts_per_chip):
+    """Tokens/s per megawatt: tokens/s per chip / facility W per chip x 1e6, numpy-broadcastable and
+    unchecked (NaN in, NaN out: the sweeps' "no catalogued power"). The one place the formula is written;
+    ``tokens_per_s_per_mw``, ``PowerBasis`` and the sweeps call it."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.asarray(tokens_per_s_per_chip, dtype=float) / facility_watts_per_chip * WATTS_PER_MW
+
+
 def tokens_per_s_per_mw(tokens_per_s_per_chip, *, watts_per_chip, pue=1.0, power_utilization=1.0):
     """Tokens/s per megawatt of facility power: tokens/s per chip / (W x utilisation x PUE) x 1e6.
     With the catalogue TDP, utilisation 1 and PUE 1 it is per MW of accelerator power at TDP ("IT power at
     TDP"): hosts, network and cooling left out, so an upper bound on what a MW of a real site serves."""
     w = facility_watts_per_chip(watts_per_chip=watts_per_chip, power_utilization=power_utilization, pue=pue)
-    return np.asarray(tokens_per_s_per_chip, dtype=float) / w * WATTS_PER_MW
+    return per_megawatt(tokens_per_s_per_chip, w)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -126,7 +155,8 @@ def tokens_per_s_per_mw(tokens_per_s_per_chip, *, watts_per_chip, pue=1.0, power
 class TcoInputs:
     """Every input of a TCO rate, SI-ish units in the names (USD, W, years, months). None of them has a
     default but ``power_utilization`` (1.0 = rated power) and ``watts_per_chip`` (the resolver fills it
-    from the catalogue TDP); ``source`` and ``as_of`` say where the user's figures come from."""
+    from the catalogue TDP); ``source``, ``as_of`` and ``notes`` say where the user's figures come from. Every
+    number must lie within ``BOUNDS`` (an error names the input and its range)."""
 
     chip_capex_usd: float
     system_capex_usd: float
@@ -143,21 +173,17 @@ class TcoInputs:
     watts_source: str = ""
     source: str = ""
     as_of: str = ""
+    notes: str = ""
 
     def __post_init__(self) -> None:
-        require_number("chip_capex_usd", self.chip_capex_usd, minimum=0, hint="USD per accelerator")
-        require_number("system_capex_usd", self.system_capex_usd, minimum=0, hint="USD per system, chips excluded")
         require_whole("chips_per_system", self.chips_per_system)
-        require_number("amortisation_years", self.amortisation_years, minimum=0, exclusive=True, hint="years")
-        require_number("cost_of_capital", self.cost_of_capital, minimum=0, maximum=10,
-                       hint="annual rate as a fraction, e.g. 0.08 for 8%")
-        require_number("watts_per_chip", self.watts_per_chip, minimum=0, exclusive=True, hint="watts")
-        require_number("power_utilization", self.power_utilization, minimum=0, maximum=1,
-                       hint="average draw / watts_per_chip; 1 = rated power (TDP)")
-        require_number("pue", self.pue, minimum=1, hint="facility power / IT power, >= 1")
-        require_number("usd_per_kwh", self.usd_per_kwh, minimum=0, hint="USD per kWh")
-        if self.chips_per_rack is not None:
-            require_whole("chips_per_rack", self.chips_per_rack)
+        for name, (low, exclusive, high, fix) in BOUNDS.items():
+            value = getattr(self, name)
+            if value is None:
+                continue  # the hosting form not used, checked below
+            if name == "chips_per_rack":
+                require_whole(name, value)
+            require_number(name, value, minimum=low, exclusive=exclusive, maximum=high, hint=fix)
         hosting_usd_per_chip_hour(hosting_usd_per_rack_month=self.hosting_usd_per_rack_month,
                                   chips_per_rack=self.chips_per_rack,
                                   hosting_usd_per_chip_month=self.hosting_usd_per_chip_month)
@@ -186,11 +212,6 @@ class TcoRate:
         i = self.inputs
         return float(facility_watts_per_chip(watts_per_chip=i.watts_per_chip, power_utilization=i.power_utilization,
                                              pue=i.pue))
-
-    def tokens_per_s_per_mw(self, tokens_per_s_per_chip):
-        i = self.inputs
-        return tokens_per_s_per_mw(tokens_per_s_per_chip, watts_per_chip=i.watts_per_chip, pue=i.pue,
-                                   power_utilization=i.power_utilization)
 
 
 def tco_rate(inputs: TcoInputs) -> TcoRate:
@@ -235,7 +256,7 @@ class PowerBasis:
     def tokens_per_s_per_mw(self, tokens_per_s_per_chip) -> float | None:
         if self.watts_per_chip is None or tokens_per_s_per_chip is None:
             return None
-        return float(tokens_per_s_per_chip) / self.watts_per_chip * WATTS_PER_MW
+        return float(per_megawatt(tokens_per_s_per_chip, self.watts_per_chip))
 
     def as_dict(self) -> dict:
         return {"watts_per_chip": self.watts_per_chip, "basis": self.label}

@@ -252,10 +252,10 @@ def analysis_dict(a: Analysis, *, page: bool = False, price_per_chip_hour: float
     dep, e = a.deployment, a.economics
     out = economics_dict(e, dep, with_curve=page)
     if page:
-        from .tco import price_source_fields
+        from .tco import price_fields
 
         out["curve"] = _with_usd(out["curve"], price_per_chip_hour)
-        out.update(price_source_fields(price_per_chip_hour, rate, dep.system.name))
+        out.update(price_fields(price_per_chip_hour, rate, dep.system.name))
     out["decode_at_batch"] = step_dict(a.step, dep)
     if page:
         from .roofline import roofline_dict

@@ -14,14 +14,14 @@ from ..spec.hardware import MemoryTier
 from ..econ.kvcache import CachePlacement
 from ..econ.pricing import CacheTierFit, FastModeInference, KvFromPrice, ServingCost
 from ..spec.prices import PriceSheet
-from .tco import price_source_fields
+from .tco import price_fields
 from ..units import json_fields, json_num, to_json
 
 
 def context_dict(e: ContextEconomics, dep: Deployment, *, price_per_chip_hour: float | None = None,
                  utilization: float = 1.0, rate=None) -> dict:
     """``llmecon context --json``. Costs in chip-seconds per token; USD per Mtok when priced; ``rate`` (an
-    ``econ.tco.TcoRate``) says the price came from TCO inputs (``price_source``, ``tco``)."""
+    ``econ.tco.TcoRate``): the price came from TCO inputs (``price_source``, ``tco``, as ``cost``)."""
     c = e.curve
     decode_cost, prefill_cost = c.decode_chip_s_per_token, c.prefill_chip_s_per_token
     rows = []
@@ -50,8 +50,8 @@ def context_dict(e: ContextEconomics, dep: Deployment, *, price_per_chip_hour: f
                       "attention_ridge_flops_per_byte"),
         "model_max_context": e.model_max_context or None,
         "attention_compute_bound": e.attention_compute_bound, "notes": context_notes(e, dep),
-        "price_per_chip_hour": price_per_chip_hour, "utilization": utilization,
-        **price_source_fields(price_per_chip_hour, rate, dep.system.name), "curve": rows,
+        "price_per_chip_hour": price_per_chip_hour, **price_fields(price_per_chip_hour, rate, dep.system.name),
+        "utilization": utilization, "curve": rows,
     }
 
 

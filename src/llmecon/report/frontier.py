@@ -43,15 +43,19 @@ def at_dict(a: AtInteractivity, power=None) -> dict:
 
 
 def frontier_dict(f: Frontier, *, interactivity_source: str = "--interactivity", model_assumptions=(),
-                  powers: dict | None = None) -> dict:
+                  powers: dict | None = None, rates: dict | None = None) -> dict:
     """The ``llmecon plan --frontier --json`` object (docs/json.md); ``powers`` (system ->
-    ``econ.tco.PowerBasis``) adds tokens/s per MW."""
+    ``econ.tco.PowerBasis``) adds tokens/s per MW, ``rates`` (system -> ``econ.tco.TcoRate``) the TCO behind
+    each price (``price_source``, ``tco``, as ``plan --json``)."""
+    from .tco import systems_price_fields
+
     t = f.targets
     pw = powers or {}
     return {
         "model": f.model, "systems": list(f.systems), "phase": "decode",
         "workload": {"context": t.context, "prompt_tokens": t.prompt_tokens, "output_tokens": t.output_tokens},
         "prices": {s: json_num(f.prices.get(s)) for s in f.systems},
+        **systems_price_fields({s: f.prices.get(s) for s in f.systems}, rates),
         "power": None if powers is None else {s: b.as_dict() for s, b in powers.items()},
         "frontier": {s: [frontier_point_dict(p, pw.get(s)) for p in f.frontiers[s]] for s in f.systems},
         "at_interactivity": None if f.interactivity is None else {

@@ -138,7 +138,7 @@ def plan_result_dict(r: PlanResult, *, hbm_bytes: dict, model_assumptions=(), wo
     ``workers`` the prefill:decode worker ratio (``econ.workers``); ``powers`` (system ->
     ``econ.tco.PowerBasis``) adds tokens/s per MW to every point, ``rates`` (system -> ``econ.tco.TcoRate``)
     the TCO behind each price."""
-    from .tco import tco_dict
+    from .tco import systems_price_fields
     t = r.targets
     phases = {"decode": (r.decode, t.tpot_s), "prefill": (r.prefill, t.ttft_s)}
     best = {}
@@ -150,9 +150,7 @@ def plan_result_dict(r: PlanResult, *, hbm_bytes: dict, model_assumptions=(), wo
         "targets": {"tpot_s": json_num(t.tpot_s), "ttft_s": json_num(t.ttft_s), "context": t.context,
                     "prompt_tokens": t.prompt_tokens, "output_tokens": t.output_tokens},
         "prices": {s: json_num(r.prices.get(s)) for s in r.systems},
-        "price_source": "tco" if rates else ("price_per_chip_hour" if any(
-            v is not None for v in r.prices.values()) else None),
-        "tco": {s: tco_dict(rate, s) for s, rate in (rates or {}).items()} or None,
+        **systems_price_fields(r.prices, rates),
         "power": None if powers is None else {s: b.as_dict() for s, b in powers.items()},
         "best": best,
         "frontier": [point_dict(p, powers) for p in r.decode.frontier],

@@ -7,8 +7,8 @@ from ..econ.tco import HOURS_PER_MONTH, HOURS_PER_YEAR, PowerBasis, TcoRate
 ASSUMPTIONS = (
     "capital = (chip capex + system capex / chips per system) x CRF(r, n) / 8,766 h; CRF = r / (1 - (1 + r)^-n), "
     "the capital recovery factor (r = 0: 1/n, straight line); no residual value, taxes or insurance",
-    "power = watts per chip x utilisation x PUE x $/kWh; utilisation 1.0 = the rated power (TDP), an upper bound "
-    "for the chip; hosts, NICs and switches are left out unless watts_per_chip is given all-in",
+    "power = watts per chip x utilisation x PUE / 1000 (W -> kW) x $/kWh; utilisation 1.0 = the rated power "
+    "(TDP), an upper bound for the chip; hosts, NICs and switches are left out unless watts_per_chip is given all-in",
     "hosting = $/rack-month / chips per rack (or $/chip-month) / 730.5 h, power excluded (billed above)",
     "every hour of the year is paid for; idle time is the serving reports' utilization",
 )
@@ -31,21 +31,29 @@ def tco_dict(rate: TcoRate, system: str) -> dict:
                        "power_utilization": i.power_utilization, "pue": i.pue, "usd_per_kwh": i.usd_per_kwh,
                        "hosting_usd_per_rack_month": i.hosting_usd_per_rack_month, "chips_per_rack": i.chips_per_rack,
                        "hosting_usd_per_chip_month": i.hosting_usd_per_chip_month, "source": i.source or None,
-                       "as_of": i.as_of or None},
+                       "as_of": i.as_of or None, "notes": i.notes or None},
             "hours_per_year": HOURS_PER_YEAR, "hours_per_month": HOURS_PER_MONTH,
             "assumptions": list(ASSUMPTIONS)}
 
 
-def price_source_fields(price: float | None, rate: TcoRate | None, system: str) -> dict:
-    """Where a report's $/chip-hour came from (``price_source``: None, ``"price_per_chip_hour"`` or ``"tco"``)
-    and the TCO parts when it came from TCO inputs."""
+def price_fields(price: float | None, rate: TcoRate | None, system: str) -> dict:
+    """Where a report's $/chip-hour came from: ``price_source`` ("tco", "price_per_chip_hour" or None) and
+    the ``tco`` block (None without TCO inputs)."""
     return {"price_source": None if price is None else ("tco" if rate is not None else "price_per_chip_hour"),
             "tco": None if rate is None else tco_dict(rate, system)}
 
 
 def priced_fields(price: float | None, rate: TcoRate | None, power: PowerBasis, system: str) -> dict:
-    """What a priced report adds: where its $/chip-hour came from and the power tokens/s per MW divide by."""
-    return {**price_source_fields(price, rate, system), "power": power.as_dict()}
+    """What a priced report adds: ``price_fields`` and the power tokens/s per MW divide by."""
+    return {**price_fields(price, rate, system), "power": power.as_dict()}
+
+
+def systems_price_fields(prices: dict, rates: dict | None) -> dict:
+    """``price_fields`` of a search over several systems (``plan``, ``plan --frontier``): ``prices`` {system:
+    USD per chip-hour or None}, ``rates`` {system: TcoRate}; ``tco`` is {system: tco block} or None."""
+    return {"price_source": "tco" if rates else ("price_per_chip_hour" if any(
+                v is not None for v in prices.values()) else None),
+            "tco": {s: tco_dict(rate, s) for s, rate in (rates or {}).items()} or None}
 
 
 def tco_line(rate: TcoRate) -> str:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..econ.context import usd_per_mtok
-from ..econ.tco import WATTS_PER_MW
+from ..econ.tco import per_megawatt
 from ..step.inference import decode_step, prefill_step
 from .grid import Group
 
@@ -87,8 +87,8 @@ def evaluate_block(local: np.ndarray, group: Group) -> np.ndarray:
     out["usd_per_mtok"] = usd_per_mtok(step * chips / tokens, price_per_chip_hour=1.0) * price
     out["fits"] = pick(r.fits)
     out["memory_per_chip_bytes"] = pick(r.memory_per_chip_bytes)
-    # econ.tco.tokens_per_s_per_mw: tokens/s per chip / facility W per chip x 1e6 (NaN: no catalogued power)
-    out["tokens_per_s_per_mw"] = out["tokens_per_s_per_chip"] / group.watts_per_chip * WATTS_PER_MW
+    # econ.tco.per_megawatt, vectorised over the rows (NaN watts: no catalogued power)
+    out["tokens_per_s_per_mw"] = per_megawatt(out["tokens_per_s_per_chip"], group.watts_per_chip)
     return out
 
 

@@ -9,7 +9,7 @@ dropped. Omitted: traces, service classes, prefix caching and replicas (one repl
 
 from __future__ import annotations
 
-from ..econ.tco import WATTS_PER_MW
+from ..econ.tco import per_megawatt
 from ..errors import LlmeconError
 from .grid import Scenario
 
@@ -51,6 +51,6 @@ def run_scenario(sc: Scenario) -> dict:
     chips = sum(p["chips_per_replica"] * p["replicas"] for p in d["pools"])
     if d["throughput_tokens_per_s"] is not None and chips:
         row["tokens_per_s_per_chip"] = d["throughput_tokens_per_s"] / chips
-        if sc.watts_per_chip == sc.watts_per_chip:  # econ.tco.tokens_per_s_per_mw; NaN = no catalogued power
-            row["tokens_per_s_per_mw"] = row["tokens_per_s_per_chip"] / sc.watts_per_chip * WATTS_PER_MW
+        if sc.watts_per_chip == sc.watts_per_chip:  # NaN = no catalogued power
+            row["tokens_per_s_per_mw"] = float(per_megawatt(row["tokens_per_s_per_chip"], sc.watts_per_chip))
     return row

@@ -299,7 +299,7 @@ def create_app() -> FastAPI:
             f = decode_frontier(m, found, targets=targets, options=options, prices=prices,
                                 interactivity=body.interactivity if given else 1.0 / body.tpot_s)
             return to_json(frontier_dict(f, interactivity_source="interactivity" if given else "1/tpot_s",
-                                         model_assumptions=m.assumptions, powers=powers))
+                                         model_assumptions=m.assumptions, powers=powers, rates=rates))
         r = plan_deployment(m, found, targets=targets, options=options, prices=prices, objective=body.objective)
         from ..econ.workers import plan_workers
 

@@ -64,26 +64,32 @@ class DeploymentIn(_Body):
                                                          "model from the catalogue.")
 
 
-def _usd(text: str):
-    return Field(None, ge=0, le=1e9, allow_inf_nan=False, description=text)
+def _tco(name: str, text: str | None = None):
+    """A TCO input within ``econ.tco.BOUNDS``, the bounds ``TcoInputs`` checks for the CLI and Python too."""
+    from ..econ.tco import BOUNDS
+
+    low, exclusive, high, fix = BOUNDS[name]
+    finite = {} if isinstance(low, int) else {"allow_inf_nan": False}  # whole numbers are finite
+    return Field(None, **({"gt": low} if exclusive else {"ge": low}), le=high, **finite, description=text or fix)
 
 
 class TcoIn(_Body):
     """TCO inputs (``llmecon tco``; docs/tco.md): every one but ``watts_per_chip`` (default: the chip's
     catalogue TDP) and ``power_utilization`` (default 1.0) must be given; nothing else has a default."""
 
-    chip_capex_usd: Optional[float] = _usd("Purchase price of one accelerator, USD.")
-    system_capex_usd: Optional[float] = _usd("Everything of one system but its accelerators, USD.")
-    amortisation_years: Optional[float] = Field(None, gt=0, le=100, allow_inf_nan=False)
-    cost_of_capital: Optional[float] = Field(None, ge=0, le=10, allow_inf_nan=False,
-                                             description="Annual rate as a fraction (0.08 = 8%).")
-    watts_per_chip: Optional[float] = Field(None, gt=0, le=1e6, allow_inf_nan=False)
-    power_utilization: Optional[float] = Field(None, ge=0, le=1, allow_inf_nan=False)
-    pue: Optional[float] = Field(None, ge=1, le=10, allow_inf_nan=False)
-    usd_per_kwh: Optional[float] = Field(None, ge=0, le=100, allow_inf_nan=False)
-    hosting_usd_per_rack_month: Optional[float] = _usd("Hosting per rack and month, power excluded, USD.")
-    chips_per_rack: Optional[int] = Field(None, ge=1, le=1_000_000)
-    hosting_usd_per_chip_month: Optional[float] = _usd("Hosting per chip and month, power excluded, USD.")
+    chip_capex_usd: Optional[float] = _tco("chip_capex_usd", "Purchase price of one accelerator, USD.")
+    system_capex_usd: Optional[float] = _tco("system_capex_usd", "Everything of one system but its accelerators, USD.")
+    amortisation_years: Optional[float] = _tco("amortisation_years")
+    cost_of_capital: Optional[float] = _tco("cost_of_capital", "Annual rate as a fraction (0.08 = 8%).")
+    watts_per_chip: Optional[float] = _tco("watts_per_chip")
+    power_utilization: Optional[float] = _tco("power_utilization")
+    pue: Optional[float] = _tco("pue")
+    usd_per_kwh: Optional[float] = _tco("usd_per_kwh")
+    hosting_usd_per_rack_month: Optional[float] = _tco("hosting_usd_per_rack_month",
+                                                       "Hosting per rack and month, power excluded, USD.")
+    chips_per_rack: Optional[int] = _tco("chips_per_rack")
+    hosting_usd_per_chip_month: Optional[float] = _tco("hosting_usd_per_chip_month",
+                                                       "Hosting per chip and month, power excluded, USD.")
 
 
 TcoOpt = Field(None, description="TCO inputs in place of price_per_chip_hour (not both).")
