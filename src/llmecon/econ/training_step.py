@@ -270,7 +270,7 @@ def _validate(model: Model, system: System, plan: TrainPlan, seq_len: int, globa
     if (plan.fp8_dispatch or plan.ep_node_limit) and plan.ep <= 1:
         flag = "fp8_dispatch" if plan.fp8_dispatch else "ep_node_limit"
         raise SpecError("applies to expert-parallel all-to-alls; this plan has ep 1", field=flag,
-                        value=getattr(plan, flag), fix="give --ep > 1 on a MoE model, or leave the option out")
+                        value=getattr(plan, flag), fix="give {ep} > 1 on a MoE model, or leave the option out")
     if plan.mtp and not model.mtp_layers:
         raise SpecError(f"{model.name} has no multi-token-prediction modules", field="mtp", value=True)
     if plan.recompute_mla_up and a.kind != "mla":
