@@ -175,7 +175,9 @@ def test_workers_ratio_in_json_and_text(priced):
     assert w["chips"] == w["prefill_workers"] * w["prefill_chips_per_worker"] + w["decode_workers"] * w[
         "decode_chips_per_worker"]
     assert w["prefill_requests_per_s_per_worker"] == pytest.approx(p["batch"] / p["step_s"])
-    assert w["decode_requests_per_s_per_worker"] == pytest.approx(d["batch"] / (t["output_tokens"] * d["latency_s"]))
+    # a sequence holds its decode slot for O - 1 steps (the prefill emits the first token)
+    assert w["decode_requests_per_s_per_worker"] == pytest.approx(d["batch"] / ((t["output_tokens"] - 1)
+                                                                                * d["latency_s"]))
     assert w["requests_per_s"] == pytest.approx(min(w["prefill_workers"] * w["prefill_requests_per_s_per_worker"],
                                                     w["decode_workers"] * w["decode_requests_per_s_per_worker"]))
     assert w["ttft_s"] == pytest.approx(p["latency_s"] + w["kv_transfer_s"]) and w["kv_transfer_s"] > 0
@@ -185,3 +187,5 @@ def test_workers_ratio_in_json_and_text(priced):
     assert "prefill:decode workers (searched 1..4 each" in proc.stdout and "KV transfer" in proc.stdout
     bad = run("plan", "--max-workers", "0")
     assert bad.returncode == 2 and "max-workers" in bad.stderr
+    huge = run("plan", "--max-workers", "100000")  # the search is bounded: a one-line error, no hang
+    assert huge.returncode == 2 and "--max-workers" in huge.stderr and "1024" in huge.stderr

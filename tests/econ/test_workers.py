@@ -8,11 +8,10 @@ from hypothesis import strategies as st
 
 from llmecon.catalog.hardware import get_system
 from llmecon.catalog.models import get_model
-from llmecon.econ.planner import PlanTargets, SearchOptions, plan_deployment
+from llmecon.econ.planner import PhaseSearch, PlanResult, PlanTargets, Point, SearchOptions, plan_deployment
 from llmecon.econ.workers import choose_workers, plan_workers
 from llmecon.errors import SpecError
-from llmecon.resolve import deployment
-from llmecon.step.disaggregated import kv_transfer_s
+from llmecon.spec.plan import Plan
 
 
 @pytest.mark.parametrize("r_p, r_d, c_p, c_d, want", [
@@ -54,33 +53,75 @@ def test_choice_never_costs_more_than_one_to_one_and_never_below_the_balance_bou
     assert per >= (c_p / r_p + c_d / r_d) * (1 - 1e-9)
 
 
-def test_plan_reports_the_ratio_with_kv_transfer_and_all_chips_billed():
-    m = get_model("llama-3.1-70b")
-    s = get_system("hgx-h100")
-    targets = PlanTargets(tpot_s=0.05, ttft_s=2.0, context=2048, prompt_tokens=2000, output_tokens=500)
-    opts = SearchOptions(max_chips=16)
-    r = plan_deployment(m, [s], targets=targets, options=opts, prices={"hgx-h100": 2.0})
+def _point(system, plan, *, batch, step_s, latency_s, spec_tokens=0):
+    return Point(system=system, plan=plan, batch=batch, step_s=step_s, latency_s=latency_s, tokens_per_s_per_chip=1.0,
+                 tokens_per_s_per_user=1.0, usd_per_mtok=None, memory_per_chip_bytes=0.0, compute_s=0.0, memory_s=0.0,
+                 comm_s=0.0, bound="compute", spec_tokens=spec_tokens)
+
+
+def _result(p, d, targets, prices):
+    phase = {ph: PhaseSearch(phase=ph, points_evaluated=1, points_fitting=1, points_meeting_slo=1, best=pt,
+                             frontier=(pt,), best_achievable_s=pt.latency_s) for ph, pt in (("prefill", p),
+                                                                                           ("decode", d))}
+    return PlanResult(model="llama-3.1-70b", systems=("hgx-h100",), targets=targets,
+                      objective="cost" if prices else "throughput", prices=prices,
+                      decode=phase["decode"], prefill=phase["prefill"])
+
+
+def test_plan_ratio_by_hand():
+    """Prefill tp8: 4 prompts of 2,000 tokens per 0.5 s step = 8 requests/s; decode tp8: 64 sequences at 20 ms
+    TPOT, each holding its slot for O - 1 = 200 tokens: 64 / (200 x 0.02) = 16 requests/s. Equal worker costs:
+    2 prefill per decode balances at 16 requests/s on 24 chips; at $2/chip-hour that is $48/h over
+    16 x 2,201 tokens/s = $0.37862 per M tokens. KV transfer: 4 x 2,000 x 327,680 B / 8 chips = 327.68 MB per
+    chip at 50 GB/s = 6.5536 ms + 13 us, which takes TTFT past a 0.505 s target the 0.5 s prefill met."""
+    m, s = get_model("llama-3.1-70b"), get_system("hgx-h100")
+    tp8 = Plan(tp=8)
+    targets = PlanTargets(tpot_s=0.05, ttft_s=0.505, context=2100, prompt_tokens=2000, output_tokens=201)
+    r = _result(_point("hgx-h100", tp8, batch=4, step_s=0.5, latency_s=0.5),
+                _point("hgx-h100", tp8, batch=64, step_s=0.02, latency_s=0.02), targets, {"hgx-h100": 2.0})
+    w = plan_workers(r, m, [s], SearchOptions())
+    assert (w.prefill_requests_per_s, w.decode_requests_per_s) == pytest.approx((8.0, 16.0), rel=1e-12)
+    assert (w.prefill_workers, w.decode_workers, w.chips) == (2, 1, 24) and w.requests_per_s == pytest.approx(16.0)
+    assert w.usd_per_mtok == pytest.approx(48 / 3600 / (16 * 2201) * 1e6, rel=1e-12)
+    assert w.kv_transfer_s == pytest.approx(327.68e6 / 50e9 + 13e-6, rel=1e-12)
+    assert w.ttft_s == pytest.approx(0.5 + 327.68e6 / 50e9 + 13e-6) and not w.meets_ttft  # 0.5066 s > 0.505 s
+    assert w.decode_point == "best"
+
+
+def test_plan_ratio_uses_a_plain_decode_point_when_the_best_speculates():
+    """Speculative decoding is not modelled on a disaggregated decode worker: the ratio takes the best plain
+    decode point (the same search without speculation) and says so."""
+    m, s = get_model("llama-3.1-8b"), get_system("hgx-h100")
+    targets = PlanTargets(context=1100, prompt_tokens=1000, output_tokens=201)
+    opts = SearchOptions(max_chips=8)
+    plain = plan_deployment(m, [s], targets=targets, options=opts).decode.best
+    spec = _point("hgx-h100", Plan(tp=1), batch=8, step_s=0.004, latency_s=0.002, spec_tokens=2)
+    r = _result(_point("hgx-h100", Plan(tp=1), batch=1, step_s=0.1, latency_s=0.1), spec, targets, {})
     w = plan_workers(r, m, [s], opts)
-    p, d = r.prefill.best, r.decode.best
-    assert w.prefill_requests_per_s == pytest.approx(p.batch / p.step_s)
-    assert w.decode_requests_per_s == pytest.approx(d.batch / (500 * d.latency_s))
-    assert (w.prefill_workers, w.decode_workers) == choose_workers(
-        prefill_requests_per_s=w.prefill_requests_per_s, decode_requests_per_s=w.decode_requests_per_s,
-        prefill_cost=p.plan.chips * 2.0, decode_cost=d.plan.chips * 2.0)
-    assert w.chips == w.prefill_workers * p.plan.chips + w.decode_workers * d.plan.chips
-    # $/Mtok: every chip at $2/h over the request's 2,000 + 500 tokens at the system's request rate
-    assert w.usd_per_mtok == pytest.approx(w.chips * 2.0 / 3600 / (w.requests_per_s * 2500) * 1e6, rel=1e-12)
-    dep_p = deployment("llama-3.1-70b", "hgx-h100", tp=p.plan.tp, ep=p.plan.ep, pp=p.plan.pp, adp=p.plan.adp)
-    dep_d = deployment("llama-3.1-70b", "hgx-h100", tp=d.plan.tp, ep=d.plan.ep, pp=d.plan.pp, adp=d.plan.adp)
-    xfer = float(kv_transfer_s(dep_p, dep_d, prompt_tokens=2000, batch=p.batch))
-    assert w.kv_transfer_s == pytest.approx(xfer, rel=1e-12)
-    assert w.ttft_s == pytest.approx(p.latency_s + xfer, rel=1e-12) and w.tpot_s == d.latency_s
-    assert w.meets_ttft == (w.ttft_s <= 2.0)
-    assert max(w.prefill_utilisation, w.decode_utilisation) == pytest.approx(1.0)
-    # unpriced: the same choice by chips, no $ figure
-    r0 = plan_deployment(m, [s], targets=targets, options=opts)
-    w0 = plan_workers(r0, m, [s], opts)
-    assert w0.usd_per_mtok is None and w0.ratio == f"{w0.prefill_workers}:{w0.decode_workers}"
+    assert "speculates, k=2" in w.decode_point and w.tpot_s == plain.latency_s
+    assert w.decode_requests_per_s == pytest.approx(plain.batch / (200 * plain.latency_s), rel=1e-12)
+
+
+def test_choose_workers_large_bound_is_linear_and_capped():
+    """Decode 1,000x faster, equal costs: 1,000 prefill workers per decode worker balance (cost 1,001 per 1,000
+    requests/s); the bound is 1,024 (a larger one is an error naming max_workers)."""
+    assert choose_workers(prefill_requests_per_s=1.0, decode_requests_per_s=1000.0, prefill_cost=1.0, decode_cost=1.0,
+                          max_workers=1024) == (1000, 1)
+    with pytest.raises(SpecError) as e:
+        choose_workers(prefill_requests_per_s=1.0, decode_requests_per_s=1.0, prefill_cost=1.0, decode_cost=1.0,
+                       max_workers=100_000)
+    assert e.value.field == "max_workers"
+
+
+@settings(max_examples=60, deadline=None)
+@given(r_p=st.floats(0.01, 1e3), r_d=st.floats(0.01, 1e3), c_p=st.floats(0.1, 100), c_d=st.floats(0.1, 100),
+       n=st.integers(1, 12))
+def test_balance_search_matches_the_full_search(r_p, r_d, c_p, c_d, n):
+    """Trying only floor/ceil of n_p·r_p/r_d finds the same cost per request as every (n_p, n_d) pair."""
+    full = min((a * c_p + b * c_d) / min(a * r_p, b * r_d) for a in range(1, n + 1) for b in range(1, n + 1))
+    n_p, n_d = choose_workers(prefill_requests_per_s=r_p, decode_requests_per_s=r_d, prefill_cost=c_p,
+                              decode_cost=c_d, max_workers=n)
+    assert (n_p * c_p + n_d * c_d) / min(n_p * r_p, n_d * r_d) == pytest.approx(full, rel=1e-9)
 
 
 def test_system_without_scale_out_leaves_the_transfer_unpriced():

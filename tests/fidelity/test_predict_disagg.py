@@ -25,7 +25,7 @@ def test_disaggregated_row_is_the_closed_loop():
     s = disaggregated_state(dep, dep, concurrency=8, prompt_tokens=1000, output_tokens=500, prefill_workers=2,
                             decode_workers=4)
     assert out["tpot_s"] == float(s.tpot_s) and out["ttft_s"] == float(s.ttft_s)
-    assert out["kv_transfer_s"] == float(s.kv_transfer_s) and out["effective_batch"] == 2.0
+    assert out["kv_transfer_s"] == float(s.kv_transfer_s) and out["effective_batch"] == float(s.decode_batch)
     assert out["chips"] == 2 * 8 + 4 * 8
     assert out["tokens_per_s"] == pytest.approx(float(s.output_tokens_per_s))
     text = write_cases([out])
@@ -57,6 +57,8 @@ def test_aggregated_rows_unchanged():
     ("llama-3.1-70b,hgx-h100,serving,8,1000,500,disaggregated,tp8·ep1,,,,", "decode_plan"),
     ("llama-3.1-70b,hgx-h100,serving,8,1000,500,disaggregated,tp8·ep1,0,tp8·ep1,,", "prefill_workers"),
     ("llama-3.1-70b,hgx-h100,serving,8,1000,500,disaggregated,tp8·ep1,,tp8·ep1,1.5,", "decode_workers"),
+    ("llama-3.1-70b,hgx-h100,serving,8,1000,500,disaggregated,tp8·ep1,,tp8·ep1,2000000,", "decode_workers"),
+    ("llama-3.1-70b,hgx-h100,serving,8,1000,500,disaggregated,tp8·ep1,inf,tp8·ep1,,", "prefill_workers"),
     ("llama-3.1-70b,hgx-h100,serving,8,1000,500,,tp8·ep1,,,,8", "prefill_plan"),
     ("llama-3.1-70b,hgx-h100,serving,8,1000,500,disaggregated,tp8·ep1,,tp8·ep1,,8", "tp"),
     ("llama-3.1-70b,hgx-h100,decode,8,1000,500,disaggregated,tp8·ep1,,tp8·ep1,,", "deployment"),
@@ -69,3 +71,9 @@ def test_bad_disaggregated_rows_name_the_column(line, column):
 def test_plan_that_does_not_fit_the_model_names_the_role():
     with pytest.raises(Exception, match="decode_plan"):
         predict_cases(_rows("llama-3.1-70b,hgx-h100,serving,8,1000,500,disaggregated,tp8·ep1,,tp3·ep1,,"))
+
+
+def test_prefill_plan_that_does_not_fit_names_prefill_plan():
+    """Llama-3.1-70B bf16 on one H100: 141 GB of weights over 80 GB: refused, naming prefill_plan."""
+    with pytest.raises(CatalogError, match=r"prefill_plan: tp1·ep1·pp1 does not fit hgx-h100"):
+        predict_cases(_rows("llama-3.1-70b,hgx-h100,serving,8,1000,500,disaggregated,tp1·ep1,,tp8·ep1,,"))

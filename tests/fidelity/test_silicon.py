@@ -176,5 +176,11 @@ def test_disaggregated_rows_are_read_apart(configs):
     reasons = {s.id: s.reason for s in skipped}
     assert "worker counts" in reasons["q"] and "silicon_concurrency" in reasons["r"]
     assert "prefill_moe_tp_size·prefill_moe_ep_size = 1·2 does not tile tp·adp = 1·4" in reasons["s"]
+    bad = [DROWS[0].replace("p,", f"w{i},", 1).replace(",1,1,1,4,1,4,2,", f",{n},1,1,4,1,4,2,", 1)
+           for i, n in enumerate(("inf", "1.5", "2e6"))]
+    rows2, skipped2 = parse_silicon(DHEAD + "\n".join(bad) + "\n", configs, disaggregated=True)
+    assert rows2 == [] and [s.reason.split(":")[0] for s in skipped2] == ["prefill_num_workers 'inf'",
+                                                                          "prefill_num_workers '1.5'",
+                                                                          "prefill_num_workers '2e6'"]
     tpot, ttft, problems = predict_silicon(rows, mode="ideal")
     assert problems == {} and np.isfinite(tpot[0]) and ttft[0] > 0

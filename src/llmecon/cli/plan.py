@@ -114,7 +114,7 @@ def plan_cmd(
     cached_prefix: Annotated[Optional[float], typer.Option(
         "--cached-prefix", help="Prompt tokens cached on a hit (default: all but the last).")] = None,
     max_workers: Annotated[int, typer.Option(
-        "--max-workers", help="Most prefill (and decode) workers the prefill:decode ratio may use.")] = 16,
+        "--max-workers", help="Most prefill (and decode) workers the prefill:decode ratio may use (<= 1024).")] = 16,
     as_json: JsonOpt = False,
 ) -> None:
     """Plan a deployment: search systems x parallelism plans x batch under TPOT/TTFT targets and HBM, and
@@ -126,6 +126,7 @@ def plan_cmd(
     from ..catalog.models import get_model
     from ..dtypes import get_dtype
     from ..errors import require_number
+    from ..econ.workers import MAX_WORKERS_LIMIT
     from ..econ.planner import SearchOptions, PlanTargets, plan_deployment
     from ..report.plan import best_rows, frontier_rows, headline, plan_result_dict, plot_frontier, workers_rows
 
@@ -134,7 +135,8 @@ def plan_cmd(
     if interactivity is not None:
         require_number("--interactivity", interactivity, minimum=0, exclusive=True, hint="tokens/s per user")
     require_number("--top", top, minimum=1)
-    require_number("--max-workers", max_workers, minimum=1)
+    require_number("--max-workers", max_workers, minimum=1, maximum=MAX_WORKERS_LIMIT,
+                   hint="workers per pool the prefill:decode ratio may use")
     require_number("--expert-imbalance", expert_imbalance, minimum=1,
                    hint="the busiest expert group's tokens over uniform routing's; 1 = uniform routing")
     m = get_model(model)

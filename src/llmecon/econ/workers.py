@@ -5,21 +5,32 @@ The planner (``econ.planner``) picks the best prefill point (plan, prefill batch
 ``n_p`` prefill and ``n_d`` decode workers:
 
 * a prefill worker serves ``r_p = prefill batch / prefill step`` requests/s (one batch per step, back to
-  back); a decode worker ``r_d = decode batch / (O · TPOT)`` (each sequence holds its slot for O tokens);
+  back); a decode worker ``r_d = decode batch / ((O - 1) · TPOT)`` (the prefill emits the first token, each
+  sequence holds its slot for the other O - 1; ``step.disaggregated.prefill_rate`` / ``decode_rate``);
+* the decode point is a plain (non-speculative) one: speculative decoding is not modelled on a
+  disaggregated decode worker (``step.disaggregated``), so when the planner's best decode point speculates,
+  the ratio uses the best plain decode point of the same search without speculation and says so
+  (``WorkerRatio.decode_point``);
 * the system serves ``min(n_p·r_p, n_d·r_d)`` requests/s and pays for every chip of every worker,
   ``n_p·chips_p·price_p + n_d·chips_d·price_d`` per hour, idle or not;
-* ``choose_workers`` takes the integer counts up to ``max_workers`` each that minimise the cost per request,
-  hence $/Mtok over the request's ``P + O`` tokens (without prices: chips per request/s, i.e. the most
-  requests/s per chip). Ties (equal within 1e-9) go to fewer chips, then fewer workers;
+* ``choose_workers`` takes the integer counts up to ``max_workers`` each (at most ``MAX_WORKERS_LIMIT``)
+  that minimise the cost per request, hence $/Mtok over the request's ``P + O`` tokens (without prices: chips
+  per request/s, i.e. the most requests/s per chip). For a given ``n_p`` the cost per request falls in
+  ``n_d`` up to the balance ``n_p·r_p/r_d`` and rises after it, so only its floor and ceiling are tried (a
+  search linear in ``max_workers``). Ties (equal within 1e-9) go to the lower cost per unit time (chips x
+  price, or chips unpriced), then fewer workers;
 * TTFT = the prefill's latency (step + pipeline fill) + the KV transfer of its batch to a decode worker over
   the scale-out network (``step.disaggregated.kv_transfer_s``); TPOT = the decode point's. Neither depends
   on the counts here (no queueing), so the counts only trade idle capacity against cost; ``meets_ttft`` says
   whether the TTFT with the transfer still meets the target the prefill search met without it. A system
-  without a scale-out link (TPU pods, MI300X boxes in the catalogue) leaves the transfer unpriced and says why.
+  without a scale-out link (in the catalogue: mi300x, mi300x-8, tpu-v4-64, tpu-v6e-256, the tpu-v7 systems,
+  ascend-910c and cloudmatrix-384; ``llmecon catalog systems``) leaves the transfer unpriced and says why.
 
 Omitted: queueing and burstiness (a pool at 100% utilisation has unbounded queues in a real system; the
-closed-loop model is ``serving.disaggregated``), prefill/decode batches other than the searched points, and
-workers of fractional size.
+closed-loop model is ``serving.disaggregated``), prefill/decode batches other than the searched points,
+workers of fractional size, and the decode context: the decode point is the planner's, evaluated at
+``--context``, while ``r_d`` holds a sequence for ``O - 1`` tokens; a ``--context`` far from ``P + (O-1)/2``
+(the mean context over a request's decode life) misprices TPOT, hence ``r_d``.
 """
 
 from __future__ import annotations
@@ -30,6 +41,7 @@ from dataclasses import dataclass
 from ..errors import require_number, require_whole
 
 MAX_WORKERS = 16
+MAX_WORKERS_LIMIT = 1024  # --max-workers' bound
 _TIE = 1e-9
 
 
@@ -50,6 +62,7 @@ class WorkerRatio:
     usd_per_mtok: float | None       # every chip billed, per token of a request (prompt + output)
     max_workers: int = MAX_WORKERS
     no_transfer: str = ""            # why the KV transfer is not priced ('' when it is)
+    decode_point: str = "best"       # "best", or why another decode point stands in (speculation)
 
     @property
     def chips(self) -> int:
@@ -92,9 +105,12 @@ class WorkerRatio:
 def choose_workers(*, prefill_requests_per_s: float, decode_requests_per_s: float, prefill_cost: float,
                    decode_cost: float, max_workers: int = MAX_WORKERS) -> tuple[int, int]:
     """(n_p, n_d) in 1..max_workers minimising ``(n_p·prefill_cost + n_d·decode_cost) / min(n_p·r_p, n_d·r_d)``
-    (cost per request; a worker's cost per unit time: chips x price, or chips). Ties: lower total cost, then
-    fewer workers."""
+    (cost per request; a worker's cost per unit time: chips x price, or chips). For each n_p only the floor and
+    ceiling of the balance ``n_p·r_p/r_d`` are tried (module docstring). Ties: lower total cost, then fewer
+    workers."""
     require_whole("max_workers", max_workers)
+    require_number("max_workers", max_workers, minimum=1, maximum=MAX_WORKERS_LIMIT,
+                   hint="workers per pool the search may use")
     for name, v in (("prefill_requests_per_s", prefill_requests_per_s), ("decode_requests_per_s",
                                                                           decode_requests_per_s)):
         require_number(name, v, minimum=0, exclusive=True, hint="requests per second of one worker")
@@ -102,7 +118,9 @@ def choose_workers(*, prefill_requests_per_s: float, decode_requests_per_s: floa
         require_number(name, v, minimum=0, hint="cost per unit time of one worker")
     best, key = (1, 1), (math.inf, math.inf, math.inf)
     for n_p in range(1, max_workers + 1):
-        for n_d in range(1, max_workers + 1):
+        balance = n_p * prefill_requests_per_s / decode_requests_per_s
+        for n_d in sorted({min(max(math.floor(balance), 1), max_workers), min(max(math.ceil(balance), 1),
+                                                                               max_workers)}):
             cost = n_p * prefill_cost + n_d * decode_cost
             rate = min(n_p * prefill_requests_per_s, n_d * decode_requests_per_s)
             per = cost / rate
@@ -114,14 +132,27 @@ def choose_workers(*, prefill_requests_per_s: float, decode_requests_per_s: floa
 
 def plan_workers(result, model, systems, options, *, max_workers: int = MAX_WORKERS) -> WorkerRatio | None:
     """The worker ratio of a ``planner.PlanResult``'s best prefill and decode points (module docstring);
-    None when either phase has no best point."""
+    None when either phase has no best point, or with one output token (no decode pool to size)."""
     from ..errors import SpecError
     from ..spec.deployment import Deployment
-    from ..step.disaggregated import kv_transfer_s
+    from ..step.disaggregated import decode_rate, kv_transfer_s, prefill_rate
 
     p, d = result.prefill.best, result.decode.best
-    if p is None or d is None:
+    if p is None or d is None or result.targets.output_tokens < 2:  # O = 1: the prefill's token is the only one
         return None
+    why_point = "best"
+    if d.spec_tokens:  # not modelled on a disaggregated decode worker: the best plain point stands in
+        from dataclasses import replace
+
+        from .planner import plan_deployment
+
+        plain = plan_deployment(model, systems, targets=result.targets, options=replace(options, speculation=()),
+                                prices=result.prices or None, objective=result.objective).decode.best
+        if plain is None:
+            return None
+        why_point = (f"best plain decode point (the best overall speculates, k={d.spec_tokens}: not modelled on a "
+                     "disaggregated decode worker)")
+        d = plain
     by = {s.name: s for s in systems}
     t = result.targets
     deps = [Deployment(model=model, system=by[pt.system], plan=pt.plan, weight_dtype=options.weight_dtype,
@@ -130,8 +161,8 @@ def plan_workers(result, model, systems, options, *, max_workers: int = MAX_WORK
         xfer, why = float(kv_transfer_s(deps[0], deps[1], prompt_tokens=t.prompt_tokens, batch=p.batch)), ""
     except SpecError as exc:  # a system without a scale-out link: say so, price the rest
         xfer, why = None, exc.rule
-    r_p = p.batch / p.step_s
-    r_d = d.batch / (t.output_tokens * d.latency_s)
+    r_p = float(prefill_rate(p.batch, p.step_s))
+    r_d = float(decode_rate(d.batch, t.output_tokens, d.latency_s))
     prices = [result.prices.get(pt.system) for pt in (p, d)]
     priced = all(v is not None for v in prices)
     # a worker's cost per unit time: chips x price; unpriced (or all free): chips, i.e. requests/s per chip
@@ -145,4 +176,5 @@ def plan_workers(result, model, systems, options, *, max_workers: int = MAX_WORK
     return WorkerRatio(prefill_workers=n_p, decode_workers=n_d, prefill_chips_per_worker=p.plan.chips,
                        decode_chips_per_worker=d.plan.chips, prefill_requests_per_s=r_p, decode_requests_per_s=r_d,
                        kv_transfer_s=xfer, prefill_latency_s=p.latency_s, tpot_s=d.latency_s,
-                       ttft_target_s=t.ttft_s, usd_per_mtok=usd, max_workers=max_workers, no_transfer=why)
+                       ttft_target_s=t.ttft_s, usd_per_mtok=usd, max_workers=max_workers, no_transfer=why,
+                       decode_point=why_point)

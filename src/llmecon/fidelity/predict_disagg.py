@@ -3,14 +3,17 @@
 Optional columns: ``deployment`` (``aggregated``, the default when empty, or ``disaggregated``);
 on a disaggregated row ``prefill_plan`` and ``decode_plan`` (plan labels as the CLI prints them,
 ``tp1·ep32·pp1·adp32``; ``pp1`` may be omitted and ``,`` may stand for ``·``: ``spec.plan.parse_label``)
-and ``prefill_workers`` / ``decode_workers`` (whole numbers, empty = 1). Such a row is phase ``serving``:
-``batch`` is the client concurrency over all workers, ``prompt_tokens`` / ``output_tokens`` the request,
+and ``prefill_workers`` / ``decode_workers`` (whole numbers in 1..1,000,000, empty = 1). Such a row is phase
+``serving``: ``batch`` is the client concurrency over all workers, ``prompt_tokens`` / ``output_tokens`` the request,
 and it is priced by ``serving.disaggregated.disaggregated_state`` (TTFT = prefill + KV transfer over the
 scale-out network; TPOT = the decode worker's step). Its plan columns (``plan``, ``tp``, ``ep``, ``pp``,
 ``adp``) stay empty, and so do the speculative ones (not modelled here). Step columns describe the decode
 worker's step; ``chips`` counts every worker's chips (``W_p·chips_p + W_d·chips_d``); ``effective_batch`` is
 one decode worker's batch; ``kv_transfer_s``, ``prefill_s`` (prefill latency) and ``prefill_batch`` are
-added. The disaggregated columns on an aggregated row are an error naming the column.
+added. The disaggregated columns on an aggregated row are an error naming the column. A prefill plan that
+cannot hold one prompt (weights, activations and its KV over the chip's HBM) is an error naming
+``prefill_plan``; one that holds a prompt but not the closed loop's prefill batch prices NaN on that row, as
+a decode worker without room for one sequence does.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from ..spec.plan import Plan, parse_label
 COLUMNS = ("deployment", "prefill_plan", "prefill_workers", "decode_plan", "decode_workers")
 OUTPUT_COLUMNS = ("kv_transfer_s", "prefill_s", "prefill_batch")
 DEPLOYMENTS = ("aggregated", "disaggregated")
+MAX_WORKERS = 1_000_000  # a worker count above this is a typo, not a deployment
 
 
 @dataclass(frozen=True)
@@ -49,8 +53,8 @@ def _workers(row: dict, col: str, where: str) -> int:
         v = float(raw)
     except ValueError:
         v = float("nan")
-    if not (np.isfinite(v) and v.is_integer() and v >= 1):
-        raise CatalogError(f"{where} {col}: expected a whole number >= 1, got {raw!r}")
+    if not (np.isfinite(v) and v.is_integer() and 1 <= v <= MAX_WORKERS):
+        raise CatalogError(f"{where} {col}: expected a whole number in 1..{MAX_WORKERS:,}, got {raw!r}")
     return int(v)
 
 
@@ -107,6 +111,15 @@ def predict_disaggregated(key, dis: Disaggregated, col: dict, *, mode, profile):
             deps[role] = Deployment(model=m, system=sys_, plan=plan, weight_dtype=wdt, kv_dtype=kvdt, profile=prof)
         except LlmeconError as exc:
             raise type(exc)(f"{role}: {exc}") from exc
+    from ..step.inference import prefill_of
+
+    one = prefill_of(deps["prefill_plan"], batch=1.0, prompt_tokens=col["prompt_tokens"])
+    if not np.all(one.fits):
+        i = int(np.argmin(np.asarray(one.fits) * 1))
+        need, have = np.broadcast_to(one.memory_per_chip_bytes, np.shape(one.fits))[i], one.hbm_per_chip_bytes
+        raise CatalogError(f"prefill_plan: {dis.prefill_plan.label()} does not fit {system}: one prompt of "
+                           f"{col['prompt_tokens'][i]:,.0f} tokens needs {need / 1e9:.1f} GB per chip, "
+                           f"HBM holds {have / 1e9:.1f} GB", fix="a plan over more chips (higher tp/pp/ep)")
     s = disaggregated_state(deps["prefill_plan"], deps["decode_plan"], concurrency=col["batch"],
                             prompt_tokens=col["prompt_tokens"], output_tokens=col["output_tokens"],
                             prefill_workers=dis.prefill_workers, decode_workers=dis.decode_workers)

@@ -68,6 +68,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -76,6 +77,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import CatalogError, LlmeconError
+from .predict_disagg import MAX_WORKERS
 
 SYSTEMS = {"h100_sxm": "hgx-h100", "h200_sxm": "hgx-h200", "b200_sxm": "hgx-b200", "b300_sxm": "hgx-b300",
            "gb200": "gb200-nvl72", "gb300": "gb300-nvl72"}
@@ -186,7 +188,13 @@ def _disaggregated_case(r: dict, model) -> dict | str:
         workers = (r.get(role + "_num_workers") or "").strip()
         if not workers:
             return "disaggregated row without prefill/decode worker counts: a decode worker's batch is unknown"
-        out[role + "_workers"] = str(int(float(workers)))
+        try:
+            n = float(workers)
+        except ValueError:
+            n = float("nan")
+        if not (math.isfinite(n) and n.is_integer() and 1 <= n <= MAX_WORKERS):
+            return f"{role}_num_workers {workers!r}: expected a whole number in 1..{MAX_WORKERS:,}"
+        out[role + "_workers"] = str(int(n))
     if not re.search(r"silicon_concurrency=(\d+)", r.get("silicon_data_source") or ""):
         return "disaggregated row without silicon_concurrency: the client concurrency is unknown"
     return out

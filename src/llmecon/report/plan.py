@@ -107,7 +107,7 @@ def workers_dict(w) -> dict | None:
             "prefill_utilisation": w.prefill_utilisation, "decode_utilisation": w.decode_utilisation,
             "kv_transfer_s": json_num(w.kv_transfer_s), "kv_transfer_unpriced": w.no_transfer or None,
             "ttft_s": w.ttft_s, "tpot_s": w.tpot_s, "meets_ttft": w.meets_ttft,
-            "usd_per_mtok": json_num(w.usd_per_mtok), "at_bound": w.at_bound}
+            "usd_per_mtok": json_num(w.usd_per_mtok), "at_bound": w.at_bound, "decode_point": w.decode_point}
 
 
 def workers_rows(w) -> list[tuple[str, str]]:
@@ -127,6 +127,7 @@ def workers_rows(w) -> list[tuple[str, str]]:
                        f"{w.decode_requests_per_s:.4g}; busy {w.prefill_utilisation:.0%} / "
                        f"{w.decode_utilisation:.0%})"),
         ("ttft", ttft),
+        *([("decode point", w.decode_point)] if w.decode_point != "best" else []),
         ("cost", f"{fmt_usd_per_mtok(w.usd_per_mtok)} per M tokens of a request, every chip billed"
          if w.usd_per_mtok is not None else "- (no --price-per-chip-hour; counts chosen for requests/s per chip)"),
     ]

@@ -18,14 +18,19 @@ scale-out network to a decode worker, which generates the rest.
 * **TTFT** = the prefill's latency (the step plus the pipeline fill when pp > 1, ``StepResult.latency_s``)
   + the KV transfer of its whole batch (the first token streams from the decode worker once the cache is
   there, as in NVIDIA Dynamo's disaggregated flow); **TPOT** = the decode worker's step.
-* **Rates** for sizing the pools: a prefill worker serves ``prefill_batch / prefill step`` requests/s, a
-  decode worker ``decode_batch / (output_tokens · TPOT)``.
+* **Rates** for sizing the pools (``prefill_rate``, ``decode_rate``): a prefill worker serves ``prefill_batch /
+  prefill step`` requests/s, a decode worker ``decode_batch / ((output_tokens - 1) · TPOT)`` (the prefill
+  emits the first token; a sequence holds its decode slot for the other ``O - 1``).
+* **Speculative decoding** on the decode worker is not modelled: ``disaggregated_of`` refuses it (the one
+  place; ``serving.disaggregated`` and the planner's worker ratio go through it or use plain decode points).
 
 Omitted: overlapping the transfer with the prefill (layer-by-layer sends, as Splitwise and Mooncake do,
 hide all but the last layers' share; this serial sum is then an upper bound on that part), a transfer inside
 one scale-up domain (workers on one NVL72 rack can move KV over NVLink, faster than this prices), congestion
 of the scale-out fabric by other traffic, KV layout conversion between different tp/pp shardings (a copy in
-HBM), KV replicas sent once and copied inside the worker (each replica chip is charged its copy), and the
+HBM), KV replicas sent once and copied inside the worker (each replica chip is charged its copy), a prefill batch's
+prompts spread over several decode workers (the receive side takes the whole batch on one decode worker's
+attention groups: conservative, as the busier end can only be less busy when the batch is split), and the
 decode worker's queueing (``serving.disaggregated`` adds the closed loop).
 """
 
@@ -103,13 +108,24 @@ class DisaggregatedStep:
 
     @property
     def prefill_requests_per_s(self):
-        """Requests one prefill worker serves per second: its batch per step."""
-        return np.divide(self.prefill_batch, self.prefill.step_s)
+        """Requests one prefill worker serves per second (``prefill_rate``)."""
+        return prefill_rate(self.prefill_batch, self.prefill.step_s)
 
     @property
     def decode_requests_per_s(self):
-        """Requests one decode worker finishes per second: its batch per ``output_tokens`` steps."""
-        return np.divide(self.decode_batch, np.multiply(self.output_tokens, self.tpot_s))
+        """Requests one decode worker finishes per second (``decode_rate``)."""
+        return decode_rate(self.decode_batch, self.output_tokens, self.tpot_s)
+
+
+def prefill_rate(batch, step_s):
+    """Requests/s of one prefill worker running ``batch`` prompts per step of ``step_s``, back to back."""
+    return np.divide(batch, step_s)
+
+
+def decode_rate(batch, output_tokens, tpot_s):
+    """Requests/s of one decode worker holding ``batch`` sequences, each for ``output_tokens - 1`` steps of
+    ``tpot_s`` (Little's law; the prefill emitted the first token)."""
+    return np.divide(batch, np.multiply(np.subtract(output_tokens, 1.0), tpot_s))
 
 
 def disaggregated_of(prefill: Deployment, decode: Deployment, *, prefill_batch, decode_batch, prompt_tokens,
