@@ -73,7 +73,7 @@ def main() -> None:
     by = defaultdict(list)
     for i, r in enumerate(rows):
         by[r.profile].append(i)
-    lines = [f"# Disaggregated serving accuracy, existing calibrated profiles (2026-11-26)", "",
+    lines = ["# Disaggregated serving accuracy, existing calibrated profiles (2026-11-26)", "",
              "`PYTHONPATH=src python benchmarks/disagg_accuracy.py` (method in its docstring). "
              f"Rows: {len(rows)} disaggregated rows of aiconfigurator's silicon_dev.csv mapped by `fidelity.silicon` "
              f"(`read_silicon(disaggregated=True)`); {len(skipped)} disagg rows skipped (reasons below). "

@@ -7,7 +7,6 @@ calibrated kernel efficiencies are the shipped serving profiles'. Prints a markd
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import yaml

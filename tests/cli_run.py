@@ -55,3 +55,20 @@ def invoke(args: list[str]) -> tuple[object, str]:
             code = "traceback"
             err.write(traceback.format_exc())
     return code, out.getvalue() + err.getvalue()
+
+
+def invoke_json(*args: str) -> dict:
+    """``invoke`` with ``--json``: exit 0 and one JSON object."""
+    code, out = invoke([*args, "--json"])
+    assert code == 0, out
+    return json.loads(out)
+
+
+def invoke_fails(*args: str) -> str:
+    """``invoke`` of bad input: exit 2 with one line ``error: ...`` and no traceback; that line."""
+    code, out = invoke(list(args))
+    assert code == 2, out
+    assert "Traceback" not in out
+    lines = out.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), out
+    return lines[0]

@@ -4,10 +4,8 @@ tokens/s per MW, and bad input exiting 2 with one line naming the option."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from cli_run import invoke
+from cli_run import invoke, invoke_fails as _fails, invoke_json as _json
 
 # placeholders for the tests, not facts (docs/tco.md)
 SITE = """source = "test placeholders"
@@ -32,21 +30,6 @@ def site(tmp_path):
     p = tmp_path / "site.toml"
     p.write_text(SITE)
     return str(p)
-
-
-def _json(*args):
-    code, out = invoke([*args, "--json"])
-    assert code == 0, out
-    return json.loads(out)
-
-
-def _fails(*args) -> str:
-    code, out = invoke(list(args))
-    assert code == 2, out
-    assert "Traceback" not in out
-    lines = out.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), out
-    return lines[0]
 
 
 def test_tco_parts_hand_computed(site):
