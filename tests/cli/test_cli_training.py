@@ -6,7 +6,7 @@ from __future__ import annotations
 
 
 import pytest
-from cli_run import run, run_json
+from cli_run import invoke, run, run_json
 
 
 
@@ -147,3 +147,9 @@ def test_train_deepseek_v3_with_its_report_options():
     assert d["gpu_hours"] / 2.664e6 - 1 == pytest.approx(-0.323, abs=0.02)
     shared = run_json(*args, "--kernel-share", "0.762")
     assert shared["gpu_hours"] / 2.664e6 - 1 == pytest.approx(-0.131, abs=0.02)
+
+
+@pytest.mark.parametrize("flag", ["--mtbf-gpu-hours", "--checkpoint-interval-s"])
+def test_goodput_inputs_are_checked_even_without_goodput(flag):
+    code, out = invoke(["train", flag, "-1"])
+    assert code == 2 and "Traceback" not in out and len(out.strip().splitlines()) == 1, out

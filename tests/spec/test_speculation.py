@@ -77,3 +77,18 @@ def test_draft_tokens_are_bounded():
     with pytest.raises(SpecError, match=f"at most {MAX_SPEC_TOKENS}") as e:
         speculation_for(m, k=MAX_SPEC_TOKENS + 1, acceptance="0.5")
     assert e.value.field == "spec_tokens"
+
+
+def test_a_draft_without_draft_tokens_is_refused():
+    with pytest.raises(SpecError, match="without spec_tokens") as e:
+        speculation_for(get_model("deepseek-v3"), k=None, draft="llama-3.1-8b")
+    assert e.value.field == "draft"
+
+
+def test_the_planner_refuses_a_draft_without_draft_tokens_to_search():
+    from llmecon.spec.speculation import speculation_candidates
+
+    with pytest.raises(SpecError, match="without draft tokens") as e:
+        speculation_candidates(get_model("deepseek-v3"), max_k=None, draft="mtp")
+    assert e.value.field == "draft"
+    assert speculation_candidates(get_model("deepseek-v3"), max_k=None) == ()

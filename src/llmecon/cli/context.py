@@ -331,12 +331,13 @@ def prices_list(provider: ProviderOpt = None, cache_hit: CacheHitOpt = None,
     if provider is not None and provider not in providers():
         raise unknown_name("provider", provider, providers())
     rows = [sheet_row(s) for (prov, _), s in sorted(price_sheets().items()) if provider in (None, prov)]
+    from ..errors import require_number
+
+    require_number("cached_fraction", cached_fraction, minimum=0, maximum=1, hint="cached prefix / prompt")
     if cache_hit is not None:
         from ..econ.cache_hit import blended_list_price
-        from ..errors import require_number
 
         require_number("cache_hit", cache_hit, minimum=0, maximum=1, hint="a hit rate, e.g. 0.5")
-        require_number("cached_fraction", cached_fraction, minimum=0, maximum=1, hint="cached prefix / prompt")
         for r in rows:
             cached = r["cached_input_usd_per_mtok"]
             blended = None if cached is None else blended_list_price(

@@ -161,6 +161,11 @@ def train_cmd(
                     dp_overlap=dp_overlap, precision=precision, reserve=reserve_gb * 1e9, profile=prof,
                     kernel_share=kernel_share)
     gp = None
+    from ..errors import require_number
+
+    for name, v in (("mtbf_gpu_hours", mtbf_gpu_hours), ("checkpoint_interval_s", checkpoint_interval_s)):
+        if v is not None:  # checked even when goodput is not computed: a bad value is never ignored
+            require_number(name, v, minimum=0, exclusive=True)
     if (checkpoint_s is None) != (restart_s is None):
         _fail(f"{'--restart-s' if restart_s is None else '--checkpoint-s'}: goodput needs both --checkpoint-s "
               "and --restart-s")

@@ -129,6 +129,9 @@ def speculation_for(model, *, k: int | None, acceptance=None, draft: str | None 
     acc = parse_acceptance(acceptance)
     if k is None:
         if acc is None:
+            if draft:
+                raise SpecError("given without spec_tokens (plain decoding)", field="draft", value=draft,
+                                fix="give {spec_tokens} > 0 with it, or leave it out")
             return None
         k = len(acc)
     if isinstance(k, float) and k.is_integer():
@@ -171,6 +174,9 @@ def speculation_candidates(model, *, max_k: int | None, acceptance=None, draft: 
     if max_k is None or max_k == 0:
         if acceptance is not None and parse_acceptance(acceptance) is not None:
             raise SpecError("is given without draft tokens to search", field="acceptance",
+                            fix="give {spec_tokens} K to search k = 0..K")
+        if draft:
+            raise SpecError("is given without draft tokens to search", field="draft", value=draft,
                             fix="give {spec_tokens} K to search k = 0..K")
         return ()
     speculation_for(model, k=max_k, acceptance=acceptance, draft=draft)  # validates K, the acceptance and the draft
