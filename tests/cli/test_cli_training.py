@@ -131,25 +131,62 @@ def test_train_new_options_bad_input(args, field, tmp_path):
 def test_train_deepseek_v3_with_its_report_options():
     """DeepSeek-V3's layout (arXiv:2412.19437 §2.1.2, §2.2, §3.2.2, §3.2.3, §3.3.3) from the command line:
     16 ranks in the JSON, each ≤ 80 GB with one layer fewer on the first and last stage (68.6 GB, a middle
-    rank the fullest), the options echoed in the plan; the all-to-all hidden by DualPipe."""
+    rank the fullest), the options echoed in the plan; the all-to-all hidden by DualPipe. Calibrated mode
+    without --profile runs the chip's kernel-table profile (h100-sxm/trtllm) at its fitted sustained share."""
     args = ("train", "--model", "deepseek-v3", "--system", "hgx-h800", "--tp", "1", "--pp", "16", "--dp", "128",
             "--ep", "64", "--schedule", "dualpipe", "--recompute", "none", "--zero", "1", "--seq-len", "4096",
-            "--global-batch-tokens", str(15360 * 4096), "--precision", "fp8", "--grad-fp32", "--bf16-moments",
+            "--global-batch-tokens", str(15360 * 4096), "--precision", "fp8_block", "--grad-fp32",
+            "--bf16-moments",
             "--ema", "cpu", "--recompute-norms", "--recompute-mla-up", "--fp8-activations", "--mtp",
             "--fp8-dispatch", "--ep-node-limit", "4", "--comm-sm-share", str(20 / 132), "--pp-trim", "1",
-            "--profile", "h100-sxm/trtllm", "--tokens", "14.8e12")
+            "--mode", "calibrated", "--tokens", "14.8e12")
     d = run_json(*args)
     assert d["fits"] and len(d["memory_per_rank_bytes"]) == 16
     assert d["memory_per_gpu_bytes"] == pytest.approx(68.6e9, rel=0.01) and 0 < d["fullest_pipeline_rank"] < 15
     assert d["plan"]["mtp"] and d["plan"]["ep_node_limit"] == 4 and d["plan"]["ema"] == "cpu"
     assert d["time_breakdown_s"]["ep_comm"] == 0.0
     assert d["kernel_efficiency"]["scale_out_share"] == pytest.approx(0.718)
-    assert d["gpu_hours"] / 2.664e6 - 1 == pytest.approx(-0.323, abs=0.02)
-    shared = run_json(*args, "--kernel-share", "0.762")
-    assert shared["gpu_hours"] / 2.664e6 - 1 == pytest.approx(-0.131, abs=0.02)
+    assert d["kernel_efficiency"]["source"] == "profile h100-sxm/trtllm"
+    assert d["kernel_efficiency"]["sustained_share"] == pytest.approx(0.7948, abs=0.002)
+    assert d["gpu_hours"] / 2.664e6 - 1 == pytest.approx(0.067, abs=0.01)
+    measured = run_json(*args, "--kernel-share", "1")
+    assert measured["gpu_hours"] / 2.664e6 - 1 == pytest.approx(-0.145, abs=0.01)
 
 
 @pytest.mark.parametrize("flag", ["--mtbf-gpu-hours", "--checkpoint-interval-s"])
 def test_goodput_inputs_are_checked_even_without_goodput(flag):
     code, out = invoke(["train", flag, "-1"])
     assert code == 2 and "Traceback" not in out and len(out.strip().splitlines()) == 1, out
+
+
+def test_train_preset_runs_the_published_layout_beside_its_figure():
+    """--preset fills every layout option from catalog/training_runs.toml and runs calibrated; the JSON carries
+    the published figure, the prediction and their error. DeepSeek-V3 (out of sample for the fitted share):
+    GPU-hours +6.7%; an option given on the command line overrides the preset and is named as a change."""
+    d = run_json("train", "--preset", "deepseek-v3")
+    p = d["published"]
+    assert d["plan"]["ep"] == 64 and d["plan"]["schedule"] == "dualpipe" and d["precision"] == "fp8_block"
+    assert d["kernel_efficiency"]["source"] == "profile h100-sxm/trtllm" and d["fits"]
+    assert p["metric"] == "gpu_hours" and p["value"] == 2.664e6 and p["changed_options"] == []
+    assert p["predicted"] == d["gpu_hours"] and p["error"] == pytest.approx(d["gpu_hours"] / 2.664e6 - 1)
+    assert p["error"] == pytest.approx(0.067, abs=0.01)
+    ideal = run_json("train", "--preset", "deepseek-v3", "--mode", "ideal", "--pp-trim", "0")
+    assert ideal["efficiency"] == 1.0 and ideal["plan"]["pp_trim"] == 0
+    assert ideal["published"]["changed_options"] == ["--pp-trim"] and not ideal["fits"]
+
+
+def test_train_preset_that_does_not_fit_is_reported_not_refused():
+    """Llama 3's 8K-GPU run needs 82.2 GB on rank 1 by this memory model; Meta ran it, so the preset reports
+    the comparison and says the plan does not fit by this model (exit 0) instead of refusing."""
+    proc = run("train", "--preset", "llama3-405b-8k")
+    assert proc.returncode == 0, proc.stderr
+    assert "NO by this memory model: 82.2 GB" in proc.stdout and "430 TFLOP/s per GPU" in proc.stdout
+    code, out = invoke(["train", "--preset", "llama3-405b-8k", "--preset", "nope"])
+    assert code == 2 and "unknown published training run 'nope'" in out and "Traceback" not in out
+
+
+def test_catalog_training_runs_lists_the_presets():
+    d = run_json("catalog", "training-runs")
+    assert {r["name"] for r in d["training_runs"]} == {"llama3-405b-8k", "llama3-405b-16k", "llama3-405b-16k-cp16",
+                                                        "deepseek-v3"}
+    assert all(r["status"] == "recalled" and r["source"] for r in d["training_runs"])

@@ -6,6 +6,7 @@ it is seen. Nothing here is fitted: the calibrated efficiencies come from servin
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -33,9 +34,9 @@ def gpt(hidden: int, layers: int, heads: int, vocab: int = 51200):
 @pytest.mark.parametrize("row", MEGATRON["rows"], ids=lambda r: f"{r[0]}B")
 def test_megatron_2021_calibrated(row):
     """A100 (the a100-80gb profile: vidur kernel fit; TP all-reduces at vidur's measured NCCL ring share of
-    NVLink, 151.9 of 300 GB/s), fp16, full recomputation, eager attention, dropout: calibrated within ±15% of
-    every row and ±10% from 7.5B up (measured: −14.6% at 1.7B, −12.4% at 3.6B, −9.2% to +3.7% above);
-    ideal is 42-60% high."""
+    NVLink, 151.9 of 300 GB/s; DP reduced hierarchically, a 1/m shard per NIC), fp16, full recomputation,
+    eager attention, dropout: calibrated within ±15% of every row and ±10% from 3.6B up (measured: −10.4% at
+    1.7B, −8.5% at 3.6B, −6.3% to +3.7% above); ideal is 43-60% high."""
     params_b, heads, hidden, layers, tp, pp, gpus, batch, measured = row[:9]
     m = gpt(hidden, layers, heads)
     plan = TrainPlan(tp=tp, pp=pp, dp=gpus // (tp * pp), recompute="full", zero=0, flash_attention=False,
@@ -44,7 +45,7 @@ def test_megatron_2021_calibrated(row):
     kw = dict(seq_len=2048, global_batch_tokens=batch * 2048)
     cal = train_step(m, A100, plan, profile=default_profile(A100.accelerator), **kw)
     ideal = train_step(m, A100, plan, efficiency=1.0, **kw)
-    assert flops / cal.step_s / gpus / 1e12 == pytest.approx(measured, rel=0.15 if params_b < 5 else 0.10)
+    assert flops / cal.step_s / gpus / 1e12 == pytest.approx(measured, rel=0.15 if params_b < 2 else 0.10)
     assert 1.40 < flops / ideal.step_s / gpus / 1e12 / measured < 1.62
 
 
@@ -66,19 +67,61 @@ def llama3_step(row, **kw):
                       **kw)
 
 
-@pytest.mark.parametrize("row", LLAMA3, ids=["8K-gpus", "16K-gpus", "16K-gpus-cp16"])
-def test_llama3_405b_throughput(row):
-    """Model TFLOP/s per GPU (6·N·D + causal attention, the MFU basis). Measured: calibrated +22.3% (8K GPUs),
-    +21.8% (16K), +24.1% (CP16, 131K), with collectives at NCCL's measured shares (sequence-parallel
-    reduce-scatter/all-gather 0.662 of NVLink, IB sends 0.718: +33.5/+34.2/+31.3% at catalogue links);
-    ideal +62%, +61%, +91%. The target (10%) is not reached: kernels run at the serving tables' rates, which
-    a long run does not sustain by this much (benchmarks/results/training_published_2026-11-26.md)."""
+@pytest.mark.parametrize("row,err", zip(LLAMA3, (0.215, 0.211, 0.161)), ids=["8K-gpus", "16K-gpus", "16K-gpus-cp16"])
+def test_llama3_405b_throughput_at_the_tables_as_measured(row, err):
+    """Model TFLOP/s per GPU (6·N·D + causal attention, the MFU basis) with the kernel tables as measured
+    (kernel_share 1): +21.5% (8K GPUs), +21.1% (16K), +16.1% (CP16, 131K; FlashAttention's backward
+    recomputing the scores weighs most at long context), with collectives at NCCL's measured shares
+    (sequence-parallel reduce-scatter/all-gather 0.662 of NVLink, IB sends 0.718); ideal +61%, +61%, +81%.
+    What the tables miss is mostly one common rate factor (next test)."""
     published = row[-1]
-    cal = llama3_step(row, profile=H100_PROFILE).tflops_per_gpu
+    cal = llama3_step(row, profile=H100_PROFILE, kernel_share=1.0).tflops_per_gpu
     ideal = llama3_step(row, efficiency=1.0).tflops_per_gpu
     assert published < cal < ideal
-    assert cal / published - 1 == pytest.approx(0.23, abs=0.03)
-    assert ideal / published - 1 < 0.95
+    assert cal / published - 1 == pytest.approx(err, abs=0.01)
+    assert ideal / published - 1 < 0.85
+
+
+def _fit_share(rows) -> float:
+    """The share minimising the squared log errors of ``rows``' TFLOP/s (benchmarks/fit_training_share.py)."""
+    from scipy.optimize import minimize_scalar
+
+    def loss(share):
+        return sum(math.log(llama3_step(r, profile=H100_PROFILE, kernel_share=share).tflops_per_gpu / r[-1]) ** 2
+                   for r in rows)
+    return float(minimize_scalar(loss, bounds=(0.3, 1.0), method="bounded", options={"xatol": 1e-5}).x)
+
+
+def test_sustained_share_is_the_fit_and_predicts_held_out_runs():
+    """The shipped share of h100-sxm/trtllm is the one fitted on the three Llama 3 runs (0.7948), and is
+    calibrated mode's default. Out of sample: each Llama run with the share fitted on the other two: +3.6%,
+    +3.9%, −7.2% (target 10%); DeepSeek-V3 (another model, MoE, block FP8, DualPipe, H800) with the shipped
+    share: GPU-hours +6.7% with the stage split that fits 80 GB (target 15%)."""
+    from llmecon.econ.training_kernels import SUSTAINED_SHARES
+
+    shipped = SUSTAINED_SHARES["h100-sxm/trtllm"].value
+    assert SUSTAINED_SHARES["h200/trtllm"].value == shipped  # transferred: the same die
+    assert _fit_share(LLAMA3) == pytest.approx(shipped, abs=0.002)
+    for i, (row, want) in enumerate(zip(LLAMA3, (0.036, 0.039, -0.072))):
+        held = _fit_share(LLAMA3[:i] + LLAMA3[i + 1:])
+        err = llama3_step(row, profile=H100_PROFILE, kernel_share=held).tflops_per_gpu / row[-1] - 1
+        assert abs(err) < 0.10 and err == pytest.approx(want, abs=0.01)
+    default = dsv3_step(pp_trim=1, profile=H100_PROFILE)
+    assert default.kernels.sustained_share == shipped
+    hours = default.train_s(14.8e12) * 2048 / 3600
+    assert hours / 2.664e6 - 1 == pytest.approx(0.067, abs=0.01)
+    # given explicitly, a share overrides the fitted one; 1 prices the tables as measured
+    assert dsv3_step(pp_trim=1, profile=H100_PROFILE, kernel_share=1.0).kernels.sustained_share == 1.0
+    with pytest.raises(SpecError, match="^kernel_share"):
+        dsv3_step(efficiency=1.0, kernel_share=0.5)
+    with pytest.raises(SpecError, match="^kernel_share"):
+        dsv3_step(profile=H100_PROFILE, kernel_share=1.5)
+
+
+def test_profiles_without_a_fitted_share_price_the_tables_as_measured():
+    a100 = train_step(gpt(2048, 4, 16), A100, TrainPlan(), seq_len=2048, global_batch_tokens=2048,
+                      profile=default_profile(A100.accelerator))
+    assert a100.kernels.sustained_share == 1.0 and "as measured" in a100.kernels.sustained_source
 
 
 # DeepSeek-V3 report (arXiv:2412.19437): §3.2.3 recomputes every RMSNorm and the MLA up-projections,
@@ -92,28 +135,40 @@ DSV3_MEMORY = dict(grad_fp32=True, bf16_moments=True, ema="cpu", recompute_norms
 DSV3_EP = dict(fp8_dispatch=True, ep_node_limit=4, comm_sm_share=20 / 132)
 
 
-def dsv3_step(memory=DSV3_MEMORY, pp_trim=0, ep=DSV3_EP, **kw):
+def dsv3_step(memory=DSV3_MEMORY, pp_trim=0, ep=DSV3_EP, precision="fp8_block", **kw):
     # §3.1-3.3 and §4.2: 2,048 H800, PP16 (DualPipe), EP64 across 8 nodes, ZeRO-1 data parallelism, no TP,
-    # FP8 GEMMs, 4K sequences, batch 15,360 sequences (after the ramp over the first 469B tokens, ignored).
+    # block-scaled FP8 GEMMs (§3.3.2), 4K sequences, batch 15,360 sequences (after the ramp over the first 469B
+    # tokens, ignored).
     # No activation checkpointing beyond §3.2.3's. Micro-batch 1 sequence: assumed (not published).
     plan = TrainPlan(tp=1, pp=16, dp=128, ep=64, schedule="dualpipe", recompute="none", zero=1, pp_trim=pp_trim,
                      **memory, **ep)
     return train_step(get_model("deepseek-v3"), H800, plan, seq_len=4096, global_batch_tokens=15360 * 4096,
-                      precision="fp8", **kw)
+                      precision=precision, **kw)
 
 
 def test_deepseek_v3_gpu_hours():
     """2.664M H800 GPU-hours for 14.8T tokens (DeepSeek-V3 report, Table 1), with the report's memory
-    layout, MTP and all-to-all. Measured: calibrated −18.1% with layers split evenly, −32.3% with one
-    layer fewer on the first and last stage (the layout that fits); ideal −49% / −57%. DualPipe hides the
-    node-limited FP8 all-to-all entirely, so what is left is compute at the serving tables' rates (the
-    15% target is missed: benchmarks/results/training_published_2026-11-26.md)."""
-    for kw, trim, err in ((dict(profile=H100_PROFILE), 0, -0.181), (dict(profile=H100_PROFILE), 1, -0.323),
-                          (dict(efficiency=1.0), 0, -0.488)):
+    layout, MTP, all-to-all and block-scaled FP8 GEMMs (§3.3.2), the kernel tables as measured: +6.2% with
+    layers split evenly (does not fit 80 GB), −14.5% with one layer fewer on the first and last stage (the
+    layout that fits); ideal −50%. DualPipe hides the node-limited FP8 all-to-all and the pipeline sends
+    entirely (§3.2.1)."""
+    for kw, trim, err in ((dict(profile=H100_PROFILE, kernel_share=1.0), 0, 0.062),
+                          (dict(profile=H100_PROFILE, kernel_share=1.0), 1, -0.145),
+                          (dict(efficiency=1.0), 0, -0.499)):
         stp = dsv3_step(pp_trim=trim, **kw)
-        assert stp.ep_comm_s == 0.0
+        assert stp.ep_comm_s == 0.0 and stp.pp_comm_s == 0.0
         hours = stp.train_s(14.8e12) * 2048 / 3600
         assert hours / 2.664e6 - 1 == pytest.approx(err, abs=0.02)
+
+
+def test_block_fp8_uses_the_block_scaled_kernel_tables():
+    """fp8_block (DeepSeek-V3's 1×128/128×128 scaling) has fp8's peak in ideal mode, and the profile's
+    fp8_block GEMM and MoE tables in calibrated mode (slower than per-tensor FP8 on H100's TensorRT-LLM
+    tables)."""
+    ideal = [dsv3_step(precision=p, efficiency=1.0).step_s for p in ("fp8", "fp8_block")]
+    assert ideal[0] == ideal[1]
+    cal = [dsv3_step(precision=p, profile=H100_PROFILE, kernel_share=1.0) for p in ("fp8", "fp8_block")]
+    assert cal[1].kernels.layer_gemm < cal[0].kernels.layer_gemm and cal[1].compute_s > cal[0].compute_s
 
 
 def test_node_limited_fp8_dispatch_by_hand():
@@ -265,25 +320,6 @@ def test_calibrated_collectives_take_the_measured_shares():
     assert cal.compute_s == cat.compute_s
 
 
-def test_one_sustained_share_fitted_on_one_run_predicts_the_others():
-    """H100_SUSTAINED_SHARE (0.762) is fitted on Llama 3's 8K-GPU run alone (benchmarks/training_published.py);
-    the other runs are out of sample: Llama 3 16K +0.4%, 16K CP16 −1.0% (target 10%), DeepSeek-V3 GPU-hours
-    +5.1% with layers split evenly and −13.1% with one layer fewer on the first and last stage (target 15%)."""
-    from llmecon.econ.training_step import H100_SUSTAINED_SHARE
-
-    kw = dict(profile=H100_PROFILE, kernel_share=H100_SUSTAINED_SHARE)
-    assert llama3_step(LLAMA3[0], **kw).tflops_per_gpu == pytest.approx(430, rel=0.005)  # in sample
-    for row, err in ((LLAMA3[1], 0.004), (LLAMA3[2], -0.010)):
-        assert llama3_step(row, **kw).tflops_per_gpu / row[-1] - 1 == pytest.approx(err, abs=0.01)
-    for trim, err in ((0, 0.051), (1, -0.131)):
-        hours = dsv3_step(pp_trim=trim, **kw).train_s(14.8e12) * 2048 / 3600
-        assert hours / 2.664e6 - 1 == pytest.approx(err, abs=0.01)
-    with pytest.raises(SpecError, match="^kernel_share"):
-        dsv3_step(efficiency=1.0, kernel_share=0.5)
-    with pytest.raises(SpecError, match="^kernel_share"):
-        dsv3_step(profile=H100_PROFILE, kernel_share=1.5)
-
-
 @pytest.mark.parametrize("model", ["gpt-oss-120b", "deepseek-v3"])
 @pytest.mark.parametrize("limit", [1, 2, 4, 8, 16])
 def test_a_node_limit_never_costs_more_than_k_copies(model, limit):
@@ -312,3 +348,21 @@ def test_expert_options_on_a_plan_without_ep_are_refused():
             train_step(get_model("llama-3.1-8b"), H800, TrainPlan(tp=8, pp=1, dp=1, **opt), seq_len=4096,
                        global_batch_tokens=4096 * 8)
         assert e.value.field in ("fp8_dispatch", "ep_node_limit")
+
+
+def test_all_to_all_without_node_limit_keeps_its_own_node_on_nvlink():
+    """EP64 over 8 H800 nodes, no node limit: 7 of each GPU's 64 destinations share its node, so 7/64 of the
+    all-to-all goes over NVLink and 56/64 through the NIC, concurrently (two_tier_all_to_all_s), not all 63/64
+    through the NIC."""
+    from llmecon.econ.training_step import expert_exchange_s
+    from llmecon.step.collectives import all_to_all_s, two_tier_all_to_all_s
+
+    m = get_model("deepseek-v3")
+    plan = TrainPlan(tp=1, pp=16, dp=128, ep=64)
+    got = expert_exchange_s(m, H800, plan, tokens=4096, link=H800.scale_out, tier="scale-out", dispatch=True)
+    msg = 2 * 4096 * 8 * 7168
+    want = two_tier_all_to_all_s(message_bytes=msg, participants=64, domain_chips=8, scale_up=H800.scale_up,
+                                 scale_out=H800.scale_out)
+    assert got == pytest.approx(float(want), rel=1e-12)
+    flat = all_to_all_s(message_bytes=msg, participants=64, link=H800.scale_out)
+    assert got < float(flat) and got == pytest.approx(H800.scale_out.latency_s + 56 / 64 * msg / 50e9, rel=1e-9)

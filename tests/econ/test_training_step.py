@@ -62,6 +62,9 @@ def test_elementwise_bytes_gpt_hand():
     kw = dict(seq=s, microbatch=b, tp=1, moe_layer=False)
     assert layer_elementwise_bytes(m, flash_attention=True, **kw) == pytest.approx(38 * s * b * h)
     assert layer_elementwise_bytes(m, flash_attention=False, **kw) == pytest.approx(38 * s * b * h + 9 * a * s * s * b)
+    # without dropout the 1-byte masks go: 36sbh, and 8 bytes per score
+    assert layer_elementwise_bytes(m, flash_attention=False, dropout=False, **kw) == pytest.approx(
+        36 * s * b * h + 8 * a * s * s * b)
 
 
 def test_zero_memory_stages_match_the_zero_paper():
@@ -139,12 +142,15 @@ def test_single_gpu_step_is_flops_over_peak_plus_elementwise():
     flops = 6 * n_matmul * seqs * s + 3 * attn * seqs
     assert stp.model_flops == pytest.approx(flops, rel=1e-9)
     assert stp.hardware_flops == stp.model_flops
-    ew = 3 * 4 * (38 * s * 1024 + 9 * 16 * s * s) * seqs
+    ew = 3 * 4 * (36 * s * 1024 + 8 * 16 * s * s) * seqs  # no dropout (the default plan): no 1-byte masks
     assert stp.step_s == pytest.approx(flops / 312e12 + ew / 2.039e12, rel=1e-6)
     assert stp.bubble_s == stp.tp_comm_s == stp.dp_comm_s == stp.pp_comm_s == 0.0
     flash = train_step(m, get_system("a100-80gb"), TrainPlan(recompute="none"), seq_len=s,
                        global_batch_tokens=seqs * s, efficiency=1.0)
-    assert flash.step_s == pytest.approx(flops / 312e12 + 3 * 4 * 38 * s * 1024 * seqs / 2.039e12, rel=1e-6)
+    # FlashAttention's backward recomputes the scores: 3.5 attention passes, not 3 (Dao 2023)
+    flash_flops = flops + 0.5 * attn * seqs
+    assert flash.hardware_flops == pytest.approx(flash_flops, rel=1e-9) and flash.model_flops == stp.model_flops
+    assert flash.step_s == pytest.approx(flash_flops / 312e12 + 3 * 4 * 36 * s * 1024 * seqs / 2.039e12, rel=1e-6)
 
 
 def test_bubble_share_is_the_gpipe_formula():
@@ -288,3 +294,59 @@ def test_validation_changes_nothing():
         train_step(gpt(1024, 8, 16), get_system("hgx-h100"), plan, seq_len=1024, global_batch_tokens=1.0)
     assert plan == TrainPlan(tp=2) and math.isfinite(
         train_step(gpt(1024, 8, 16), get_system("hgx-h100"), plan, seq_len=1024, global_batch_tokens=1024.0).step_s)
+
+
+# ---- collectives across domains, gradient dtypes, attention passes (issue 24 review) ------------
+
+
+def test_data_parallel_group_with_eight_ranks_per_node_reduces_hierarchically():
+    """tp 1, dp 32 on HGX A100 (8 GPUs per node): the DP group has 8 ranks in each of 4 nodes, so NCCL reduces
+    hierarchically: a reduce-scatter and an all-gather among the 8 on NVLink and a ring all-reduce of the 1/8
+    shard among the 4 nodes on each GPU's NIC (two_tier_all_reduce_s), not the whole gradient through one
+    NIC. Ideal mode, no overlap: the DP time is exactly that, by hand."""
+    from llmecon.step.collectives import two_tier_all_reduce_s
+
+    m = gpt(2304, 24, 24)
+    plan = TrainPlan(tp=1, dp=32, zero=1, recompute="full")
+    st_ = train_step(m, A100, plan, seq_len=2048, global_batch_tokens=32 * 2048, efficiency=1.0, dp_overlap=0.0)
+    grads = 2.0 * m.params.total  # bf16 gradients reduce-scattered + bf16 weights all-gathered: 2 + 2 over 2
+    up, out = A100.scale_up, A100.scale_out
+    want = float(two_tier_all_reduce_s(message_bytes=grads, participants=32, domain_chips=8, scale_up=up,
+                                       scale_out=out, algorithm="ring"))
+    assert st_.dp_comm_s == pytest.approx(want, rel=1e-12)
+    shard = 2 * 3 / 4 * grads / 8 / out.bandwidth_bytes_per_s  # the NIC's bandwidth term
+    assert shard < want < shard + 2 * 7 / 8 * grads / up.bandwidth_bytes_per_s + 1e-3
+
+
+def test_fp32_gradients_reduce_in_fp32():
+    """With --grad-fp32 and ZeRO >= 1 the reduce-scatter carries 4-byte gradients and the all-gather 2-byte
+    weights: 1.5× the bf16 ring volume (bandwidth terms; latencies aside); with ZeRO 0 the all-reduce is fp32
+    throughout: 2×."""
+    m = gpt(4096, 8, 32)
+    kw = dict(seq_len=2048, global_batch_tokens=64 * 2048, efficiency=1.0, dp_overlap=0.0)
+    for zero, ratio in ((1, 1.5), (0, 2.0)):
+        bf16, fp32 = (train_step(m, A100, TrainPlan(tp=8, dp=8, zero=zero, grad_fp32=g), **kw).dp_comm_s
+                      for g in (False, True))
+        assert fp32 / bf16 == pytest.approx(ratio, rel=0.01)
+
+
+@pytest.mark.parametrize("flash,recompute,passes", [
+    (True, "none", 3.5), (True, "selective", 3.5), (True, "full", 4.5),
+    (False, "none", 3.0), (False, "selective", 4.0), (False, "full", 4.0)])
+def test_attention_passes(flash, recompute, passes):
+    """FlashAttention's backward recomputes the scores (5 matmuls against the forward's 2: 2.5 forwards; Dao
+    2023), so selective recomputation adds nothing to it; eager attention's backward is 2 forwards and
+    selective recomputation adds one forward (Korthikanti et al. 2022)."""
+    from llmecon.econ.training_step import attention_passes
+
+    assert attention_passes(TrainPlan(flash_attention=flash, recompute=recompute)) == passes
+
+
+def test_members_per_domain():
+    from llmecon.econ.training_step import members_per_domain
+
+    assert members_per_domain(A100, stride=1, size=8) == 8       # inside one node
+    assert members_per_domain(A100, stride=1, size=32) == 8      # 4 nodes of 8
+    assert members_per_domain(A100, stride=2, size=32) == 4      # tp 2: 4 DP ranks per node
+    assert members_per_domain(A100, stride=8, size=64) == 1      # tp 8: one per node
+    assert members_per_domain(A100, stride=3, size=32) == 1      # does not tile nodes: the flat ring

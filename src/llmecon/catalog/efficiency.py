@@ -171,6 +171,23 @@ def default_profile_for(accelerator_name: str) -> EfficiencyProfile:
     raise _no_profile(accelerator_name, None)
 
 
+TRAINING_ENGINE = "trtllm"
+"""The engine whose kernel-table profile prices a training step in calibrated mode when the chip's serving
+default is its legacy profile (h100-sxm): the legacy profiles carry no attention, MoE or FP8 measurement
+(attention_fraction stays 1), which a training step needs; TensorRT-LLM's tables cover every family."""
+
+
+def default_training_profile(accelerator: Accelerator) -> EfficiencyProfile:
+    """The profile ``llmecon train`` runs with in calibrated mode: the chip's kernel-table profile of its
+    ``DEFAULT_ENGINE`` (``TRAINING_ENGINE`` where that is None), else :func:`default_profile` (a100-80gb:
+    vidur's kernel fit, no attention measurement; other chips: their transferred profile)."""
+    engine = DEFAULT_ENGINE.get(accelerator.name) or TRAINING_ENGINE
+    for prof in default_profiles():
+        if accelerator.name in prof.accelerators and prof.engine == engine and not prof.transferred:
+            return prof
+    return default_profile(accelerator)
+
+
 def transfer_refusal(accelerator: Accelerator) -> str | None:
     """Why no profile can be transferred to ``accelerator`` (``fidelity.transfer``), or None.
 

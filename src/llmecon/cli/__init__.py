@@ -20,8 +20,9 @@ def flag(field: str) -> str:
 # against the full registration); ``main`` imports only the invoked command's, so that one command
 # does not pay for the imports and the parameter building of all the others
 COMMANDS = {"analyze": ("analyze",), "step": ("analyze",), "batch": ("analyze",), "model": ("analyze",),
-            "catalog": ("analyze", "context"), "context": ("context",), "cost": ("context",), "cache": ("context",),
-            "prices": ("context",), "simulate": ("serving",), "train": ("training",), "overtrain": ("training",),
+            "catalog": ("analyze", "context", "training"), "context": ("context",), "cost": ("context",),
+            "cache": ("context",), "prices": ("context",), "simulate": ("serving",), "train": ("training",),
+            "overtrain": ("training",),
             "moe": ("moe",), "plan": ("plan",), "measure": ("measure",), "sweep": ("sweep",),
             "predict": ("fidelity",), "calibrate": ("fidelity",), "validate": ("fidelity",), "web": ("web",),
             "lecture": ("lecture",), "tco": ("tco",)}

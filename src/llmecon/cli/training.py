@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from .options import (JsonOpt, Mode, ProfileOpt, TcoOpt, _check_plot_path, _chip_hour_price, _console, _emit_json,
-                      _fail, _fidelity, _kv_table, _power_basis, app)
+                      _fail, _fidelity, _kv_table, _power_basis, app, catalog_app)
 
 TRAIN_MODEL = "llama-3.1-70b"
 TRAIN_SYSTEM = "hgx-h100"
@@ -47,6 +47,7 @@ def _data_parallel(gpus: int | None, dp: int | None, tp: int, pp: int, cp: int) 
 
 @app.command("train")
 def train_cmd(
+    ctx: typer.Context,
     model: Annotated[str, typer.Option("--model", "-m", help="Catalogue name or config.json path.")] = TRAIN_MODEL,
     system: Annotated[str, typer.Option("--system", "-s", help="Catalogue system: one scale-up domain; the "
                                                                "cluster is --gpus of its GPUs.")] = TRAIN_SYSTEM,
@@ -80,8 +81,9 @@ def train_cmd(
                                                             "DeepSeek train without).")] = False,
     reserve_gb: Annotated[float, typer.Option("--reserve-gb", help="GB per GPU held back for the framework "
                                                                    "(CUDA context, NCCL, fragmentation).")] = 0.0,
-    precision: Annotated[str, typer.Option("--precision", help="bf16, or fp8 (layer GEMMs at the fp8 "
-                                                               "peak).")] = "bf16",
+    precision: Annotated[str, typer.Option("--precision", help="bf16, fp8 (per-tensor scaling) or fp8_block "
+                                                               "(DeepSeek-V3's 1x128/128x128 scaling): layer GEMMs at "
+                                                               "the fp8 peak.")] = "bf16",
     tokens: Annotated[Optional[float], typer.Option("--tokens", help="Total training tokens (adds days, "
                                                                      "GPU-hours).")] = None,
     price_per_gpu_hour: Annotated[Optional[float], typer.Option("--price-per-gpu-hour", help="USD per GPU-hour "
@@ -123,17 +125,63 @@ def train_cmd(
     comm_sm_share: Annotated[float, typer.Option("--comm-sm-share", help="Share of SMs communication kernels "
                                                                          "take from compute (DeepSeek-V3: "
                                                                          "20/132).")] = 0.0,
-    kernel_share: Annotated[float, typer.Option("--kernel-share", help="Share of the profile's GEMM/attention "
-                                                                       "rates a long run sustains (calibrated; "
-                                                                       "0.762 fitted on Llama 3 405B for H100; "
-                                                                       "default 1 = as measured).")] = 1.0,
+    kernel_share: Annotated[Optional[float], typer.Option(
+        "--kernel-share", help="Share of the profile's GEMM/attention rates a long run sustains (calibrated; "
+                               "default: the profile's share fitted on published runs, 1 where none is; "
+                               "1 = as measured).")] = None,
+    preset: Annotated[Optional[str], typer.Option("--preset", help="A published run (llmecon catalog "
+                                                                   "training-runs): its layout, run calibrated, "
+                                                                   "beside its published figure; options given "
+                                                                   "override it.")] = None,
     plot: PlotOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Plan a training run: step time and where it goes, MFU/HFU, memory per GPU, and days to train."""
+    params = {k: v for k, v in ctx.params.items() if k != "preset"}
+    run = None if preset is None else _apply_preset(ctx, preset, params)
+    _train(run=run, **params)
+
+
+def _apply_preset(ctx: typer.Context, name: str, params: dict):
+    """Fill ``params`` from the published run ``name`` where an option was not given on the command line;
+    calibrated mode unless --mode/--profile/--efficiency is given. Returns the run and the options given
+    that differ from it (the run is then no longer the published layout)."""
+    from ..catalog.training_runs import get_training_run
+    from ..errors import unknown_name
+
+    run = get_training_run(name)
+
+    def given(key: str) -> bool:
+        # by name: typer vendors its own click (typer._click), whose enum is not click's
+        return getattr(ctx.get_parameter_source(key), "name", None) == "COMMANDLINE"
+
+    changed = []
+    for key, value in run.options.items():
+        if given(key):
+            current = getattr(params[key], "value", params[key])
+            if current != value:
+                changed.append("--" + key.replace("_", "-"))
+            continue
+        if key in ("schedule", "recompute"):
+            kind = Schedule if key == "schedule" else Recompute
+            if value not in {e.value for e in kind}:
+                raise unknown_name(f"{key} in preset {name}", value, [e.value for e in kind], field="preset")
+            value = kind(value)
+        params[key] = value
+    if not any(given(k) for k in ("mode", "profile", "efficiency")):
+        params["mode"] = Mode.calibrated
+    return run, tuple(changed)
+
+
+def _train(*, model, system, gpus, tp, pp, dp, ep, cp, seq_len, global_batch_tokens, micro_batch, schedule, chunks,
+           zero, recompute, eager_attention, efficiency, dp_overlap, pp_trim, dropout, reserve_gb, precision, tokens,
+           price_per_gpu_hour, tco, mode, profile, mtbf_gpu_hours, checkpoint_s, restart_s,
+           checkpoint_interval_s, grad_fp32, bf16_moments, ema, recompute_norms, recompute_mla_up,
+           fp8_activations, mtp, fp8_dispatch, ep_node_limit, comm_sm_share, kernel_share, plot, as_json,
+           run=None) -> None:
     from ..catalog.hardware import get_system
     from ..catalog.models import get_model
     from ..errors import require_number
-    from ..report.training import plot_train, train_dict
+    from ..report.training import plot_train, published_dict, published_line, train_dict
     from ..econ.training_step import MEGATRON_A100_EFFICIENCY, TrainPlan, train_step
     from ..report.tco import mw_text, tco_line
     from ..units import fmt_bytes, fmt_seconds
@@ -155,6 +203,10 @@ def train_cmd(
             _fail("--efficiency: give it without --mode/--profile (ideal is efficiency 1; calibrated takes the "
                   "profile's kernel efficiencies)")
         _, prof = _fidelity(mode or Mode.calibrated, profile, s)
+        if prof is not None and profile is None:  # calibrated, no --profile: the chip's kernel-table profile
+            from ..catalog.efficiency import default_training_profile
+
+            prof = default_training_profile(s.accelerator)
     eff = (1.0 if mode is not None or profile is not None else MEGATRON_A100_EFFICIENCY) if efficiency is None \
         else efficiency
     st = train_step(m, s, plan, seq_len=seq_len, global_batch_tokens=global_batch_tokens, efficiency=eff,
@@ -175,7 +227,7 @@ def train_cmd(
         gp = goodput(gpus=plan.gpus, checkpoint_s=checkpoint_s, restart_s=restart_s,
                      mtbf_gpu_hours=LLAMA3_MTBF_GPU_HOURS if mtbf_gpu_hours is None else mtbf_gpu_hours,
                      checkpoint_interval_s=checkpoint_interval_s)
-    if not st.memory.fits:  # a plan that cannot run is an error, not numbers with a warning
+    if not st.memory.fits and run is None:  # a plan that cannot run is an error, not numbers with a warning
         from ..errors import InfeasibleError
 
         raise InfeasibleError(f"{m.name} under {plan.label()} needs {fmt_bytes(st.memory.total)} per GPU on "
@@ -185,6 +237,8 @@ def train_cmd(
     power = _power_basis(s, rate)
     d = train_dict(st, m, s.name, tokens=tokens, price_per_gpu_hour=price_per_gpu_hour, dp_overlap=dp_overlap,
                    goodput=gp, rate=rate, power=power)
+    if run is not None:
+        d["published"] = published_dict(*run, d)
     if plot:
         plot_train(st, m, s.name, plot)
     if as_json:
@@ -200,6 +254,9 @@ def train_cmd(
                 f"{st.kernels.attention:.2f}" if prof is not None else f"at efficiency {eff:g}"
                 + (" (Megatron-LM A100 fit)" if efficiency is None and mode is None else ""))),
             ("TFLOP/s per GPU", f"{st.tflops_per_gpu:,.0f} model, {st.hardware_tflops_per_gpu:,.0f} hardware"),
+            *([("sustained share", f"{st.kernels.sustained_share:g} of the profile's GEMM/attention rates "
+                                   f"({st.kernels.sustained_source}; --kernel-share overrides)")]
+              if prof is not None else []),
             ("bubble", f"{st.bubble_fraction:.1%} of the step"),
             ("tokens/s", f"{st.tokens_per_s:,.0f}; {mw_text(d['tokens_per_s_per_mw'], power)}"),
             ("memory per GPU", f"{fmt_bytes(st.memory.total)} of {fmt_bytes(st.memory.hbm)} on pipeline rank "
@@ -214,12 +271,39 @@ def train_cmd(
                                     f"every {gp.checkpoint_interval_s / 60:.0f} min)" if gp is not None else "")))
     if rate is not None:
         rows.append(("TCO", tco_line(rate)))
+    if run is not None:
+        rows.append(("published", published_line(d["published"])))
+        if not st.memory.fits:  # a published run did run: shown, with what this memory model says
+            rows.append(("fits", f"NO by this memory model: {fmt_bytes(st.memory.total)} on pipeline rank "
+                                 f"{st.memory.rank} of {fmt_bytes(st.memory.hbm)}; the published run did run, so "
+                                 "the gap is what the model does not capture (docs/training.md)"))
     console = _console()
     console.print(_kv_table("llmecon train", rows))
     for note in d["assumptions"]:
         console.print(f"[dim]assumption: {note}[/dim]")
     if plot:
         console.print(f"figure written to {plot}")
+
+
+@catalog_app.command("training-runs")
+def catalog_training_runs(as_json: JsonOpt = False) -> None:
+    """Published training runs that `llmecon train --preset NAME` runs beside their published figure."""
+    from ..catalog.training_runs import training_runs
+
+    rows = [{"name": r.name, "description": r.description, "metric": r.metric, "published": r.value,
+             "source": r.source, "status": r.status, "notes": r.notes, "options": dict(r.options)}
+            for r in training_runs().values()]
+    if as_json:
+        _emit_json({"training_runs": rows})
+        return
+    from rich.table import Table
+
+    table = Table("name", "run", "published", "source")
+    for r in rows:
+        unit = "TFLOP/s/GPU" if r["metric"] == "tflops_per_gpu" else "GPU-hours"
+        table.add_row(r["name"], r["description"], f"{r['published']:,.0f} {unit}",
+                      f"{r['source']} ({r['status']})")
+    _console().print(table)
 
 
 @app.command("overtrain")

@@ -7,15 +7,18 @@ and size g stays in one domain when s·g <= chips; otherwise its ring is bottlen
 per-GPU scale-out link.
 
 Time (per step; Narayanan et al. 2021, arXiv:2104.04473, §2-3):
-  per micro-batch on the slowest stage: (forward + backward + recomputed FLOPs) / (tp·cp) /
+  per micro-batch on the slowest stage: (forward + backward + recomputed FLOPs; FlashAttention's backward
+  recomputes the scores, :func:`attention_passes`) / (tp·cp) /
   (peak·efficiency) + memory-bound element-wise kernels (bytes / HBM bandwidth, see
   :func:`layer_elementwise_bytes`) + tensor-parallel all-reduces + expert all-to-alls + pipeline hops, all
   exposed (Megatron-LM runs them on the critical path); context-parallel ring traffic is hidden
   behind attention compute up to its length;
   pipeline: M micro-batches / (1 − bubble fraction of the schedule);
-  data-parallel gradient sync once per step, hidden behind the last micro-batch's backward by
+  data-parallel gradient sync once per step (hierarchical when a group has several ranks per
+  domain), hidden behind the last micro-batch's backward by
   ``dp_overlap`` (bucketed overlap; 0 = none); ZeRO-3 parameter all-gathers per micro-batch,
-  hidden behind its compute by the same fraction.
+  hidden behind its compute by the same fraction; DualPipe hides all-to-alls and pipeline sends
+  behind the paired chunk's compute.
 Omitted: optimizer-step time (memory-bound, ~16 bytes/parameter read once), kernel launch and
 framework overheads (folded into ``efficiency``), congestion, stragglers, load imbalance of MoE
 routing, the learned-position embedding.
@@ -35,21 +38,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..step.collectives import all_reduce_s, all_to_all_s, p2p_s, ring_all_reduce_s
-from ..errors import InfeasibleError, SpecError, require_number, require_whole, unknown_name
+from ..step.collectives import all_reduce_s, p2p_s, ring_all_reduce_s, two_tier_all_reduce_s
+from ..errors import SpecError, require_number, require_whole, unknown_name
 from ..spec.hardware import Link, System
 from ..spec.model import Model
 from .training import SCHEDULES, bubble_fraction
 from ..spec.efficiency import EfficiencyProfile
-from .training_kernels import KernelEfficiency, calibrated as calibrated_kernels, ideal as uniform_kernels
+from .training_comm import expert_exchange_s, group_link, members_per_domain  # noqa: F401  (public API)
+from .training_kernels import (KernelEfficiency, calibrated as calibrated_kernels, ideal as uniform_kernels,
+                               sustained_share)
 from .training_memory import (  # noqa: F401  (re-exported: the step's public memory API)
     ACT_BYTES, FP8_BYTES, GRAD_BYTES, MASK_BYTES, OPTIMIZER_BYTES, WEIGHT_BYTES, RankMemory, TrainMemory, _layer_mix,
     in_flight_microbatches, layer_activation_bytes, memory_per_gpu, stage_layers)
 
 RECOMPUTE = ("none", "selective", "full", "reversible")
 EMA_PLACES = ("none", "gpu", "cpu")
-PRECISIONS = ("bf16", "fp8")
-GRAD_COMM_BYTES = 2.0     # gradients reduced in bf16
+PRECISIONS = ("bf16", "fp8", "fp8_block")
 SECONDS_PER_DAY = 86400.0
 
 # Kernel efficiency (achieved / dense peak on the matmul FLOPs) fitted to Megatron-LM's measured
@@ -57,15 +61,6 @@ SECONDS_PER_DAY = 86400.0
 # by tests/test_training_step.py::test_megatron_table_1. Moving it to other chips or frameworks is
 # an assumption; ``efficiency=1`` gives the ideal (lower-bound) step.
 MEGATRON_A100_EFFICIENCY = 0.65
-
-# The share of the H100 kernel tables' GEMM and attention rates (h100-sxm/trtllm) that Llama 3 405B's
-# 8K-GPU run sustains (Dubey et al. 2024 Table 4, 430 TFLOP/s per GPU, recalled): ONE scalar fitted on ONE run
-# by benchmarks/training_published.py; the other runs are its out-of-sample test (Llama 3 16K +0.4%, 16K CP16
-# −1.0%; DeepSeek-V3 GPU-hours −13.1% with the trimmed stage split that fits 80 GB, +5.1% with the even split
-# that does not: benchmarks/results/training_published_2026-11-26.md).
-# Not applied unless asked for (``kernel_share``, ``llmecon train --kernel-share``).
-H100_SUSTAINED_SHARE = 0.762
-
 
 @dataclass(frozen=True, kw_only=True)
 class TrainPlan:
@@ -209,24 +204,8 @@ class TrainStep:
         return require_number("tokens", tokens, minimum=0, exclusive=True) / self.tokens_per_s
 
 
-# ---- where each collective runs ----------------------------------------------------------------
-
-
-def group_link(system: System, *, stride: int, size: int, what: str) -> tuple[Link | None, str]:
-    """The tier a process group of ``size`` ranks ``stride`` apart runs on (scale-up when the
-    group fits in one domain, else the per-GPU scale-out link that bottlenecks its ring)."""
-    if size <= 1:
-        return None, "none"
-    if stride * size <= system.chips:
-        return system.scale_up, "scale-up"
-    if system.scale_out is None:
-        raise InfeasibleError(f"{what} group of {size} spans several {system.name} domains but the system has no "
-                              "scale-out link; pick a system with one (llmecon catalog systems) or shrink the group")
-    return system.scale_out, "scale-out"
-
-
 def layer_elementwise_bytes(model: Model, *, seq: float, microbatch: float, tp: int, flash_attention: bool,
-                            moe_layer: bool, window: int = 0) -> float:
+                            moe_layer: bool, window: int = 0, dropout: bool = True) -> float:
     """HBM bytes the non-matmul kernels of one layer's forward pass read and write, per GPU.
 
     Same tensors as :func:`layer_activation_bytes`: two norms (read + write 2sbh each: 8sbh), two
@@ -235,7 +214,8 @@ def layer_elementwise_bytes(model: Model, *, seq: float, microbatch: float, tp: 
     shared experts); eager attention adds softmax and dropout over the scores (read 2 + write 2,
     read 2 + write 2 + 1-byte mask: 9·a·s·s'·b); FlashAttention keeps them on chip (0). GPT-3:
     38sbh + 9as²b. Divided by tp (sequence parallelism). These kernels are memory-bound, so they
-    take bytes / HBM bandwidth; backward moves about twice the forward bytes.
+    take bytes / HBM bandwidth; backward moves about twice the forward bytes. Without ``dropout``
+    (Llama, DeepSeek) the 1-byte masks go: 36sbh (+ 8·a·s·s'·b eager).
     """
     s, b, h = float(seq), float(microbatch), float(model.d_model)
     sb = s * b
@@ -245,10 +225,11 @@ def layer_elementwise_bytes(model: Model, *, seq: float, microbatch: float, tp: 
         mlp = g * sb * (m.top_k * m.expert_ffn_dim + m.n_shared * (m.shared_ffn_dim or m.expert_ffn_dim))
     else:
         mlp = g * sb * model.dense_ffn_dim
-    total = 2 * 2 * ACT_BYTES * sb * h + 2 * (3 * ACT_BYTES + MASK_BYTES) * sb * h + mlp
+    mask = MASK_BYTES if dropout else 0.0
+    total = 2 * 2 * ACT_BYTES * sb * h + 2 * (3 * ACT_BYTES + mask) * sb * h + mlp
     if not flash_attention:
         attended = s if window == 0 else min(s, float(window))
-        total += (4 * ACT_BYTES + MASK_BYTES) * model.attention.n_heads * s * attended * b
+        total += (4 * ACT_BYTES + mask) * model.attention.n_heads * s * attended * b
     return total / tp
 
 
@@ -299,15 +280,19 @@ def _validate(model: Model, system: System, plan: TrainPlan, seq_len: int, globa
 def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, global_batch_tokens: float,
                efficiency: float = MEGATRON_A100_EFFICIENCY, dp_overlap: float = 1.0,
                precision: str = "bf16", reserve: float = 0.0,
-               profile: EfficiencyProfile | None = None, kernel_share: float = 1.0) -> TrainStep:
+               profile: EfficiencyProfile | None = None, kernel_share: float | None = None) -> TrainStep:
     """Time, FLOPs and memory of one step (formulas and omissions in the module docstring).
     ``precision`` fp8 runs the layers' GEMMs at the chip's fp8 peak and the attention core, head,
     element-wise kernels and communication as in bf16 (DeepSeek-V3 §3.3: embedding, output head,
-    gating, norms and attention stay in BF16/FP32); MFU stays on the bf16 peak. ``reserve``: bytes
+    gating, norms and attention stay in BF16/FP32); MFU stays on the bf16 peak. fp8 is per-tensor scaled
+    FP8 (Transformer Engine's recipe); fp8_block is DeepSeek-V3's fine-grained scaling (§3.3.2: 1×128
+    activation tiles, 128×128 weight blocks): the same peak in ideal mode, the profile's fp8_block GEMM and
+    MoE kernel tables in calibrated mode (block-scaled kernels run slower than per-tensor ones). ``reserve``: bytes
     per GPU held back for the framework (:func:`memory_per_gpu`). ``profile`` (calibrated mode): kernel
     efficiencies from a measured profile (:mod:`llmecon.econ.training_kernels`) replace ``efficiency``;
     ``kernel_share`` scales its GEMM and attention rates (the share of the kernel tables' rates a long run
-    sustains: 1 = as measured; :data:`H100_SUSTAINED_SHARE` is fitted on one published run)."""
+    sustains): None takes the profile's fitted share (``training_kernels.SUSTAINED_SHARES``, 1 where none is
+    fitted), 1 prices them as measured."""
     require_whole("seq_len", seq_len)
     require_number("global_batch_tokens", global_batch_tokens, minimum=0, exclusive=True)
     eff = require_number("efficiency", efficiency, minimum=0, exclusive=True, maximum=1.0,
@@ -343,30 +328,36 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
     phi = stage_l / n
     again = plan.recompute in ("full", "reversible")
     split = plan.tp * plan.cp
-    share = require_number("kernel_share", kernel_share, minimum=0, exclusive=True, maximum=1.0)
-    if profile is None and share != 1.0:
-        raise SpecError("scales a measured profile's kernel rates: give it with a profile (calibrated mode)",
-                        field="kernel_share", value=kernel_share)
+    if kernel_share is not None:
+        require_number("kernel_share", kernel_share, minimum=0, exclusive=True, maximum=1.0)
+        if profile is None:
+            raise SpecError("scales a measured profile's kernel rates: give it with a profile (calibrated mode)",
+                            field="kernel_share", value=kernel_share)
     ke = uniform_kernels(eff) if profile is None else calibrated_kernels(
         model, profile, seq=s, microbatch=plan.microbatch, tp=plan.tp,
         cp=plan.cp, ep=plan.ep, precision=precision)
-    if share != 1.0:
+    if profile is not None:
+        fitted = sustained_share(profile)
+        share, why = ((float(kernel_share), "given") if kernel_share is not None else
+                      (fitted.value, fitted.source) if fitted is not None else (1.0, "none fitted: as measured"))
         ke = dataclasses.replace(ke, layer_gemm=ke.layer_gemm * share, head_gemm=ke.head_gemm * share,
-                                 attention=ke.attention * share, source=f"{ke.source} x {share:g} sustained")
+                                 attention=ke.attention * share, sustained_share=share, sustained_source=why)
     gemm_fwd = tokens_mb * phi * layer_mm / (gemm_peak * ke.layer_gemm)  # layer GEMMs: fp8 under precision fp8
     head_fwd = tokens_mb * head * head_share / (peak * ke.head_gemm)
     attn_fwd_s = b * phi * attn_fwd / (peak * ke.attention)
     # recomputed MLA up-projections (DeepSeek-V3 §3.2.3): their forward GEMMs once more per layer
     up_flops = mla_up_flops_per_token(model) if plan.recompute_mla_up and not again else 0.0
     up_fwd = tokens_mb * stage_l * up_flops / (gemm_peak * ke.layer_gemm)
+    attn_passes = attention_passes(plan)
     compute_mb = ((3.0 + again) * gemm_fwd + up_fwd + 3.0 * head_fwd
-                  + (3.0 + (plan.recompute != "none")) * attn_fwd_s) / split / (1.0 - plan.comm_sm_share)
+                  + attn_passes * attn_fwd_s) / split / (1.0 - plan.comm_sm_share)
     elementwise = sum(share * layer_elementwise_bytes(model, seq=s / plan.cp, microbatch=b, tp=plan.tp,
                                                       flash_attention=plan.flash_attention, moe_layer=is_moe,
-                                                      window=window) for share, is_moe, window in _layer_mix(model))
+                                                      window=window, dropout=plan.dropout)
+                      for share, is_moe, window in _layer_mix(model))
     passes = 3.0 + (1.0 if again else 0.0)
     elementwise_mb = passes * stage_l * elementwise / (ke.elementwise * chip.hbm_bandwidth_bytes_per_s)
-    attn_core_mb = 3.0 * attn_fwd_s / split
+    attn_core_mb = attn_passes * attn_fwd_s / split
 
     tiers = {}
 
@@ -408,8 +399,6 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
         ep_mb = phi * model.n_moe_layers * comm_passes / 2.0 * sum(
             expert_exchange_s(model, system, plan, tokens=tokens_mb / (plan.cp * plan.tp), link=ep_link,
                               tier=tiers["ep"], dispatch=d) for d in (True, False))
-        if plan.schedule == "dualpipe":  # DualPipe overlaps a chunk's all-to-alls with the paired chunk's compute
-            ep_mb = max(0.0, ep_mb - compute_mb)
     # Pipeline: one activation forward and one gradient backward per micro-batch per chunk boundary,
     # scattered over tp ranks (Narayanan et al. 2021 §4.1).
     pp_link, tiers["pp"] = group_link(system, stride=plan.tp * plan.cp * plan.dp, size=pp, what="pipeline")
@@ -418,8 +407,15 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
     if pp_link is not None:
         hop = float(p2p_s(message_bytes=ACT_BYTES * (s / plan.cp) * b * h / plan.tp, link=pp_link))
         pp_mb = 2.0 * plan.chunks * hop
-    # Data parallel: gradients of this GPU's parameters, reduce-scatter + all-gather (= ring all-reduce
-    # volume) once per step; ZeRO-3 also all-gathers weights forward and backward per micro-batch.
+    if plan.schedule == "dualpipe":
+        # DualPipe overlaps a chunk's all-to-alls and its pipeline sends with the paired chunk's compute
+        # (DeepSeek-V3 §3.2.1: both "fully hidden"); only what exceeds that compute is exposed
+        ep_mb, pp_mb = max(0.0, ep_mb - compute_mb), max(0.0, pp_mb - max(0.0, compute_mb - ep_mb))
+    # Data parallel: gradients of this GPU's parameters once per step, as a ring all-reduce (ZeRO 0) or a
+    # reduce-scatter of the gradients + an all-gather of the bf16 weights (ZeRO >= 1; the same ring volume
+    # with bf16 gradients, 1.5x with fp32 ones: Megatron reduces in the gradient's dtype). A group with
+    # several ranks per scale-up domain reduces hierarchically (``two_tier_all_reduce_s``: each NIC carries
+    # a 1/m shard); ZeRO-3 also all-gathers weights forward and backward per micro-batch.
     dp_link, tiers["dp"] = group_link(system, stride=plan.tp, size=plan.dp * plan.cp, what="data-parallel")
     dp_link = measured(dp_link, tiers["dp"])
     layer_dense = p.total - p.routed_experts - p.embedding - p.lm_head
@@ -427,16 +423,25 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
     dense_params = (held * layer_dense + p.embedding) / plan.tp
     expert_params = held * p.routed_experts / (plan.tp * plan.ep)
     dp_s = zero3_mb = 0.0
-    backward_mb = 2.0 * (gemm_fwd + head_fwd + attn_fwd_s) / split
+    backward_mb = (2.0 * (gemm_fwd + head_fwd) + (attn_passes - 1.0 - again) * attn_fwd_s) / split
+    grad_bytes = 4.0 if plan.grad_fp32 else 2.0
+    per_param = grad_bytes if plan.zero == 0 else (grad_bytes + WEIGHT_BYTES) / 2.0  # all-reduce-equivalent
+
+    def dp_all_reduce(message: float, participants: int, stride: int) -> float:
+        m = members_per_domain(system, stride=stride, size=participants)
+        if tiers["dp"] == "scale-out" and m > 1:
+            return float(two_tier_all_reduce_s(message_bytes=message, participants=participants, domain_chips=m,
+                                               scale_up=measured(system.scale_up, "scale-up"), scale_out=dp_link,
+                                               algorithm="ring"))
+        return float(ring_all_reduce_s(message_bytes=message, participants=participants, link=dp_link))
+
     if dp_link is not None:
         group = plan.dp * plan.cp
-        dp_s = float(ring_all_reduce_s(message_bytes=GRAD_COMM_BYTES * dense_params, participants=group, link=dp_link))
-        if group // plan.ep > 1:
-            dp_s += float(ring_all_reduce_s(message_bytes=GRAD_COMM_BYTES * expert_params,
-                                            participants=group // plan.ep, link=dp_link))
-        if plan.zero == 3:
-            gather = float(ring_all_reduce_s(message_bytes=WEIGHT_BYTES * (dense_params + expert_params),
-                                             participants=group, link=dp_link))  # 2 all-gathers = 1 ring AR
+        dp_s = dp_all_reduce(per_param * dense_params, group, plan.tp)
+        if group // plan.ep > 1 and expert_params > 0:
+            dp_s += dp_all_reduce(per_param * expert_params, group // plan.ep, plan.tp * plan.cp * plan.ep)
+        if plan.zero == 3:  # 2 all-gathers = 1 ring all-reduce's volume
+            gather = dp_all_reduce(WEIGHT_BYTES * (dense_params + expert_params), group, plan.tp)
             zero3_mb = max(0.0, gather - overlap * compute_mb)
     dp_exposed = max(0.0, dp_s - overlap * backward_mb)
 
@@ -448,10 +453,10 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
     tokens = float(global_batch_tokens)
     model_flops = 3.0 * (tokens * (mm.total + n_mtp * (2.0 * model.mtp_active_params() + head))
                          + tokens / s * attn_fwd * (1.0 + mtp_layer_equiv / n))
-    extra = {"none": 0.0, "selective": tokens / s * attn_fwd, "full": tokens * layer_mm + tokens / s * attn_fwd}
-    extra["reversible"] = extra["full"]
-    extra["none"] += tokens * n * up_flops
-    extra["selective"] += tokens * n * up_flops
+    # hardware FLOPs add what is recomputed: attention beyond its 3 passes, the layers' forward under full
+    # recomputation, the MLA up-projections under --recompute-mla-up
+    recomputed = ((attn_passes - 3.0) * tokens / s * attn_fwd + (tokens * layer_mm if again else 0.0)
+                  + tokens * n * up_flops)
     memory = memory_per_gpu(model, system, plan, seq_len=seq_len, microbatches=m_count, reserve=reserve)
     return TrainStep(
         plan=plan, seq_len=seq_len, global_batch_tokens=tokens, microbatches=m_count, efficiency=ke.layer_gemm,
@@ -459,32 +464,19 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
         compute_s=m_count * compute_mb, elementwise_s=m_count * elementwise_mb, tp_comm_s=m_count * tp_mb,
         ep_comm_s=m_count * ep_mb,
         cp_comm_s=m_count * cp_mb, pp_comm_s=m_count * pp_mb, zero3_gather_s=m_count * zero3_mb, bubble_s=bubble,
-        dp_comm_s=dp_exposed, model_flops=model_flops, hardware_flops=model_flops + extra[plan.recompute],
+        dp_comm_s=dp_exposed, model_flops=model_flops, hardware_flops=model_flops + recomputed,
         peak_flops_per_gpu=peak, memory=memory, tiers=tiers, precision=precision)
 
 
-def expert_exchange_s(model: Model, system: System, plan: TrainPlan, *, tokens: float, link: Link, tier: str,
-                      dispatch: bool) -> float:
-    """Seconds of one MoE layer's dispatch (``dispatch``) or combine all-to-all for ``tokens`` tokens per
-    GPU. Each token's k routed copies of d_model values go to the experts' ranks (``all_to_all_s``):
-    bf16, or FP8 + 1×128-tile scales for the dispatch with ``fp8_dispatch`` (DeepSeek-V3 §3.3.3: the
-    dispatch and the backward's gradient dispatch in FP8, both combines in BF16). With
-    ``ep_node_limit`` M and a group across N scale-up domains (DeepSeek-V3 §2.1.2 node-limited routing,
-    §3.2.2: a token crosses InfiniBand once per target node, then NVLink forwards it to the experts
-    there): a token reaches D = min(M, N·(1 − (1 − 1/N)^k)) nodes (at most M, and at most the expected
-    number of distinct nodes its k experts span under uniform routing; min of the mean, not the mean of
-    the min, an upper bound), and each GPU sends D·(N − 1)/N copies per token over its scale-out link
-    (its own node is one of the D with chance D/N), at the link's floor plus bytes / bandwidth; the
-    NVLink forwarding is omitted (DeepSeek-V3 sizes it to stay under the IB time). So a node limit
-    never costs more than k copies."""
-    width = FP8_BYTES if dispatch and plan.fp8_dispatch else ACT_BYTES
-    k, h = model.moe.top_k, float(model.d_model)
-    if plan.ep_node_limit and tier == "scale-out":
-        nodes = plan.ep * plan.tp * plan.cp / system.chips
-        distinct = nodes * (1.0 - (1.0 - 1.0 / nodes) ** k)
-        copies = min(float(plan.ep_node_limit), distinct) * (nodes - 1.0) / nodes
-        return float(link.latency_s + tokens * copies * h * width / link.bandwidth_bytes_per_s)
-    return float(all_to_all_s(message_bytes=width * tokens * k * h, participants=plan.ep, link=link))
+def attention_passes(plan: TrainPlan) -> float:
+    """Attention-core FLOPs of a training step over its forward's. Eager attention: forward 1 + backward 2,
+    + 1 forward again under selective or full recomputation (Korthikanti et al. 2022). FlashAttention:
+    forward 1 + backward 2.5, its backward recomputing the scores (5 matmuls against the forward's 2: Dao
+    2023, arXiv:2307.08691, the FLOP count its benchmarks use), so selective recomputation adds nothing;
+    + 1 forward under full recomputation."""
+    if plan.flash_attention:
+        return 3.5 + (1.0 if plan.recompute in ("full", "reversible") else 0.0)
+    return 3.0 + (1.0 if plan.recompute != "none" else 0.0)
 
 
 def mla_up_flops_per_token(model: Model) -> float:

@@ -76,6 +76,25 @@ def train_dict(st: TrainStep, model: Model, system_name: str, *, tokens: float |
     return out
 
 
+def published_dict(run, changed: tuple[str, ...], d: dict) -> dict:
+    """A published run's figure beside the prediction in ``d`` (the JSON of ``llmecon train``); ``changed``:
+    the options given that differ from the published layout (the comparison is then not like for like)."""
+    predicted = d.get(run.metric)
+    return {"run": run.name, "metric": run.metric, "value": run.value, "predicted": predicted,
+            "error": None if predicted is None else predicted / run.value - 1, "source": run.source,
+            "status": run.status, "notes": run.notes, "changed_options": list(changed)}
+
+
+def published_line(p: dict) -> str:
+    """One line for the text report."""
+    unit = {"tflops_per_gpu": "TFLOP/s per GPU", "gpu_hours": "GPU-hours"}[p["metric"]]
+    pred = ("not computed (give --tokens)" if p["predicted"] is None else
+            f"predicted {p['predicted']:,.0f} ({p['error']:+.1%})")
+    changed = (f"; NOT the published layout: {', '.join(p['changed_options'])} changed" if p["changed_options"]
+               else "")
+    return f"{p['value']:,.0f} {unit} ({p['run']}: {p['source']}; {p['status']}), {pred}{changed}"
+
+
 def _lifetime(c: LifetimeCost) -> dict:
     pre, rl, inf = (float(x) for x in c.shares)
     return {"params": float(c.params), "pretrain_tokens": float(c.pretrain_tokens), "loss": float(c.loss),
