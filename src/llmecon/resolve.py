@@ -188,3 +188,24 @@ def chip_hour_prices(systems, *, prices=None, tco_paths=None, tco_values=None):
         if rate is not None:
             out_rates[s.name] = rate
     return out_prices, out_rates
+
+
+def training_fidelity(mode: str | None, profile: str | EfficiencyProfile | None, system: System,
+                      efficiency: float | None = None) -> tuple[EfficiencyProfile | None, float]:
+    """(profile, efficiency) of a training step (``econ.training_step.train_step``): a profile or mode
+    'calibrated' runs the given profile or the chip's kernel-table one (``default_training_profile``);
+    'ideal' is efficiency 1; neither keeps ``efficiency`` (default: the Megatron-LM A100 fit, 0.65).
+    An efficiency with a mode or profile is refused (calibrated takes the profile's kernel efficiencies)."""
+    from .catalog.efficiency import default_training_profile
+    from .econ.training_step import MEGATRON_A100_EFFICIENCY
+    from .errors import SpecError
+
+    if mode is None and profile is None:
+        return None, MEGATRON_A100_EFFICIENCY if efficiency is None else efficiency
+    if efficiency is not None:
+        raise SpecError("give it without {mode}/{profile} (ideal is efficiency 1; calibrated takes the profile's "
+                        "kernel efficiencies)", field="efficiency", value=efficiency)
+    _, prof = fidelity(mode or "calibrated", profile, system)
+    if prof is not None and profile is None:  # calibrated, no profile named: the chip's kernel-table profile
+        prof = default_training_profile(system.accelerator)
+    return prof, 1.0

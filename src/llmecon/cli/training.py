@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from .options import (JsonOpt, Mode, ProfileOpt, TcoOpt, _check_plot_path, _chip_hour_price, _console, _emit_json,
-                      _fail, _fidelity, _kv_table, _power_basis, app, catalog_app)
+                      _fail, _kv_table, _power_basis, app, catalog_app)
 
 TRAIN_MODEL = "llama-3.1-70b"
 TRAIN_SYSTEM = "hgx-h100"
@@ -182,7 +182,7 @@ def _train(*, model, system, gpus, tp, pp, dp, ep, cp, seq_len, global_batch_tok
     from ..catalog.models import get_model
     from ..errors import require_number
     from ..report.training import plot_train, published_dict, published_line, train_dict
-    from ..econ.training_step import MEGATRON_A100_EFFICIENCY, TrainPlan, train_step
+    from ..econ.training_step import TrainPlan, train_step
     from ..report.tco import mw_text, tco_line
     from ..units import fmt_bytes, fmt_seconds
 
@@ -197,36 +197,15 @@ def _train(*, model, system, gpus, tp, pp, dp, ep, cp, seq_len, global_batch_tok
                      recompute_mla_up=recompute_mla_up, fp8_activations=fp8_activations, mtp=mtp,
                      fp8_dispatch=fp8_dispatch, ep_node_limit=ep_node_limit, comm_sm_share=comm_sm_share)
     require_number("--reserve-gb", reserve_gb, minimum=0)
-    prof = None
-    if mode is not None or profile is not None:
-        if efficiency is not None:
-            _fail("--efficiency: give it without --mode/--profile (ideal is efficiency 1; calibrated takes the "
-                  "profile's kernel efficiencies)")
-        _, prof = _fidelity(mode or Mode.calibrated, profile, s)
-        if prof is not None and profile is None:  # calibrated, no --profile: the chip's kernel-table profile
-            from ..catalog.efficiency import default_training_profile
+    from ..econ.training_goodput import goodput_inputs
+    from ..resolve import training_fidelity
 
-            prof = default_training_profile(s.accelerator)
-    eff = (1.0 if mode is not None or profile is not None else MEGATRON_A100_EFFICIENCY) if efficiency is None \
-        else efficiency
+    prof, eff = training_fidelity(None if mode is None else mode.value, profile, s, efficiency)
     st = train_step(m, s, plan, seq_len=seq_len, global_batch_tokens=global_batch_tokens, efficiency=eff,
                     dp_overlap=dp_overlap, precision=precision, reserve=reserve_gb * 1e9, profile=prof,
                     kernel_share=kernel_share)
-    gp = None
-    from ..errors import require_number
-
-    for name, v in (("mtbf_gpu_hours", mtbf_gpu_hours), ("checkpoint_interval_s", checkpoint_interval_s)):
-        if v is not None:  # checked even when goodput is not computed: a bad value is never ignored
-            require_number(name, v, minimum=0, exclusive=True)
-    if (checkpoint_s is None) != (restart_s is None):
-        _fail(f"{'--restart-s' if restart_s is None else '--checkpoint-s'}: goodput needs both --checkpoint-s "
-              "and --restart-s")
-    if checkpoint_s is not None:
-        from ..econ.training_goodput import LLAMA3_MTBF_GPU_HOURS, goodput
-
-        gp = goodput(gpus=plan.gpus, checkpoint_s=checkpoint_s, restart_s=restart_s,
-                     mtbf_gpu_hours=LLAMA3_MTBF_GPU_HOURS if mtbf_gpu_hours is None else mtbf_gpu_hours,
-                     checkpoint_interval_s=checkpoint_interval_s)
+    gp = goodput_inputs(gpus=plan.gpus, checkpoint_s=checkpoint_s, restart_s=restart_s,
+                        mtbf_gpu_hours=mtbf_gpu_hours, checkpoint_interval_s=checkpoint_interval_s)
     if not st.memory.fits and run is None:  # a plan that cannot run is an error, not numbers with a warning
         from ..errors import InfeasibleError
 

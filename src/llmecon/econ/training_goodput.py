@@ -59,3 +59,22 @@ def goodput(*, gpus: int, checkpoint_s: float, restart_s: float, mtbf_gpu_hours:
                         f"(waste {waste:.2f} of wall time)", field="restart_s", value=restart_s,
                         fix="shorten {restart_s} or {checkpoint_s}, raise {mtbf_gpu_hours}, or use fewer {gpus}")
     return Goodput(job_mtbf_s=m, checkpoint_interval_s=tau, checkpoint_s=delta, restart_s=r, goodput=1.0 - waste)
+
+
+def goodput_inputs(*, gpus: int, checkpoint_s: float | None, restart_s: float | None,
+                   mtbf_gpu_hours: float | None = None, checkpoint_interval_s: float | None = None) -> Goodput | None:
+    """The goodput a front-end's optional inputs ask for: None when neither checkpoint nor restart cost is
+    given; both are needed together. The MTBF and interval are checked even when goodput is not computed
+    (a bad value is never ignored); the MTBF defaults to Llama 3's."""
+    for name, v in (("mtbf_gpu_hours", mtbf_gpu_hours), ("checkpoint_interval_s", checkpoint_interval_s)):
+        if v is not None:
+            require_number(name, v, minimum=0, exclusive=True)
+    if (checkpoint_s is None) != (restart_s is None):
+        missing = "restart_s" if restart_s is None else "checkpoint_s"
+        raise SpecError("goodput needs both {checkpoint_s} and {restart_s}", field=missing,
+                        fix=f"give {{{missing}}} too, or neither")
+    if checkpoint_s is None:
+        return None
+    return goodput(gpus=gpus, checkpoint_s=checkpoint_s, restart_s=restart_s,
+                   mtbf_gpu_hours=LLAMA3_MTBF_GPU_HOURS if mtbf_gpu_hours is None else mtbf_gpu_hours,
+                   checkpoint_interval_s=checkpoint_interval_s)
