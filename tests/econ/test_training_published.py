@@ -366,3 +366,26 @@ def test_all_to_all_without_node_limit_keeps_its_own_node_on_nvlink():
     assert got == pytest.approx(float(want), rel=1e-12)
     flat = all_to_all_s(message_bytes=msg, participants=64, link=H800.scale_out)
     assert got < float(flat) and got == pytest.approx(H800.scale_out.latency_s + 56 / 64 * msg / 50e9, rel=1e-9)
+
+
+def test_goodput_inputs_and_training_fidelity():
+    """The front-ends' shared rules: goodput needs both costs or neither (and checks the MTBF even when it is not
+    computed); a mode or profile picks the profile (calibrated: the chip's kernel-table one), never with an
+    efficiency."""
+    from llmecon.econ.training_goodput import goodput_inputs
+    from llmecon.resolve import training_fidelity
+
+    assert goodput_inputs(gpus=8, checkpoint_s=None, restart_s=None) is None
+    with pytest.raises(SpecError, match="^restart_s"):
+        goodput_inputs(gpus=8, checkpoint_s=60, restart_s=None)
+    with pytest.raises(SpecError, match="^mtbf_gpu_hours"):
+        goodput_inputs(gpus=8, checkpoint_s=None, restart_s=None, mtbf_gpu_hours=0)
+    assert goodput_inputs(gpus=16384, checkpoint_s=60, restart_s=600).goodput == pytest.approx(0.842, abs=0.002)
+    assert training_fidelity(None, None, H100) == (None, 0.65)
+    assert training_fidelity("ideal", None, H100) == (None, 1.0)
+    prof, eff = training_fidelity("calibrated", None, H800)
+    assert prof.name == "h100-sxm/trtllm" and eff == 1.0
+    assert training_fidelity(None, "h100-sxm/vllm", H100)[0].name == "h100-sxm/vllm"
+    assert training_fidelity("calibrated", None, A100)[0].name == "a100-80gb"
+    with pytest.raises(SpecError, match="^efficiency"):
+        training_fidelity("ideal", None, H100, efficiency=0.5)
