@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..errors import LlmeconError
 from .options import (JsonOpt, Mode, ProfileOpt, TcoOpt, _check_plot_path, _chip_hour_price, _console, _emit_json,
                       _fail, _kv_table, _power_basis, app, catalog_app)
 
@@ -138,7 +139,12 @@ def train_cmd(
     """Plan a training run: step time and where it goes, MFU/HFU, memory per GPU, and days to train."""
     params = {k: v for k, v in ctx.params.items() if k != "preset"}
     run = None if preset is None else _apply_preset(ctx, preset, params)
-    _train(run=run, **params)
+    try:
+        _train(run=run, **params)
+    except LlmeconError as exc:
+        if run is not None and exc.field is not None:  # the option may be the preset's, not the user's
+            exc.fix = (exc.fix + "; " if exc.fix else "") + f"preset {preset} sets the options not given"
+        raise
 
 
 def _apply_preset(ctx: typer.Context, name: str, params: dict):
