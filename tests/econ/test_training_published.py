@@ -1,8 +1,9 @@
 """Published training runs against ``train_step`` in ideal and calibrated mode: Megatron-LM 2021
 (Narayanan et al. 2021, Table 1), Llama 3 405B (Dubey et al. 2024, Table 4) and DeepSeek-V3 pretraining
 (DeepSeek-AI 2024). The issue's target is throughput within 10% and GPU-hours within 15%; these tests
-pin where the model stands (benchmarks/results/training_published_2026-11-26.md) so a change that moves
-it is seen. Nothing here is fitted: the calibrated efficiencies come from serving kernel tables."""
+pin where the model stands (benchmarks/results/training_published_2026-11-27.md) so a change that moves
+it is seen. The calibrated efficiencies come from serving kernel tables; the one scalar fitted on training
+runs (the sustained share, on the Llama 3 runs) is tested out of sample."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def test_megatron_2021_calibrated(row):
     """A100 (the a100-80gb profile: vidur kernel fit; TP all-reduces at vidur's measured NCCL ring share of
     NVLink, 151.9 of 300 GB/s; DP reduced hierarchically, a 1/m shard per NIC), fp16, full recomputation,
     eager attention, dropout: calibrated within ±15% of every row and ±10% from 3.6B up (measured: −10.4% at
-    1.7B, −8.5% at 3.6B, −6.3% to +3.7% above); ideal is 43-60% high."""
+    1.7B, −7.8% at 3.6B, −5.5% to +4.0% above); ideal is 43-61% high."""
     params_b, heads, hidden, layers, tp, pp, gpus, batch, measured = row[:9]
     m = gpt(hidden, layers, heads)
     plan = TrainPlan(tp=tp, pp=pp, dp=gpus // (tp * pp), recompute="full", zero=0, flash_attention=False,
@@ -67,12 +68,12 @@ def llama3_step(row, **kw):
                       **kw)
 
 
-@pytest.mark.parametrize("row,err", zip(LLAMA3, (0.215, 0.211, 0.161)), ids=["8K-gpus", "16K-gpus", "16K-gpus-cp16"])
+@pytest.mark.parametrize("row,err", zip(LLAMA3, (0.218, 0.217, 0.165)), ids=["8K-gpus", "16K-gpus", "16K-gpus-cp16"])
 def test_llama3_405b_throughput_at_the_tables_as_measured(row, err):
     """Model TFLOP/s per GPU (6·N·D + causal attention, the MFU basis) with the kernel tables as measured
-    (kernel_share 1): +21.5% (8K GPUs), +21.1% (16K), +16.1% (CP16, 131K; FlashAttention's backward
+    (kernel_share 1): +21.8% (8K GPUs), +21.7% (16K), +16.5% (CP16, 131K; FlashAttention's backward
     recomputing the scores weighs most at long context), with collectives at NCCL's measured shares
-    (sequence-parallel reduce-scatter/all-gather 0.662 of NVLink, IB sends 0.718); ideal +61%, +61%, +81%.
+    (sequence-parallel reduce-scatter/all-gather 0.662 of NVLink, IB sends 0.718); ideal +62%, +62%, +82%.
     What the tables miss is mostly one common rate factor (next test)."""
     published = row[-1]
     cal = llama3_step(row, profile=H100_PROFILE, kernel_share=1.0).tflops_per_gpu
@@ -93,23 +94,28 @@ def _fit_share(rows) -> float:
 
 
 def test_sustained_share_is_the_fit_and_predicts_held_out_runs():
-    """The shipped share of h100-sxm/trtllm is the one fitted on the three Llama 3 runs (0.7948), and is
-    calibrated mode's default. Out of sample: each Llama run with the share fitted on the other two: +3.6%,
-    +3.9%, −7.2% (target 10%); DeepSeek-V3 (another model, MoE, block FP8, DualPipe, H800) with the shipped
-    share: GPU-hours +6.7% with the stage split that fits 80 GB (target 15%)."""
+    """The shipped share of h100-sxm/trtllm is the one fitted on the three Llama 3 runs (0.7925), and is
+    calibrated mode's default (the other TensorRT-LLM kernel-table profiles take it, assumed). Out of sample:
+    each Llama run with the share fitted on the other two: +3.7%, +4.3%, −7.6% (target 10%); DeepSeek-V3
+    (another model, MoE, block FP8, DualPipe, H800; not fitted on, though it decided which profiles carry a
+    share) with the shipped share: GPU-hours +7.2% with the stage split that fits 80e9 B (+33% with the even
+    split, which needs 85.1 GB; target 15%)."""
     from llmecon.econ.training_kernels import SUSTAINED_SHARES
 
     shipped = SUSTAINED_SHARES["h100-sxm/trtllm"].value
-    assert SUSTAINED_SHARES["h200/trtllm"].value == shipped  # transferred: the same die
+    for chip in ("h200", "b200", "b300", "gb200", "gb300"):  # transferred: chips compare on one footing
+        assert SUSTAINED_SHARES[f"{chip}/trtllm"].value == shipped
+        assert "transferred" in SUSTAINED_SHARES[f"{chip}/trtllm"].source
+    assert "h100-sxm/vllm" not in SUSTAINED_SHARES and "h100-sxm/sglang" not in SUSTAINED_SHARES
     assert _fit_share(LLAMA3) == pytest.approx(shipped, abs=0.002)
-    for i, (row, want) in enumerate(zip(LLAMA3, (0.036, 0.039, -0.072))):
+    for i, (row, want) in enumerate(zip(LLAMA3, (0.037, 0.043, -0.076))):
         held = _fit_share(LLAMA3[:i] + LLAMA3[i + 1:])
         err = llama3_step(row, profile=H100_PROFILE, kernel_share=held).tflops_per_gpu / row[-1] - 1
         assert abs(err) < 0.10 and err == pytest.approx(want, abs=0.01)
     default = dsv3_step(pp_trim=1, profile=H100_PROFILE)
     assert default.kernels.sustained_share == shipped
     hours = default.train_s(14.8e12) * 2048 / 3600
-    assert hours / 2.664e6 - 1 == pytest.approx(0.067, abs=0.01)
+    assert hours / 2.664e6 - 1 == pytest.approx(0.072, abs=0.01)
     # given explicitly, a share overrides the fitted one; 1 prices the tables as measured
     assert dsv3_step(pp_trim=1, profile=H100_PROFILE, kernel_share=1.0).kernels.sustained_share == 1.0
     with pytest.raises(SpecError, match="^kernel_share"):
@@ -148,13 +154,13 @@ def dsv3_step(memory=DSV3_MEMORY, pp_trim=0, ep=DSV3_EP, precision="fp8_block", 
 
 def test_deepseek_v3_gpu_hours():
     """2.664M H800 GPU-hours for 14.8T tokens (DeepSeek-V3 report, Table 1), with the report's memory
-    layout, MTP, all-to-all and block-scaled FP8 GEMMs (§3.3.2), the kernel tables as measured: +6.2% with
-    layers split evenly (does not fit 80 GB), −14.5% with one layer fewer on the first and last stage (the
+    layout, MTP, all-to-all and block-scaled FP8 GEMMs (§3.3.2), the kernel tables as measured: +6.4% with
+    layers split evenly (does not fit 80 GB), −14.2% with one layer fewer on the first and last stage (the
     layout that fits); ideal −50%. DualPipe hides the node-limited FP8 all-to-all and the pipeline sends
     entirely (§3.2.1)."""
-    for kw, trim, err in ((dict(profile=H100_PROFILE, kernel_share=1.0), 0, 0.062),
-                          (dict(profile=H100_PROFILE, kernel_share=1.0), 1, -0.145),
-                          (dict(efficiency=1.0), 0, -0.499)):
+    for kw, trim, err in ((dict(profile=H100_PROFILE, kernel_share=1.0), 0, 0.064),
+                          (dict(profile=H100_PROFILE, kernel_share=1.0), 1, -0.142),
+                          (dict(efficiency=1.0), 0, -0.497)):
         stp = dsv3_step(pp_trim=trim, **kw)
         assert stp.ep_comm_s == 0.0 and stp.pp_comm_s == 0.0
         hours = stp.train_s(14.8e12) * 2048 / 3600

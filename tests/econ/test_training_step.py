@@ -349,4 +349,35 @@ def test_members_per_domain():
     assert members_per_domain(A100, stride=1, size=32) == 8      # 4 nodes of 8
     assert members_per_domain(A100, stride=2, size=32) == 4      # tp 2: 4 DP ranks per node
     assert members_per_domain(A100, stride=8, size=64) == 1      # tp 8: one per node
-    assert members_per_domain(A100, stride=3, size=32) == 1      # does not tile nodes: the flat ring
+    assert members_per_domain(A100, stride=3, size=32) == 2      # ranks 0, 3, ..., 93: 3, 3 or 2 per node
+
+
+def test_groups_that_do_not_tile_domains_are_as_slow_as_their_thinnest_domain():
+    """On NVL72 (72 GPUs a domain) a tp 8 DP group of 16 ranks sits 9 + 7 in two domains: the hierarchical
+    reduction is as slow as the 7-rank domain (a 1/7 shard per NIC), between the 18-rank group (9 + 9) and a flat
+    ring; dp 64 at tp 8 leaves one rank alone in the eighth domain, whose NIC carries the whole gradient."""
+    from llmecon.econ.training_comm import domain_split, group_link
+
+    nvl = get_system("gb200-nvl72")
+    assert domain_split(nvl, [8 * i for i in range(16)]) == (7, 2)
+    assert domain_split(nvl, [8 * i for i in range(18)]) == (9, 2)
+    assert domain_split(nvl, [8 * i for i in range(64)]) == (1, 8)
+    assert group_link(nvl, stride=5, size=15, what="dp")[1] == "scale-up"  # ranks 0..70: one domain
+    m = get_model("llama-3.1-70b")
+    kw = dict(seq_len=8192, global_batch_tokens=8192 * 144, efficiency=1.0, dp_overlap=0.0)
+    t16, t18 = (train_step(m, nvl, TrainPlan(tp=8, dp=dp, zero=1), **kw).dp_comm_s for dp in (16, 18))
+    assert t18 < t16 < 1.5 * t18  # no cliff: 1/7 against 1/9 of the gradient per NIC
+
+
+def test_zero3_reduce_scatters_gradients_and_gathers_weights_per_micro_batch():
+    """ZeRO-3 keeps the weights sharded: the once-per-step sync is the gradients' reduce-scatter alone (half a
+    ring all-reduce's volume), and the weight all-gathers are charged per micro-batch (zero3_gather)."""
+    m = gpt(4096, 8, 32)
+    kw = dict(seq_len=2048, global_batch_tokens=64 * 2048, efficiency=1.0, dp_overlap=0.0)
+    z1, z3 = (train_step(m, A100, TrainPlan(tp=8, dp=8, zero=z), **kw) for z in (1, 3))
+    assert z3.dp_comm_s == pytest.approx(z1.dp_comm_s / 2, rel=0.02) and z3.zero3_gather_s > 0 == z1.zero3_gather_s
+
+
+def test_fp8_needs_an_fp8_peak():
+    with pytest.raises(SpecError, match="^precision"):
+        train_step(gpt(1024, 2, 16), A100, TrainPlan(), seq_len=1024, global_batch_tokens=1024, precision="fp8")

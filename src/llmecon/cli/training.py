@@ -68,8 +68,9 @@ def train_cmd(
     zero: Annotated[int, typer.Option("--zero", help="ZeRO stage 0-3 (1 = Megatron distributed optimizer).")] = 1,
     recompute: Annotated[Recompute, typer.Option("--recompute", help="Activation recomputation.")] =
     Recompute.selective,
-    eager_attention: Annotated[bool, typer.Option("--eager-attention", help="Attention materialises the scores "
-                                                                            "in HBM (no FlashAttention).")] = False,
+    eager_attention: Annotated[bool, typer.Option(
+        "--eager-attention/--no-eager-attention",
+        help="Attention materialises the scores in HBM (no FlashAttention).")] = False,
     efficiency: Annotated[Optional[float], typer.Option("--efficiency", help="Achieved share of dense peak on "
                                                                              "matmuls (default: fitted to "
                                                                              "Megatron-LM on A100; "
@@ -78,8 +79,9 @@ def train_cmd(
                                                                    "DP gradient sync (0-1).")] = 1.0,
     pp_trim: Annotated[int, typer.Option("--pp-trim", help="Layers fewer on the first and last pipeline chunk "
                                                            "(Llama 3: 1).")] = 0,
-    dropout: Annotated[bool, typer.Option("--dropout", help="Keep dropout masks (GPT-3/Megatron 2021; Llama and "
-                                                            "DeepSeek train without).")] = False,
+    dropout: Annotated[bool, typer.Option(
+        "--dropout/--no-dropout",
+        help="Keep dropout masks (GPT-3/Megatron 2021; Llama and DeepSeek train without).")] = False,
     reserve_gb: Annotated[float, typer.Option("--reserve-gb", help="GB per GPU held back for the framework "
                                                                    "(CUDA context, NCCL, fragmentation).")] = 0.0,
     precision: Annotated[str, typer.Option("--precision", help="bf16, fp8 (per-tensor scaling) or fp8_block "
@@ -103,23 +105,25 @@ def train_cmd(
     checkpoint_interval_s: Annotated[Optional[float], typer.Option("--checkpoint-interval-s", help="Seconds "
                                                                    "between checkpoints (default: Young's "
                                                                    "optimum).")] = None,
-    grad_fp32: Annotated[bool, typer.Option("--grad-fp32", help="Accumulate gradients in fp32 (4 B/param; "
-                                                                "Megatron main_grad, DeepSeek-V3).")] = False,
-    bf16_moments: Annotated[bool, typer.Option("--bf16-moments", help="Adam moments in bf16 (DeepSeek-V3 "
-                                                                      "§3.3.3).")] = False,
+    grad_fp32: Annotated[bool, typer.Option(
+        "--grad-fp32/--no-grad-fp32",
+        help="Accumulate gradients in fp32 (4 B/param; Megatron main_grad, DeepSeek-V3).")] = False,
+    bf16_moments: Annotated[bool, typer.Option(
+        "--bf16-moments/--no-bf16-moments", help="Adam moments in bf16 (DeepSeek-V3 §3.3.3).")] = False,
     ema: Annotated[str, typer.Option("--ema", help="fp32 EMA of the weights: none, gpu (+4 B/param, sharded) or "
                                                    "cpu (DeepSeek-V3 §3.2.3: none on the GPU).")] = "none",
-    recompute_norms: Annotated[bool, typer.Option("--recompute-norms", help="Recompute RMSNorm outputs in the "
-                                                                            "backward (DeepSeek-V3 §3.2.3).")] = False,
-    recompute_mla_up: Annotated[bool, typer.Option("--recompute-mla-up", help="Recompute MLA up-projections "
-                                                                              "(DeepSeek-V3 §3.2.3).")] = False,
-    fp8_activations: Annotated[bool, typer.Option("--fp8-activations", help="Cache Linear inputs in FP8, "
-                                                                            "recompute MoE SwiGLU outputs "
-                                                                            "(DeepSeek-V3 §3.3.3).")] = False,
-    mtp: Annotated[bool, typer.Option("--mtp", help="Train the model's multi-token-prediction modules "
+    recompute_norms: Annotated[bool, typer.Option(
+        "--recompute-norms/--no-recompute-norms",
+        help="Recompute RMSNorm outputs in the backward (DeepSeek-V3 §3.2.3).")] = False,
+    recompute_mla_up: Annotated[bool, typer.Option(
+        "--recompute-mla-up/--no-recompute-mla-up", help="Recompute MLA up-projections (DeepSeek-V3 §3.2.3).")] = False,
+    fp8_activations: Annotated[bool, typer.Option(
+        "--fp8-activations/--no-fp8-activations",
+        help="Cache Linear inputs in FP8, recompute MoE SwiGLU outputs (DeepSeek-V3 §3.3.3).")] = False,
+    mtp: Annotated[bool, typer.Option("--mtp/--no-mtp", help="Train the model's multi-token-prediction modules "
                                                     "(DeepSeek-V3 §2.2).")] = False,
-    fp8_dispatch: Annotated[bool, typer.Option("--fp8-dispatch", help="MoE dispatch in FP8 (DeepSeek-V3 "
-                                                                      "§3.3.3).")] = False,
+    fp8_dispatch: Annotated[bool, typer.Option(
+        "--fp8-dispatch/--no-fp8-dispatch", help="MoE dispatch in FP8 (DeepSeek-V3 §3.3.3).")] = False,
     ep_node_limit: Annotated[int, typer.Option("--ep-node-limit", help="Nodes a token's experts may span; one IB "
                                                                        "copy per node (DeepSeek-V3: 4; 0 = no "
                                                                        "limit).")] = 0,
@@ -147,10 +151,17 @@ def train_cmd(
         raise
 
 
+# options that do not change the figure a preset compares (output, price), and those that do not change its
+# memory layout either (so that a published run that does not fit by this memory model is still shown)
+_OUTPUT_ONLY = ("plot", "as_json", "price_per_gpu_hour", "tco")
+_MEMORY_NEUTRAL = _OUTPUT_ONLY + ("mode", "profile", "efficiency", "kernel_share", "dp_overlap", "tokens",
+                                  "mtbf_gpu_hours", "checkpoint_s", "restart_s", "checkpoint_interval_s")
+
+
 def _apply_preset(ctx: typer.Context, name: str, params: dict):
     """Fill ``params`` from the published run ``name`` where an option was not given on the command line;
-    calibrated mode unless --mode/--profile/--efficiency is given. Returns the run and the options given
-    that differ from it (the run is then no longer the published layout)."""
+    calibrated mode unless --mode/--profile/--efficiency is given; --gpus without --dp derives dp from it.
+    Returns (run, the options given that change the compared figure, whether any changes the layout)."""
     from ..catalog.training_runs import get_training_run
     from ..errors import unknown_name
 
@@ -160,12 +171,14 @@ def _apply_preset(ctx: typer.Context, name: str, params: dict):
         # by name: typer vendors its own click (typer._click), whose enum is not click's
         return getattr(ctx.get_parameter_source(key), "name", None) == "COMMANDLINE"
 
-    changed = []
-    for key, value in run.options.items():
-        if given(key):
-            current = getattr(params[key], "value", params[key])
-            if current != value:
-                changed.append("--" + key.replace("_", "-"))
+    o = run.options
+    published = dict(o, mode="calibrated", gpus=o["tp"] * o.get("cp", 1) * o["pp"] * o["dp"])
+    changed = [param.opts[0] if param.opts else param.name for param in ctx.command.params
+               if param.name not in _OUTPUT_ONLY + ("preset",) and given(param.name)
+               and getattr(params[param.name], "value", params[param.name]) != published.get(param.name,
+                                                                                             param.default)]
+    for key, value in o.items():
+        if given(key) or (key == "dp" and given("gpus")):
             continue
         if key in ("schedule", "recompute"):
             kind = Schedule if key == "schedule" else Recompute
@@ -175,7 +188,8 @@ def _apply_preset(ctx: typer.Context, name: str, params: dict):
         params[key] = value
     if not any(given(k) for k in ("mode", "profile", "efficiency")):
         params["mode"] = Mode.calibrated
-    return run, tuple(changed)
+    names = {param.opts[0] if param.opts else param.name: param.name for param in ctx.command.params}
+    return run, tuple(changed), any(names[c] not in _MEMORY_NEUTRAL for c in changed)
 
 
 def _train(*, model, system, gpus, tp, pp, dp, ep, cp, seq_len, global_batch_tokens, micro_batch, schedule, chunks,
@@ -212,7 +226,8 @@ def _train(*, model, system, gpus, tp, pp, dp, ep, cp, seq_len, global_batch_tok
                     kernel_share=kernel_share)
     gp = goodput_inputs(gpus=plan.gpus, checkpoint_s=checkpoint_s, restart_s=restart_s,
                         mtbf_gpu_hours=mtbf_gpu_hours, checkpoint_interval_s=checkpoint_interval_s)
-    if not st.memory.fits and run is None:  # a plan that cannot run is an error, not numbers with a warning
+    # a plan that cannot run is an error, not numbers with a warning; a published layout is shown (it did run)
+    if not st.memory.fits and (run is None or run[2]):
         from ..errors import InfeasibleError
 
         raise InfeasibleError(f"{m.name} under {plan.label()} needs {fmt_bytes(st.memory.total)} per GPU on "
@@ -223,7 +238,7 @@ def _train(*, model, system, gpus, tp, pp, dp, ep, cp, seq_len, global_batch_tok
     d = train_dict(st, m, s.name, tokens=tokens, price_per_gpu_hour=price_per_gpu_hour, dp_overlap=dp_overlap,
                    goodput=gp, rate=rate, power=power)
     if run is not None:
-        d["published"] = published_dict(*run, d)
+        d["published"] = published_dict(run[0], run[1], d)
     if plot:
         plot_train(st, m, s.name, plot)
     if as_json:

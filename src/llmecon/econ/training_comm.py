@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from ..errors import InfeasibleError
 from ..spec.hardware import Link, System
 from ..spec.model import Model
-from ..step.collectives import all_to_all_s, two_tier_all_to_all_s
+from ..step.collectives import all_to_all_s, two_tier_all_reduce_s, two_tier_all_to_all_s
 from .training_memory import ACT_BYTES, FP8_BYTES
 
 if TYPE_CHECKING:
@@ -21,11 +23,11 @@ if TYPE_CHECKING:
 
 
 def group_link(system: System, *, stride: int, size: int, what: str) -> tuple[Link | None, str]:
-    """The tier a process group of ``size`` ranks ``stride`` apart runs on (scale-up when the
-    group fits in one domain, else the per-GPU scale-out link that bottlenecks its ring)."""
+    """The tier a process group of ``size`` ranks ``stride`` apart runs on (scale-up when its ranks sit in
+    one domain, else the per-GPU scale-out link that bottlenecks its ring)."""
     if size <= 1:
         return None, "none"
-    if stride * size <= system.chips:
+    if domain_split(system, np.arange(size) * stride)[1] == 1:
         return system.scale_up, "scale-up"
     if system.scale_out is None:
         raise InfeasibleError(f"{what} group of {size} spans several {system.name} domains but the system has no "
@@ -33,14 +35,29 @@ def group_link(system: System, *, stride: int, size: int, what: str) -> tuple[Li
     return system.scale_out, "scale-out"
 
 
+def domain_split(system: System, ranks) -> tuple[int, int]:
+    """(m, k) of a process group whose members sit at the global ``ranks`` (placed in order, ``system.chips``
+    per scale-up domain): k domains touched and m the fewest members in any of them. A hierarchical
+    collective is as slow as its thinnest domain, whose NIC carries the largest shard (1/m of the message)."""
+    counts = np.bincount(np.asarray(ranks, dtype=np.int64) // system.chips)
+    counts = counts[counts > 0]
+    return int(counts.min()), int(counts.size)
+
+
 def members_per_domain(system: System, *, stride: int, size: int) -> int:
-    """How many ranks of a process group (``size`` ranks ``stride`` apart) share one scale-up domain: all of
-    them when the group fits in one, else chips/stride when the group tiles whole domains (1 when it does
-    not: the flat ring over the scale-out link)."""
-    if stride * size <= system.chips:
-        return size
-    m = system.chips // stride if system.chips % stride == 0 else 1
-    return m if m > 1 and size % m == 0 else 1
+    """The fewest members of a group of ``size`` ranks ``stride`` apart in any scale-up domain it touches
+    (all of them when it fits in one): ``domain_split`` of ranks 0, stride, 2·stride, ..."""
+    return domain_split(system, np.arange(size) * stride)[0]
+
+
+def hierarchical_all_reduce_s(system: System, ranks, *, message_bytes: float, scale_up: Link | None,
+                              scale_out: Link) -> float:
+    """A data-parallel all-reduce over a group spanning domains: ``two_tier_all_reduce_s`` (NVLink inside, a
+    1/m shard per NIC across) with m the group's thinnest domain (``domain_split``); m = 1 is a ring of the
+    whole message across the k domains; k = 1 the ring inside the domain."""
+    m, k = domain_split(system, ranks)
+    return float(two_tier_all_reduce_s(message_bytes=message_bytes, participants=m * k, domain_chips=m,
+                                       scale_up=scale_up, scale_out=scale_out, algorithm="ring"))
 
 
 def expert_exchange_s(model: Model, system: System, plan: TrainPlan, *, tokens: float, link: Link, tier: str,
@@ -66,7 +83,7 @@ def expert_exchange_s(model: Model, system: System, plan: TrainPlan, *, tokens: 
         copies = min(float(plan.ep_node_limit), distinct) * (nodes - 1.0) / nodes
         return float(link.latency_s + tokens * copies * h * width / link.bandwidth_bytes_per_s)
     m = members_per_domain(system, stride=plan.tp * plan.cp, size=plan.ep)
-    if tier == "scale-out" and m > 1:  # the (m − 1)/ep inside the domain on NVLink, the rest on the NIC
+    if tier == "scale-out" and m > 1 and plan.ep % m == 0:  # (m − 1)/ep of it on NVLink, the rest on the NIC
         return float(two_tier_all_to_all_s(message_bytes=width * tokens * k * h, participants=plan.ep,
                                            domain_chips=m, scale_up=system.scale_up, scale_out=link))
     return float(all_to_all_s(message_bytes=width * tokens * k * h, participants=plan.ep, link=link))

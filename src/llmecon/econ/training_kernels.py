@@ -60,19 +60,21 @@ class SustainedShare:
 # A profile's kernel tables are measured on short kernels under ideal conditions (aiconfigurator: "CUDA events,
 # CUDA graphs, warm-up and locked clocks", ../shared/validation/aiconfigurator/README.md); a training run
 # sustains less of them for hours (clocks under the power limit, FlashAttention's slower backward, framework
-# overheads: not measured apart). ONE scalar per profile, fitted on published runs by
-# benchmarks/fit_training_share.py, which prints the out-of-sample errors; a profile without a fitted run is
-# priced as measured (1). ``train_step(kernel_share=...)`` / ``llmecon train --kernel-share`` override it.
+# overheads: not measured apart). ONE scalar, fitted on published runs by benchmarks/fit_training_share.py (which
+# prints the out-of-sample errors); ``train_step(kernel_share=...)`` / ``llmecon train --kernel-share`` override it.
+# Fitted on Llama 3 405B's three Table 4 runs (arXiv:2407.21783, recalled: 430, 400, 380 TFLOP/s per GPU) on the
+# H100 TensorRT-LLM tables. Out of sample: each Llama run with the share fitted on the other two, and DeepSeek-V3's
+# GPU-hours (benchmarks/results/training_published_2026-11-27.md). DeepSeek-V3 was not fitted on, but it decided
+# which profiles carry a share: the vllm and sglang H100 profiles, fitted the same way, miss it by about +50%
+# (their fp8_block MoE tables), so they get none and price their tables as measured.
+H100_TRTLLM_SHARE = 0.7925
+_TRANSFERRED = ("transferred from h100-sxm/trtllm (assumed: the same engine's tables, measured the same way; no "
+                "published training run on this chip), so that chips compare on one footing")
 SUSTAINED_SHARES = {
-    # fitted on Llama 3 405B's three Table 4 runs (arXiv:2407.21783, recalled: 430, 400, 380 TFLOP/s per GPU);
-    # out of sample: each Llama run with the share fitted on the other two +3.6%, +3.9%, −7.2%, DeepSeek-V3's
-    # GPU-hours +6.7% (benchmarks/results/training_published_2026-11-27.md). The vllm and sglang H100 profiles
-    # get none: fitted the same way, they miss DeepSeek-V3 far more (their fp8_block MoE tables; same file).
-    "h100-sxm/trtllm": SustainedShare(value=0.7948, source="fitted on Llama 3 405B's three published runs"),
-    # the same die (GH100: 132 SMs, 989 TFLOP/s bf16) at the same 700 W limit (catalog/accelerators.toml), the same
-    # engine's tables: transferred (assumed), so that H100 and H200 compare on one footing; no published H200 run.
-    "h200/trtllm": SustainedShare(value=0.7948, source="transferred from h100-sxm/trtllm (same die and 700 W "
-                                                       "limit; no published H200 run)"),
+    "h100-sxm/trtllm": SustainedShare(value=H100_TRTLLM_SHARE,
+                                      source="fitted on Llama 3 405B's three published runs"),
+    **{f"{chip}/trtllm": SustainedShare(value=H100_TRTLLM_SHARE, source=_TRANSFERRED)
+       for chip in ("h200", "b200", "b300", "gb200", "gb300")},
 }
 
 
@@ -116,7 +118,7 @@ MEASURED_LINKS = {
 def ideal(efficiency: float = 1.0, source: str = "") -> KernelEfficiency:
     """One efficiency for every FLOP, the element-wise kernels at full bandwidth (the legacy model)."""
     return KernelEfficiency(layer_gemm=efficiency, head_gemm=efficiency, attention=efficiency, elementwise=1.0,
-                            source=source)
+                            source=source, sustained_source="none: one efficiency for every FLOP, no profile")
 
 
 def calibrated(model: Model, profile: EfficiencyProfile, *, seq: float, microbatch: int, tp: int, cp: int,

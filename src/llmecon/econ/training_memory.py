@@ -86,6 +86,8 @@ class RankMemory:
     optimizer: float
     activations: float
     reserve: float = 0.0
+    dense_params: float = 0.0    # parameters this GPU holds before ZeRO sharding: non-expert (after tp)
+    expert_params: float = 0.0   # and routed experts (after tp and ep): what its data-parallel sync reduces
 
     @property
     def total(self) -> float:
@@ -415,7 +417,8 @@ def memory_per_gpu(model: Model, system: System, plan, *, seq_len: int, microbat
         acts = peak_in_flight(plan.schedule, rank=r, pp=plan.pp, microbatches=microbatches, chunk_sizes=tuple(sizes))
         acts += (working if mine else 0.0) + (logits * (1 + (model.mtp_layers if plan.mtp else 0)) if last else 0.0)
         ranks.append(RankMemory(rank=r, layers=mine, weights=sharded(w_b, 3), gradients=sharded(g_b, 2),
-                                optimizer=sharded(o_b, 1), activations=acts, reserve=reserve))
+                                optimizer=sharded(o_b, 1), activations=acts, reserve=reserve,
+                                dense_params=dense, expert_params=expert))
     worst = max(ranks, key=lambda x: x.total)
     return TrainMemory(weights=worst.weights, gradients=worst.gradients, optimizer=worst.optimizer,
                        activations=worst.activations, hbm=system.accelerator.hbm_bytes, reserve=reserve,

@@ -38,13 +38,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..step.collectives import all_reduce_s, p2p_s, ring_all_reduce_s, two_tier_all_reduce_s
+from ..step.collectives import all_reduce_s, p2p_s, ring_all_reduce_s
 from ..errors import SpecError, require_number, require_whole, unknown_name
 from ..spec.hardware import Link, System
 from ..spec.model import Model
 from .training import SCHEDULES, bubble_fraction
 from ..spec.efficiency import EfficiencyProfile
-from .training_comm import expert_exchange_s, group_link, members_per_domain  # noqa: F401  (public API)
+from .training_comm import (expert_exchange_s, group_link, hierarchical_all_reduce_s,  # noqa: F401
+                            members_per_domain)  # (re-exported)
 from .training_kernels import (KernelEfficiency, calibrated as calibrated_kernels, ideal as uniform_kernels,
                                sustained_share)
 from .training_memory import (  # noqa: F401  (re-exported: the step's public memory API)
@@ -302,6 +303,9 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
     if precision not in PRECISIONS:
         raise unknown_name("training precision", precision, PRECISIONS, field="precision")
     chip = system.accelerator
+    if precision != "bf16" and "fp8" not in chip.peak_flops_per_s:
+        raise SpecError(f"{chip.name} has no fp8 peak in the catalogue (no FP8 tensor cores)", field="precision",
+                        value=precision, fix="train in {precision} bf16 on this chip")
     peak = chip.peak("bf16")
     gemm_peak = chip.peak(precision)
     n, p, pp = model.n_layers, model.params, plan.pp
@@ -418,30 +422,39 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
     # a 1/m shard); ZeRO-3 also all-gathers weights forward and backward per micro-batch.
     dp_link, tiers["dp"] = group_link(system, stride=plan.tp, size=plan.dp * plan.cp, what="data-parallel")
     dp_link = measured(dp_link, tiers["dp"])
-    layer_dense = p.total - p.routed_experts - p.embedding - p.lm_head
-    held = phi / half  # a DualPipe rank holds two stages' parameters
-    dense_params = (held * layer_dense + p.embedding) / plan.tp
-    expert_params = held * p.routed_experts / (plan.tp * plan.ep)
+    # every rank syncs its own parameters (its layers; the embedding, head and MTP modules where they sit:
+    # the memory layout's), concurrently; the step waits for the largest
+    memory = memory_per_gpu(model, system, plan, seq_len=seq_len, microbatches=m_count, reserve=reserve)
+    largest = max(memory.ranks, key=lambda r: r.dense_params + r.expert_params)
+    dense_params, expert_params = largest.dense_params, largest.expert_params
     dp_s = zero3_mb = 0.0
-    backward_mb = (2.0 * (gemm_fwd + head_fwd) + (attn_passes - 1.0 - again) * attn_fwd_s) / split
+    # the backward window: everything but the first forward (recomputed forwards run inside it)
+    backward_mb = compute_mb - (gemm_fwd + head_fwd + attn_fwd_s) / split / (1.0 - plan.comm_sm_share)
     grad_bytes = 4.0 if plan.grad_fp32 else 2.0
-    per_param = grad_bytes if plan.zero == 0 else (grad_bytes + WEIGHT_BYTES) / 2.0  # all-reduce-equivalent
+    # all-reduce-equivalent bytes per parameter: ZeRO 0 all-reduces the gradients; ZeRO 1-2 reduce-scatter
+    # them and all-gather the updated bf16 weights; ZeRO 3 only reduce-scatters (its weights are gathered
+    # per micro-batch, below)
+    per_param = {0: grad_bytes, 3: grad_bytes / 2.0}.get(plan.zero, (grad_bytes + WEIGHT_BYTES) / 2.0)
+    tp, cp, ep = plan.tp, plan.cp, plan.ep
+    dense_group = np.arange(plan.dp * cp) * tp  # ranks are ordered tp, cp, dp: the group of tp-rank 0
+    # the expert-data-parallel group: every cp rank, and the dp ranks holding the same experts (ep of them
+    # consecutive in dp)
+    expert_group = (np.arange(cp)[:, None] * tp + np.arange(0, plan.dp, ep)[None, :] * tp * cp).ravel()
 
-    def dp_all_reduce(message: float, participants: int, stride: int) -> float:
-        m = members_per_domain(system, stride=stride, size=participants)
-        if tiers["dp"] == "scale-out" and m > 1:
-            return float(two_tier_all_reduce_s(message_bytes=message, participants=participants, domain_chips=m,
-                                               scale_up=measured(system.scale_up, "scale-up"), scale_out=dp_link,
-                                               algorithm="ring"))
-        return float(ring_all_reduce_s(message_bytes=message, participants=participants, link=dp_link))
+    def dp_all_reduce(message: float, ranks) -> float:
+        if tiers["dp"] == "scale-out":
+            return hierarchical_all_reduce_s(system, ranks, message_bytes=message,
+                                             scale_up=measured(system.scale_up, "scale-up"), scale_out=dp_link)
+        return float(ring_all_reduce_s(message_bytes=message, participants=len(ranks), link=dp_link))
 
     if dp_link is not None:
-        group = plan.dp * plan.cp
-        dp_s = dp_all_reduce(per_param * dense_params, group, plan.tp)
-        if group // plan.ep > 1 and expert_params > 0:
-            dp_s += dp_all_reduce(per_param * expert_params, group // plan.ep, plan.tp * plan.cp * plan.ep)
-        if plan.zero == 3:  # 2 all-gathers = 1 ring all-reduce's volume
-            gather = dp_all_reduce(WEIGHT_BYTES * (dense_params + expert_params), group, plan.tp)
+        dp_s = dp_all_reduce(per_param * dense_params, dense_group)
+        if expert_group.size > 1 and expert_params > 0:
+            dp_s += dp_all_reduce(per_param * expert_params, expert_group)
+        if plan.zero == 3:  # 2 all-gathers of the weights (forward, backward) = 1 ring all-reduce's volume
+            gather = dp_all_reduce(WEIGHT_BYTES * dense_params, dense_group) + (
+                dp_all_reduce(WEIGHT_BYTES * expert_params, expert_group)
+                if expert_group.size > 1 and expert_params > 0 else 0.0)
             zero3_mb = max(0.0, gather - overlap * compute_mb)
     dp_exposed = max(0.0, dp_s - overlap * backward_mb)
 
@@ -457,7 +470,6 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
     # recomputation, the MLA up-projections under --recompute-mla-up
     recomputed = ((attn_passes - 3.0) * tokens / s * attn_fwd + (tokens * layer_mm if again else 0.0)
                   + tokens * n * up_flops)
-    memory = memory_per_gpu(model, system, plan, seq_len=seq_len, microbatches=m_count, reserve=reserve)
     return TrainStep(
         plan=plan, seq_len=seq_len, global_batch_tokens=tokens, microbatches=m_count, efficiency=ke.layer_gemm,
         kernels=ke,

@@ -24,12 +24,13 @@ TRAIN_ASSUMPTIONS = (
     "(its layers, embedding on the first, head on the last, in-flight micro-batches of its schedule) and the "
     "fullest decides whether the plan fits; the framework reserve is --reserve-gb (0 unless given)",
     "activations: Korthikanti et al. 2022 accounting with sequence parallelism when tp > 1",
-    "TP all-reduces, EP all-to-alls and PP hops are exposed (DualPipe hides all-to-alls behind the paired "
-    "chunk's compute); DP gradient sync hides behind the last micro-batch's backward by --dp-overlap; CP ring "
+    "TP all-reduces, EP all-to-alls and PP hops are exposed (DualPipe hides all-to-alls and PP sends behind the "
+    "paired chunk's compute); DP gradient sync hides behind the last micro-batch's backward by --dp-overlap; CP ring "
     "traffic hides behind attention compute; calibrated mode runs the links at NCCL's measured share of their "
     "bandwidth where the chip has one (kernel_efficiency.links_source)",
     "collectives on scale-up inside a domain, else on the per-GPU scale-out link (ranks ordered tp, cp, dp, pp)",
-    "omitted: optimizer-step time, launch/framework overheads beyond --efficiency, stragglers, MoE imbalance",
+    "omitted: optimizer-step time, launch/framework overheads beyond --efficiency (or, calibrated, the sustained "
+    "share), stragglers, MoE imbalance",
 )
 
 
