@@ -209,3 +209,19 @@ def training_fidelity(mode: str | None, profile: str | EfficiencyProfile | None,
     if prof is not None and profile is None:  # calibrated, no profile named: the chip's kernel-table profile
         prof = default_training_profile(system.accelerator)
     return prof, 1.0
+
+
+def training_dp(gpus: int | None, dp: int | None, tp: int, pp: int, cp: int) -> int:
+    """The data-parallel degree of a training job (``llmecon train``, ``/api/train``): ``gpus`` / (tp·pp·cp)
+    when the job size is given (``dp`` too must then agree), else ``dp``, else 8."""
+    from .errors import SpecError
+
+    per_replica = tp * pp * cp
+    if gpus is None:
+        return 8 if dp is None else dp
+    if gpus < 1 or gpus % per_replica:
+        raise SpecError(f"must be a multiple of tp·pp·cp = {per_replica}", field="gpus", value=gpus)
+    if dp is not None and dp * per_replica != gpus:
+        raise SpecError(f"!= tp·pp·cp·dp = {per_replica * dp}", field="gpus", value=gpus,
+                        fix="give one of {gpus} and {dp}, or make them agree")
+    return gpus // per_replica

@@ -165,7 +165,7 @@ def test_openapi_lists_every_endpoint(client):
     paths = client.get("/openapi.json").json()["paths"]
     assert set(paths) == {"/api/catalog", "/api/lecture", "/api/analyze", "/api/step", "/api/context", "/api/plan",
                           "/api/simulate", "/api/cost",
-                          "/api/prices/infer", "/api/tco"}
+                          "/api/prices/infer", "/api/tco", "/api/train"}
 
 
 def test_plotly_is_served_locally(client):

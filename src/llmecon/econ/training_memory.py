@@ -57,7 +57,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import SpecError, require_number
+from ..errors import InfeasibleError, SpecError, require_number
 from ..spec.hardware import System
 from ..spec.model import Model
 
@@ -185,6 +185,19 @@ class TrainMemory:
     @property
     def fits(self) -> bool:
         return self.total <= self.hbm
+
+
+def require_fit(memory: TrainMemory, *, model_name: str, plan_label: str, system_name: str) -> None:
+    """Raise InfeasibleError when the fullest pipeline rank of ``memory`` does not fit its HBM: a plan that
+    cannot run is an error, not numbers with a warning (``llmecon train``, ``/api/train``; a published run
+    that did run is shown with ``fits`` false instead)."""
+    if memory.fits:
+        return
+    from ..units import fmt_bytes  # local: formatting only for the message
+
+    raise InfeasibleError(f"{model_name} under {plan_label} needs {fmt_bytes(memory.total)} per GPU on pipeline "
+                          f"rank {memory.rank} but {system_name} has {fmt_bytes(memory.hbm)} of HBM",
+                          fix="raise {zero}, {tp} or {pp}, use {recompute} full, or shrink {micro_batch}")
 
 
 # ---- activations ---------------------------------------------------------------------------------

@@ -51,7 +51,7 @@ def _detail(field: str | None, msg: str, kind: str) -> list[dict]:
 #: request body of each POST endpoint, to name the field an error is about
 BODIES = {"/api/analyze": S.AnalyzeIn, "/api/step": S.StepIn, "/api/context": S.ContextIn, "/api/plan": S.PlanIn,
           "/api/simulate": S.SimulateIn, "/api/prices/infer": S.PricesIn, "/api/cost": S.CostIn,
-          "/api/tco": S.TcoRequestIn}
+          "/api/tco": S.TcoRequestIn, "/api/train": S.TrainIn}
 
 
 def _fields(request: Request) -> tuple[str, ...]:
@@ -61,7 +61,7 @@ def _fields(request: Request) -> tuple[str, ...]:
 
 def _tco_error(exc):
     """An error about one TCO input, located under ``tco`` (``tco.pue``)."""
-    if exc.field is None or exc.field in ("tco", "price_per_chip_hour"):
+    if exc.field is None or exc.field in ("tco", "price_per_chip_hour", "price_per_gpu_hour"):
         return exc
     return type(exc)(exc.rule, field=f"tco.{exc.field}", value=exc.value, fix=exc.fix, show_value=exc.show_value)
 
@@ -78,6 +78,23 @@ def _priced(body, systems):
         return chip_hour_prices(systems, prices=price, tco_values=tco)
     except LlmeconError as exc:
         raise _tco_error(exc) from None
+
+
+def _gpu_hour_price(body: S.TrainIn):
+    """/api/train's resolver of (USD per GPU-hour, TcoRate) for a system and a rent (a preset may change
+    both): ``resolve.chip_hour_price``, the CLI's, with the body's ``tco`` object in place of a file."""
+    from ..resolve import chip_hour_price
+
+    tco = None if body.tco is None else body.tco.model_dump()
+
+    def priced(system, price_per_gpu_hour):
+        try:
+            return chip_hour_price(system, price_per_chip_hour=price_per_gpu_hour, tco_values=tco,
+                                   price_field="price_per_gpu_hour")
+        except LlmeconError as exc:
+            raise _tco_error(exc) from None
+
+    return priced
 
 
 def _dep(body: S.DeploymentIn):
@@ -203,18 +220,22 @@ def create_app() -> FastAPI:
 
     # ---- API -----------------------------------------------------------------------------------
 
-    @app.get("/api/catalog", summary="Catalogue names: models, systems, accelerators, price sheets")
+    @app.get("/api/catalog", summary="Catalogue names: models, systems, accelerators, price sheets, training presets")
     def catalog() -> dict:
         from ..catalog.hardware import accelerators, systems
         from ..catalog.models import model_names
         from ..catalog.prices import price_sheets
         from ..dtypes import DTYPES
 
+        from ..catalog.training_runs import training_runs
+
         return {"models": list(model_names()), "systems": sorted(systems()), "accelerators": sorted(accelerators()),
                 "dtypes": list(DTYPES),
                 "price_sheets": [{"provider": p, "model": m, "long_context": bool(s.long_context),
                                   "cache_prices": bool(s.cache_writes)}
                                  for (p, m), s in sorted(price_sheets().items())],
+                "training_runs": [{"name": r.name, "description": r.description, "metric": r.metric,
+                                   "published": r.value} for r in training_runs().values()],
                 "version": __version__}
 
     @app.get("/api/lecture", summary="llmecon lecture --json: every claim of the lecture, recomputed, with its "
@@ -367,6 +388,13 @@ def create_app() -> FastAPI:
 
         rate = resolve_tco(body.system, values=body.model_dump(exclude={"system"}))
         return to_json(tco_dict(rate, body.system))
+
+    @app.post("/api/train", summary="llmecon train: step time, MFU, memory per GPU and days to train of a plan; "
+                                    "with a preset, a published run beside its figure")
+    def train(body: S.TrainIn) -> dict:
+        from .train import train_answer
+
+        return to_json(train_answer(body, _gpu_hour_price(body)))
 
     @app.post("/api/prices/infer", summary="llmecon prices infer: a price sheet read backwards")
     def prices_infer(body: S.PricesIn) -> dict:

@@ -223,3 +223,103 @@ class PricesIn(_Body):
             if not (1e6 <= n <= 1e14):
                 raise ValueError(f"active_params: {n!r} is outside 1e6-1e14 parameters")
         return self
+
+
+def _profile_names() -> tuple[str, ...]:
+    """Shipped efficiency profiles by name (``b200/sglang``) and by chip (``b200``: its default engine), as
+    ``--profile`` takes them; the web reads no profile file."""
+    from ..catalog.efficiency import default_profiles
+
+    return tuple(sorted({p.name for p in default_profiles()} | {a for p in default_profiles() for a in p.accelerators}))
+
+
+def _training_runs() -> tuple[str, ...]:
+    from ..catalog.training_runs import training_runs
+
+    return tuple(training_runs())
+
+
+def _precisions() -> tuple[str, ...]:
+    from ..econ.training_step import PRECISIONS
+
+    return tuple(PRECISIONS)
+
+
+ProfileName = Literal[_profile_names()]
+TrainingRunName = Literal[_training_runs()]
+
+
+class TrainIn(_Body):
+    """``llmecon train``: step time, MFU, memory per GPU and days to train of a plan. Fields are the
+    command's options, with its defaults; ``preset`` fills every field not given from a published run."""
+
+    model: ModelName = Field("llama-3.1-70b", description=MODEL_DOC)
+    system: SystemName = Field("hgx-h100", description=SYSTEM_DOC + " One scale-up domain; the cluster is "
+                               "gpus of its GPUs.")
+    gpus: Optional[int] = Field(None, ge=1, le=1_048_576, description="GPUs in the job (default tp·pp·cp·dp).")
+    tp: int = Field(8, ge=1, le=4096, description="Tensor-parallel degree.")
+    pp: int = Field(1, ge=1, le=4096, description="Pipeline stages.")
+    dp: Optional[int] = Field(None, ge=1, le=1_048_576, description="Data-parallel degree (default "
+                              "gpus/(tp·pp·cp), or 8).")
+    ep: int = Field(1, ge=1, le=4096, description="Expert-parallel degree, carved from dp (MoE only).")
+    cp: int = Field(1, ge=1, le=4096, description="Context-parallel degree (ring attention).")
+    seq_len: int = Field(4096, ge=1, le=10_000_000, description="Tokens per sequence.")
+    global_batch_tokens: float = Field(4 * 1024 * 1024, gt=0, le=1e11, allow_inf_nan=False,
+                                       description="Tokens per optimizer step.")
+    micro_batch: int = Field(1, ge=1, le=65536, description="Sequences per micro-batch.")
+    schedule: Literal["gpipe", "1f1b", "interleaved", "zero-bubble", "dualpipe"] = "1f1b"
+    chunks: int = Field(1, ge=1, le=4096, description="Virtual stages per GPU (interleaved).")
+    zero: int = Field(1, ge=0, le=3, description="ZeRO stage 0-3 (1 = Megatron distributed optimizer).")
+    recompute: Literal["none", "selective", "full", "reversible"] = "selective"
+    eager_attention: bool = Field(False, description="Attention materialises the scores in HBM (no "
+                                  "FlashAttention).")
+    efficiency: Optional[float] = Field(None, gt=0, le=1, allow_inf_nan=False, description="Achieved share of "
+                                        "dense peak on matmuls (default: fitted to Megatron-LM on A100; 1 = "
+                                        "ideal); not with mode or profile.")
+    dp_overlap: float = Field(1.0, ge=0, le=1, allow_inf_nan=False, description="Share of the last backward "
+                              "that hides the DP gradient sync.")
+    pp_trim: int = Field(0, ge=0, le=1024, description="Layers fewer on the first and last pipeline chunk.")
+    dropout: bool = Field(False, description="Keep dropout masks (GPT-3/Megatron 2021).")
+    reserve_gb: float = Field(0.0, ge=0, le=1e6, allow_inf_nan=False, description="GB per GPU held back for the "
+                              "framework.")
+    precision: Literal[_precisions()] = Field("bf16", description="bf16, fp8 (per-tensor scaling) or fp8_block "
+                                              "(DeepSeek-V3's block scaling): layer GEMMs at the fp8 peak.")
+    tokens: Optional[float] = Field(None, gt=0, le=1e17, allow_inf_nan=False, description="Total training "
+                                    "tokens (adds days, GPU-hours).")
+    price_per_gpu_hour: Optional[float] = Field(None, ge=0, le=1e4, allow_inf_nan=False,
+                                                description="USD per GPU-hour (adds cost); or tco.")
+    tco: Optional[TcoIn] = Field(None, description="TCO inputs in place of price_per_gpu_hour (not both).")
+    mode: Optional[Literal["ideal", "calibrated"]] = Field(None, description="ideal = datasheet peaks "
+                                                           "(efficiency 1); calibrated = the chip's kernel-table "
+                                                           "profile. Default: efficiency (calibrated with a "
+                                                           "preset).")
+    profile: Optional[ProfileName] = Field(None, description="A shipped efficiency profile by name (implies "
+                                           "calibrated).")
+    mtbf_gpu_hours: Optional[float] = Field(None, gt=0, le=1e12, allow_inf_nan=False, description="GPU-hours "
+                                            "between interruptions, per GPU (default: Llama 3's 50,677).")
+    checkpoint_s: Optional[float] = Field(None, ge=0, le=1e7, allow_inf_nan=False, description="Seconds a "
+                                          "checkpoint stalls training (with restart_s: adds goodput).")
+    restart_s: Optional[float] = Field(None, ge=0, le=1e7, allow_inf_nan=False, description="Seconds to restart "
+                                       "after a failure (with checkpoint_s: adds goodput).")
+    checkpoint_interval_s: Optional[float] = Field(None, gt=0, le=1e9, allow_inf_nan=False,
+                                                   description="Seconds between checkpoints (default: Young's "
+                                                               "optimum).")
+    grad_fp32: bool = Field(False, description="Accumulate gradients in fp32 (4 B/param).")
+    bf16_moments: bool = Field(False, description="Adam moments in bf16 (DeepSeek-V3 §3.3.3).")
+    ema: Literal["none", "gpu", "cpu"] = Field("none", description="fp32 EMA of the weights: none, gpu "
+                                               "(+4 B/param, sharded) or cpu.")
+    recompute_norms: bool = Field(False, description="Recompute RMSNorm outputs in the backward.")
+    recompute_mla_up: bool = Field(False, description="Recompute MLA up-projections.")
+    fp8_activations: bool = Field(False, description="Cache Linear inputs in FP8, recompute MoE SwiGLU outputs.")
+    mtp: bool = Field(False, description="Train the model's multi-token-prediction modules.")
+    fp8_dispatch: bool = Field(False, description="MoE dispatch in FP8.")
+    ep_node_limit: int = Field(0, ge=0, le=4096, description="Nodes a token's experts may span (0 = no limit).")
+    comm_sm_share: float = Field(0.0, ge=0, le=0.9, allow_inf_nan=False, description="Share of SMs "
+                                 "communication kernels take from compute.")
+    kernel_share: Optional[float] = Field(None, gt=0, le=1, allow_inf_nan=False, description="Share of the "
+                                          "profile's GEMM/attention rates a long run sustains (calibrated; "
+                                          "default: the profile's fitted share).")
+    preset: Optional[TrainingRunName] = Field(None, description="A published run (GET /api/catalog "
+                                              "training_runs): its options where a field is not given, "
+                                              "calibrated unless mode, profile or efficiency is given, and "
+                                              "its published figure beside the prediction.")
