@@ -54,3 +54,23 @@ def test_unknown_run_names_the_known_ones():
     with pytest.raises(CatalogError, match="did you mean 'deepseek-v3'") as exc:
         get_training_run("deepseek-v4")
     assert exc.value.field == "preset"
+
+
+def test_preset_options_lay_given_over_the_run_over_defaults():
+    """The rules both front-ends share: given options win, the run's fill the rest, the defaults the others;
+    --gpus without --dp derives dp; mode calibrated unless chosen; changed lists what alters the prediction
+    (not output or price), and whether the layout changed."""
+    from llmecon.catalog.training_runs import preset_options
+
+    run = get_training_run("llama3-405b-16k")
+    defaults = dict(tp=8, pp=1, dp=None, cp=1, gpus=None, mode=None, profile=None, efficiency=None, seq_len=4096,
+                    kernel_share=None, price_per_gpu_hour=None, micro_batch=1)
+    plain = preset_options(run, {}, defaults)
+    assert plain.options["pp"] == 16 and plain.options["dp"] == 128 and plain.options["mode"] == "calibrated"
+    assert plain.changed == () and not plain.layout_changed
+    same = preset_options(run, {"pp": 16, "gpus": 16384, "price_per_gpu_hour": 2.0}, defaults)
+    assert same.changed == () and same.options["dp"] is None  # dp derived from the GPUs given
+    ks = preset_options(run, {"kernel_share": 0.9, "mode": "ideal"}, defaults)
+    assert set(ks.changed) == {"kernel_share", "mode"} and not ks.layout_changed and ks.options["mode"] == "ideal"
+    mb = preset_options(run, {"micro_batch": 2}, defaults)
+    assert mb.changed == ("micro_batch",) and mb.layout_changed

@@ -82,3 +82,36 @@ def get_training_run(name: str) -> TrainingRun:
     if name not in runs:
         raise unknown_name("published training run", name, runs, field="preset")
     return runs[name]
+
+
+#: options that do not change the figure a preset compares (output, price), and those that do not change the
+#: memory layout either (so that a published run that does not fit by the memory model is still shown)
+OUTPUT_ONLY = ("plot", "as_json", "price_per_gpu_hour", "tco")
+MEMORY_NEUTRAL = OUTPUT_ONLY + ("mode", "profile", "efficiency", "kernel_share", "dp_overlap", "tokens",
+                                "mtbf_gpu_hours", "checkpoint_s", "restart_s", "checkpoint_interval_s")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PresetOptions:
+    """A published run's options with a front-end's given ones laid over them (``preset_options``)."""
+
+    options: dict            # every option: the given ones, else the run's, else the front-end's default
+    changed: tuple           # names of given options that change the compared figure
+    layout_changed: bool     # whether any changes the layout (a layout that does not fit is then refused)
+
+
+def preset_options(run: TrainingRun, given: Mapping[str, object], defaults: Mapping[str, object]) -> PresetOptions:
+    """The options a preset runs with (``llmecon train``, ``POST /api/train``): ``defaults`` (every option of the
+    front-end, by parameter name), the run's options over them, the ``given`` ones (set by the user; enums
+    as their values) over those; a given ``gpus`` without ``dp`` drops the run's dp (derived from gpus); mode
+    calibrated unless mode, profile or efficiency is given. ``changed``: given options, output and price
+    aside, whose value differs from the published run's (its options, else the default; mode calibrated; its
+    GPU count)."""
+    o = run.options
+    published = {**defaults, **o, "mode": "calibrated", "gpus": o["tp"] * o.get("cp", 1) * o["pp"] * o["dp"]}
+    changed = tuple(k for k, v in given.items() if k not in OUTPUT_ONLY and k != "preset" and v != published.get(k))
+    options = {**defaults, **{k: v for k, v in o.items() if not (k == "dp" and "gpus" in given)}, **given}
+    if not {"mode", "profile", "efficiency"} & set(given):
+        options["mode"] = "calibrated"
+    return PresetOptions(options=options, changed=changed,
+                         layout_changed=any(k not in MEMORY_NEUTRAL for k in changed))

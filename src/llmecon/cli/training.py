@@ -11,7 +11,7 @@ import typer
 
 from ..errors import LlmeconError
 from .options import (JsonOpt, Mode, ProfileOpt, TcoOpt, _check_plot_path, _chip_hour_price, _console, _emit_json,
-                      _fail, _kv_table, _power_basis, app, catalog_app)
+                      _kv_table, _power_basis, app, catalog_app)
 
 TRAIN_MODEL = "llama-3.1-70b"
 TRAIN_SYSTEM = "hgx-h100"
@@ -33,17 +33,6 @@ class Recompute(str, Enum):
 
 
 PlotOpt = Annotated[Optional[str], typer.Option("--plot", help="Write a figure (PNG/SVG/PDF).")]
-
-
-def _data_parallel(gpus: int | None, dp: int | None, tp: int, pp: int, cp: int) -> int:
-    per_replica = tp * pp * cp
-    if gpus is None:
-        return 8 if dp is None else dp
-    if gpus < 1 or gpus % per_replica:
-        _fail(f"--gpus {gpus}: must be a multiple of tp·pp·cp = {per_replica}")
-    if dp is not None and dp * per_replica != gpus:
-        _fail(f"--gpus {gpus} != tp·pp·cp·dp = {per_replica * dp}; give one of --gpus and --dp, or make them agree")
-    return gpus // per_replica
 
 
 @app.command("train")
@@ -151,45 +140,30 @@ def train_cmd(
         raise
 
 
-# options that do not change the figure a preset compares (output, price), and those that do not change its
-# memory layout either (so that a published run that does not fit by this memory model is still shown)
-_OUTPUT_ONLY = ("plot", "as_json", "price_per_gpu_hour", "tco")
-_MEMORY_NEUTRAL = _OUTPUT_ONLY + ("mode", "profile", "efficiency", "kernel_share", "dp_overlap", "tokens",
-                                  "mtbf_gpu_hours", "checkpoint_s", "restart_s", "checkpoint_interval_s")
-
-
 def _apply_preset(ctx: typer.Context, name: str, params: dict):
-    """Fill ``params`` from the published run ``name`` where an option was not given on the command line;
-    calibrated mode unless --mode/--profile/--efficiency is given; --gpus without --dp derives dp from it.
-    Returns (run, the options given that change the compared figure, whether any changes the layout)."""
-    from ..catalog.training_runs import get_training_run
+    """Fill ``params`` from the published run ``name`` (``catalog.training_runs.preset_options``: options given
+    on the command line win). Returns (run, changed options spelled as flags, whether the layout changed)."""
+    from ..catalog.training_runs import get_training_run, preset_options
     from ..errors import unknown_name
 
     run = get_training_run(name)
 
-    def given(key: str) -> bool:
-        # by name: typer vendors its own click (typer._click), whose enum is not click's
-        return getattr(ctx.get_parameter_source(key), "name", None) == "COMMANDLINE"
+    def plain(v):
+        return getattr(v, "value", v)
 
-    o = run.options
-    published = dict(o, mode="calibrated", gpus=o["tp"] * o.get("cp", 1) * o["pp"] * o["dp"])
-    changed = [param.opts[0] if param.opts else param.name for param in ctx.command.params
-               if param.name not in _OUTPUT_ONLY + ("preset",) and given(param.name)
-               and getattr(params[param.name], "value", params[param.name]) != published.get(param.name,
-                                                                                             param.default)]
-    for key, value in o.items():
-        if given(key) or (key == "dp" and given("gpus")):
-            continue
-        if key in ("schedule", "recompute"):
-            kind = Schedule if key == "schedule" else Recompute
-            if value not in {e.value for e in kind}:
-                raise unknown_name(f"{key} in preset {name}", value, [e.value for e in kind], field="preset")
-            value = kind(value)
-        params[key] = value
-    if not any(given(k) for k in ("mode", "profile", "efficiency")):
-        params["mode"] = Mode.calibrated
-    names = {param.opts[0] if param.opts else param.name: param.name for param in ctx.command.params}
-    return run, tuple(changed), any(names[c] not in _MEMORY_NEUTRAL for c in changed)
+    # by name: typer vendors its own click (typer._click), whose enum is not click's
+    given = {p.name: plain(params[p.name]) for p in ctx.command.params if p.name in params
+             and getattr(ctx.get_parameter_source(p.name), "name", None) == "COMMANDLINE"}
+    defaults = {p.name: plain(p.default) for p in ctx.command.params if p.name in params}
+    chosen = preset_options(run, given, defaults)
+    for key, kind in (("schedule", Schedule), ("recompute", Recompute), ("mode", Mode)):
+        value = chosen.options[key]
+        if value is not None and value not in {e.value for e in kind}:
+            raise unknown_name(f"{key} in preset {name}", value, [e.value for e in kind], field="preset")
+        chosen.options[key] = None if value is None else kind(value)
+    params.update(chosen.options)
+    flags = {p.name: p.opts[0] if p.opts else p.name for p in ctx.command.params}
+    return run, tuple(flags[k] for k in chosen.changed), chosen.layout_changed
 
 
 def _train(*, model, system, gpus, tp, pp, dp, ep, cp, seq_len, global_batch_tokens, micro_batch, schedule, chunks,
@@ -203,6 +177,7 @@ def _train(*, model, system, gpus, tp, pp, dp, ep, cp, seq_len, global_batch_tok
     from ..errors import require_number
     from ..report.training import plot_train, published_dict, published_line, train_dict
     from ..econ.training_step import TrainPlan, train_step
+    from ..resolve import training_dp, training_fidelity
     from ..report.tco import mw_text, tco_line
     from ..units import fmt_bytes, fmt_seconds
 
@@ -210,7 +185,7 @@ def _train(*, model, system, gpus, tp, pp, dp, ep, cp, seq_len, global_batch_tok
         _check_plot_path(plot)
     m, s = get_model(model), get_system(system)
     price_per_gpu_hour, rate = _chip_hour_price(s, price_per_gpu_hour, tco, price_field="price_per_gpu_hour")
-    plan = TrainPlan(tp=tp, pp=pp, dp=_data_parallel(gpus, dp, tp, pp, cp), ep=ep, cp=cp, microbatch=micro_batch,
+    plan = TrainPlan(tp=tp, pp=pp, dp=training_dp(gpus, dp, tp, pp, cp), ep=ep, cp=cp, microbatch=micro_batch,
                      schedule=schedule.value, chunks=chunks, zero=zero, recompute=recompute.value,
                      flash_attention=not eager_attention, dropout=dropout, pp_trim=pp_trim, grad_fp32=grad_fp32,
                      bf16_moments=bf16_moments, ema=ema, recompute_norms=recompute_norms,
@@ -218,7 +193,7 @@ def _train(*, model, system, gpus, tp, pp, dp, ep, cp, seq_len, global_batch_tok
                      fp8_dispatch=fp8_dispatch, ep_node_limit=ep_node_limit, comm_sm_share=comm_sm_share)
     require_number("--reserve-gb", reserve_gb, minimum=0)
     from ..econ.training_goodput import goodput_inputs
-    from ..resolve import training_fidelity
+    from ..econ.training_memory import require_fit
 
     prof, eff = training_fidelity(None if mode is None else mode.value, profile, s, efficiency)
     st = train_step(m, s, plan, seq_len=seq_len, global_batch_tokens=global_batch_tokens, efficiency=eff,
@@ -227,13 +202,8 @@ def _train(*, model, system, gpus, tp, pp, dp, ep, cp, seq_len, global_batch_tok
     gp = goodput_inputs(gpus=plan.gpus, checkpoint_s=checkpoint_s, restart_s=restart_s,
                         mtbf_gpu_hours=mtbf_gpu_hours, checkpoint_interval_s=checkpoint_interval_s)
     # a plan that cannot run is an error, not numbers with a warning; a published layout is shown (it did run)
-    if not st.memory.fits and (run is None or run[2]):
-        from ..errors import InfeasibleError
-
-        raise InfeasibleError(f"{m.name} under {plan.label()} needs {fmt_bytes(st.memory.total)} per GPU on "
-                              f"pipeline rank {st.memory.rank} but "
-                              f"{s.name} has {fmt_bytes(st.memory.hbm)} of HBM",
-                              fix="raise {zero}, {tp} or {pp}, use {recompute} full, or shrink {micro_batch}")
+    if run is None or run[2]:  # a published layout is shown with fits false (it did run)
+        require_fit(st.memory, model_name=m.name, plan_label=plan.label(), system_name=s.name)
     power = _power_basis(s, rate)
     d = train_dict(st, m, s.name, tokens=tokens, price_per_gpu_hour=price_per_gpu_hour, dp_overlap=dp_overlap,
                    goodput=gp, rate=rate, power=power)

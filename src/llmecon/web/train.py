@@ -1,13 +1,11 @@
 """``POST /api/train``: ``llmecon train --json`` on the web (cli/training.py is the reference). The same library
 calls in the same order -- ``resolve.training_dp``, ``econ.training_step.TrainPlan``/``train_step``,
 ``resolve.training_fidelity``, ``econ.training_goodput.goodput_inputs``, ``econ.training_memory.require_fit`` --
-and the same view, ``report.training.train_dict`` (+ ``published_dict`` for a preset). The CLI still carries its
-own copies of the two checks added to the library for this endpoint (``cli/training.py``: ``_data_parallel`` and
-the inline InfeasibleError, the same rules and text; tests/web/test_web_train.py compares the error lines).
+and the same view, ``report.training.train_dict`` (+ ``published_dict`` for a preset).
 
-A preset (``catalog.training_runs``) fills every field the request does not set (pydantic's
-``model_fields_set``; a field set to null counts as not set), as ``train --preset`` fills every option not
-given on the command line; fields set that differ from the run are its ``changed_options``.
+A preset (``catalog.training_runs.preset_options``, shared with ``train --preset``) fills every field the request
+does not set (pydantic's ``model_fields_set``; a field set to null counts as not set); the fields set that change
+the prediction are its ``changed_options``.
 """
 
 from __future__ import annotations
@@ -25,25 +23,19 @@ TRAIN_WALK_MAX = 4_194_304
 _ENUMS = ("schedule", "recompute", "precision", "ema", "model", "system")
 
 
-def _preset(body: S.TrainIn) -> tuple[dict, object, tuple[str, ...]]:
-    """(options, run or None, changed options): the body's fields, filled from its preset where not set."""
+def _preset(body: S.TrainIn) -> tuple[dict, object, tuple[str, ...], bool]:
+    """(options, run or None, changed options, layout changed): the body's fields, filled from its preset where
+    not set (``catalog.training_runs.preset_options``, as the CLI's --preset)."""
     params = body.model_dump(exclude={"preset"})
     if body.preset is None:
-        return params, None, ()
-    from ..catalog.training_runs import get_training_run
+        return params, None, (), False
+    from ..catalog.training_runs import get_training_run, preset_options
 
     run = get_training_run(body.preset)
-    given = {k for k in body.model_fields_set if getattr(body, k) is not None}
-    changed = []
-    for key, value in run.options.items():
-        if key in given:
-            if params[key] != value:
-                changed.append(key)
-            continue
-        params[key] = value
-    if not given & {"mode", "profile", "efficiency"}:
-        params["mode"] = "calibrated"
-    return params, run, tuple(changed)
+    given = {k: params[k] for k in body.model_fields_set if k in params and params[k] is not None}
+    defaults = {k: f.default for k, f in S.TrainIn.model_fields.items() if k != "preset"}
+    chosen = preset_options(run, given, defaults)
+    return chosen.options, run, chosen.changed, chosen.layout_changed
 
 
 def _check_walk(p: dict, plan) -> None:
@@ -73,7 +65,7 @@ def train_answer(body: S.TrainIn, priced) -> dict:
     from ..report.training import published_dict, train_dict
     from ..resolve import training_dp, training_fidelity
 
-    p, run, changed = _preset(body)
+    p, run, changed, layout_changed = _preset(body)
     if run is not None:  # a preset's names go through the schema's enums, as the CLI's do through its choices
         for key in _ENUMS:
             allowed = S.TrainIn.model_fields[key].annotation.__args__
@@ -100,7 +92,7 @@ def train_answer(body: S.TrainIn, priced) -> dict:
                     profile=prof, kernel_share=p["kernel_share"])
     gp = goodput_inputs(gpus=plan.gpus, checkpoint_s=p["checkpoint_s"], restart_s=p["restart_s"],
                         mtbf_gpu_hours=p["mtbf_gpu_hours"], checkpoint_interval_s=p["checkpoint_interval_s"])
-    if run is None:  # a published run did run: shown with fits false, as the CLI does
+    if run is None or layout_changed:  # the published layout did run: shown with fits false, as the CLI does
         require_fit(st.memory, model_name=m.name, plan_label=plan.label(), system_name=s.name)
     d = train_dict(st, m, s.name, tokens=p["tokens"], price_per_gpu_hour=price, dp_overlap=p["dp_overlap"],
                    goodput=gp, rate=rate, power=power_basis(s.accelerator.power_w, rate))
