@@ -136,7 +136,33 @@ def command(argv: list[str] | None = None):
         raise typer.Exit(2)
 
     cmd.invoke = guarded
+    cmd.main = _one_line_usage_errors(cmd.main)
     return cmd
+
+
+def _one_line_usage_errors(main):
+    """``main`` with click's own input errors (an unknown option or choice, a value of the wrong type: raised
+    while parsing, before ``guarded`` runs) shown as one ``error:`` line, exit 2, instead of click's usage block,
+    as every other bad input is. Typer vendors click, so its exceptions are recognised by what they carry."""
+    import sys
+
+    def run(*args, standalone_mode: bool = True, **kwargs):
+        if not standalone_mode:
+            return main(*args, standalone_mode=False, **kwargs)
+        try:
+            code = main(*args, standalone_mode=False, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - click's ClickException family, by duck type
+            if not (hasattr(exc, "format_message") and isinstance(getattr(exc, "exit_code", None), int)):
+                raise
+            if type(exc).__name__ == "NoArgsIsHelpError":  # a bare group: its help, as click shows it
+                exc.show()
+                sys.exit(exc.exit_code)
+            where = getattr(getattr(exc, "ctx", None), "command_path", None)
+            _one_line(exc.format_message().rstrip(".") + (f"; {where} -h lists the options" if where else ""))
+            sys.exit(exc.exit_code)
+        sys.exit(code if isinstance(code, int) else 0)
+
+    return run
 
 
 def main(argv: list[str] | None = None) -> None:

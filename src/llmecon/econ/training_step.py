@@ -327,8 +327,9 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
     mtp_layer_equiv = n_mtp * 2.0 * model.mtp_active_params() / (layer_mm / n) if n_mtp else 0.0
     stages = [(lay * half + (mtp_layer_equiv * hd), hd * (1 + n_mtp))
               for lay, hd in zip(stage_layers(model, plan), heads)]
-    stage_l, head_share = max(stages, key=lambda x: tokens_mb * (x[0] / n * layer_mm + head * x[1])
-                              + b * x[0] / n * attn_fwd)
+    # the slowest rank by time at peak: layer GEMMs at the precision's peak, the head and attention at bf16's
+    stage_l, head_share = max(stages, key=lambda x: tokens_mb * (x[0] / n * layer_mm / gemm_peak + head * x[1] / peak)
+                              + b * x[0] / n * attn_fwd / peak)
     phi = stage_l / n
     again = plan.recompute in ("full", "reversible")
     split = plan.tp * plan.cp
