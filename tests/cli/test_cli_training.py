@@ -147,8 +147,8 @@ def test_train_deepseek_v3_with_its_report_options():
     assert d["time_breakdown_s"]["ep_comm"] == 0.0
     assert d["kernel_efficiency"]["scale_out_share"] == pytest.approx(0.718)
     assert d["kernel_efficiency"]["source"] == "profile h100-sxm/trtllm"
-    assert d["kernel_efficiency"]["sustained_share"] == pytest.approx(0.7925, abs=0.002)
-    assert d["gpu_hours"] / 2.664e6 - 1 == pytest.approx(0.072, abs=0.01)
+    assert d["kernel_efficiency"]["sustained_share"] == pytest.approx(0.7787, abs=0.002)
+    assert d["gpu_hours"] / 2.664e6 - 1 == pytest.approx(0.091, abs=0.01)
     measured = run_json(*args, "--kernel-share", "1")
     assert measured["gpu_hours"] / 2.664e6 - 1 == pytest.approx(-0.142, abs=0.01)
 
@@ -162,17 +162,17 @@ def test_goodput_inputs_are_checked_even_without_goodput(flag):
 def test_train_preset_runs_the_published_layout_beside_its_figure():
     """--preset fills every layout option from catalog/training_runs.toml and runs calibrated; the JSON carries
     the published figure, the prediction and their error. DeepSeek-V3 (out of sample for the fitted share):
-    GPU-hours +7.2%; an option given on the command line overrides the preset and is named as a change."""
+    GPU-hours +9.1%; an option given on the command line overrides the preset and is named as a change."""
     d = run_json("train", "--preset", "deepseek-v3")
     p = d["published"]
     assert d["plan"]["ep"] == 64 and d["plan"]["schedule"] == "dualpipe" and d["precision"] == "fp8_block"
     assert d["kernel_efficiency"]["source"] == "profile h100-sxm/trtllm" and d["fits"]
     assert p["metric"] == "gpu_hours" and p["value"] == 2.664e6 and p["changed_options"] == []
     assert p["predicted"] == d["gpu_hours"] and p["error"] == pytest.approx(d["gpu_hours"] / 2.664e6 - 1)
-    assert p["error"] == pytest.approx(0.072, abs=0.01)
+    assert p["error"] == pytest.approx(0.091, abs=0.01)
     ideal = run_json("train", "--preset", "deepseek-v3", "--mode", "ideal", "--no-mtp", "--precision", "fp8_block")
     assert ideal["efficiency"] == 1.0 and not ideal["plan"]["mtp"]
-    assert sorted(ideal["published"]["changed_options"]) == ["--mode", "--mtp"]  # re-typed precision: no change
+    assert ideal["published"]["changed_options"] == ["--mode", "--no-mtp"]  # re-typed precision: no change
     # a changed layout is no longer the published run: one that does not fit is refused as without a preset
     code, out = invoke(["train", "--preset", "deepseek-v3", "--pp-trim", "0"])
     assert code == 2 and "needs 85.1 GB" in out and "Traceback" not in out

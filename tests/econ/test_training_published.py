@@ -68,12 +68,13 @@ def llama3_step(row, **kw):
                       **kw)
 
 
-@pytest.mark.parametrize("row,err", zip(LLAMA3, (0.218, 0.217, 0.165)), ids=["8K-gpus", "16K-gpus", "16K-gpus-cp16"])
+@pytest.mark.parametrize("row,err", zip(LLAMA3, (0.116, 0.129, 0.170)), ids=["8K-gpus", "16K-gpus", "16K-gpus-cp16"])
 def test_llama3_405b_throughput_at_the_tables_as_measured(row, err):
     """Model TFLOP/s per GPU (6·N·D + causal attention, the MFU basis) with the kernel tables as measured
-    (kernel_share 1): +21.8% (8K GPUs), +21.7% (16K), +16.5% (CP16, 131K; FlashAttention's backward
-    recomputing the scores weighs most at long context), with collectives at NCCL's measured shares
-    (sequence-parallel reduce-scatter/all-gather 0.662 of NVLink, IB sends 0.718); ideal +62%, +62%, +82%.
+    (kernel_share 1): +11.6% (8K GPUs), +12.9% (16K), +17.0% (CP16, 131K; FlashAttention's backward
+    recomputing the scores weighs most at long context; ZeRO-2's per-micro-batch gradient reduce-scatter least,
+    hidden behind its long backward), with collectives at NCCL's measured shares (sequence-parallel
+    reduce-scatter/all-gather 0.662 of NVLink, IB sends 0.718); ideal +54%, +56%, +84%.
     What the tables miss is mostly one common rate factor (next test)."""
     published = row[-1]
     cal = llama3_step(row, profile=H100_PROFILE, kernel_share=1.0).tflops_per_gpu
@@ -94,11 +95,11 @@ def _fit_share(rows) -> float:
 
 
 def test_sustained_share_is_the_fit_and_predicts_held_out_runs():
-    """The shipped share of h100-sxm/trtllm is the one fitted on the three Llama 3 runs (0.7925), and is
+    """The shipped share of h100-sxm/trtllm is the one fitted on the three Llama 3 runs (0.7787), and is
     calibrated mode's default (the other TensorRT-LLM kernel-table profiles take it, assumed). Out of sample:
-    each Llama run with the share fitted on the other two: +3.7%, +4.3%, −7.6% (target 10%); DeepSeek-V3
+    each Llama run with the share fitted on the other two: +3.8%, +6.6%, −9.6% (target 10%); DeepSeek-V3
     (another model, MoE, block FP8, DualPipe, H800; not fitted on, though it decided which profiles carry a
-    share) with the shipped share: GPU-hours +7.2% with the stage split that fits 80e9 B (+33% with the even
+    share) with the shipped share: GPU-hours +9.1% with the stage split that fits 80e9 B (+35% with the even
     split, which needs 85.1 GB; target 15%)."""
     from llmecon.econ.training_kernels import SUSTAINED_SHARES
 
@@ -108,14 +109,14 @@ def test_sustained_share_is_the_fit_and_predicts_held_out_runs():
         assert "transferred" in SUSTAINED_SHARES[f"{chip}/trtllm"].source
     assert "h100-sxm/vllm" not in SUSTAINED_SHARES and "h100-sxm/sglang" not in SUSTAINED_SHARES
     assert _fit_share(LLAMA3) == pytest.approx(shipped, abs=0.002)
-    for i, (row, want) in enumerate(zip(LLAMA3, (0.037, 0.043, -0.076))):
+    for i, (row, want) in enumerate(zip(LLAMA3, (0.038, 0.066, -0.096))):
         held = _fit_share(LLAMA3[:i] + LLAMA3[i + 1:])
         err = llama3_step(row, profile=H100_PROFILE, kernel_share=held).tflops_per_gpu / row[-1] - 1
         assert abs(err) < 0.10 and err == pytest.approx(want, abs=0.01)
     default = dsv3_step(pp_trim=1, profile=H100_PROFILE)
     assert default.kernels.sustained_share == shipped
     hours = default.train_s(14.8e12) * 2048 / 3600
-    assert hours / 2.664e6 - 1 == pytest.approx(0.072, abs=0.01)
+    assert hours / 2.664e6 - 1 == pytest.approx(0.091, abs=0.01)
     # given explicitly, a share overrides the fitted one; 1 prices the tables as measured
     assert dsv3_step(pp_trim=1, profile=H100_PROFILE, kernel_share=1.0).kernels.sustained_share == 1.0
     with pytest.raises(SpecError, match="^kernel_share"):

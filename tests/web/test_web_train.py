@@ -38,7 +38,7 @@ def _as_web(cli: dict) -> dict:
     """The CLI's JSON with the preset's changed options spelled as the web's fields (--seq-len -> seq_len)."""
     if "published" in cli:
         p = cli["published"]
-        cli["published"] = {**p, "changed_options": [o.removeprefix("--").replace("-", "_")
+        cli["published"] = {**p, "changed_options": [o.removeprefix("--").removeprefix("no-").replace("-", "_")
                                                      for o in p["changed_options"]]}
     return cli
 
@@ -91,7 +91,7 @@ def test_preset_deepseek_v3_equals_the_cli_beside_its_published_figure(client):
     assert d == invoke_json("train", "--preset", "deepseek-v3")
     p = d["published"]
     assert p["run"] == "deepseek-v3" and p["metric"] == "gpu_hours" and p["value"] == 2.664e6
-    assert p["error"] == pytest.approx(0.072, abs=0.005)  # benchmarks/results/training_published_2026-11-27.md
+    assert p["error"] == pytest.approx(0.091, abs=0.005)  # benchmarks/results/training_published_2026-11-27.md
     assert p["error"] == pytest.approx(p["predicted"] / p["value"] - 1, rel=1e-12)
     assert p["changed_options"] == []
     assert d["plan"]["schedule"] == "dualpipe" and d["plan"]["ep"] == 64 and d["gpus"] == 2048

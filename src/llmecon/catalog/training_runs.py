@@ -96,7 +96,7 @@ class PresetOptions:
     """A published run's options with a front-end's given ones laid over them (``preset_options``)."""
 
     options: dict            # every option: the given ones, else the run's, else the front-end's default
-    changed: tuple           # names of given options that change the compared figure
+    changed: tuple           # names of given options that differ from the published configuration (sorted)
     layout_changed: bool     # whether any changes the layout (a layout that does not fit is then refused)
 
 
@@ -106,10 +106,11 @@ def preset_options(run: TrainingRun, given: Mapping[str, object], defaults: Mapp
     as their values) over those; a given ``gpus`` without ``dp`` drops the run's dp (derived from gpus); mode
     calibrated unless mode, profile or efficiency is given. ``changed``: given options, output and price
     aside, whose value differs from the published run's (its options, else the default; mode calibrated; its
-    GPU count)."""
+    GPU count), sorted by name."""
     o = run.options
     published = {**defaults, **o, "mode": "calibrated", "gpus": o["tp"] * o.get("cp", 1) * o["pp"] * o["dp"]}
-    changed = tuple(k for k, v in given.items() if k not in OUTPUT_ONLY and k != "preset" and v != published.get(k))
+    changed = tuple(sorted(k for k, v in given.items()  # by name: the same order from every front-end
+                           if k not in OUTPUT_ONLY and k != "preset" and v != published.get(k)))
     options = {**defaults, **{k: v for k, v in o.items() if not (k == "dp" and "gpus" in given)}, **given}
     if not {"mode", "profile", "efficiency"} & set(given):
         options["mode"] = "calibrated"

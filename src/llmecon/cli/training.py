@@ -162,8 +162,12 @@ def _apply_preset(ctx: typer.Context, name: str, params: dict):
             raise unknown_name(f"{key} in preset {name}", value, [e.value for e in kind], field="preset")
         chosen.options[key] = None if value is None else kind(value)
     params.update(chosen.options)
-    flags = {p.name: p.opts[0] if p.opts else p.name for p in ctx.command.params}
-    return run, tuple(flags[k] for k in chosen.changed), chosen.layout_changed
+    def flag(key: str) -> str:  # as typed: --no-mtp for a flag turned off
+        param = next(p for p in ctx.command.params if p.name == key)
+        off = given.get(key) is False and getattr(param, "secondary_opts", None)
+        return param.secondary_opts[0] if off else (param.opts[0] if param.opts else key)
+
+    return run, tuple(flag(k) for k in chosen.changed), chosen.layout_changed
 
 
 def _train(*, model, system, gpus, tp, pp, dp, ep, cp, seq_len, global_batch_tokens, micro_batch, schedule, chunks,

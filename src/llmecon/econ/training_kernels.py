@@ -67,7 +67,7 @@ class SustainedShare:
 # GPU-hours (benchmarks/results/training_published_2026-11-27.md). DeepSeek-V3 was not fitted on, but it decided
 # which profiles carry a share: the vllm and sglang H100 profiles, fitted the same way, miss it by about +50%
 # (their fp8_block MoE tables), so they get none and price their tables as measured.
-H100_TRTLLM_SHARE = 0.7925
+H100_TRTLLM_SHARE = 0.7787
 _TRANSFERRED = ("transferred from h100-sxm/trtllm (assumed: the same engine's tables, measured the same way; no "
                 "published training run on this chip), so that chips compare on one footing")
 SUSTAINED_SHARES = {

@@ -56,6 +56,10 @@ RECOMPUTE = ("none", "selective", "full", "reversible")
 EMA_PLACES = ("none", "gpu", "cpu")
 PRECISIONS = ("bf16", "fp8", "fp8_block")
 SECONDS_PER_DAY = 86400.0
+# the most GPUs a training plan may span (an input bound: 2^20, 64 times the largest published run in
+# catalog/training_runs.toml); it bounds the rank arrays the collectives' placement is worked out on
+# (econ/training_comm.py), so that no input can exhaust memory
+MAX_TRAIN_GPUS = 1 << 20
 
 # Kernel efficiency (achieved / dense peak on the matmul FLOPs) fitted to Megatron-LM's measured
 # weak scaling on A100 (Narayanan et al. 2021, Table 1; shared/validation/training_megatron2021.yaml)
@@ -117,6 +121,10 @@ class TrainPlan:
         if self.schedule == "dualpipe" and self.pp % 2:
             raise SpecError("DualPipe pairs stage r with stage pp − 1 − r: needs an even {pp}", field="pp",
                             value=self.pp)
+        if self.gpus > MAX_TRAIN_GPUS:
+            raise SpecError(f"tp·cp·dp·pp = {self.gpus:,} GPUs is over {MAX_TRAIN_GPUS:,}, more than any cluster "
+                            "llmecon plans for", field="dp", value=self.dp, show_value=False,
+                            fix="shrink {dp}, {tp}, {cp} or {pp}")
         if self.dp % self.ep:
             raise SpecError(f"expert parallelism is carved from data parallelism, so it must divide {{dp}} {self.dp}",
                             field="ep", value=self.ep)
@@ -155,7 +163,7 @@ class TrainStep:
     pp_comm_s: float
     zero3_gather_s: float     # exposed part only
     bubble_s: float
-    dp_comm_s: float          # exposed part only
+    dp_comm_s: float          # exposed part only (per micro-batch from ZeRO 2, once per step otherwise)
     model_flops: float        # 6·N·D + attention (no recomputation)
     hardware_flops: float     # model FLOPs + recomputed FLOPs
     peak_flops_per_gpu: float
@@ -432,34 +440,41 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
     # the backward window: everything but the first forward (recomputed forwards run inside it)
     backward_mb = compute_mb - (gemm_fwd + head_fwd + attn_fwd_s) / split / (1.0 - plan.comm_sm_share)
     grad_bytes = 4.0 if plan.grad_fp32 else 2.0
-    # all-reduce-equivalent bytes per parameter: ZeRO 0 all-reduces the gradients; ZeRO 1-2 reduce-scatter
-    # them and all-gather the updated bf16 weights; ZeRO 3 only reduce-scatters (its weights are gathered
-    # per micro-batch, below)
-    per_param = {0: grad_bytes, 3: grad_bytes / 2.0}.get(plan.zero, (grad_bytes + WEIGHT_BYTES) / 2.0)
+    # all-reduce-equivalent bytes per parameter (a reduce-scatter or an all-gather is half a ring all-reduce):
+    # ZeRO 0 all-reduces the gradients once per step; ZeRO 1 (a full gradient buffer) reduce-scatters them once
+    # and all-gathers the updated bf16 weights; from ZeRO 2 the gradients are sharded, so each micro-batch's are
+    # reduce-scattered as its backward makes them (DeepSpeed stage 2/3, FSDP), hidden behind that backward by
+    # dp_overlap, and ZeRO 2 all-gathers the weights once per step (ZeRO 3 gathers them per micro-batch, below)
+    per_step = {0: grad_bytes, 1: (grad_bytes + WEIGHT_BYTES) / 2.0, 2: WEIGHT_BYTES / 2.0}.get(plan.zero, 0.0)
+    per_mb_param = grad_bytes / 2.0 if plan.zero >= 2 else 0.0
     tp, cp, ep = plan.tp, plan.cp, plan.ep
     dense_group = np.arange(plan.dp * cp) * tp  # ranks are ordered tp, cp, dp: the group of tp-rank 0
     # the expert-data-parallel group: every cp rank, and the dp ranks holding the same experts (ep of them
     # consecutive in dp)
     expert_group = (np.arange(cp)[:, None] * tp + np.arange(0, plan.dp, ep)[None, :] * tp * cp).ravel()
+    has_experts = expert_group.size > 1 and expert_params > 0
 
-    def dp_all_reduce(message: float, ranks) -> float:
+    def dp_all_reduce(per_param: float, params: float, ranks) -> float:
+        if per_param * params <= 0:
+            return 0.0
         if tiers["dp"] == "scale-out":
-            return hierarchical_all_reduce_s(system, ranks, message_bytes=message,
+            return hierarchical_all_reduce_s(system, ranks, message_bytes=per_param * params,
                                              scale_up=measured(system.scale_up, "scale-up"), scale_out=dp_link)
-        return float(ring_all_reduce_s(message_bytes=message, participants=len(ranks), link=dp_link))
+        return float(ring_all_reduce_s(message_bytes=per_param * params, participants=len(ranks), link=dp_link))
 
+    def synced(per_param: float) -> float:  # the dense and the expert parameters, each over its group
+        return dp_all_reduce(per_param, dense_params, dense_group) + (
+            dp_all_reduce(per_param, expert_params, expert_group) if has_experts else 0.0)
+
+    dp_mb = 0.0
     if dp_link is not None:
-        dp_s = dp_all_reduce(per_param * dense_params, dense_group)
-        if expert_group.size > 1 and expert_params > 0:
-            dp_s += dp_all_reduce(per_param * expert_params, expert_group)
+        dp_s = synced(per_step)
+        dp_mb = max(0.0, synced(per_mb_param) - overlap * backward_mb)
         if plan.zero == 3:  # 2 all-gathers of the weights (forward, backward) = 1 ring all-reduce's volume
-            gather = dp_all_reduce(WEIGHT_BYTES * dense_params, dense_group) + (
-                dp_all_reduce(WEIGHT_BYTES * expert_params, expert_group)
-                if expert_group.size > 1 and expert_params > 0 else 0.0)
-            zero3_mb = max(0.0, gather - overlap * compute_mb)
+            zero3_mb = max(0.0, synced(WEIGHT_BYTES) - overlap * compute_mb)
     dp_exposed = max(0.0, dp_s - overlap * backward_mb)
 
-    per_mb = compute_mb + elementwise_mb + tp_mb + ep_mb + cp_mb + pp_mb + zero3_mb
+    per_mb = compute_mb + elementwise_mb + tp_mb + ep_mb + cp_mb + pp_mb + zero3_mb + dp_mb
     ideal = m_count * per_mb
     frac = float(bubble_fraction(plan.schedule, stages=pp, microbatches=m_count, chunks=plan.chunks)) if pp > 1 else 0.0
     bubble = ideal * frac / (1.0 - frac)
@@ -477,7 +492,7 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
         compute_s=m_count * compute_mb, elementwise_s=m_count * elementwise_mb, tp_comm_s=m_count * tp_mb,
         ep_comm_s=m_count * ep_mb,
         cp_comm_s=m_count * cp_mb, pp_comm_s=m_count * pp_mb, zero3_gather_s=m_count * zero3_mb, bubble_s=bubble,
-        dp_comm_s=dp_exposed, model_flops=model_flops, hardware_flops=model_flops + recomputed,
+        dp_comm_s=m_count * dp_mb + dp_exposed, model_flops=model_flops, hardware_flops=model_flops + recomputed,
         peak_flops_per_gpu=peak, memory=memory, tiers=tiers, precision=precision)
 
 

@@ -10,7 +10,7 @@ the prediction are its ``changed_options``.
 
 from __future__ import annotations
 
-from ..errors import SpecError
+from ..errors import LlmeconError, SpecError
 from . import schemas as S
 
 #: pipeline stages x micro-batches x virtual stages of an interleaved plan: the memory walk visits each
@@ -54,6 +54,17 @@ def train_answer(body: S.TrainIn, priced) -> dict:
     """The JSON of ``llmecon train --json`` for ``body`` (not yet made JSON-safe: ``units.to_json``).
     ``priced(system, price_per_gpu_hour)``: (USD per GPU-hour or None, TcoRate or None) from the rent or
     the body's ``tco`` object (the app's resolver, which locates a TCO error under ``tco``)."""
+    p, run, changed, layout_changed = _preset(body)
+    try:
+        return _answer(p, run, changed, layout_changed, priced)
+    except LlmeconError as exc:
+        if run is not None and exc.field is not None:  # the field may be the preset's, not the request's
+            exc.fix = (exc.fix + "; " if exc.fix else "") + f"preset {run.name} sets the fields not given"
+        raise
+
+
+def _answer(p: dict, run, changed: tuple, layout_changed: bool, priced) -> dict:
+    """``train_answer`` once the preset is applied."""
     from ..catalog.efficiency import named_profile
     from ..catalog.hardware import get_system
     from ..catalog.models import get_model
@@ -65,7 +76,6 @@ def train_answer(body: S.TrainIn, priced) -> dict:
     from ..report.training import published_dict, train_dict
     from ..resolve import training_dp, training_fidelity
 
-    p, run, changed, layout_changed = _preset(body)
     if run is not None:  # a preset's names go through the schema's enums, as the CLI's do through its choices
         for key in _ENUMS:
             allowed = S.TrainIn.model_fields[key].annotation.__args__
