@@ -157,8 +157,9 @@ def _one_line_usage_errors(main):
             if type(exc).__name__ == "NoArgsIsHelpError":  # a bare group: its help, as click shows it
                 exc.show()
                 sys.exit(exc.exit_code)
-            where = getattr(getattr(exc, "ctx", None), "command_path", None)
-            _one_line(exc.format_message().rstrip(".") + (f"; {where} -h lists the options" if where else ""))
+            where = getattr(getattr(exc, "ctx", None), "command_path", None) or "llmecon"
+            message = exc.format_message().replace("Value error, ", "").rstrip(".")  # pydantic's prefix
+            _one_line(f"{message}; {where} -h lists the options")
             sys.exit(exc.exit_code)
         sys.exit(code if isinstance(code, int) else 0)
 
