@@ -7,8 +7,8 @@ Flags mean the same in every command (``options.py``). Bad input exits 2 with on
 from __future__ import annotations
 
 
-COMMAND_MODULES = ("analyze", "context", "serving", "training", "moe", "plan", "measure", "sweep", "fidelity", "web",
-                   "lecture", "tco")
+COMMAND_MODULES = ("analyze", "context", "prices", "serving", "training", "moe", "plan", "measure", "sweep", "fidelity",
+                   "web", "lecture", "tco")
 
 
 def flag(field: str) -> str:
@@ -21,7 +21,7 @@ def flag(field: str) -> str:
 # does not pay for the imports and the parameter building of all the others
 COMMANDS = {"analyze": ("analyze",), "step": ("analyze",), "batch": ("analyze",), "model": ("analyze",),
             "catalog": ("analyze", "context", "training"), "context": ("context",), "cost": ("context",),
-            "cache": ("context",), "prices": ("context",), "simulate": ("serving",), "train": ("training",),
+            "cache": ("context",), "prices": ("prices",), "simulate": ("serving",), "train": ("training",),
             "overtrain": ("training",),
             "moe": ("moe",), "plan": ("plan",), "measure": ("measure",), "sweep": ("sweep",),
             "predict": ("fidelity",), "calibrate": ("fidelity",), "validate": ("fidelity",), "web": ("web",),
