@@ -4,8 +4,8 @@ local port, headless Chromium (Playwright) loads the page, and the test reads wh
 Checks: the plots render from the local plotly.js with no request leaving the machine; the balance
 batch shown equals what ``/api/analyze`` answers, and the hand value for DeepSeek-V3 on GB200 NVL72
 (6,132); changing model and batch redraws the plots; a bad plan degree (tp = 3 against 128 heads)
-shows a message naming ``tp`` and the page and server recover. A screenshot goes to
-``tests/artifacts/web.png``.
+shows a message naming ``tp`` and the page and server recover; the Training run panel shows a preset's
+published figure beside ``/api/train``'s prediction. Screenshots go to ``tests/artifacts/``.
 """
 
 from __future__ import annotations
@@ -269,4 +269,86 @@ def test_tco_panel_prices_the_cost_card(page, server):
     assert "tokens/s per MW" in sim and "facility power" in sim
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "web-tco.png"), full_page=True)
+    assert not [e for e in page.errors if "422" not in e], page.errors
+
+
+#: the training card has drawn an answer of /api/train (the rank chart is there) and every fetch has settled
+TRAIN_DRAWN = """() => document.body.dataset.busy === '0'
+    && document.querySelectorAll('#train-mem g.rank-bar').length > 0"""
+
+
+def test_training_panel_shows_the_published_run(page, server):
+    """The Training run panel: the default preset (llama3-405b-16k) is drawn on load; choosing deepseek-v3
+    shows its published 2,664,000 GPU-hours beside /api/train's prediction and error, the time breakdown as
+    one stacked bar whose parts sum to the step, and 16 pipeline-rank bars under the 80 GB HBM line;
+    llama3-405b-8k (a published layout over the HBM by the memory model) is shown with the fits-false note;
+    preset none with tp 0 shows the 422 naming tp (in the error box and under the Run button), and fixing it
+    recovers."""
+    page.wait_for_function(TRAIN_DRAWN)
+    assert page.input_value("#train_preset") == "llama3-405b-16k"
+    assert page.is_hidden("#train-layout")  # the preset fills the layout
+    assert "published 400 TFLOP/s per GPU" in page.inner_text("#train-published")
+
+    page.select_option("#train_preset", "deepseek-v3")
+    page.wait_for_function("""() => document.body.dataset.busy === '0'
+        && document.getElementById('train-published').innerText.includes('deepseek-v3')""")
+    api = httpx.post(server + "/api/train", json={"preset": "deepseek-v3", "mode": "calibrated"}, timeout=30).json()
+    pub = api["published"]
+    assert pub["value"] == 2_664_000 and pub["changed_options"] == []
+    assert pub["error"] == pytest.approx(0.091, abs=0.005)  # docs/training.md: DeepSeek-V3 +9.1% out of sample
+    text = page.inner_text("#train-published")
+    assert "published 2,664,000 GPU-hours" in text, text
+    assert f"predicted {round(pub['predicted']):,} ({pub['error']:+.1%})" in text, text
+    assert "DeepSeek-V3 Technical Report" in text and pub["status"] in text
+    assert page.is_hidden("#train-fits")  # the published layout fits by the memory model
+    rows = page.eval_on_selector_all("#train-table tr", "rs => rs.map(r => r.innerText)")
+    assert any(r.startswith("to train") and f"{round(api['gpu_hours']):,} GPU-hours" in r for r in rows), rows
+    assert any(r.startswith("MFU") and f"{api['mfu'] * 100:.1f}%" in r for r in rows), rows
+    assert any(r.startswith("sustained share") and "fitted on Llama 3 405B" in r for r in rows), rows
+
+    ranks = page.eval_on_selector_all("#train-mem g.rank-bar", "gs => gs.map(g => Number(g.dataset.total))")
+    assert len(ranks) == 16 == len(api["memory_per_rank_bytes"])
+    assert ranks == pytest.approx([r["total"] for r in api["memory_per_rank_bytes"]])
+    assert "HBM 80 GB" in page.inner_text("#train-mem")
+    widths = page.eval_on_selector_all("#train-time rect.part",
+                                       "rs => rs.map(r => parseFloat(r.getAttribute('width')))")
+    parts = [v for v in api["time_breakdown_s"].values() if v > 0]
+    assert widths == pytest.approx([100 * v / sum(parts) for v in parts])
+    assert sum(parts) == pytest.approx(api["step_s"], rel=1e-9)  # the parts are the whole step
+    assert page.is_hidden("#error")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.locator("#card-train").screenshot(path=str(ARTIFACTS / "web-train.png"))  # docs/img/web-train.png
+
+    page.select_option("#train_preset", "llama3-405b-8k")  # the published layout the memory model says cannot fit
+    page.wait_for_selector("#train-fits:not([hidden])")
+    page.wait_for_function("document.body.dataset.busy === '0'")
+    api = httpx.post(server + "/api/train", json={"preset": "llama3-405b-8k"}, timeout=30).json()
+    assert api["fits"] is False
+    assert page.inner_text("#train-fits").startswith("fits: NO by this memory model")
+    assert f"({api['published']['error']:+.1%})" in page.inner_text("#train-published")
+    assert page.is_hidden("#error")  # shown, not refused: the published run did run
+
+    page.select_option("#train_preset", "")
+    page.wait_for_function("() => document.body.dataset.busy === '0' && "
+                           "document.getElementById('train-published').innerText === ''")
+    assert page.is_hidden("#train-fits")
+    assert page.is_visible("#train-layout")
+    assert page.input_value("#train_model") == "llama-3.1-70b" and page.input_value("#train_tp") == "8"
+    page.fill("#train_tp", "0")
+    page.wait_for_selector("#error:not([hidden])")
+    page.evaluate("window.scrollTo(0, 0)")
+    page.screenshot(path=str(ARTIFACTS / "web-train-error.png"))
+    assert page.inner_text("#error").startswith("tp"), page.inner_text("#error")
+    assert page.inner_text("#train-msg").startswith("tp: "), page.inner_text("#train-msg")  # under the Run button
+    assert "invalid" in page.get_attribute("#train_tp", "class")
+    assert "invalid" not in (page.get_attribute("#tp", "class") or "")  # the deployment's tp is not in error
+    page.fill("#train_tp", "8")
+    page.wait_for_selector("#error", state="hidden")
+    page.wait_for_function("document.body.dataset.busy === '0'")
+    api = httpx.post(server + "/api/train", json={"mode": "calibrated"}, timeout=30).json()
+    assert "invalid" not in (page.get_attribute("#train_tp", "class") or "")
+    assert page.inner_text("#train-msg") == ""
+    assert page.eval_on_selector_all("#train-mem g.rank-bar", "gs => gs.length") == 1  # pp 1
+    assert f"{api['mfu'] * 100:.1f}%" in page.inner_text("#train-table")
+    assert "llama-3.1-70b on hgx-h100, 64 GPUs" in page.inner_text("#train-note")
     assert not [e for e in page.errors if "422" not in e], page.errors
