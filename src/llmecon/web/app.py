@@ -213,7 +213,7 @@ def create_app() -> FastAPI:
     def static(name: str):
         if name == "plotly.min.js":
             return FileResponse(plotly_js_path(), media_type="text/javascript")
-        files = {"app.js": "text/javascript", "style.css": "text/css"}
+        files = {"app.js": "text/javascript", "train.js": "text/javascript", "style.css": "text/css"}
         if name not in files:
             return JSONResponse(status_code=404, content={"detail": f"no static file '{name}'"})
         return FileResponse(str(STATIC / name), media_type=files[name])
