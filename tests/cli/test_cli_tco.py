@@ -7,21 +7,7 @@ from __future__ import annotations
 import pytest
 from cli_run import invoke, invoke_fails as _fails, invoke_json as _json
 
-# placeholders for the tests, not facts (docs/tco.md)
-SITE = """source = "test placeholders"
-as_of = 2026-11-26
-chip_capex_usd = 30000
-system_capex_usd = 100000
-amortisation_years = 5
-cost_of_capital = 0.08
-pue = 1.3
-usd_per_kwh = 0.08
-hosting_usd_per_rack_month = 15000
-chips_per_rack = 32
-"""
-CAPITAL = 42_500 * (0.08 / (1 - 1.08 ** -5)) / 8766   # hgx-h100: 8 chips per system
-POWER = 700 * 1.3 * 0.08 / 1000                         # h100-sxm TDP 700 W
-HOSTING = 15_000 / 32 / 730.5
+from tco_placeholders import CAPITAL, HOSTING, POWER, SITE_TOML as SITE  # placeholders, not facts
 TOTAL = CAPITAL + POWER + HOSTING
 
 

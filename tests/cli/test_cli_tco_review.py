@@ -7,20 +7,9 @@ from __future__ import annotations
 import pytest
 from cli_run import invoke, invoke_fails as _fails, invoke_json as _json
 
-# placeholders for the tests, not facts (docs/tco.md)
-SITE = """source = "test placeholders"
-as_of = 2026-11-26
-notes = "placeholder figures, excl. VAT"
-chip_capex_usd = 30000
-system_capex_usd = 100000
-amortisation_years = 5
-cost_of_capital = 0.08
-pue = 1.3
-usd_per_kwh = 0.08
-hosting_usd_per_rack_month = 15000
-chips_per_rack = 32
-"""
-TOTAL = 42_500 * (0.08 / (1 - 1.08 ** -5)) / 8766 + 700 * 1.3 * 0.08 / 1000 + 15_000 / 32 / 730.5
+from tco_placeholders import SITE_TOML, TOTAL  # placeholders, not facts (docs/tco.md)
+
+SITE = SITE_TOML.replace("as_of = 2026-11-26\n", "as_of = 2026-11-26\nnotes = \"placeholder figures, excl. VAT\"\n")
 FLAGS = ("--chip-capex-usd", "1", "--system-capex-usd", "0", "--amortisation-years", "5", "--cost-of-capital", "0",
          "--pue", "1", "--usd-per-kwh", "0")
 

@@ -13,10 +13,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 
 from llmecon.web import create_app  # noqa: E402
 
-# placeholders for the tests, not facts (docs/tco.md)
-TCO = dict(chip_capex_usd=30_000.0, system_capex_usd=100_000.0, amortisation_years=5.0, cost_of_capital=0.08,
-           pue=1.3, usd_per_kwh=0.08, hosting_usd_per_rack_month=15_000.0, chips_per_rack=32)
-TOTAL = 42_500 * (0.08 / (1 - 1.08 ** -5)) / 8766 + 700 * 1.3 * 0.08 / 1000 + 15_000 / 32 / 730.5
+from tco_placeholders import SITE as TCO, TOTAL  # noqa: E402  placeholders, not facts (docs/tco.md)
 
 
 @pytest.fixture(scope="module")

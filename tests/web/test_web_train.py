@@ -18,9 +18,7 @@ from cli_run import invoke_fails, invoke_json  # noqa: E402
 from llmecon.web import create_app  # noqa: E402
 from llmecon.web.train import TRAIN_WALK_MAX  # noqa: E402
 
-# placeholders for the tests, not facts (docs/tco.md), as tests/web/test_web_tco.py
-TCO = dict(chip_capex_usd=30_000.0, system_capex_usd=100_000.0, amortisation_years=5.0, cost_of_capital=0.08,
-           pue=1.3, usd_per_kwh=0.08, hosting_usd_per_rack_month=15_000.0, chips_per_rack=32)
+from tco_placeholders import SITE as TCO  # noqa: E402  placeholders, not facts (docs/tco.md)
 
 
 @pytest.fixture(scope="module")
