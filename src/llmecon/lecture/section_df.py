@@ -275,8 +275,9 @@ def _f24_depth_claim(src: str) -> Claim:
     measured = measured_reversible_activations(depths)
     if measured is None:
         return undecided("F24.reversible-activations-vs-depth", statement=statement, lecture=1.0,
-                         computed="not measured", unit="×", reason="needs PyTorch to measure the reversible module "
-                         "(pip install 'llmecon[torch]')", source=src)
+                         computed="not measured", unit="×",
+                         reason="SPEC F24 says O(1); deciding it needs PyTorch to measure the reversible module "
+                                "(pip install 'llmecon[torch]')", source=src)
     rev, std = measured["reversible"], measured["standard"]
     return check("F24.reversible-activations-vs-depth", statement=statement, lecture=1.0, computed=rev[1] / rev[0],
                  unit="×", tol=Tolerance(kind="rel", value=0.01), fmt=".3f",
