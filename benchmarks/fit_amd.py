@@ -36,7 +36,7 @@ from llmecon.fidelity.amd_kernels import default_root, read_gemm, read_moe  # no
 DATE = "2026-11-28"
 PROFILES = ROOT / "src" / "llmecon" / "catalog" / "profiles"
 OUT = ROOT / "benchmarks" / "results" / f"amd_fit_{DATE}.md"
-BASE = {"mi300x": "mi300x-transferred.toml", "mi355x": "mi355x-transferred.toml"}
+BASE = {"mi300x": "mi300x-transferred.toml", "mi325x": "mi325x-transferred.toml", "mi355x": "mi355x-transferred.toml"}
 """The pooled-NVIDIA transferred profiles as shipped on 2026-11-26 (git show 1c3b70d:...): the baseline scored
 here and the source of every borrowed term. Read from git history once they are replaced (``base_profile``)."""
 
@@ -143,6 +143,32 @@ def served_section(rows, kernel_base, transferred, log) -> tuple[list[str], dict
     return lines, terms, scores
 
 
+def deepseek_section(profiles: dict) -> list[str]:
+    """A direction, not a validation: DeepSeek-V3 (R1's architecture) FP8 block-scale TP8 steady-state TPOT,
+    1,024 in / 1,024 out, under the replaced pooled-NVIDIA transfer and the new profile (no AMD DeepSeek serving
+    row exists in the shared data; issue 34 found the transfer 26-46% too fast on held-out SGLang rows)."""
+    from llmecon.catalog.hardware import get_system
+    from llmecon.catalog.models import get_model
+    from llmecon.serving.steady_state import steady_state
+    from llmecon.spec.deployment import Deployment
+    from llmecon.spec.plan import Plan
+
+    conc = np.array([1.0, 4.0, 16.0, 64.0])
+    lines = ["## 4. DeepSeek-V3/R1 FP8 (fp8_block), TP8, 1,024/1,024: predicted TPOT (a direction, not a score)", "",
+             "| chip | concurrency | pooled NVIDIA transfer (ms) | new profile (ms) | new / old |",
+             "|---|---|---|---|---|"]
+    for chip, (old, new) in profiles.items():
+        got = []
+        for prof in (old, new):
+            dep = Deployment(model=get_model("deepseek-v3"), system=get_system(f"{chip}-8"), plan=Plan(tp=8),
+                             weight_dtype="fp8_block", kv_dtype="fp8", profile=prof)
+            got.append(np.asarray(steady_state(dep, concurrency=conc, prompt_tokens=np.full(4, 1024.0),
+                                               output_tokens=np.full(4, 1024.0)).tpot_s, dtype=float))
+        for c, a, b in zip(conc, *got):
+            lines.append(f"| {chip} | {c:.0f} | {1e3 * a:.2f} | {1e3 * b:.2f} | {b / a:.2f} |")
+    return lines
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(OUT), help="markdown results file")
@@ -178,12 +204,16 @@ def main() -> None:
             f"{fam}.{dt}: fraction {t.fraction:.3g}, m_half {t.m_half:.4g}, hbm_fraction {t.hbm_fraction:.3g}, "
             f"floor {t.floor_s * 1e6:.3g} us" for fam in ("gemm", "moe") for dt, t in getattr(prof, fam)
             if dt in kernels[prof.accelerators[0]][fam] or (prof is p300 and fam == "gemm" and dt == "fp8")))
+    base325 = base_profile("mi325x")
+    dlines = deepseek_section({"mi300x": (base300, p300), "mi325x": (base325, p325),
+                               "mi355x": (base_profile("mi355x"), p355)})
     text = "\n".join([f"# AMD fit ({DATE}): kernels on aiter, engine terms on MI300X vLLM", "",
                       "Command: `PYTHONPATH=src python benchmarks/fit_amd.py"
                       + (" --write" if args.write else "") + "`",
                       f"(one run, {time.perf_counter() - t0:.0f} s). Errors |pred/meas - 1|; bias = signed median "
                       "(negative: predicted too fast). Baseline = the shipped pooled-NVIDIA transferred profile "
-                      "(fitted on none of these rows).", ""] + klines + [""] + slines + [""] + terms_lines) + "\n"
+                      "(fitted on none of these rows).", ""] + klines + [""] + slines + [""] + terms_lines + [""]
+                     + dlines) + "\n"
     Path(args.out).write_text(text, encoding="utf-8")
     log(f"wrote {args.out}")
     if args.write:
