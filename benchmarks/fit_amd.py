@@ -169,6 +169,22 @@ def deepseek_section(profiles: dict) -> list[str]:
     return lines
 
 
+def silicon_note() -> str:
+    """Which chips aiconfigurator's silicon_dev.csv holds: AMD rows there would be a third out-of-sample set."""
+    import csv
+
+    from llmecon.fidelity.silicon import default_path
+
+    path = default_path()
+    if path is None or not path.is_file():
+        return "aiconfigurator silicon_dev.csv: not present, not checked."
+    with path.open(newline="", encoding="utf-8") as fh:
+        chips = sorted({r["system"] for r in csv.DictReader(fh)})
+    amd = [c for c in chips if c.startswith("mi")]
+    return (f"aiconfigurator silicon_dev.csv holds {', '.join(chips)}: "
+            + (f"AMD rows on {', '.join(amd)}." if amd else "no AMD rows, so no third out-of-sample AMD set there."))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(OUT), help="markdown results file")
@@ -212,8 +228,8 @@ def main() -> None:
                       + (" --write" if args.write else "") + "`",
                       f"(one run, {time.perf_counter() - t0:.0f} s). Errors |pred/meas - 1|; bias = signed median "
                       "(negative: predicted too fast). Baseline = the shipped pooled-NVIDIA transferred profile "
-                      "(fitted on none of these rows).", ""] + klines + [""] + slines + [""] + terms_lines + [""]
-                     + dlines) + "\n"
+                      "(fitted on none of these rows).", "", silicon_note(), ""] + klines + [""] + slines + [""]
+                     + terms_lines + [""] + dlines) + "\n"
     Path(args.out).write_text(text, encoding="utf-8")
     log(f"wrote {args.out}")
     if args.write:

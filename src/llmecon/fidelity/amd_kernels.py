@@ -41,7 +41,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .kernel_tables import _work
+from ..dtypes import get_dtype
+from .kernel_tables import _work, storage_dtype
 
 CHIP_KEYS = {("gfx942", "304"): "mi300x", ("gfx950", "256"): "mi355x"}
 """aiter chip key (gfx, cu_num) -> catalogue accelerator the rows are priced on (module docstring)."""
@@ -131,7 +132,7 @@ def read_gemm(root: str | Path) -> dict:
     cols = _frame(rows, ("chip", "dtype", "model", "m", "n", "k", "time_s"))
     if not rows:
         return cols
-    b = np.where(cols["dtype"] == "mxfp4", 0.53125, np.where(cols["dtype"] == "bf16", 2.0, 1.0))
+    b = np.array([get_dtype(storage_dtype(dt)).bytes for dt in cols["dtype"]])
     cols["flops"] = 2.0 * cols["m"] * cols["n"] * cols["k"]
     cols["bytes"] = (cols["m"] * cols["k"] + cols["k"] * cols["n"] + cols["m"] * cols["n"]) * b
     return cols
@@ -201,7 +202,7 @@ def read_moe(root: str | Path) -> dict:
                 if got:
                     rows.append(got)
     names = ("chip", "moe_dtype", "model", "num_tokens", "hidden_size", "inter_size", "num_experts", "topk", "time_s")
-    cols = _frame([(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8]) for r in rows], names)
+    cols = _frame(rows, names)
     if not rows:
         return cols
     n = len(rows)

@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from ..catalog.hardware import get_system
+from ..errors import SpecError
 from ..catalog.models import get_model
 from ..spec.deployment import Deployment
 from ..spec.efficiency import EfficiencyProfile
@@ -146,7 +147,8 @@ def fit_engine(rows: list[LatencyRow], profile: EfficiencyProfile) -> dict:
     from scipy.optimize import least_squares
 
     if not rows:
-        raise ValueError("no rows to fit engine terms on")
+        raise SpecError("no batch-latency rows to fit engine terms on", field="rows",
+                        fix="give rows of one software version (amd_serving.latest)")
     y = np.array([r.seconds for r in rows])
     lo = np.log([BOUNDS[n][0] for n in ENGINE_TERMS])
     hi = np.log([BOUNDS[n][1] for n in ENGINE_TERMS])
