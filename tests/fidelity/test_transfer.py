@@ -23,7 +23,11 @@ from llmecon.step.inference import decode_of, prefill_of
 from llmecon.step.kernels import decode_attention_s, gemm_s
 
 MEASURED = [p for p in default_profiles() if p.engine and not p.transferred]
-TRANSFERRED = [p for p in default_profiles() if p.transferred]
+TRANSFERRED = [p for p in default_profiles() if p.transferred and p.transfer["source"] == "pooled NVIDIA vllm profiles"]
+"""Profiles transferred from the pooled NVIDIA vllm profiles (``fidelity.transfer``)."""
+NEAREST_MEASURED = [p for p in default_profiles() if p.transferred and p not in TRANSFERRED]
+"""Profiles transferred from one measured profile of the same die (``fidelity.amd_profiles``: mi325x/vllm and
+mi355x/vllm from mi300x/vllm): they carry the figures that were measured, not every ``ERROR_KEYS`` one."""
 
 
 def _kernel_and_engine(p) -> dict:
@@ -65,9 +69,11 @@ def test_nearest_rule_by_hand():
     assert distance(h100, b200) > distance(h100, h200)
     others = [p for p in MEASURED if p.engine == "trtllm" and p.accelerators[0] != "h100-sxm"]
     assert rank_sources(h100, others)[0].name == "h200/trtllm"
-    assert method_for(h100, MEASURED) == "nearest" and method_for(get_accelerator("mi355x"), MEASURED) == "pooled"
-    with pytest.raises(SpecError, match="no measured amd chip"):
-        transfer(get_accelerator("mi355x"), MEASURED, method="nearest", engine="vllm")
+    assert method_for(h100, MEASURED) == "nearest" and method_for(get_accelerator("tpu-v6e"), MEASURED) == "pooled"
+    # AMD has a measured chip since 2026-11-28 (mi300x/vllm, fidelity.amd_profiles): MI355X is "nearest" to it
+    assert method_for(get_accelerator("mi355x"), MEASURED) == "nearest"
+    with pytest.raises(SpecError, match="no measured google chip"):
+        transfer(get_accelerator("tpu-v6e"), MEASURED, method="nearest", engine="vllm")
 
 
 def test_a_transferred_profile_scales_with_the_datasheet():
@@ -102,8 +108,13 @@ def test_refusal_names_the_missing_fact():
 
 def test_shipped_transferred_profiles_carry_provenance_and_expected_error():
     names = {p.accelerators[0] for p in TRANSFERRED}
-    measured = {a for p in default_profiles() if not p.transferred for a in p.accelerators}
+    measured = {a for p in default_profiles() if not p.transferred or p in NEAREST_MEASURED for a in p.accelerators}
     assert names == {a for a, acc in accelerators().items() if a not in measured and "bf16" in acc.peak_flops_per_s}
+    for p in NEAREST_MEASURED:
+        t = p.transfer
+        assert t["method"] == "nearest" and named_profile(t["source"]).transferred is False
+        assert set(t["expected_error"]) <= set(ERROR_KEYS) and 0 < t["expected_error"]["tpot_median"] < 1
+        assert parse_profile(p.as_toml()) == p and t["error_protocol"] in p.fidelity
     for p in TRANSFERRED:
         t = p.transfer
         assert p.name == f"{p.accelerators[0]}/transferred" and "fidelity.transfer" in p.derivation
@@ -147,9 +158,12 @@ def test_every_accelerator_gets_a_calibrated_analyze_or_one_line_refusal(acc, ca
     if done.value.code in (0, None):
         d = json.loads(out)
         assert d["mode"] == "calibrated" and isinstance(d["transferred"], bool)
-        if d["transferred"]:
+        if d["transferred"] and d["transfer_method"] == "pooled":
             assert "transferred from" in d["fidelity"] and set(d["expected_error"]) == set(ERROR_KEYS)
-            assert d["transfer_method"] == "pooled" and d["transferred_from"]
+            assert d["transferred_from"]
+        elif d["transferred"]:  # nearest, from a measured profile of the same die: the figures measured
+            assert d["transfer_method"] == "nearest" and "transferred from" in d["fidelity"]
+            assert set(d["expected_error"]) <= set(ERROR_KEYS) and "tpot_median" in d["expected_error"]
     else:
         lines = [line for line in err.splitlines() if line.strip()]
         assert done.value.code == 2 and len(lines) == 1 and out == ""
@@ -160,12 +174,12 @@ def test_plan_and_moe_json_carry_the_transfer_fields(capsys):
     from llmecon.cli import main
 
     with pytest.raises(SystemExit):
-        main(["plan", "--model", "llama-3.1-8b", "--systems", "mi300x-8", "--max-chips", "8", "--mode", "calibrated",
+        main(["plan", "--model", "llama-3.1-8b", "--systems", "mi325x-8", "--max-chips", "8", "--mode", "calibrated",
               "--json"])
     d = json.loads(capsys.readouterr().out)
-    assert d["transferred"] is True and d["transferred_profiles"]["mi300x-8"]["transfer_method"] == "pooled"
-    assert "transferred from" in d["fidelity"]
+    assert d["transferred"] is True and d["transferred_profiles"]["mi325x-8"]["transfer_method"] == "nearest"
+    assert "transferred from mi300x/vllm" in d["fidelity"]
     with pytest.raises(SystemExit):
-        main(["moe", "--model", "qwen3-30b-a3b", "--system", "mi300x-8", "--mode", "calibrated", "--json"])
+        main(["moe", "--model", "qwen3-30b-a3b", "--system", "mi325x-8", "--mode", "calibrated", "--json"])
     d = json.loads(capsys.readouterr().out)
     assert d["fidelity_fields"]["transferred"] is True and "transferred from" in d["fidelity"]

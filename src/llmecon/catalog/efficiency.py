@@ -75,7 +75,8 @@ def parse_profile(text: str, where: str = "profile") -> EfficiencyProfile:
 
 
 _TRANSFER_KEYS = ("source", "method", "date")
-_TRANSFER_OPTIONAL = ("rule", "engine_terms_from", "datasheet", "borrowed", "error_scope", "expected_error")
+_TRANSFER_OPTIONAL = ("rule", "engine_terms_from", "datasheet", "borrowed", "error_scope", "error_protocol",
+                      "expected_error")
 ERROR_KEYS = ("tpot_median", "tpot_p90", "ttft_median", "ttft_p90", "gemm_median", "attention_median", "moe_median")
 """The expected-error figures a transferred profile carries (shares; ``benchmarks/transfer_accuracy.py``)."""
 
@@ -126,13 +127,17 @@ def default_profiles() -> tuple[EfficiencyProfile, ...]:
 
 
 DEFAULT_ENGINE = {"h100-sxm": None, "h200": "trtllm", "b200": "trtllm", "b300": "trtllm", "gb200": "trtllm",
-                  "gb300": "trtllm"}
+                  "gb300": "trtllm", "mi300x": "vllm", "mi325x": "vllm", "mi355x": "vllm"}
 """The engine whose kernel-table profile is a chip's default in calibrated mode (None: the chip's
 legacy profile stays the default). TensorRT-LLM's tables cover every family on every chip except
 Blackwell MoE (only a w4a8 table), where its profile takes MoE from SGLang's or vLLM's table, as
 its ``derivation`` says. Engine terms fitted on the silicon rows (``fidelity.engine_fit``) are in
 the profiles that have aggregated rows (not b300/trtllm, gb200/sglang, gb200/vllm, gb300); h100-sxm
-keeps its vidur + serving fitted profile as default until the kernel-table one is validated against it."""
+keeps its vidur + serving fitted profile as default until the kernel-table one is validated against it.
+AMD (mi300x, mi325x, mi355x): vLLM, the only engine with AMD serving measurements in the shared data (MI300X
+vLLM batch latency, ``fidelity.amd_serving``); mi300x/vllm is measured (aiter kernels + served terms),
+mi325x/vllm and mi355x/vllm are labelled transferred from it (``fidelity.amd_profiles``), so the default
+falls through to them as the chip's only profile."""
 
 
 def named_profile(name: str) -> EfficiencyProfile:

@@ -27,7 +27,8 @@ Source rule (fixed before any leave-one-chip-out number was seen, ``benchmarks/t
   closest in datasheet, distance = sqrt(ln(bf16 peak ratio)^2 + ln(HBM bandwidth ratio)^2) (the
   compute axis and the memory axis of the roofline with equal weight; ties by name). Engine terms
   come from the nearest chip that has them fitted (``has_engine_terms``), else pooled as below.
-* **pooled** (a vendor with no measured chip: AMD, Google, AWS, Huawei): every term is the median
+* **pooled** (a vendor with no measured chip: Google, AWS, Huawei; AMD until 2026-11-28, when
+  ``fidelity.amd_profiles`` measured mi300x/vllm): every term is the median
   over the measured chips' profiles of one engine (term by term, per kernel family and dtype, over
   the profiles that have it; engine terms over the profiles that have them fitted). The median
   of each term is not a joint fit: it is the typical NVIDIA chip, term by term.

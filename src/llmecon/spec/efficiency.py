@@ -256,13 +256,14 @@ class EfficiencyProfile:
     @property
     def label(self) -> str:
         """The profile as a report names it: its name, or for a transferred profile
-        '<chip>, transferred from <source>, ±X% TPOT leave-one-chip-out'."""
+        '<chip>, transferred from <source>, ±X% TPOT <error_protocol>' (default leave-one-chip-out)."""
         if not self.transfer:
             return self.name
         t = self.transfer
         err = dict(t.get("expected_error", {}))
         tpot = err.get("tpot_median")
-        tail = f", ±{100 * tpot:.0f}% TPOT leave-one-chip-out" if tpot is not None else ", error not measured"
+        protocol = t.get("error_protocol", "leave-one-chip-out")  # how the expected error was measured
+        tail = f", ±{100 * tpot:.0f}% TPOT {protocol}" if tpot is not None else ", error not measured"
         chip = self.accelerators[0] if self.accelerators else self.name
         return f"{chip}, transferred from {t.get('source', '?')}{tail}"
 
