@@ -459,7 +459,8 @@ class Model:
         return self._kv_sum(context, kv_dtype, holding_only=False, sparse=sparse) + self.state_bytes_per_sequence()
 
     def _kv_sum(self, context, kv_dtype, *, holding_only: bool, sparse: bool, indexer: bool = True):
-        context = np.asarray(context, dtype=float)
+        if type(context) is not np.float64:  # a numpy float stays a scalar (cheaper arithmetic than a 0-d array)
+            context = np.asarray(context, dtype=float)
         total = 0.0
         for spec, window, sparsity, ratio, count in self._attention_groups(holding_only=holding_only):
             main, index = self._kv_layer_bytes(spec, kv_dtype)

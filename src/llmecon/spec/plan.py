@@ -144,9 +144,10 @@ class Plan:
                             f"expert twice ({e}·({self.ep} - 1) = {e * (self.ep - 1)})", field="redundant_experts",
                             value=r, fix=f"use at most {e * (self.ep - 1)}")
 
-    def validate(self, model: Model, system: System) -> None:
+    def validate(self, model: Model, system: System) -> Placement:
         """Raise SpecError for a plan the model cannot be split by or the domains cannot hold
-        without straddling, InfeasibleError when it needs a network the system does not have."""
+        without straddling, InfeasibleError when it needs a network the system does not have;
+        return the plan's ``Placement`` on ``system`` (``place``), which the check computes anyway."""
         a = model.attention
         if a.n_heads % self.tp:
             raise SpecError(f"{model.name} has {a.n_heads} attention heads, not divisible by {self.tp}",
@@ -167,7 +168,7 @@ class Plan:
         if self.pp > model.n_layers:
             raise SpecError(f"more stages than the {model.n_layers} layers of {model.name}", field="pp",
                             value=self.pp)
-        place(self, system)
+        return place(self, system)
 
 
 @dataclass(frozen=True, kw_only=True)

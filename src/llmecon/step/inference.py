@@ -39,7 +39,7 @@ from ..errors import require_array, require_number
 from ..spec.hardware import System
 from ..spec.model import Model
 from ..spec.deployment import Deployment, memory_per_chip
-from ..spec.plan import Plan, place
+from ..spec.plan import Placement, Plan, place
 from ..spec.plan_array import STAGE_TIERS, PlanArray
 from .roofline import StepTime
 
@@ -121,18 +121,18 @@ class StepResult:
 
 
 def _check_request(model: Model, system: System, plan: Plan, *, mode, profile, expert_imbalance,
-                   dtypes) -> EfficiencyProfile:
+                   dtypes) -> tuple[EfficiencyProfile, Placement | None]:
     """What decode and prefill both check before any arithmetic: mode and profile, plan, MoE
-    options, formats. Returns the profile the step runs with (``IDEAL`` in ideal mode)."""
+    options, formats. Returns the profile the step runs with (``IDEAL`` in ideal mode) and the
+    plan's placement (None for a ``PlanArray``, whose plans were validated and placed when it was built)."""
     prof = resolve(mode, profile, system.accelerator)
-    if not isinstance(plan, PlanArray):  # a PlanArray's plans were validated when it was built
-        plan.validate(model, system)
+    where = None if isinstance(plan, PlanArray) else plan.validate(model, system)
     require_number("expert_imbalance", expert_imbalance, minimum=1,
                    hint="the busiest expert group's tokens over uniform routing's; 1 = uniform routing")
     for dt in dtypes:
         if dt is not None:
             get_dtype(dt)
-    return prof
+    return prof, where
 
 
 def weights_read_per_chip(model: Model, plan: Plan, *, weight_dtype=None, touched_fraction=1.0):
@@ -229,15 +229,15 @@ def comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dty
 
 
 def _comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dtype, load,
-                all_reduce: str = "best", ep_system: System | None = None) -> CommParts:
+                all_reduce: str = "best", ep_system: System | None = None, where: Placement | None = None) -> CommParts:
     """``comm_parts`` with the expert load given; the EP all-to-alls run on ``ep_system``'s links
     (a calibrated profile's ``all_to_all`` terms: ``EfficiencyProfile.system(system, "all_to_all")``),
-    default ``system``'s."""
+    default ``system``'s. ``where``: the plan's placement when the caller has it (``place``, else computed)."""
     if isinstance(plan, PlanArray):
         return _comm_parts_grouped(model, system, plan, tokens=tokens, dispatch_dtype=dispatch_dtype, load=load,
                                    all_reduce=all_reduce, ep_system=ep_system)
     ep_sys = ep_system or system
-    where = place(plan, system)
+    where = where or place(plan, system)
     act = get_dtype(ACTIVATION_DTYPE).bytes
     d = model.d_model
     phi = plan.stage_fraction(model)
@@ -346,7 +346,7 @@ def gdn_work_per_chip(model: Model, plan: Plan, *, tokens_per_seq) -> tuple:
 
 def _assemble(model, system, plan, *, phase, mode, profile, batch, context, tokens_per_seq, flops_attn_per_seq,
               kv_read_per_seq, kv_write_per_seq, weight_dtype, kv_dtype, expert_imbalance,
-              dispatch_dtype) -> StepResult:
+              dispatch_dtype, where: Placement | None = None) -> StepResult:
     """Shared arithmetic of decode and prefill for one micro-batch of batch/pp sequences. The
     critical chip belongs to the busiest expert group (``expert_load``; ``expert_imbalance`` skews
     it further): the distinct experts it reads, the token-expert pairs it computes (routed expert
@@ -387,7 +387,7 @@ def _assemble(model, system, plan, *, phase, mode, profile, batch, context, toke
                 lin_flops=micro * lin_flops, lin_state=micro * lin_state)
     comm = _comm_parts(model, profile.system(system), plan, tokens=tokens, dispatch_dtype=dispatch_dtype, load=load,
                        ep_system=profile.system(system, "all_to_all"),
-                       all_reduce=profile.all_reduce_algorithm)
+                       all_reduce=profile.all_reduce_algorithm, where=where)
     routed_s = pp * routed / work.ex_peak
     if profile.is_ideal:
         time = StepTime(compute_s=pp * (work.ne_flops / work.ne_peak + work.attn_flops / work.attn_peak
@@ -420,21 +420,21 @@ def decode_step(model: Model, system: System, *, batch, context, plan: Plan | No
     """
     plan = plan or Plan()
     mode = mode or (profile.mode if profile is not None else "ideal")
-    prof = _check_request(model, system, plan, mode=mode, profile=profile, expert_imbalance=expert_imbalance,
-                          dtypes=(weight_dtype, kv_dtype, dispatch_dtype))
+    prof, where = _check_request(model, system, plan, mode=mode, profile=profile, expert_imbalance=expert_imbalance,
+                                 dtypes=(weight_dtype, kv_dtype, dispatch_dtype))
     return _decode(model, system, plan, prof, mode=mode, batch=batch, context=context, weight_dtype=weight_dtype,
-                   kv_dtype=kv_dtype, expert_imbalance=expert_imbalance, dispatch_dtype=dispatch_dtype)
+                   kv_dtype=kv_dtype, expert_imbalance=expert_imbalance, dispatch_dtype=dispatch_dtype, where=where)
 
 
 def _decode(model, system, plan, prof, *, mode, batch, context, weight_dtype, kv_dtype, expert_imbalance,
-            dispatch_dtype) -> StepResult:
+            dispatch_dtype, where: Placement | None = None) -> StepResult:
     batch = require_array("batch", batch, minimum=0, exclusive=True)
     context = require_array("context", context, minimum=0)
     return _assemble(model, system, plan, phase="decode", mode=mode, profile=prof, batch=batch, context=context,
                      tokens_per_seq=1.0, flops_attn_per_seq=model.attention_flops_per_token(context, absorbed=True),
                      kv_read_per_seq=model.kv_read_bytes(context, kv_dtype),
                      kv_write_per_seq=model.kv_bytes_per_token(kv_dtype), weight_dtype=weight_dtype,
-                     kv_dtype=kv_dtype, expert_imbalance=expert_imbalance, dispatch_dtype=dispatch_dtype)
+                     kv_dtype=kv_dtype, expert_imbalance=expert_imbalance, dispatch_dtype=dispatch_dtype, where=where)
 
 
 def prefill_step(model: Model, system: System, *, batch, prompt_tokens, cached_tokens=0, plan: Plan | None = None,
@@ -448,15 +448,15 @@ def prefill_step(model: Model, system: System, *, batch, prompt_tokens, cached_t
     """
     plan = plan or Plan()
     mode = mode or (profile.mode if profile is not None else "ideal")
-    prof = _check_request(model, system, plan, mode=mode, profile=profile, expert_imbalance=expert_imbalance,
-                          dtypes=(weight_dtype, kv_dtype, dispatch_dtype))
+    prof, where = _check_request(model, system, plan, mode=mode, profile=profile, expert_imbalance=expert_imbalance,
+                                 dtypes=(weight_dtype, kv_dtype, dispatch_dtype))
     return _prefill(model, system, plan, prof, mode=mode, batch=batch, prompt_tokens=prompt_tokens,
                     cached_tokens=cached_tokens, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-                    expert_imbalance=expert_imbalance, dispatch_dtype=dispatch_dtype)
+                    expert_imbalance=expert_imbalance, dispatch_dtype=dispatch_dtype, where=where)
 
 
 def _prefill(model, system, plan, prof, *, mode, batch, prompt_tokens, cached_tokens, weight_dtype, kv_dtype,
-             expert_imbalance, dispatch_dtype) -> StepResult:
+             expert_imbalance, dispatch_dtype, where: Placement | None = None) -> StepResult:
     batch = require_array("batch", batch, minimum=0, exclusive=True)
     prompt = require_array("context", prompt_tokens, minimum=0, exclusive=True)
     cached = require_array("cached_tokens", cached_tokens, minimum=0)
@@ -465,18 +465,19 @@ def _prefill(model, system, plan, prof, *, mode, batch, prompt_tokens, cached_to
                      tokens_per_seq=prompt, flops_attn_per_seq=model.prefill_attention_flops(prompt, cached),
                      kv_read_per_seq=model.kv_read_bytes(cached, kv_dtype, sparse=False), kv_write_per_seq=new_kv,
                      weight_dtype=weight_dtype, kv_dtype=kv_dtype, expert_imbalance=expert_imbalance,
-                     dispatch_dtype=dispatch_dtype)
+                     dispatch_dtype=dispatch_dtype, where=where)
 
 
 def decode_of(dep: Deployment, *, batch, context) -> StepResult:
     """One decode step of a Deployment (``decode_step`` with its plan, formats and profile; the
     Deployment was validated once, at construction, so nothing is checked again but the sizes)."""
     return _decode(dep.model, dep.system, dep.plan, dep.profile, mode=dep.mode, batch=batch, context=context,
-                   weight_dtype=dep.weight_dtype, kv_dtype=dep.kv_dtype, expert_imbalance=1.0, dispatch_dtype=None)
+                   weight_dtype=dep.weight_dtype, kv_dtype=dep.kv_dtype, expert_imbalance=1.0, dispatch_dtype=None,
+                   where=dep.placement)
 
 
 def prefill_of(dep: Deployment, *, batch, prompt_tokens, cached_tokens=0) -> StepResult:
     """One prefill step of a Deployment (``prefill_step`` with its plan, formats and profile)."""
     return _prefill(dep.model, dep.system, dep.plan, dep.profile, mode=dep.mode, batch=batch,
                     prompt_tokens=prompt_tokens, cached_tokens=cached_tokens, weight_dtype=dep.weight_dtype,
-                    kv_dtype=dep.kv_dtype, expert_imbalance=1.0, dispatch_dtype=None)
+                    kv_dtype=dep.kv_dtype, expert_imbalance=1.0, dispatch_dtype=None, where=dep.placement)
