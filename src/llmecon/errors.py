@@ -198,6 +198,14 @@ def require_array(name: str, value, *, minimum: float | None = None, exclusive: 
     return arr
 
 
+def as_floats(value):
+    """``value`` as floats for the formulas: a numpy float64 scalar as it is (its arithmetic is several
+    times cheaper than a 0-d array's, and it broadcasts alike), anything else as a float numpy array."""
+    import numpy as np
+
+    return value if type(value) is np.float64 else np.asarray(value, dtype=float)
+
+
 def require_choice(name: str, value, choices: Iterable, *, owner: str | None = None):
     """``value`` if it is one of ``choices``, else SpecError with field ``name``, the choices and the
     closest one (``owner``: see ``_broken``)."""

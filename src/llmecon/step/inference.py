@@ -15,9 +15,10 @@ token-expert pairs computed and received (a documented approximation) — at bat
 EP64 about 1.3 of a layer's 8 touched experts, 10x the mean 1/8. Step times use that chip;
 ``weight_bytes`` and ``flops`` stay totals over all chips (the mean chip times the chips). Omitted in ideal mode:
 activation traffic, softmax/norm/elementwise FLOPs, the input embedding lookup (B rows), kernel
-launch and framework overheads. A non-ideal ``profile`` (or ``mode="calibrated"`` with the
-accelerator's default profile) prices the same work with achieved efficiencies, element-wise
-traffic, kernel floors and overheads (``calibrated``); ``mode`` defaults to the profile's own.
+launch and framework overheads. A non-ideal ``profile`` prices the same work with achieved
+efficiencies, element-wise traffic, kernel floors and overheads (``calibrated``); ``mode`` defaults
+to the profile's own. The step takes a profile, it does not choose one (calibrated mode without one
+is an error naming the fix): ``llmecon.default_profile(accelerator)`` is a chip's shipped profile.
 ``decode_of``/``prefill_of`` price a ``Deployment``, which carries its profile and was validated
 once, at construction.
 """
@@ -33,9 +34,8 @@ from .calibrated import Work, calibrated_time, expert_terms
 from .expert_load import BusiestRank, busiest_rank, touched_expert_fraction
 from .collectives import all_reduce_s, all_to_all_s, p2p_s, two_tier_all_reduce_s, two_tier_all_to_all_s
 from ..dtypes import get_dtype
-from ..spec.efficiency import EfficiencyProfile
-from ..catalog.efficiency import resolve
-from ..errors import require_array, require_number
+from ..spec.efficiency import IDEAL, MODES, EfficiencyProfile
+from ..errors import SpecError, as_floats, require_array, require_choice, require_number
 from ..spec.hardware import System
 from ..spec.model import Model
 from ..spec.deployment import Deployment, memory_per_chip
@@ -120,12 +120,28 @@ class StepResult:
         return np.asarray(self.memory_per_chip_bytes) <= self.hbm_per_chip_bytes
 
 
+def _profile(mode: str, profile: EfficiencyProfile | None) -> EfficiencyProfile:
+    """The profile a step runs with: IDEAL in ideal mode (a fitted profile then is an error), the one
+    given in calibrated mode. The step takes the profile, it does not choose one: an accelerator's
+    shipped profile is ``llmecon.default_profile(accelerator)`` (``resolve`` picks it for the front-ends)."""
+    if mode == "ideal":
+        if profile is not None and not profile.is_ideal:
+            raise SpecError("a profile needs {mode} calibrated (ideal mode uses datasheet peaks)", field="profile")
+        return IDEAL
+    require_choice("mode", mode, MODES)
+    if profile is None:
+        raise SpecError("calibrated mode needs an efficiency profile", field="profile", show_value=False,
+                        fix="pass profile=llmecon.default_profile(system.accelerator) (the chip's shipped profile) "
+                            "or load one with llmecon.load_profile")
+    return profile
+
+
 def _check_request(model: Model, system: System, plan: Plan, *, mode, profile, expert_imbalance,
                    dtypes) -> tuple[EfficiencyProfile, Placement | None]:
     """What decode and prefill both check before any arithmetic: mode and profile, plan, MoE
     options, formats. Returns the profile the step runs with (``IDEAL`` in ideal mode) and the
     plan's placement (None for a ``PlanArray``, whose plans were validated and placed when it was built)."""
-    prof = resolve(mode, profile, system.accelerator)
+    prof = _profile(mode, profile)
     where = None if isinstance(plan, PlanArray) else plan.validate(model, system)
     require_number("expert_imbalance", expert_imbalance, minimum=1,
                    hint="the busiest expert group's tokens over uniform routing's; 1 = uniform routing")
@@ -241,8 +257,8 @@ def _comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dt
     act = get_dtype(ACTIVATION_DTYPE).bytes
     d = model.d_model
     phi = plan.stage_fraction(model)
-    tokens = np.asarray(tokens, dtype=float)
-    zero = np.zeros_like(tokens)
+    tokens = as_floats(tokens)
+    zero = tokens * 0.0  # tokens are finite (checked): zeros of their shape, a numpy scalar for a scalar
     tp_msg = tokens / plan.adp * d * act
     tp_s = zero + plan.pp * phi * model.n_layers * 2 * _tiered(
         where.tp_tier, system, functools.partial(all_reduce_s, algorithm=all_reduce),
