@@ -67,6 +67,7 @@ _EXPORTS = {
     "expert_transform": "econ.routed_scaling", "expert_value": "econ.routed_scaling",
     "experts_for_ratio": "econ.routed_scaling", "load_routed_law": "econ.routed_scaling", "moe_summary": "econ.moe",
     "pareto_front": "econ.planner", "pipeline_stage_time_ratio": "spec.plan", "place": "spec.plan",
+    "feasible_plans": "spec.plan",
     "plan_deployment": "econ.planner", "power_fit_from_point": "econ.routed_scaling",
     # the frontier users compare (plan --frontier)
     "Frontier": "econ.frontier", "decode_frontier": "econ.frontier",

@@ -57,6 +57,8 @@ def get_dtype(name: str | DType) -> DType:
     """Look a dtype up by name (``bf16``, ``fp8``, ``mxfp4``...); unknown names get "did you mean"."""
     if isinstance(name, DType):
         return name
+    if type(name) is str and name in DTYPES:  # the canonical name (every call in a step): one dict look-up
+        return DTYPES[name]
     key = _ALIASES.get(str(name).lower(), str(name).lower())
     if key not in DTYPES:
         raise unknown_name("dtype", str(name), DTYPES)

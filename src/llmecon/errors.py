@@ -133,6 +133,8 @@ def _broken(name: str, rule: str, value, hint: str, owner: str | None) -> SpecEr
 def require_whole(name: str, value, minimum: int = 1, *, owner: str | None = None) -> int:
     """``value`` as an int >= ``minimum`` (Python or numpy integer, not bool, not 4.0), else
     SpecError with field ``name``, the rule and the value (``owner``: see ``_broken``)."""
+    if type(value) is int and value >= minimum:  # the common case, without the numbers.Integral ABC check
+        return value
     import numbers
 
     if not (isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= minimum):
@@ -173,6 +175,14 @@ def require_array(name: str, value, *, minimum: float | None = None, exclusive: 
     every element is finite and within bounds, else SpecError as ``require_number``."""
     import numpy as np
 
+    if type(value) is float or type(value) is int:  # the one-point call: check in Python, skip the array reductions
+        import math
+
+        v = float(value)
+        ok = math.isfinite(v) and (minimum is None or (v > minimum if exclusive else v >= minimum)) and (
+            maximum is None or v <= maximum)
+        if ok:
+            return np.float64(v)  # a numpy scalar: broadcasts like a 0-d array, its arithmetic ~5x cheaper
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
@@ -186,6 +196,14 @@ def require_array(name: str, value, *, minimum: float | None = None, exclusive: 
         bound = _bound(minimum, exclusive, maximum)
         raise _broken(name, f"must be finite{' and ' + bound if bound else ''}, got {value!r}", value, hint, owner)
     return arr
+
+
+def as_floats(value):
+    """``value`` as floats for the formulas: a numpy float64 scalar as it is (its arithmetic is several
+    times cheaper than a 0-d array's, and it broadcasts alike), anything else as a float numpy array."""
+    import numpy as np
+
+    return value if type(value) is np.float64 else np.asarray(value, dtype=float)
 
 
 def require_choice(name: str, value, choices: Iterable, *, owner: str | None = None):

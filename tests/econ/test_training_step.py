@@ -184,11 +184,11 @@ def test_collective_tiers_follow_the_domain():
     m = get_model("llama-3.1-70b")
     h100 = get_system("hgx-h100")
     a = train_step(m, h100, TrainPlan(tp=8, dp=4), seq_len=4096, global_batch_tokens=64 * 4096)
-    assert a.tiers["tp"] == "scale-up" and a.tiers["dp"] == "scale-out" and a.tiers["pp"] == "none"
+    assert a.tiers["tp"] == "scale_up" and a.tiers["dp"] == "scale_out" and a.tiers["pp"] == "none"
     b = train_step(m, h100, TrainPlan(tp=4, dp=2), seq_len=4096, global_batch_tokens=64 * 4096)
-    assert b.tiers["dp"] == "scale-up"  # 4 × 2 = 8 GPUs: one domain
+    assert b.tiers["dp"] == "scale_up"  # 4 × 2 = 8 GPUs: one domain
     c = train_step(m, h100, TrainPlan(tp=16), seq_len=4096, global_batch_tokens=64 * 4096)
-    assert c.tiers["tp"] == "scale-out" and c.tp_comm_s > 5 * a.tp_comm_s  # 450 vs 50 GB/s per direction
+    assert c.tiers["tp"] == "scale_out" and c.tp_comm_s > 5 * a.tp_comm_s  # 450 vs 50 GB/s per direction
 
 
 def test_moe_expert_parallel_all_to_all_is_counted():
@@ -197,7 +197,7 @@ def test_moe_expert_parallel_all_to_all_is_counted():
     base = dict(seq_len=4096, global_batch_tokens=64 * 4096)
     no_ep = train_step(m, h100, TrainPlan(tp=2, dp=8, zero=1), **base)
     ep = train_step(m, h100, TrainPlan(tp=2, dp=8, ep=4, zero=1), **base)
-    assert no_ep.ep_comm_s == 0.0 and ep.ep_comm_s > 0.0 and ep.tiers["ep"] == "scale-up"
+    assert no_ep.ep_comm_s == 0.0 and ep.ep_comm_s > 0.0 and ep.tiers["ep"] == "scale_up"
     # experts split 4 ways: bf16 weights of the routed experts drop to 1/4; the optimizer was already
     # sharded over all 8 data-parallel ranks (ZeRO-1), so it does not change
     p = m.params
@@ -362,7 +362,7 @@ def test_groups_that_do_not_tile_domains_are_as_slow_as_their_thinnest_domain():
     assert domain_split(nvl, [8 * i for i in range(16)]) == (7, 2)
     assert domain_split(nvl, [8 * i for i in range(18)]) == (9, 2)
     assert domain_split(nvl, [8 * i for i in range(64)]) == (1, 8)
-    assert group_link(nvl, stride=5, size=15, what="dp")[1] == "scale-up"  # ranks 0..70: one domain
+    assert group_link(nvl, stride=5, size=15, what="dp")[1] == "scale_up"  # ranks 0..70: one domain
     m = get_model("llama-3.1-70b")
     kw = dict(seq_len=8192, global_batch_tokens=8192 * 144, efficiency=1.0, dp_overlap=0.0)
     t16, t18 = (train_step(m, nvl, TrainPlan(tp=8, dp=dp, zero=1), **kw).dp_comm_s for dp in (16, 18))

@@ -18,7 +18,7 @@ from llmecon.errors import InfeasibleError, SpecError
 from llmecon.spec.hardware import Accelerator, Link, System
 from llmecon.catalog.hf_config import model_from_hf_config
 from llmecon.step.inference import comm_parts, decode_step, memory_per_chip
-from llmecon.spec.plan import Plan, place
+from llmecon.spec.plan import Plan, feasible_plans, place
 
 EXACT = 1e-9
 DENSE = {"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "num_hidden_layers": 2,
@@ -270,3 +270,47 @@ def test_rack_boundary_makes_expert_parallelism_slower():
     t_in = float(comm_parts(m, hgx, Plan(ep=8), tokens=8 * 64).ep_all_to_all_s)
     assert t_hgx > 5 * t_rack
     assert t_hgx > 3 * t_in
+
+
+# --- feasible_plans: the searches' one filter, errors as data --------------------------------------
+
+def test_feasible_plans_keeps_the_valid_ones_in_order(dense, moe):
+    """tiny-dense: 4 heads, 2 KV heads, 2 layers; on 2-chip domains without scale-out.
+    tp 1 and 2 fit one domain; tp 3 does not divide the 4 heads; tp 4 would cross domains with no
+    scale-out link; pp 3 exceeds the 2 layers. tiny-moe: 4 experts, so ep 3 does not divide them."""
+    grid = [Plan(tp=1), Plan(tp=3), Plan(tp=2), Plan(tp=4), Plan(pp=3), Plan(pp=2)]
+    got = list(feasible_plans(dense, SINGLE_DOMAIN, grid))
+    assert [p for p, _ in got] == [Plan(tp=1), Plan(tp=2), Plan(pp=2)]
+    assert [w.tp_tier for _, w in got] == ["none", "scale_up", "none"]
+    moe_plans = feasible_plans(moe, PAIRS, [Plan(tp=1, ep=3, adp=3), Plan(ep=2)])
+    assert [p.label() for p, _ in moe_plans] == ["tp1·ep2·pp1"]
+    assert list(feasible_plans(dense, SINGLE_DOMAIN, [])) == []
+
+
+def test_check_returns_what_validate_raises(dense, moe):
+    """``Plan.check`` gives the error as data: the same type, field and rule ``validate`` raises."""
+    for model, plan, system in ((dense, Plan(tp=3), PAIRS), (dense, Plan(tp=4), SINGLE_DOMAIN),
+                                (moe, Plan(tp=1, ep=3, adp=3), PAIRS), (dense, Plan(pp=3), PAIRS)):
+        problem = plan.check(model, system)
+        with pytest.raises(type(problem)) as raised:
+            plan.validate(model, system)
+        assert (raised.value.field, raised.value.rule) == (problem.field, problem.rule)
+    assert Plan(tp=2).check(dense, PAIRS) == place(Plan(tp=2), PAIRS)
+
+
+@FAST
+@given(tp=st.sampled_from([1, 2, 3, 4, 8, 16, 32, 64]), ep=st.sampled_from([1, 2, 4, 8, 16, 32, 64, 128, 256]),
+       pp=st.sampled_from([1, 2, 3, 4, 8, 128]), model_name=st.sampled_from(["llama-3.1-70b", "deepseek-v3"]),
+       system_name=st.sampled_from(["hgx-h100", "gb200-nvl72"]))
+def test_feasible_plans_agrees_with_validate(tp, ep, pp, model_name, system_name):
+    """A plan is yielded exactly when ``validate`` accepts it, with ``place``'s placement."""
+    model, system = get_model(model_name), get_system(system_name)
+    try:
+        plan = Plan(tp=tp, ep=ep, pp=pp, adp=ep * 4 if ep > tp else None)
+    except SpecError:
+        return
+    try:
+        expected = [(plan, plan.validate(model, system))]
+    except (SpecError, InfeasibleError):
+        expected = []
+    assert list(feasible_plans(model, system, [plan])) == expected

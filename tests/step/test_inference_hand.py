@@ -338,3 +338,16 @@ def test_balance_batch_with_kv_beyond_crossover():
     got = balance_batch_with_kv(balance_batch=300.0, context=[0.0, 250.0, 1000.0, 2000.0], crossover_context=1000.0)
     assert got[0] == 300.0 and got[1] == pytest.approx(400.0, rel=EXACT)
     assert got[2] == float("inf") and got[3] == float("inf")
+
+
+def test_the_step_takes_a_profile_it_does_not_choose_one():
+    """Calibrated mode without a profile is refused, naming the field and the fix (the step layer does
+    not read the catalogue: ``llmecon.resolve`` and ``llmecon.default_profile`` choose profiles)."""
+    from llmecon.catalog.hardware import get_system
+    from llmecon.catalog.models import get_model
+    from llmecon.errors import SpecError
+    from llmecon.step.inference import decode_step
+
+    with pytest.raises(SpecError, match="calibrated mode needs an efficiency profile") as raised:
+        decode_step(get_model("llama-3.1-8b"), get_system("hgx-h100"), batch=1, context=8, mode="calibrated")
+    assert raised.value.field == "profile" and "default_profile" in raised.value.fix

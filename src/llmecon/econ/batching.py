@@ -21,7 +21,7 @@ from ..spec.efficiency import IDEAL
 from ..spec.deployment import Deployment, memory_per_chip
 from ..step.inference import StepResult, decode_of, weights_read_per_chip
 from ..spec.model import Model
-from ..spec.plan import Plan
+from ..spec.plan import Plan, feasible_plans
 
 # ---------------------------------------------------------------------------------------------
 # Closed forms on plain numbers (the lecture's arithmetic)
@@ -243,17 +243,11 @@ def smallest_plan(model: Model, system: System, *, weight_dtype=None, kv_dtype=N
     hbm = system.accelerator.hbm_bytes
     candidates = []
     eps = _divisors(model.moe.n_routed, system.chips) if model.is_moe else [1]
-    for tp in _divisors(model.attention.n_heads, system.chips):
-        for ep in eps:
-            for pp in (1, 2, 4, 8):
-                plan = Plan(tp=tp, ep=ep, pp=pp)
-                try:
-                    plan.validate(model, system)
-                except (SpecError, InfeasibleError):
-                    continue
-                w = float(memory_per_chip(model, plan, batch=0.0, context=0.0, weight_dtype=weight_dtype,
-                                          kv_dtype=kv_dtype))
-                candidates.append((plan.chips, pp, tp, -ep, w, plan))
+    grid = (Plan(tp=tp, ep=ep, pp=pp) for tp in _divisors(model.attention.n_heads, system.chips) for ep in eps
+            for pp in (1, 2, 4, 8))
+    for plan, _ in feasible_plans(model, system, grid):
+        w = float(memory_per_chip(model, plan, batch=0.0, context=0.0, weight_dtype=weight_dtype, kv_dtype=kv_dtype))
+        candidates.append((plan.chips, plan.pp, plan.tp, -plan.ep, w, plan))
     for limit in ((1.0 - kv_headroom) * hbm, hbm):
         ok = sorted(c for c in candidates if c[4] <= limit)
         if ok:

@@ -31,7 +31,7 @@ from ..spec.efficiency import IDEAL, EfficiencyProfile
 from ..step.inference import (ACTIVATION_DTYPE, comm_parts, decode_step, expert_load, memory_per_chip,
                               touched_expert_fraction)
 from ..spec.model import Model
-from ..spec.plan import Plan, pipeline_stage_time_ratio, place
+from ..spec.plan import Plan, feasible_plans, pipeline_stage_time_ratio
 from .routed_scaling import effective_ratio, experts_for_ratio
 
 TOUCHED_BATCHES = (1, 8, 32, 128, 512, 2048)
@@ -133,12 +133,9 @@ def ep_sweep(model: Model, system: System, *, batch_per_chip: float, context: fl
     priced with ``profile`` (IDEAL: the roofline; a fitted profile: calibrated mode)."""
     links = profile.system(system)  # the links the step's communication runs on
     rows = []
-    for ep, copies in _ep_sizes(model, max_ep, system.chips):
-        plan = Plan(tp=1, ep=ep, redundant_experts=copies)
-        try:
-            plan.validate(model, system)
-        except (SpecError, InfeasibleError):
-            continue
+    sizes = (Plan(tp=1, ep=ep, redundant_experts=copies) for ep, copies in _ep_sizes(model, max_ep, system.chips))
+    for plan, where in feasible_plans(model, system, sizes):
+        ep, copies = plan.ep, plan.redundant_experts
         batch = batch_per_chip * plan.chips
         kw = dict(weight_dtype=weight_dtype, kv_dtype=kv_dtype)
         r = decode_step(model, system, batch=batch, context=context, plan=plan, dispatch_dtype=dispatch_dtype,
@@ -149,7 +146,7 @@ def ep_sweep(model: Model, system: System, *, batch_per_chip: float, context: fl
         load = expert_load(model, plan, tokens=batch, expert_imbalance=expert_imbalance)
         mean = plan.slots_per_rank(model) * float(touched_expert_fraction(
             experts=plan.expert_slots(model), active_experts=model.moe.top_k, tokens=batch))
-        rows.append(EpRow(ep=ep, redundant_experts=copies, chips=plan.chips, domains=place(plan, system).domains,
+        rows.append(EpRow(ep=ep, redundant_experts=copies, chips=plan.chips, domains=where.domains,
                           tier=c.tiers["ep"], batch=batch, fits=bool(r.fits),
                           weights_per_chip_bytes=float(memory_per_chip(model, plan, batch=0.0, context=0.0, **kw)),
                           all_to_all_s=float(c.ep_all_to_all_s), step_s=float(r.step_s), bound=str(r.bound),
@@ -265,14 +262,9 @@ def _pp_rows(model, system, *, ep, copies, micro_batch, context, weight_dtype, k
     as 1/P; each chip holds the KV of its L/P layers for all P·micro_batch sequences, which is
     unchanged in P; one token's activations make P-1 hops (inside or across domains)."""
     rows = []
-    for pp in PP_STAGES:
-        if pp > model.n_layers:
-            continue
-        plan = Plan(tp=1, ep=ep, pp=pp, redundant_experts=copies)
-        try:
-            plan.validate(model, system)
-        except (SpecError, InfeasibleError):
-            continue
+    stages = (Plan(tp=1, ep=ep, pp=pp, redundant_experts=copies) for pp in PP_STAGES if pp <= model.n_layers)
+    for plan, _ in feasible_plans(model, system, stages):
+        pp = plan.pp
         kw = dict(weight_dtype=weight_dtype, kv_dtype=kv_dtype)
         w = float(memory_per_chip(model, plan, batch=0.0, context=0.0, **kw))
         total = float(memory_per_chip(model, plan, batch=micro_batch * pp, context=context, **kw))

@@ -36,7 +36,7 @@ from ..spec.hardware import System
 from ..step.inference import CommParts, comm_parts, decode_step, memory_per_chip, pipeline_fill_factor, prefill_step
 from ..spec.efficiency import IDEAL, EfficiencyProfile
 from ..spec.model import Model
-from ..spec.plan import Plan, place
+from ..spec.plan import Plan, feasible_plans
 from ..spec.plan_array import PlanArray
 from .context import usd_per_mtok
 from ..units import fmt_seconds
@@ -160,23 +160,18 @@ def _candidates(model: Model, system: System, *, max_chips: int, pp_choices=PP_C
     """(plan, placement) of every plan ``candidate_plans`` returns."""
     d = system.chips
     heads = model.attention.n_heads
-    plans = []
-    for w in stage_widths(d, max_chips):
-        for tp in _divisors(min(w, d)):
-            if w % tp or heads % tp or (not model.is_moe and tp != w):
-                continue  # dense models: attention data-parallel inside a stage is just dp
-            eps = _expert_groups(model, w)
-            for ep, copies in eps:
-                for pp in pp_choices:
-                    if w * pp > max_chips or pp > model.n_layers:
-                        continue
-                    plan = Plan(tp=tp, adp=w // tp, ep=ep, pp=pp, redundant_experts=copies)
-                    try:
-                        plan.validate(model, system)
-                        plans.append((plan, place(plan, system)))
-                    except (SpecError, InfeasibleError):
-                        continue
-    return plans
+
+    def grid():
+        for w in stage_widths(d, max_chips):
+            for tp in _divisors(min(w, d)):
+                if w % tp or heads % tp or (not model.is_moe and tp != w):
+                    continue  # dense models: attention data-parallel inside a stage is just dp
+                for ep, copies in _expert_groups(model, w):
+                    for pp in pp_choices:
+                        if w * pp <= max_chips and pp <= model.n_layers:
+                            yield Plan(tp=tp, adp=w // tp, ep=ep, pp=pp, redundant_experts=copies)
+
+    return list(feasible_plans(model, system, grid()))
 
 
 @dataclass(frozen=True, kw_only=True)

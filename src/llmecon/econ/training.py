@@ -27,7 +27,7 @@ def _positive(name: str, value, *, allow_zero: bool = False) -> np.ndarray:
 
 def training_flops(*, params, tokens, attention_flops_per_token=0.0):
     """C = 6·N·D (2 forward + 4 backward FLOPs per parameter per token; Kaplan et al. 2020) plus
-    3x the forward attention FLOPs per token when given (~12·n_layers·L·D at long context).
+    3x the forward attention FLOPs per token when given (~12·n_layers·L·d_model at long context).
     Omits recomputation (see HFU vs MFU) and element-wise work."""
     n, d = _positive("params", params), _positive("tokens", tokens)
     extra = _positive("attention_flops_per_token", attention_flops_per_token, allow_zero=True)

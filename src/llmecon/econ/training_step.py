@@ -38,14 +38,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..step.collectives import all_reduce_s, p2p_s, ring_all_reduce_s
 from ..errors import SpecError, require_number, require_whole, unknown_name
-from ..spec.hardware import Link, System
+from ..spec.hardware import System
 from ..spec.model import Model
 from .training import SCHEDULES, bubble_fraction
 from ..spec.efficiency import EfficiencyProfile
-from .training_comm import (expert_exchange_s, group_link, hierarchical_all_reduce_s,  # noqa: F401
-                            members_per_domain)  # (re-exported)
+from .training_comm import (data_parallel_comm, expert_exchange_s, group_link,  # noqa: F401 (re-exported)
+                            hierarchical_all_reduce_s, members_per_domain, model_parallel_comm)
 from .training_kernels import (KernelEfficiency, calibrated as calibrated_kernels, ideal as uniform_kernels,
                                sustained_share)
 from .training_memory import (  # noqa: F401  (re-exported: the step's public memory API)
@@ -301,7 +300,51 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
     efficiencies from a measured profile (:mod:`llmecon.econ.training_kernels`) replace ``efficiency``;
     ``kernel_share`` scales its GEMM and attention rates (the share of the kernel tables' rates a long run
     sustains): None takes the profile's fitted share (``training_kernels.SUSTAINED_SHARES``, 1 where none is
-    fitted), 1 prices them as measured."""
+    fitted), 1 prices them as measured.
+
+    The phases, each its own function: the inputs checked (``_check_inputs``), the kernel efficiencies
+    (``_kernels``), the compute of one micro-batch on the slowest rank (``_compute``), the model-parallel
+    collectives (``training_comm.model_parallel_comm``), the data-parallel ones
+    (``training_comm.data_parallel_comm``), then the step: micro-batches, pipeline bubble and FLOPs."""
+    eff, overlap, m_count = _check_inputs(model, system, plan, seq_len=seq_len, global_batch_tokens=global_batch_tokens,
+                                          dp_overlap=dp_overlap, efficiency=efficiency, precision=precision)
+    ke = _kernels(model, plan, profile, efficiency=eff, kernel_share=kernel_share, seq_len=seq_len, precision=precision)
+    c = _compute(model, system, plan, ke, seq_len=seq_len, precision=precision)
+    mp = model_parallel_comm(model, system, plan, ke, ring="auto" if profile is None else "ring", seq_len=seq_len,
+                             stage_layers=c.stage_layers, attn_core_mb=c.attn_core_mb, compute_mb=c.compute_mb)
+    memory = memory_per_gpu(model, system, plan, seq_len=seq_len, microbatches=m_count, reserve=reserve)
+    dp = data_parallel_comm(system, plan, ke, memory=memory, overlap=overlap, compute_mb=c.compute_mb,
+                            backward_mb=c.backward_mb)
+
+    pp = plan.pp
+    per_mb = c.compute_mb + c.elementwise_mb + mp.tp_mb + mp.ep_mb + mp.cp_mb + mp.pp_mb + dp.zero3_mb + dp.dp_mb
+    ideal = m_count * per_mb
+    frac = float(bubble_fraction(plan.schedule, stages=pp, microbatches=m_count, chunks=plan.chunks)) if pp > 1 else 0.0
+    bubble = ideal * frac / (1.0 - frac)
+
+    n, s = model.n_layers, float(seq_len)
+    tokens = float(global_batch_tokens)
+    model_flops = 3.0 * (tokens * (c.mm_total + c.n_mtp * (2.0 * model.mtp_active_params() + c.head))
+                         + tokens / s * c.attn_fwd * (1.0 + c.mtp_layer_equiv / n))
+    # hardware FLOPs add what is recomputed: attention beyond its 3 passes, the layers' forward under full
+    # recomputation, the MLA up-projections under --recompute-mla-up
+    recomputed = ((c.attn_passes - 3.0) * tokens / s * c.attn_fwd + (tokens * c.layer_mm if c.again else 0.0)
+                  + tokens * n * c.up_flops)
+    return TrainStep(
+        plan=plan, seq_len=seq_len, global_batch_tokens=tokens, microbatches=m_count, efficiency=ke.layer_gemm,
+        kernels=ke,
+        compute_s=m_count * c.compute_mb, elementwise_s=m_count * c.elementwise_mb, tp_comm_s=m_count * mp.tp_mb,
+        ep_comm_s=m_count * mp.ep_mb,
+        cp_comm_s=m_count * mp.cp_mb, pp_comm_s=m_count * mp.pp_mb, zero3_gather_s=m_count * dp.zero3_mb,
+        bubble_s=bubble, dp_comm_s=m_count * dp.dp_mb + dp.dp_exposed, model_flops=model_flops,
+        hardware_flops=model_flops + recomputed, peak_flops_per_gpu=system.accelerator.peak("bf16"), memory=memory,
+        tiers={**mp.tiers, "dp": dp.tier}, precision=precision)
+
+
+def _check_inputs(model: Model, system: System, plan: TrainPlan, *, seq_len, global_batch_tokens, dp_overlap,
+                  efficiency, precision) -> tuple[float, float, int]:
+    """(efficiency, dp_overlap, micro-batches per step) after checking the step's inputs (``_validate``, the
+    precision), in the order the step always checked them."""
     require_whole("seq_len", seq_len)
     require_number("global_batch_tokens", global_batch_tokens, minimum=0, exclusive=True)
     eff = require_number("efficiency", efficiency, minimum=0, exclusive=True, maximum=1.0,
@@ -314,14 +357,62 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
     if precision != "bf16" and "fp8" not in chip.peak_flops_per_s:
         raise SpecError(f"{chip.name} has no fp8 peak in the catalogue (no FP8 tensor cores)", field="precision",
                         value=precision, fix="train in {precision} bf16 on this chip")
-    peak = chip.peak("bf16")
-    gemm_peak = chip.peak(precision)
-    n, p, pp = model.n_layers, model.params, plan.pp
-    s, b, h = float(seq_len), float(plan.microbatch), float(model.d_model)
-    tokens_mb = s * b
+    return eff, overlap, m_count
 
-    # FLOPs: forward per micro-batch on the slowest rank (its layers, plus the head on the last rank;
-    # a DualPipe rank runs each of its two stages for half the micro-batches).
+
+def _kernels(model: Model, plan: TrainPlan, profile: EfficiencyProfile | None, *, efficiency, kernel_share, seq_len,
+             precision) -> KernelEfficiency:
+    """The kernel efficiencies: ``efficiency`` (checked) everywhere (ideal or the Megatron fit), or a profile's
+    measured kernels scaled by the sustained share (``kernel_share``, else the profile's fitted one, else 1)."""
+    if kernel_share is not None:
+        require_number("kernel_share", kernel_share, minimum=0, exclusive=True, maximum=1.0)
+        if profile is None:
+            raise SpecError("scales a measured profile's kernel rates: give it with a profile (calibrated mode)",
+                            field="kernel_share", value=kernel_share)
+    if profile is None:
+        return uniform_kernels(efficiency)
+    ke = calibrated_kernels(model, profile, seq=float(seq_len), microbatch=plan.microbatch, tp=plan.tp, cp=plan.cp,
+                            ep=plan.ep, precision=precision)
+    fitted = sustained_share(profile)
+    share, why = ((float(kernel_share), "given") if kernel_share is not None else
+                  (fitted.value, fitted.source) if fitted is not None else (1.0, "none fitted: as measured"))
+    return dataclasses.replace(ke, layer_gemm=ke.layer_gemm * share, head_gemm=ke.head_gemm * share,
+                               attention=ke.attention * share, sustained_share=share, sustained_source=why)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Compute:
+    """One micro-batch's compute on the slowest rank (seconds) and the FLOP terms the step's totals reuse."""
+
+    tokens_mb: float
+    stage_layers: float       # layers of the slowest rank (MTP modules as layer equivalents)
+    gemm_fwd: float
+    head_fwd: float
+    attn_fwd_s: float
+    compute_mb: float
+    backward_mb: float        # everything but the first forward (the window gradient syncs hide behind)
+    elementwise_mb: float
+    attn_core_mb: float
+    mm_total: float
+    layer_mm: float
+    head: float
+    attn_fwd: float           # causal attention FLOPs of one sequence's forward
+    attn_passes: float
+    again: bool               # the forward runs again (full or reversible recomputation)
+    up_flops: float
+    n_mtp: int
+    mtp_layer_equiv: float
+
+
+def _compute(model: Model, system: System, plan: TrainPlan, ke: KernelEfficiency, *, seq_len, precision) -> _Compute:
+    """FLOPs and seconds of one micro-batch on the slowest rank: forward per micro-batch on that rank (its
+    layers, plus the head on the last rank; a DualPipe rank runs each of its two stages for half the
+    micro-batches), backward and recomputation as multiples of it, and the element-wise kernels' traffic."""
+    chip = system.accelerator
+    peak, gemm_peak = chip.peak("bf16"), chip.peak(precision)
+    n, p, pp = model.n_layers, model.params, plan.pp
+    s, b = float(seq_len), float(plan.microbatch)
+    tokens_mb = s * b
     mm = model.matmul_flops_per_token()
     head = 2.0 * p.head_matmul
     layer_mm = mm.total - head
@@ -341,20 +432,6 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
     phi = stage_l / n
     again = plan.recompute in ("full", "reversible")
     split = plan.tp * plan.cp
-    if kernel_share is not None:
-        require_number("kernel_share", kernel_share, minimum=0, exclusive=True, maximum=1.0)
-        if profile is None:
-            raise SpecError("scales a measured profile's kernel rates: give it with a profile (calibrated mode)",
-                            field="kernel_share", value=kernel_share)
-    ke = uniform_kernels(eff) if profile is None else calibrated_kernels(
-        model, profile, seq=s, microbatch=plan.microbatch, tp=plan.tp,
-        cp=plan.cp, ep=plan.ep, precision=precision)
-    if profile is not None:
-        fitted = sustained_share(profile)
-        share, why = ((float(kernel_share), "given") if kernel_share is not None else
-                      (fitted.value, fitted.source) if fitted is not None else (1.0, "none fitted: as measured"))
-        ke = dataclasses.replace(ke, layer_gemm=ke.layer_gemm * share, head_gemm=ke.head_gemm * share,
-                                 attention=ke.attention * share, sustained_share=share, sustained_source=why)
     gemm_fwd = tokens_mb * phi * layer_mm / (gemm_peak * ke.layer_gemm)  # layer GEMMs: fp8 under precision fp8
     head_fwd = tokens_mb * head * head_share / (peak * ke.head_gemm)
     attn_fwd_s = b * phi * attn_fwd / (peak * ke.attention)
@@ -369,131 +446,14 @@ def train_step(model: Model, system: System, plan: TrainPlan, *, seq_len: int, g
                                                       window=window, dropout=plan.dropout)
                       for share, is_moe, window in _layer_mix(model))
     passes = 3.0 + (1.0 if again else 0.0)
-    elementwise_mb = passes * stage_l * elementwise / (ke.elementwise * chip.hbm_bandwidth_bytes_per_s)
-    attn_core_mb = attn_passes * attn_fwd_s / split
-
-    tiers = {}
-
-    def measured(link: Link | None, tier: str) -> Link | None:
-        """``link`` at the share NCCL reaches on it (calibrated mode; 1 in ideal mode)."""
-        if link is None:
-            return None
-        share = ke.scale_up_share if tier == "scale-up" else ke.scale_out_share
-        return dataclasses.replace(link, bandwidth_bytes_per_s=link.bandwidth_bytes_per_s * share)
-
-    ring = "auto" if profile is None else "ring"  # sequence parallelism: reduce-scatter + all-gather
-    # Tensor parallel: 2 all-reduces (or reduce-scatter + all-gather) per layer forward, 2 backward,
-    # 2 more in a recomputed forward (Shoeybi et al. 2019; Korthikanti et al. 2022).
-    tp_link, tiers["tp"] = group_link(system, stride=1, size=plan.tp, what="tensor-parallel")
-    tp_link = measured(tp_link, tiers["tp"])
-    tp_mb = 0.0
-    comm_passes = 4 + (2 if plan.recompute in ("full", "reversible") else 0)
-    if tp_link is not None:
-        msg = ACT_BYTES * (s / plan.cp) * b * h
-        ar = float(all_reduce_s(message_bytes=msg, participants=plan.tp, link=tp_link, algorithm=ring))
-        tp_mb = stage_l * comm_passes * ar
-    # Context parallel: ring attention passes each rank's K and V chunk around cp−1 times forward,
-    # twice that backward; overlapped with the attention core, only the excess is exposed.
-    cp_link, tiers["cp"] = group_link(system, stride=plan.tp, size=plan.cp, what="context-parallel")
-    cp_link = measured(cp_link, tiers["cp"])
-    cp_mb = 0.0
-    if cp_link is not None:
-        a = model.attention
-        kv_width = model.d_model if a.kind == "mla" else a.n_kv_heads * (a.head_dim + a.v_head_dim)
-        chunk = ACT_BYTES * (s / plan.cp) * b * kv_width / plan.tp
-        ring = 3.0 * (plan.cp - 1) * float(p2p_s(message_bytes=chunk, link=cp_link)) * stage_l
-        cp_mb = max(0.0, ring - attn_core_mb)
-    # Expert parallel: dispatch + combine all-to-all per MoE layer, forward and backward (+ recompute).
-    ep_link, tiers["ep"] = group_link(system, stride=plan.tp * plan.cp, size=plan.ep, what="expert-parallel")
-    if tiers["ep"] == "scale-out":  # NVLink all-to-alls keep the catalogue link (no NCCL share applies)
-        ep_link = measured(ep_link, tiers["ep"])
-    ep_mb = 0.0
-    if ep_link is not None:
-        ep_mb = phi * model.n_moe_layers * comm_passes / 2.0 * sum(
-            expert_exchange_s(model, system, plan, tokens=tokens_mb / (plan.cp * plan.tp), link=ep_link,
-                              tier=tiers["ep"], dispatch=d) for d in (True, False))
-    # Pipeline: one activation forward and one gradient backward per micro-batch per chunk boundary,
-    # scattered over tp ranks (Narayanan et al. 2021 §4.1).
-    pp_link, tiers["pp"] = group_link(system, stride=plan.tp * plan.cp * plan.dp, size=pp, what="pipeline")
-    pp_link = measured(pp_link, tiers["pp"])
-    pp_mb = 0.0
-    if pp_link is not None:
-        hop = float(p2p_s(message_bytes=ACT_BYTES * (s / plan.cp) * b * h / plan.tp, link=pp_link))
-        pp_mb = 2.0 * plan.chunks * hop
-    if plan.schedule == "dualpipe":
-        # DualPipe overlaps a chunk's all-to-alls and its pipeline sends with the paired chunk's compute
-        # (DeepSeek-V3 §3.2.1: both "fully hidden"); only what exceeds that compute is exposed
-        ep_mb, pp_mb = max(0.0, ep_mb - compute_mb), max(0.0, pp_mb - max(0.0, compute_mb - ep_mb))
-    # Data parallel: gradients of this GPU's parameters once per step, as a ring all-reduce (ZeRO 0) or a
-    # reduce-scatter of the gradients + an all-gather of the bf16 weights (ZeRO >= 1; the same ring volume
-    # with bf16 gradients, 1.5x with fp32 ones: Megatron reduces in the gradient's dtype). A group with
-    # several ranks per scale-up domain reduces hierarchically (``two_tier_all_reduce_s``: each NIC carries
-    # a 1/m shard); ZeRO-3 also all-gathers weights forward and backward per micro-batch.
-    dp_link, tiers["dp"] = group_link(system, stride=plan.tp, size=plan.dp * plan.cp, what="data-parallel")
-    dp_link = measured(dp_link, tiers["dp"])
-    # every rank syncs its own parameters (its layers; the embedding, head and MTP modules where they sit:
-    # the memory layout's), concurrently; the step waits for the largest
-    memory = memory_per_gpu(model, system, plan, seq_len=seq_len, microbatches=m_count, reserve=reserve)
-    largest = max(memory.ranks, key=lambda r: r.dense_params + r.expert_params)
-    dense_params, expert_params = largest.dense_params, largest.expert_params
-    dp_s = zero3_mb = 0.0
-    # the backward window: everything but the first forward (recomputed forwards run inside it)
-    backward_mb = compute_mb - (gemm_fwd + head_fwd + attn_fwd_s) / split / (1.0 - plan.comm_sm_share)
-    grad_bytes = 4.0 if plan.grad_fp32 else 2.0
-    # all-reduce-equivalent bytes per parameter (a reduce-scatter or an all-gather is half a ring all-reduce):
-    # ZeRO 0 all-reduces the gradients once per step; ZeRO 1 (a full gradient buffer) reduce-scatters them once
-    # and all-gathers the updated bf16 weights; from ZeRO 2 the gradients are sharded, so each micro-batch's are
-    # reduce-scattered as its backward makes them (DeepSpeed stage 2/3, FSDP), hidden behind that backward by
-    # dp_overlap, and ZeRO 2 all-gathers the weights once per step (ZeRO 3 gathers them per micro-batch, below)
-    per_step = {0: grad_bytes, 1: (grad_bytes + WEIGHT_BYTES) / 2.0, 2: WEIGHT_BYTES / 2.0}.get(plan.zero, 0.0)
-    per_mb_param = grad_bytes / 2.0 if plan.zero >= 2 else 0.0
-    tp, cp, ep = plan.tp, plan.cp, plan.ep
-    dense_group = np.arange(plan.dp * cp) * tp  # ranks are ordered tp, cp, dp: the group of tp-rank 0
-    # the expert-data-parallel group: every cp rank, and the dp ranks holding the same experts (ep of them
-    # consecutive in dp)
-    expert_group = (np.arange(cp)[:, None] * tp + np.arange(0, plan.dp, ep)[None, :] * tp * cp).ravel()
-    has_experts = expert_group.size > 1 and expert_params > 0
-
-    def dp_all_reduce(per_param: float, params: float, ranks) -> float:
-        if per_param * params <= 0:
-            return 0.0
-        if tiers["dp"] == "scale-out":
-            return hierarchical_all_reduce_s(system, ranks, message_bytes=per_param * params,
-                                             scale_up=measured(system.scale_up, "scale-up"), scale_out=dp_link)
-        return float(ring_all_reduce_s(message_bytes=per_param * params, participants=len(ranks), link=dp_link))
-
-    def synced(per_param: float) -> float:  # the dense and the expert parameters, each over its group
-        return dp_all_reduce(per_param, dense_params, dense_group) + (
-            dp_all_reduce(per_param, expert_params, expert_group) if has_experts else 0.0)
-
-    dp_mb = 0.0
-    if dp_link is not None:
-        dp_s = synced(per_step)
-        dp_mb = max(0.0, synced(per_mb_param) - overlap * backward_mb)
-        if plan.zero == 3:  # 2 all-gathers of the weights (forward, backward) = 1 ring all-reduce's volume
-            zero3_mb = max(0.0, synced(WEIGHT_BYTES) - overlap * compute_mb)
-    dp_exposed = max(0.0, dp_s - overlap * backward_mb)
-
-    per_mb = compute_mb + elementwise_mb + tp_mb + ep_mb + cp_mb + pp_mb + zero3_mb + dp_mb
-    ideal = m_count * per_mb
-    frac = float(bubble_fraction(plan.schedule, stages=pp, microbatches=m_count, chunks=plan.chunks)) if pp > 1 else 0.0
-    bubble = ideal * frac / (1.0 - frac)
-
-    tokens = float(global_batch_tokens)
-    model_flops = 3.0 * (tokens * (mm.total + n_mtp * (2.0 * model.mtp_active_params() + head))
-                         + tokens / s * attn_fwd * (1.0 + mtp_layer_equiv / n))
-    # hardware FLOPs add what is recomputed: attention beyond its 3 passes, the layers' forward under full
-    # recomputation, the MLA up-projections under --recompute-mla-up
-    recomputed = ((attn_passes - 3.0) * tokens / s * attn_fwd + (tokens * layer_mm if again else 0.0)
-                  + tokens * n * up_flops)
-    return TrainStep(
-        plan=plan, seq_len=seq_len, global_batch_tokens=tokens, microbatches=m_count, efficiency=ke.layer_gemm,
-        kernels=ke,
-        compute_s=m_count * compute_mb, elementwise_s=m_count * elementwise_mb, tp_comm_s=m_count * tp_mb,
-        ep_comm_s=m_count * ep_mb,
-        cp_comm_s=m_count * cp_mb, pp_comm_s=m_count * pp_mb, zero3_gather_s=m_count * zero3_mb, bubble_s=bubble,
-        dp_comm_s=m_count * dp_mb + dp_exposed, model_flops=model_flops, hardware_flops=model_flops + recomputed,
-        peak_flops_per_gpu=peak, memory=memory, tiers=tiers, precision=precision)
+    return _Compute(
+        tokens_mb=tokens_mb, stage_layers=stage_l, gemm_fwd=gemm_fwd, head_fwd=head_fwd, attn_fwd_s=attn_fwd_s,
+        compute_mb=compute_mb,
+        backward_mb=compute_mb - (gemm_fwd + head_fwd + attn_fwd_s) / split / (1.0 - plan.comm_sm_share),
+        elementwise_mb=passes * stage_l * elementwise / (ke.elementwise * chip.hbm_bandwidth_bytes_per_s),
+        attn_core_mb=attn_passes * attn_fwd_s / split, mm_total=mm.total, layer_mm=layer_mm, head=head,
+        attn_fwd=attn_fwd, attn_passes=attn_passes, again=again, up_flops=up_flops, n_mtp=n_mtp,
+        mtp_layer_equiv=mtp_layer_equiv)
 
 
 def attention_passes(plan: TrainPlan) -> float:

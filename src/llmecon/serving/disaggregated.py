@@ -46,7 +46,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..catalog.efficiency import resolve
 from ..errors import SpecError, require_whole
 from ..spec.deployment import Deployment
 from ..step.disaggregated import disaggregated_of
@@ -90,8 +89,7 @@ def disaggregated_state(prefill: Deployment, decode: Deployment, *, concurrency,
     if np.any(c < 1) or np.any(p < 1) or np.any(o < 2) or not np.all(np.isfinite(c + p + o)):
         raise SpecError("serving: needs concurrency >= 1, prompt_tokens >= 1 and output_tokens >= 2 "
                         "(TPOT is measured after the first token)")
-    prof_p = resolve(prefill.mode, prefill.profile, prefill.system.accelerator)
-    prof_d = resolve(decode.mode, decode.profile, decode.system.accelerator)
+    prof_p, prof_d = prefill.profile, decode.profile  # resolved once, with each Deployment
     cap = kv_capacity(decode, kv_tokens_held(prof_d, p, o))
     ok = cap >= 1
     cap_safe = np.where(ok, cap, 1.0)

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 
 from ..errors import SpecError, did_you_mean
+from .engine_requests import RequestOps
 from .batchstate import DecodeSet, first_k_reaching, last_k_within, scalar, sum_max_affine
 from .speculative import record_spec_run, spec_lines, spec_params
 from .status import COMPLETED, KV_READY, NOT_ARRIVED, PREFILL, REJECTED, RUNNING, SWAP_IN, WAITING, Reason
@@ -100,8 +101,9 @@ class Replica:
         self.stopped = False
 
 
-class Engine:
-    """Run one simulation; use ``simulate`` rather than this class directly."""
+class Engine(RequestOps):
+    """Run one simulation; use ``simulate`` rather than this class directly. Policies act on requests through
+    its methods (``engine_requests.RequestOps``: boarding work, requeue, first tokens and gaps)."""
 
     def __init__(self, models: dict[str, StepModel], wl: Workload, cfg: SimConfig, *,
                  progress: Callable[[float], None] | None = None):
@@ -383,22 +385,7 @@ class Engine:
         requests with KV already in place joined and no iteration was needed."""
         pool = rep.pool
         m = pool.model
-        pc = pk = stall = 0.0
-        tok = 0
-        resume, prompt, gen, cached = self.resume, self.prompt, self.gen, self.cached
-        for rid in admitted:
-            r = resume[rid]
-            if r == PREFILL:
-                g = gen[rid]
-                if g == 0:
-                    c, k = self.pf_c[rid], self.pf_k[rid]
-                else:
-                    c, k = m.prefill_part(rid, cached[rid], prompt[rid] + g, prompt[rid] + g)
-                pc += c
-                pk += k
-                tok += prompt[rid] + g - cached[rid]
-            elif r == SWAP_IN:
-                stall += self.swap_s(pool, prompt[rid] + gen[rid] - 1)
+        pc, pk, tok, stall = self.boarding_work(pool, admitted)
         if tok:  # the roofline of the iteration (StepModel.step_s)
             b, w, x = m.terms(tok)
             dur = max(b + pc, w + pk, x) + stall
@@ -406,9 +393,7 @@ class Engine:
             dur = 0.0 + stall
         end = t + dur
         if end > self.horizon:
-            for rid in reversed(admitted):
-                pool.queue.appendleft(rid)
-                self.status[rid] = WAITING
+            self.requeue(pool, admitted)
             self.stop(rep)
             return True
         if dur == 0.0:  # only transferred-KV joins: no iteration needed
@@ -418,12 +403,10 @@ class Engine:
         pool.busy_s += dur
         pool.iterations += 1
         pool.tokens += tok
-        t_first, nxt = self.t_first, pool.next_pool
+        nxt, resume, gen = pool.next_pool, self.resume, self.gen
         for rid in admitted:
             if resume[rid] == PREFILL:
-                gen[rid] += 1
-                if t_first[rid] != t_first[rid]:
-                    t_first[rid] = end
+                self.prefilled(rid, end)
                 if nxt is not None and gen[rid] < self.out[rid]:
                     self._send(rep, rid, end)
                     continue
@@ -562,13 +545,8 @@ class Engine:
             dur = sum_max_affine(lines, k)
         dur += stall
         end = t + dur
-        groups = rep.groups
-        if groups:
-            g = t + stall + first
-            gaps, wts = self.itl_first
-            for tg, cnt in groups.items():
-                gaps.append(g - tg)
-                wts.append(cnt)
+        if rep.groups:
+            self.first_token_gaps(rep, t + stall + first)
         if k > 1:
             if pool.spec is None:
                 self.itl_runs.extend((0, l0, dc, l1, dk, x, 0.0, k, n, 0.0))  # record_run, inlined

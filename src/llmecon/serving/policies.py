@@ -45,7 +45,7 @@ from ..errors import SpecError, did_you_mean, require_whole
 from ..spec.plan import Plan
 from ..step.inference import decode_of
 from .batchstate import last_k_steps_within, max_affine_at, sum_max_affine
-from .status import KV_READY, PREFILL, SWAP_IN, WAITING
+from .status import KV_READY, PREFILL, SWAP_IN
 
 if TYPE_CHECKING:
     from .engine import Engine, Pool, Replica
@@ -169,23 +169,12 @@ class Train(_OnePool):
         pool, ds = rep.pool, rep.ds
         m = pool.model
         tau = pool.tau
-        resume, prompt, gen, cached = eng.resume, eng.prompt, eng.gen, eng.cached
         stall = 0.0
         if ds.n and ds.total(m.held, 1) > m.kv_capacity_bytes:
             stall = eng.preempt(rep)
         board = eng.admit(rep, t, budget=UNLIMITED) if pool.queue and ds.n < pool.batch_cap else []
-        pc = pk = 0.0
-        tok = 0
-        for rid in board:
-            if resume[rid] == SWAP_IN:
-                stall += eng.swap_s(pool, prompt[rid] + gen[rid] - 1)
-            elif resume[rid] == PREFILL:
-                g = gen[rid]
-                c, k = (eng.pf_c[rid], eng.pf_k[rid]) if g == 0 else m.prefill_part(
-                    rid, cached[rid], prompt[rid] + g, prompt[rid] + g)
-                pc += c
-                pk += k
-                tok += prompt[rid] + g - cached[rid]
+        pc, pk, tok, swap = eng.boarding_work(pool, board)
+        stall += swap
         n = ds.n
         if not n and not board:
             t_next = eng.next_arrival(pool)
@@ -215,27 +204,19 @@ class Train(_OnePool):
             else:
                 k = 0
             if k == 0:
-                for rid in reversed(board):
-                    pool.queue.appendleft(rid)
-                    eng.status[rid] = WAITING
+                eng.requeue(pool, board)
                 eng.stop(rep)
                 return
             last = stall + max_affine_at(lines, k - 1)
             end = t + (k - 1) * tau + last
-        first = stall + max_affine_at(lines, 0)
-        gaps, wts = eng.itl_first
-        for tg, cnt in rep.groups.items():
-            gaps.append(t + first - tg)
-            wts.append(cnt)
+        eng.first_token_gaps(rep, t + (stall + max_affine_at(lines, 0)))
         if k > 1:
             eng.record_run(1, lines, k, n, tau)
         eng.advance_decodes(rep, k, end)
-        t_first = eng.t_first
+        resume = eng.resume
         for rid in board:
             if resume[rid] == PREFILL:
-                gen[rid] += 1
-                if t_first[rid] != t_first[rid]:
-                    t_first[rid] = end
+                eng.prefilled(rid, end)
             eng.join(rep, rid, end)
         pool.busy_s += stall + sum_max_affine(lines, k)
         pool.iterations += k
@@ -393,18 +374,12 @@ class Continuous(_OnePool):
             eng.stop(rep)
             return True
         n = ds.n
-        gaps, wts = eng.itl_first
-        for tg, cnt in rep.groups.items():
-            gaps.append(end - tg)
-            wts.append(cnt)
+        eng.first_token_gaps(rep, end)
         eng.advance_decodes(rep, 1, end)
-        t_first = eng.t_first
         for p in finished:
             rep.partial.remove(p)
             rid = p[0]
-            gen[rid] += 1
-            if t_first[rid] != t_first[rid]:
-                t_first[rid] = end
+            eng.prefilled(rid, end)
             eng.join(rep, rid, end)
         pool.busy_s += dur
         pool.iterations += 1

@@ -57,7 +57,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..spec.deployment import Deployment
-from ..catalog.efficiency import resolve
 from ..errors import SpecError
 from ..step.inference import decode_of, prefill_of
 
@@ -115,7 +114,7 @@ def steady_state(dep: Deployment, *, concurrency, prompt_tokens, output_tokens) 
     if np.any(c < 1) or np.any(p < 1) or np.any(o < 2) or not np.all(np.isfinite(c + p + o)):
         raise SpecError("serving: needs concurrency >= 1, prompt_tokens >= 1 and output_tokens >= 2 "
                         "(TPOT is measured after the first token)")
-    prof = resolve(dep.mode, dep.profile, dep.system.accelerator)
+    prof = dep.profile  # resolved once, with the Deployment
     cap = kv_capacity(dep, kv_tokens_held(prof, p, o))
     b = np.minimum(c, cap)
     ok = b >= 1

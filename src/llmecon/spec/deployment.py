@@ -19,10 +19,8 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-import numpy as np
-
 from ..dtypes import get_dtype
-from ..errors import LlmeconError, SpecError, with_field
+from ..errors import LlmeconError, SpecError, as_floats, with_field
 from .efficiency import IDEAL, EfficiencyProfile
 from .hardware import System
 from .model import Model
@@ -45,7 +43,7 @@ def kv_per_chip(model: Model, plan: Plan, *, batch, context, kv_dtype=None):
     """KV bytes held per chip on the largest stage by ``batch`` sequences at ``context`` (the KV
     term of ``memory_per_chip``, computed on its own: no cancellation against the weights)."""
     phi = plan.stage_fraction(model)
-    return phi * np.asarray(batch, dtype=float) * model.kv_bytes(context, kv_dtype) / (plan.kv_shards(model) * plan.adp)
+    return phi * as_floats(batch) * model.kv_bytes(context, kv_dtype) / (plan.kv_shards(model) * plan.adp)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -87,6 +87,8 @@ class LinkEfficiency:
     def apply(self, link: Link) -> Link:
         """``link`` as this profile sees it: bandwidth x ``bandwidth_fraction`` and this per-step
         latency (None keeps the link's, 0 on a catalogue link); the per-operation floor stays."""
+        if self.bandwidth_fraction == 1.0 and self.step_latency_s is None:
+            return link  # nothing to change (ideal mode's tiers): no copy, no re-validation
         step = link.step_latency_s if self.step_latency_s is None else self.step_latency_s
         return dataclasses.replace(link, bandwidth_bytes_per_s=link.bandwidth_bytes_per_s * self.bandwidth_fraction,
                                    step_latency_s=step)
@@ -241,7 +243,7 @@ class EfficiencyProfile:
 
     @property
     def is_ideal(self) -> bool:
-        return self == IDEAL
+        return self is IDEAL or self == IDEAL  # identity first: == compares every field
 
     @property
     def mode(self) -> str:
@@ -344,6 +346,8 @@ class EfficiencyProfile:
         up_eff = self.all_to_all if op == "all_to_all" and self.all_to_all is not None else self.scale_up
         up = up_eff.apply(system.scale_up) if system.scale_up is not None else None
         out = self.scale_out.apply(system.scale_out) if system.scale_out is not None else None
+        if up is system.scale_up and out is system.scale_out:
+            return system  # the profile sees the links as they are (ideal): the same object, not a copy
         return dataclasses.replace(system, scale_up=up, scale_out=out)
 
     def as_toml(self) -> str:

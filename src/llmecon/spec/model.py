@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..dtypes import DType, get_dtype
-from ..errors import SpecError, require_choice, require_whole
+from ..errors import SpecError, as_floats, require_choice, require_whole
 from . import compressed
 from .counts import MatmulFlops, ParamCounts, WeightBytes, _causal_sum, _reach
 from .layers import ATTENTION_KINDS, LINEAR_KINDS, Attention, LinearMixer, MoE
@@ -408,7 +408,10 @@ class Model:
         70,272 B); DSA adds the indexer's key cache. Sliding layers hold at most their window: see
         ``kv_bytes``. The fp8 layouts of DSA are DeepSeek's own (``_kv_layer_bytes``).
         """
-        return float(self._kv_sum(1.0, kv_dtype, holding_only=True, sparse=False))
+        key = ("kv_bytes_per_token", kv_dtype)
+        if key not in self._cache:  # a constant of the model and the format: summed once
+            self._cache[key] = float(self._kv_sum(1.0, kv_dtype, holding_only=True, sparse=False))
+        return self._cache[key]
 
     def _kv_layer_bytes(self, spec: Attention, kv_dtype: str | DType | None) -> tuple[float, float]:
         """(cache bytes, indexer-key bytes) per token per layer of attention ``spec``.
@@ -459,7 +462,7 @@ class Model:
         return self._kv_sum(context, kv_dtype, holding_only=False, sparse=sparse) + self.state_bytes_per_sequence()
 
     def _kv_sum(self, context, kv_dtype, *, holding_only: bool, sparse: bool, indexer: bool = True):
-        context = np.asarray(context, dtype=float)
+        context = as_floats(context)
         total = 0.0
         for spec, window, sparsity, ratio, count in self._attention_groups(holding_only=holding_only):
             main, index = self._kv_layer_bytes(spec, kv_dtype)

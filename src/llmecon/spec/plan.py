@@ -19,9 +19,9 @@ the E + r slots as interchangeable: a token's k experts land on k distinct slots
 expert's tokens split evenly over its copies (what the balancer aims for); which experts are hot
 and copied is not modelled (``expert_imbalance`` is the skew left after replication).
 
-Placement over scale-up domains of D chips (``place``): ranks are numbered tp innermost, then
-adp, then pp, then dp. Stages of width W ≤ D pack floor(D/W) per domain (the remainder idles:
-EP64 on a 72-chip rack leaves 8 chips for other work); a stage wider than D uses m chips in each
+Placement over scale-up domains of n chips (``place``): ranks are numbered tp innermost, then
+adp, then pp, then dp. Stages of width W ≤ n pack floor(n/W) per domain (the remainder idles:
+EP64 on a 72-chip rack leaves 8 chips for other work); a stage wider than n uses m chips in each
 of W/m domains, m the largest divisor of W that fits in one (EP128 on NVL72: 2 racks x 64), and
 its tp groups must divide m (or be whole multiples of it) so that none straddles a boundary;
 otherwise the plan is rejected. A collective inside a domain runs on
@@ -31,9 +31,10 @@ the scale-up link, one spanning domains is hierarchical (``collectives.two_tier_
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
 import numpy as np
-from dataclasses import dataclass
 
 from ..errors import InfeasibleError, SpecError, require_whole
 from .hardware import System
@@ -126,48 +127,76 @@ class Plan:
             return 1
         return min(model.attention.n_kv_heads, self.tp)
 
-    def _validate_slots(self, model: Model) -> None:
+    def _slots_problem(self, model: Model) -> SpecError | None:
         """ep groups must hold equal shares of the E + r expert slots, and a group never holds two
         copies of one expert (so r <= E·(ep - 1))."""
         e, r = model.moe.n_routed, self.redundant_experts
         if (e + r) % self.ep:
             fill = -e % self.ep
             if r == 0:
-                raise SpecError(f"{e} routed experts do not divide evenly over {self.ep} expert groups", field="ep",
-                                value=self.ep, fix=f"use a divisor of {e}, or add {{redundant_experts}} {fill} "
-                                f"(copies filling {e + fill} slots, {(e + fill) // self.ep} per group)")
-            raise SpecError(f"{e} routed experts + {r} copies = {e + r} slots do not divide evenly over {self.ep} "
-                            "expert groups", field="redundant_experts", value=r,
-                            fix=f"use {{redundant_experts}} {fill} (or {fill} plus a multiple of {self.ep})")
+                return SpecError(f"{e} routed experts do not divide evenly over {self.ep} expert groups", field="ep",
+                                 value=self.ep, fix=f"use a divisor of {e}, or add {{redundant_experts}} {fill} "
+                                 f"(copies filling {e + fill} slots, {(e + fill) // self.ep} per group)")
+            return SpecError(f"{e} routed experts + {r} copies = {e + r} slots do not divide evenly over {self.ep} "
+                             "expert groups", field="redundant_experts", value=r,
+                             fix=f"use {{redundant_experts}} {fill} (or {fill} plus a multiple of {self.ep})")
         if r > e * (self.ep - 1):
-            raise SpecError(f"more copies than {self.ep} expert groups can hold without one group holding an "
-                            f"expert twice ({e}·({self.ep} - 1) = {e * (self.ep - 1)})", field="redundant_experts",
-                            value=r, fix=f"use at most {e * (self.ep - 1)}")
+            return SpecError(f"more copies than {self.ep} expert groups can hold without one group holding an "
+                             f"expert twice ({e}·({self.ep} - 1) = {e * (self.ep - 1)})", field="redundant_experts",
+                             value=r, fix=f"use at most {e * (self.ep - 1)}")
+        return None
 
-    def validate(self, model: Model, system: System) -> None:
-        """Raise SpecError for a plan the model cannot be split by or the domains cannot hold
-        without straddling, InfeasibleError when it needs a network the system does not have."""
+    def _model_problem(self, model: Model) -> SpecError | None:
+        """Why ``model`` cannot be split by this plan (heads, KV heads, experts, layers), as data; None if it can."""
         a = model.attention
         if a.n_heads % self.tp:
-            raise SpecError(f"{model.name} has {a.n_heads} attention heads, not divisible by {self.tp}",
-                            field="tp", value=self.tp, fix=f"use a divisor of {a.n_heads}")
+            return SpecError(f"{model.name} has {a.n_heads} attention heads, not divisible by {self.tp}",
+                             field="tp", value=self.tp, fix=f"use a divisor of {a.n_heads}")
         if a.kind != "mla":
             k = a.n_kv_heads
             if (k >= self.tp and k % self.tp) or (k < self.tp and self.tp % k):
-                raise SpecError(f"{model.name} has {k} KV heads", field="tp", value=self.tp,
-                                fix="tp must divide it or be a multiple of it")
+                return SpecError(f"{model.name} has {k} KV heads", field="tp", value=self.tp,
+                                 fix="tp must divide it or be a multiple of it")
         if self.redundant_experts and not model.is_moe:
-            raise SpecError(f"{model.name} is dense", field="redundant_experts", value=self.redundant_experts,
-                            fix="redundant experts need a MoE model")
+            return SpecError(f"{model.name} is dense", field="redundant_experts", value=self.redundant_experts,
+                             fix="redundant experts need a MoE model")
         if self.ep > 1:
             if not model.is_moe:
-                raise SpecError(f"{model.name} is dense", field="ep", value=self.ep,
-                                fix="expert parallelism needs a MoE model (use {tp})")
-            self._validate_slots(model)
+                return SpecError(f"{model.name} is dense", field="ep", value=self.ep,
+                                 fix="expert parallelism needs a MoE model (use {tp})")
+            problem = self._slots_problem(model)
+            if problem is not None:
+                return problem
         if self.pp > model.n_layers:
-            raise SpecError(f"more stages than the {model.n_layers} layers of {model.name}", field="pp",
-                            value=self.pp)
-        place(self, system)
+            return SpecError(f"more stages than the {model.n_layers} layers of {model.name}", field="pp",
+                             value=self.pp)
+        return None
+
+    def check(self, model: Model, system: System) -> Placement | SpecError | InfeasibleError:
+        """The plan's ``Placement`` on ``system`` when ``model`` can run under it, else the reason as
+        data (errors as data: what ``validate`` raises, built but not raised, so a search can skip
+        the plan without an exception; ``feasible_plans``)."""
+        problem = self._model_problem(model)
+        return problem if problem is not None else _place(self, system)
+
+    def validate(self, model: Model, system: System) -> Placement:
+        """Raise SpecError for a plan the model cannot be split by or the domains cannot hold
+        without straddling, InfeasibleError when it needs a network the system does not have;
+        return the plan's ``Placement`` on ``system`` (``place``), which the check computes anyway."""
+        where = self.check(model, system)
+        if isinstance(where, Placement):
+            return where
+        raise where
+
+
+def feasible_plans(model: Model, system: System, plans: Iterable[Plan]) -> Iterator[tuple[Plan, Placement]]:
+    """(plan, placement) for each of ``plans`` (in their order) that ``model`` can run under on ``system``:
+    the plans ``Plan.validate`` accepts, found without raising an exception per rejected plan (the
+    searches ask this of tens to hundreds of candidates; ``Plan.check`` says why one is rejected)."""
+    for plan in plans:
+        where = plan.check(model, system)
+        if isinstance(where, Placement):
+            yield plan, where
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -200,6 +229,14 @@ def chips_per_domain(width: int, domain: int) -> int:
 def place(plan: Plan, system: System) -> Placement:
     """Placement of one replica (module docstring); SpecError for a tp group that would straddle
     a domain boundary, InfeasibleError when domains must be crossed and there is no scale-out."""
+    where = _place(plan, system)
+    if isinstance(where, Placement):
+        return where
+    raise where
+
+
+def _place(plan: Plan, system: System) -> Placement | SpecError | InfeasibleError:
+    """``place``'s placement, or its error as data (not raised)."""
     d = system.chips
     w = plan.width
     m = chips_per_domain(w, d)
@@ -215,18 +252,18 @@ def place(plan: Plan, system: System) -> Placement:
         elif plan.tp > m and plan.tp % m == 0:
             tp_tier = "two_tier"
         else:
-            raise SpecError(f"a stage of tp·adp = {w} chips uses {m} chips in each of {w // m} {d}-chip domains, "
-                            f"so tensor-parallel groups of {plan.tp} would straddle a boundary", field="tp",
-                            value=plan.tp, fix=f"use a tp dividing {m}")
+            return SpecError(f"a stage of tp·adp = {w} chips uses {m} chips in each of {w // m} {d}-chip domains, "
+                             f"so tensor-parallel groups of {plan.tp} would straddle a boundary", field="tp",
+                             value=plan.tp, fix=f"use a tp dividing {m}")
         domains = plan.pp * (w // m)
         hops_out = plan.pp - 1
     # tokens live on their attention group; with adp = 1 every chip of the stage already has them
     # all after the attention all-reduce, so experts need no dispatch (the combine is that all-reduce)
     ep_tier = stage_tier if plan.adp > 1 else "none"
     if domains > 1 and system.scale_out is None:
-        raise InfeasibleError(f"plan {plan.label()} needs {plan.chips} chips, more than {system.name}'s "
-                              f"{d}-chip scale-up domain, and {system.name} has no scale-out link; lower "
-                              "tp/adp/ep/pp or pick a larger system (llmecon catalog systems)")
+        return InfeasibleError(f"plan {plan.label()} needs {plan.chips} chips, more than {system.name}'s "
+                               f"{d}-chip scale-up domain, and {system.name} has no scale-out link; lower "
+                               "tp/adp/ep/pp or pick a larger system (llmecon catalog systems)")
     return Placement(domain_chips=d, chips_per_domain=m, domains=domains, tp_tier=tp_tier, ep_tier=ep_tier,
                      pp_hops_up=plan.pp - 1 - hops_out, pp_hops_out=hops_out)
 
@@ -234,9 +271,9 @@ def place(plan: Plan, system: System) -> Placement:
 def pipeline_stage_time_ratio(*, active_experts, layers_per_stage, bandwidth_ratio):
     """Scale-up over scale-out time per pipeline stage across racks (SPEC D17).
 
-    Per token and MoE layer, expert parallelism inside a rack moves ~2·k·D·bytes at scale-up
-    bandwidth (dispatch + combine); handing the stage's activations to the next rack moves
-    D·bytes once at scale-out bandwidth. Their ratio is 2·k·L_stage / (BW_up/BW_out): >= 1 means
+    Per token and MoE layer, expert parallelism inside a rack moves ~2·k·d_model·bytes at
+    scale-up bandwidth (dispatch + combine); handing the stage's activations to the next rack moves
+    d_model·bytes once at scale-out bandwidth. Their ratio is 2·k·L_stage / (BW_up/BW_out): >= 1 means
     the scale-out hop hides behind the stage's own communication (k = 8, one layer, ratio 9:
     16/9 -> viable; ratio 18: 16/18 -> not, take 2 layers per stage). Omits latency terms and
     the 1/EP share of tokens whose experts are local (which would lower the scale-up side).

@@ -53,7 +53,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..errors import SpecError, did_you_mean, require_whole
+from ..errors import SpecError, as_floats, did_you_mean, require_whole
 from ..spec.hardware import Link
 from . import torus
 
@@ -95,7 +95,7 @@ def _link_cost(link: Link, n_steps: float, per_byte: float, s):
 
 
 def _cost(kind: str, message_bytes, participants: int, link: Link | None, what: str):
-    s = np.asarray(message_bytes, dtype=float)
+    s = as_floats(message_bytes)
     if link is None and alpha_beta_counts(kind, participants) == (0.0, 0.0):
         return np.zeros_like(s)
     if link is None:

@@ -15,9 +15,10 @@ token-expert pairs computed and received (a documented approximation) — at bat
 EP64 about 1.3 of a layer's 8 touched experts, 10x the mean 1/8. Step times use that chip;
 ``weight_bytes`` and ``flops`` stay totals over all chips (the mean chip times the chips). Omitted in ideal mode:
 activation traffic, softmax/norm/elementwise FLOPs, the input embedding lookup (B rows), kernel
-launch and framework overheads. A non-ideal ``profile`` (or ``mode="calibrated"`` with the
-accelerator's default profile) prices the same work with achieved efficiencies, element-wise
-traffic, kernel floors and overheads (``calibrated``); ``mode`` defaults to the profile's own.
+launch and framework overheads. A non-ideal ``profile`` prices the same work with achieved
+efficiencies, element-wise traffic, kernel floors and overheads (``calibrated``); ``mode`` defaults
+to the profile's own. The step takes a profile, it does not choose one (calibrated mode without one
+is an error naming the fix): ``llmecon.default_profile(accelerator)`` is a chip's shipped profile.
 ``decode_of``/``prefill_of`` price a ``Deployment``, which carries its profile and was validated
 once, at construction.
 """
@@ -33,13 +34,12 @@ from .calibrated import Work, calibrated_time, expert_terms
 from .expert_load import BusiestRank, busiest_rank, touched_expert_fraction
 from .collectives import all_reduce_s, all_to_all_s, p2p_s, two_tier_all_reduce_s, two_tier_all_to_all_s
 from ..dtypes import get_dtype
-from ..spec.efficiency import EfficiencyProfile
-from ..catalog.efficiency import resolve
-from ..errors import require_array, require_number
+from ..spec.efficiency import IDEAL, MODES, EfficiencyProfile
+from ..errors import SpecError, as_floats, require_array, require_choice, require_number
 from ..spec.hardware import System
 from ..spec.model import Model
 from ..spec.deployment import Deployment, memory_per_chip
-from ..spec.plan import Plan, place
+from ..spec.plan import Placement, Plan, place
 from ..spec.plan_array import STAGE_TIERS, PlanArray
 from .roofline import StepTime
 
@@ -120,19 +120,35 @@ class StepResult:
         return np.asarray(self.memory_per_chip_bytes) <= self.hbm_per_chip_bytes
 
 
+def _profile(mode: str, profile: EfficiencyProfile | None) -> EfficiencyProfile:
+    """The profile a step runs with: IDEAL in ideal mode (a fitted profile then is an error), the one
+    given in calibrated mode. The step takes the profile, it does not choose one: an accelerator's
+    shipped profile is ``llmecon.default_profile(accelerator)`` (``resolve`` picks it for the front-ends)."""
+    if mode == "ideal":
+        if profile is not None and not profile.is_ideal:
+            raise SpecError("a profile needs {mode} calibrated (ideal mode uses datasheet peaks)", field="profile")
+        return IDEAL
+    require_choice("mode", mode, MODES)
+    if profile is None:
+        raise SpecError("calibrated mode needs an efficiency profile", field="profile", show_value=False,
+                        fix="pass profile=llmecon.default_profile(system.accelerator) (the chip's shipped profile) "
+                            "or load one with llmecon.load_profile")
+    return profile
+
+
 def _check_request(model: Model, system: System, plan: Plan, *, mode, profile, expert_imbalance,
-                   dtypes) -> EfficiencyProfile:
+                   dtypes) -> tuple[EfficiencyProfile, Placement | None]:
     """What decode and prefill both check before any arithmetic: mode and profile, plan, MoE
-    options, formats. Returns the profile the step runs with (``IDEAL`` in ideal mode)."""
-    prof = resolve(mode, profile, system.accelerator)
-    if not isinstance(plan, PlanArray):  # a PlanArray's plans were validated when it was built
-        plan.validate(model, system)
+    options, formats. Returns the profile the step runs with (``IDEAL`` in ideal mode) and the
+    plan's placement (None for a ``PlanArray``, whose plans were validated and placed when it was built)."""
+    prof = _profile(mode, profile)
+    where = None if isinstance(plan, PlanArray) else plan.validate(model, system)
     require_number("expert_imbalance", expert_imbalance, minimum=1,
                    hint="the busiest expert group's tokens over uniform routing's; 1 = uniform routing")
     for dt in dtypes:
         if dt is not None:
             get_dtype(dt)
-    return prof
+    return prof, where
 
 
 def weights_read_per_chip(model: Model, plan: Plan, *, weight_dtype=None, touched_fraction=1.0):
@@ -229,20 +245,20 @@ def comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dty
 
 
 def _comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dtype, load,
-                all_reduce: str = "best", ep_system: System | None = None) -> CommParts:
+                all_reduce: str = "best", ep_system: System | None = None, where: Placement | None = None) -> CommParts:
     """``comm_parts`` with the expert load given; the EP all-to-alls run on ``ep_system``'s links
     (a calibrated profile's ``all_to_all`` terms: ``EfficiencyProfile.system(system, "all_to_all")``),
-    default ``system``'s."""
+    default ``system``'s. ``where``: the plan's placement when the caller has it (``place``, else computed)."""
     if isinstance(plan, PlanArray):
         return _comm_parts_grouped(model, system, plan, tokens=tokens, dispatch_dtype=dispatch_dtype, load=load,
                                    all_reduce=all_reduce, ep_system=ep_system)
     ep_sys = ep_system or system
-    where = place(plan, system)
+    where = where or place(plan, system)
     act = get_dtype(ACTIVATION_DTYPE).bytes
     d = model.d_model
     phi = plan.stage_fraction(model)
-    tokens = np.asarray(tokens, dtype=float)
-    zero = np.zeros_like(tokens)
+    tokens = as_floats(tokens)
+    zero = tokens * 0.0  # tokens are finite (checked): zeros of their shape, a numpy scalar for a scalar
     tp_msg = tokens / plan.adp * d * act
     tp_s = zero + plan.pp * phi * model.n_layers * 2 * _tiered(
         where.tp_tier, system, functools.partial(all_reduce_s, algorithm=all_reduce),
@@ -346,7 +362,7 @@ def gdn_work_per_chip(model: Model, plan: Plan, *, tokens_per_seq) -> tuple:
 
 def _assemble(model, system, plan, *, phase, mode, profile, batch, context, tokens_per_seq, flops_attn_per_seq,
               kv_read_per_seq, kv_write_per_seq, weight_dtype, kv_dtype, expert_imbalance,
-              dispatch_dtype) -> StepResult:
+              dispatch_dtype, where: Placement | None = None) -> StepResult:
     """Shared arithmetic of decode and prefill for one micro-batch of batch/pp sequences. The
     critical chip belongs to the busiest expert group (``expert_load``; ``expert_imbalance`` skews
     it further): the distinct experts it reads, the token-expert pairs it computes (routed expert
@@ -387,7 +403,7 @@ def _assemble(model, system, plan, *, phase, mode, profile, batch, context, toke
                 lin_flops=micro * lin_flops, lin_state=micro * lin_state)
     comm = _comm_parts(model, profile.system(system), plan, tokens=tokens, dispatch_dtype=dispatch_dtype, load=load,
                        ep_system=profile.system(system, "all_to_all"),
-                       all_reduce=profile.all_reduce_algorithm)
+                       all_reduce=profile.all_reduce_algorithm, where=where)
     routed_s = pp * routed / work.ex_peak
     if profile.is_ideal:
         time = StepTime(compute_s=pp * (work.ne_flops / work.ne_peak + work.attn_flops / work.attn_peak
@@ -420,21 +436,21 @@ def decode_step(model: Model, system: System, *, batch, context, plan: Plan | No
     """
     plan = plan or Plan()
     mode = mode or (profile.mode if profile is not None else "ideal")
-    prof = _check_request(model, system, plan, mode=mode, profile=profile, expert_imbalance=expert_imbalance,
-                          dtypes=(weight_dtype, kv_dtype, dispatch_dtype))
+    prof, where = _check_request(model, system, plan, mode=mode, profile=profile, expert_imbalance=expert_imbalance,
+                                 dtypes=(weight_dtype, kv_dtype, dispatch_dtype))
     return _decode(model, system, plan, prof, mode=mode, batch=batch, context=context, weight_dtype=weight_dtype,
-                   kv_dtype=kv_dtype, expert_imbalance=expert_imbalance, dispatch_dtype=dispatch_dtype)
+                   kv_dtype=kv_dtype, expert_imbalance=expert_imbalance, dispatch_dtype=dispatch_dtype, where=where)
 
 
 def _decode(model, system, plan, prof, *, mode, batch, context, weight_dtype, kv_dtype, expert_imbalance,
-            dispatch_dtype) -> StepResult:
+            dispatch_dtype, where: Placement | None = None) -> StepResult:
     batch = require_array("batch", batch, minimum=0, exclusive=True)
     context = require_array("context", context, minimum=0)
     return _assemble(model, system, plan, phase="decode", mode=mode, profile=prof, batch=batch, context=context,
                      tokens_per_seq=1.0, flops_attn_per_seq=model.attention_flops_per_token(context, absorbed=True),
                      kv_read_per_seq=model.kv_read_bytes(context, kv_dtype),
                      kv_write_per_seq=model.kv_bytes_per_token(kv_dtype), weight_dtype=weight_dtype,
-                     kv_dtype=kv_dtype, expert_imbalance=expert_imbalance, dispatch_dtype=dispatch_dtype)
+                     kv_dtype=kv_dtype, expert_imbalance=expert_imbalance, dispatch_dtype=dispatch_dtype, where=where)
 
 
 def prefill_step(model: Model, system: System, *, batch, prompt_tokens, cached_tokens=0, plan: Plan | None = None,
@@ -448,15 +464,15 @@ def prefill_step(model: Model, system: System, *, batch, prompt_tokens, cached_t
     """
     plan = plan or Plan()
     mode = mode or (profile.mode if profile is not None else "ideal")
-    prof = _check_request(model, system, plan, mode=mode, profile=profile, expert_imbalance=expert_imbalance,
-                          dtypes=(weight_dtype, kv_dtype, dispatch_dtype))
+    prof, where = _check_request(model, system, plan, mode=mode, profile=profile, expert_imbalance=expert_imbalance,
+                                 dtypes=(weight_dtype, kv_dtype, dispatch_dtype))
     return _prefill(model, system, plan, prof, mode=mode, batch=batch, prompt_tokens=prompt_tokens,
                     cached_tokens=cached_tokens, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-                    expert_imbalance=expert_imbalance, dispatch_dtype=dispatch_dtype)
+                    expert_imbalance=expert_imbalance, dispatch_dtype=dispatch_dtype, where=where)
 
 
 def _prefill(model, system, plan, prof, *, mode, batch, prompt_tokens, cached_tokens, weight_dtype, kv_dtype,
-             expert_imbalance, dispatch_dtype) -> StepResult:
+             expert_imbalance, dispatch_dtype, where: Placement | None = None) -> StepResult:
     batch = require_array("batch", batch, minimum=0, exclusive=True)
     prompt = require_array("context", prompt_tokens, minimum=0, exclusive=True)
     cached = require_array("cached_tokens", cached_tokens, minimum=0)
@@ -465,18 +481,19 @@ def _prefill(model, system, plan, prof, *, mode, batch, prompt_tokens, cached_to
                      tokens_per_seq=prompt, flops_attn_per_seq=model.prefill_attention_flops(prompt, cached),
                      kv_read_per_seq=model.kv_read_bytes(cached, kv_dtype, sparse=False), kv_write_per_seq=new_kv,
                      weight_dtype=weight_dtype, kv_dtype=kv_dtype, expert_imbalance=expert_imbalance,
-                     dispatch_dtype=dispatch_dtype)
+                     dispatch_dtype=dispatch_dtype, where=where)
 
 
 def decode_of(dep: Deployment, *, batch, context) -> StepResult:
     """One decode step of a Deployment (``decode_step`` with its plan, formats and profile; the
     Deployment was validated once, at construction, so nothing is checked again but the sizes)."""
     return _decode(dep.model, dep.system, dep.plan, dep.profile, mode=dep.mode, batch=batch, context=context,
-                   weight_dtype=dep.weight_dtype, kv_dtype=dep.kv_dtype, expert_imbalance=1.0, dispatch_dtype=None)
+                   weight_dtype=dep.weight_dtype, kv_dtype=dep.kv_dtype, expert_imbalance=1.0, dispatch_dtype=None,
+                   where=dep.placement)
 
 
 def prefill_of(dep: Deployment, *, batch, prompt_tokens, cached_tokens=0) -> StepResult:
     """One prefill step of a Deployment (``prefill_step`` with its plan, formats and profile)."""
     return _prefill(dep.model, dep.system, dep.plan, dep.profile, mode=dep.mode, batch=batch,
                     prompt_tokens=prompt_tokens, cached_tokens=cached_tokens, weight_dtype=dep.weight_dtype,
-                    kv_dtype=dep.kv_dtype, expert_imbalance=1.0, dispatch_dtype=None)
+                    kv_dtype=dep.kv_dtype, expert_imbalance=1.0, dispatch_dtype=None, where=dep.placement)

@@ -27,7 +27,7 @@ from ..errors import InfeasibleError, LlmeconError, SpecError, template
 from ..spec.efficiency import IDEAL, EfficiencyProfile
 from ..spec.hardware import System
 from ..spec.model import Model
-from ..spec.plan import Plan
+from ..spec.plan import Placement, Plan
 from .spec import PlanAxis, SweepSpec, WorkloadSpec
 
 FORMAT_VERSION = 2  # bump when the row layout or the chunking changes (old parts are then refused)
@@ -147,11 +147,8 @@ def _check_plan(plan: Plan | None, model: Model, system: System) -> LlmeconError
     """Why ``plan`` cannot run ``model`` on ``system`` (None if it can)."""
     if plan is None:
         return InfeasibleError("no plan holds the weights on this system (smallest_plan found none)")
-    try:
-        plan.validate(model, system)
-    except (SpecError, InfeasibleError) as exc:
-        return exc
-    return None
+    where = plan.check(model, system)
+    return None if isinstance(where, Placement) else where
 
 
 def _label(model: Model, system: System, plan: Plan | None, *rest) -> str:
