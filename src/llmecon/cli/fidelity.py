@@ -23,12 +23,14 @@ def predict(
     cases: Annotated[str, typer.Argument(help="CSV of cases: model, system, phase (decode|prefill|serving), batch, "
                                               "context, prompt_tokens, output_tokens, tp, ep, pp, adp (default: ep), "
                                               "weight_dtype, kv_dtype (unused columns may be empty); or a plan "
-                                              "column with the plan label, e.g. tp8·ep8·pp1·adp1. Optional "
+                                              "column with the plan label, e.g. tp8·ep8·pp1·adp1 (r32: 32 "
+                                              "redundant expert copies, e.g. tp1·ep48·adp48·r32). Optional "
                                               "speculative decoding: spec_tokens, acceptance (per position, "
                                               "'0.9;0.8'; empty = the model's default), draft (empty = mtp). Optional "
                                               "disaggregated serving rows (phase serving): deployment "
                                               "(aggregated|disaggregated), prefill_plan, prefill_workers, "
-                                              "decode_plan, decode_workers (TTFT includes the KV transfer).")],
+                                              "decode_plan, decode_workers (TTFT includes the KV transfer; "
+                                              "spec_tokens apply to the decode workers).")],
     out: OutOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Predict many cases in one process (vectorised per deployment): step, compute, memory and
