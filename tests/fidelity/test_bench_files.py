@@ -68,6 +68,8 @@ def test_metric_units_convert_to_seconds(unit, scale):
     (lambda o: o.update(completed=0), "completed: expected a finite number > 0"),
     (lambda o: o.update(max_concurrency=2.5), "max_concurrency: expected a whole number >= 1"),
     (lambda o: o.pop("mean_tpot_ms"), "not a benchmark result this reader knows"),
+    (lambda o: o.update(request_rate="fast"), "request_rate: expected a number, got 'fast'"),
+    (lambda o: o.update(spec_decode_acceptance_length="x"), "spec_decode_acceptance_length: expected a number"),
 ])
 def test_vllm_refusals_name_the_run_and_field(edit, match):
     obj = _first(VLLM)

@@ -152,8 +152,15 @@ def _concurrency(value, at: str, field: str) -> int:
     return int(c)
 
 
+def _float(value, at: str, field: str) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise CatalogError(f"{at} {field}: expected a number, got {value!r}") from None
+
+
 def _not_speculative(length, at: str, field: str) -> None:
-    if length is not None and float(length) > 1.0:
+    if length is not None and _float(length, at, field) > 1.0:
         raise CatalogError(f"{at} {field}: the server decoded speculatively ({float(length):.3g} tokens accepted per "
                            "step); serving measurements price one token per step, so this run would fit the engine "
                            "terms to speculation's gain", fix="benchmark the deployment without speculative decoding "
@@ -163,7 +170,7 @@ def _not_speculative(length, at: str, field: str) -> None:
 def _openai_bench(obj: dict, at: str, tool: str) -> BenchRun:
     """vllm bench serve / SGLang bench_serving: totals over the completed requests and mean latencies in ms."""
     rate = obj.get("request_rate")
-    if rate not in (None, "inf", "Infinity") and math.isfinite(float(rate)):
+    if rate not in (None, "inf", "Infinity") and math.isfinite(_float(rate, at, "request_rate")):
         raise CatalogError(f"{at} request_rate: {rate} requests/s, an open loop; a serving measurement is a closed "
                            "loop at fixed concurrency", fix="benchmark with --request-rate inf and --max-concurrency")
     c = _concurrency(obj.get("max_concurrency"), at, "max_concurrency")
