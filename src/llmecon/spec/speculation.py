@@ -13,8 +13,9 @@ always yields one token of its own — the correction or the bonus token),
 which for i.i.d. acceptance a is 1 + a + ... + a^k = (1 - a^(k+1)) / (1 - a). k = 0 is plain
 decoding (E = 1).
 
-Acceptance defaults per model family, each from a published figure; a family without one needs the
-acceptance given (never invented). The default decays with the drafted position (``decaying``):
+Acceptance defaults per model family, for MTP drafts: the first drafted position from a published figure
+(a family without one needs the acceptance given: never invented), later positions decaying from it
+(``decaying``) by a fitted ratio:
 
     a_1 = the published first-draft acceptance,   a_i = a_1 · δ^(i-1)   (i >= 2),
 
