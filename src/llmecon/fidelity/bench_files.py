@@ -7,11 +7,11 @@ command line (``to_measurements``), since none of the files records the chips or
 mean prompt and output tokens per completed request, and the mean TPOT and TTFT — the means, because
 ``serving.steady_state`` prices mean latencies. Formats, detected from their fields (``detect``):
 
-* **vLLM** ``vllm bench serve --save-result`` (one JSON object per file; field names of
+* **vLLM** ``vllm bench serve`` with its save-result option (one JSON object per file; field names of
   ``vllm/benchmarks/serve.py`` in vLLM 0.33.0): ``model_id``, ``max_concurrency``, ``request_rate`` ("inf"
   for back-to-back requests), ``completed``, ``total_input_tokens``, ``total_output_tokens``,
   ``mean_ttft_ms``, ``mean_tpot_ms``; ``spec_decode_acceptance_length`` when the server drafted.
-* **SGLang** ``python -m sglang.bench_serving --output-file`` (JSON Lines, one run appended per line; field
+* **SGLang** ``python -m sglang.bench_serving`` with an output file (JSON Lines, one run appended per line; field
   names of ``sglang/benchmark/serving.py`` in SGLang 0.5.23): ``max_concurrency``, ``request_rate``,
   ``completed``, ``total_input_tokens``, ``total_output_tokens``, ``mean_ttft_ms``, ``mean_tpot_ms``,
   ``mean_e2e_latency_ms`` (vLLM's is ``mean_e2el_ms``: how the two are told apart), ``accept_length``
@@ -108,8 +108,8 @@ def detect(obj) -> str:
         return "aiperf" if ("aiperf_version" in obj or "schema_version" in obj) else "genai-perf"
     raise CatalogError("not a benchmark result this reader knows: no mean_tpot_ms (vllm bench serve, SGLang "
                        "bench_serving) and no time_to_first_token metric (AIPerf, GenAI-Perf)",
-                       fix="give the tool's saved result: vllm bench serve --save-result, sglang.bench_serving "
-                           "--output-file, or AIPerf's/GenAI-Perf's profile_export_*.json")
+                       fix="give the tool's saved result: vllm bench serve's (save-result), sglang.bench_serving's "
+                           "(output file), or AIPerf's/GenAI-Perf's profile_export_*.json")
 
 
 def parse_bench_text(text: str, *, where: str = "benchmark") -> list[BenchRun]:
@@ -141,8 +141,8 @@ def _concurrency(value, at: str, field: str) -> int:
     if value is None:
         raise CatalogError(f"{at} {field}: the run had no fixed concurrency (an open loop at a request rate); a "
                            "serving measurement is a closed loop of that many clients",
-                           fix="benchmark with a fixed concurrency (vllm/sglang --max-concurrency, aiperf/genai-perf "
-                               "--concurrency)")
+                           fix="benchmark at a fixed concurrency (the tools' max-concurrency or concurrency "
+                               "option)")
     try:
         c = float(value)
     except (TypeError, ValueError):
@@ -172,7 +172,8 @@ def _openai_bench(obj: dict, at: str, tool: str) -> BenchRun:
     rate = obj.get("request_rate")
     if rate not in (None, "inf", "Infinity") and math.isfinite(_float(rate, at, "request_rate")):
         raise CatalogError(f"{at} request_rate: {rate} requests/s, an open loop; a serving measurement is a closed "
-                           "loop at fixed concurrency", fix="benchmark with --request-rate inf and --max-concurrency")
+                           "loop at fixed concurrency",
+                           fix="benchmark with an infinite request rate and a fixed max-concurrency")
     c = _concurrency(obj.get("max_concurrency"), at, "max_concurrency")
     _not_speculative(obj.get("spec_decode_acceptance_length" if tool == "vllm" else "accept_length"), at,
                      "spec_decode_acceptance_length" if tool == "vllm" else "accept_length")
