@@ -36,7 +36,7 @@ def test_step_draft_model_table():
 
 
 @pytest.mark.parametrize("args, flag", [
-    (["--spec-tokens", "2"], "--acceptance"),          # DeepSeek's published figure is for position 1 only
+    (["--spec-tokens", "2", "--acceptance", "0.9,0.8,0.7"], "--acceptance"),  # 3 values for 2 positions
     (["--spec-tokens", "-1"], "--spec-tokens"),
     (["--spec-tokens", "1", "--acceptance", "1.5"], "--acceptance"),
     (["--spec-tokens", "1", "--acceptance", "0"], "--acceptance"),
@@ -86,7 +86,7 @@ def test_plan_searches_k():
     assert d["best"]["decode"]["spec_tokens"] == 1 and d["best"]["decode"]["tokens_per_step"] == pytest.approx(1.85)
     assert [s["spec_tokens"] for s in d["speculation_searched"]] == [1]
     assert "spec_tokens" in d["frontier"][0]
-    code, out = invoke(["plan", "--systems", "gb200-nvl72", "--spec-tokens", "3"])
+    code, out = invoke(["plan", "--systems", "gb200-nvl72", "--spec-tokens", "2", "--acceptance", "0.9,0.8,0.7"])
     assert code == 2 and out.startswith("error: --acceptance"), out
 
 
@@ -105,9 +105,18 @@ def test_simulate_with_speculation():
     (["--spec-tokens", "1", "--policy", "train"], "--spec-tokens"),
     (["--spec-tokens", "1", "--chunk-tokens", "1024"], "--spec-tokens"),
     (["--spec-tokens", "1", "--acceptance", "0.8", "--draft", "no-such-model"], "--draft"),
-    (["--spec-tokens", "2"], "--acceptance"),
+    (["--spec-tokens", "2", "--acceptance", "0.9,0.8,0.7"], "--acceptance"),
 ])
 def test_simulate_bad_speculation_exits_2(args, flag):
     code, out = invoke(["simulate", "--requests", "10", *args])
     assert code == 2, out
     assert out.startswith(f"error: {flag}") and "Traceback" not in out
+
+
+def test_deep_draft_on_the_default_model_needs_no_acceptance():
+    """Issue 34: `--spec-tokens 3` on the default model used to ask for three acceptance values; the default
+    now decays from DeepSeek-V3's published 0.85: (0.85, 0.595, 0.4165), E = 2.566394875 (by hand in
+    tests/spec/test_speculation.py)."""
+    d = _json("step", "--spec-tokens", "3")["speculation"]
+    assert d["acceptance"] == pytest.approx([0.85, 0.595, 0.4165], rel=1e-12)
+    assert d["tokens_per_step"] == pytest.approx(2.566394875, rel=1e-12) and "fitted" in d["acceptance_source"]

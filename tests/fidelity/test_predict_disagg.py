@@ -77,3 +77,24 @@ def test_prefill_plan_that_does_not_fit_names_prefill_plan():
     """Llama-3.1-70B bf16 on one H100: 141 GB of weights over 80 GB: refused, naming prefill_plan."""
     with pytest.raises(CatalogError, match=r"prefill_plan: tp1·ep1·pp1 does not fit hgx-h100"):
         predict_cases(_rows("llama-3.1-70b,hgx-h100,serving,8,1000,500,disaggregated,tp1·ep1,,tp8·ep1,,"))
+
+
+def test_mtp_on_the_decode_workers():
+    """Speculative decoding on disaggregated decode workers (issue 34 item 3): the row's spec columns go to the
+    decode workers only; the step's TPOT is the speculative iteration (verify + draft, step.speculative) over
+    E = 1.85 (k 1, a 0.85); at one client (a memory-bound decode of one sequence) it is faster than plain."""
+    from llmecon.step.disaggregated import disaggregated_of
+    from llmecon.step.speculative import speculative_of
+
+    head = "model,system,phase,batch,prompt_tokens,output_tokens,deployment,prefill_plan,decode_plan,spec_tokens\n"
+    line = "deepseek-v3,gb200-nvl72,serving,1,1000,200,disaggregated,tp1·ep8,tp1·ep8,{}\n"
+    spec, plain = (predict_cases(parse_cases(head + line.format(k)))[0] for k in ("1", ""))
+    assert spec["tokens_per_step"] == pytest.approx(1.85, rel=1e-12) and plain["tokens_per_step"] == ""
+    assert spec["tpot_s"] < plain["tpot_s"]
+    p = deployment("deepseek-v3", "gb200-nvl72", tp=1, ep=8)
+    d = deployment("deepseek-v3", "gb200-nvl72", tp=1, ep=8, spec_tokens=1)
+    s = disaggregated_state(p, d, concurrency=1, prompt_tokens=1000, output_tokens=200)
+    assert spec["tpot_s"] == float(s.tpot_s) and spec["ttft_s"] == float(s.ttft_s)
+    step = disaggregated_of(p, d, prefill_batch=1.0, decode_batch=3.0, prompt_tokens=1000, output_tokens=200)
+    it = speculative_of(d, batch=3.0, context=1000 + 199 / 2)
+    assert float(step.tpot_s) == pytest.approx(float(it.step_s) / 1.85, rel=1e-12)

@@ -26,8 +26,15 @@ def test_spec_columns(mode):
         assert r["tpot_s"] < a["step_s"]
 
 
+def test_deep_draft_takes_the_decaying_default():
+    """k = 3 with no acceptance (refused before issue 34): 0.85, 0.85·0.7, 0.85·0.7² per position,
+    E = 2.566394875 by hand (tests/spec/test_speculation.py)."""
+    (r,) = predict_cases(parse_cases(HEAD + "x,deepseek-v3,gb200-nvl72,decode,64,4096,2,4,4,3,,\n"))
+    assert r["tokens_per_step"] == pytest.approx(2.566394875, rel=1e-12)
+
+
 @pytest.mark.parametrize("row, words", [
-    ("x,deepseek-v3,gb200-nvl72,decode,64,4096,2,4,4,3,,\n", "acceptance"),
+    ("x,deepseek-v3,gb200-nvl72,decode,64,4096,2,4,4,3,0.9;0.8,\n", "acceptance"),  # 2 values for k 3
     ("x,deepseek-v3,gb200-nvl72,decode,64,4096,2,4,4,1,1.5,\n", "acceptance"),
     ("x,deepseek-v3,gb200-nvl72,decode,64,4096,2,4,4,,0.8,\n", "acceptance"),
     ("x,deepseek-v3,gb200-nvl72,decode,64,4096,2,4,4,1.5,,\n", "spec_tokens"),

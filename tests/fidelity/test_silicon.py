@@ -142,6 +142,39 @@ def test_speculative_runs_are_skipped_with_their_reason(configs):
     assert s.id == "s1" and "speculative decoding (MTP)" in s.reason and "1.2.0rc6.post3" in s.reason
 
 
+def test_speculative_read_prices_the_mtp_rows_alone(configs):
+    """read_silicon(..., speculative=True) (issue 34): only the SPECULATIVE_RUNS rows, each a case with k = 3
+    (SPECULATIVE_DRAFT_TOKENS, assumed) and the family's default acceptance (DeepSeek-R1: V3's, transferred);
+    priced with a speculative iteration, so its TPOT is below the same row's plain prediction."""
+    with resources.as_file(resources.files("llmecon.catalog") / "models" / "deepseek-v3.json") as src:
+        shutil.copy(src, configs / "deepseek-ai--DeepSeek-R1_config.json")
+    head = HEAD.replace("id,backend,", "id,backend,backend_version,")
+    lines = ["s1,trtllm,1.2.0rc6.post3,deepseek-ai/DeepSeek-R1,b200_sxm,fp8,agg,1024,1024,fp8,4,8,1,1,1,8,195,5.38",
+             "s3,trtllm,1.2.0rc6.post3,Qwen/Qwen3-32B,b200_sxm,fp8,agg,1024,1024,fp8,4,8,1,1,1,1,188,10.3"]
+    rows, skipped = parse_silicon(head + "\n".join(lines) + "\n", configs, speculative=True)
+    assert [r.id for r in rows] == ["s1"] and not skipped
+    assert rows[0].case["spec_tokens"] == "3" and "acceptance" not in rows[0].case
+    spec, _, problems = predict_silicon(rows, mode="ideal")
+    plain, _, _ = predict_silicon([type(rows[0])(**{**rows[0].__dict__, "case": {
+        k: v for k, v in rows[0].case.items() if k != "spec_tokens"}})], mode="ideal")
+    assert not problems and 0 < spec[0] < plain[0]
+
+
+def test_ep_that_does_not_divide_the_experts_gets_the_fewest_copies(configs):
+    """EP 48 over DeepSeek's 256 routed experts: 256 % 48 = 16, so 32 copies (288 slots, 6 per rank), written as
+    the plan label; EP 32 divides 256 and keeps the degree columns."""
+    with resources.as_file(resources.files("llmecon.catalog") / "models" / "deepseek-v3.json") as src:
+        shutil.copy(src, configs / "deepseek-ai--DeepSeek-V3_config.json")
+    lines = ["e48,sglang,deepseek-ai/DeepSeek-V3,gb200,fp8,agg,1024,1024,fp8,4,1,1,48,1,48,195,20",
+             "e32,sglang,deepseek-ai/DeepSeek-V3,gb200,fp8,agg,1024,1024,fp8,4,1,1,32,1,32,195,20"]
+    rows, _ = parse_silicon(HEAD + "\n".join(lines) + "\n", configs)
+    by = {r.id: r.case for r in rows}
+    assert by["e48"]["plan"] == "tp1·ep48·pp1·adp48·r32" and "tp" not in by["e48"]
+    assert by["e32"]["ep"] == "32" and "plan" not in by["e32"]
+    tpot, _, problems = predict_silicon(rows, mode="ideal")
+    assert not problems and np.all(np.isfinite(tpot))
+
+
 DHEAD = ("id,silicon_data_source,backend,model_path,system,precision,mode,isl,osl,gemm_quant_mode,batch_size,tp_size,"
          "pp_size,attention_dp_size,moe_tp_size,moe_ep_size,prefill_num_workers,prefill_tp_size,prefill_pp_size,"
          "prefill_attention_dp_size,prefill_moe_tp_size,prefill_moe_ep_size,decode_num_workers,decode_tp_size,"

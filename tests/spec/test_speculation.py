@@ -38,7 +38,6 @@ def test_deepseek_default_and_sources():
 
 
 @pytest.mark.parametrize("kwargs, field", [
-    (dict(k=2), "acceptance"),  # the published default covers position 1 only
     (dict(k=-1), "spec_tokens"),
     (dict(k=1, acceptance="1.2"), "acceptance"),
     (dict(k=1, acceptance="0"), "acceptance"),
@@ -49,6 +48,40 @@ def test_bad_input_names_field(kwargs, field):
     with pytest.raises(SpecError) as err:
         speculation_for(get_model("deepseek-v3"), **kwargs)
     assert err.value.field == field
+
+
+def test_default_decays_with_the_position():
+    """a_1 = 0.85 (DeepSeek-V3 report §5.4.3), a_i = 0.85·0.7^(i-1) (MTP_DECAY, fitted): by hand, k = 3:
+    a = (0.85, 0.595, 0.4165); E = 1 + 0.85 + 0.85·0.595 + 0.85·0.595·0.4165 = 1 + 0.85 + 0.50575 + 0.210644875
+    = 2.566394875."""
+    s = speculation_for(get_model("deepseek-v3"), k=3)  # no acceptance given: k values are not asked for
+    assert s.acceptance == pytest.approx((0.85, 0.595, 0.4165), rel=1e-12)
+    assert s.tokens_per_step == pytest.approx(2.566394875, rel=1e-12)
+    assert "2412.19437" in s.acceptance_source and "0.7" in s.acceptance_source
+    one = speculation_for(get_model("deepseek-v3"), k=1)  # k = 1: the published figure alone
+    assert one.acceptance == (0.85,) and "fitted" not in one.acceptance_source
+
+
+@pytest.mark.parametrize("name, family", [
+    ("deepseek-ai--DeepSeek-R1_config", "deepseek-r1"), ("deepseek-ai/DeepSeek-V3.1", "deepseek-v3.1"),
+    ("/x/hf_configs/deepseek-ai--DeepSeek-V3_config.json", "deepseek-v3"), ("deepseek-v3", "deepseek-v3")])
+def test_family_defaults_read_config_file_names(name, family):
+    from llmecon.spec.speculation import _family_name, family_default
+
+    assert _family_name(name) == family
+    acc, source = family_default(name, 2)
+    assert acc == pytest.approx((0.85, 0.595), rel=1e-12)
+    assert ("transferred" in source) == family.startswith("deepseek-r1")
+    assert family_default("meta-llama--Llama-3.1-8B_config", 2) is None
+
+
+@given(k=st.integers(1, MAX_SPEC_TOKENS))
+def test_default_acceptance_falls_and_tokens_per_step_saturate(k):
+    """Each later position is accepted less often, and E stays below the infinite chain's
+    1 + sum_i 0.85^i·0.7^(i(i-1)/2) < 1 + 0.85/(1 - 0.85·0.7) (a geometric bound) = 3.0988."""
+    s = speculation_for(get_model("deepseek-v3"), k=k)
+    assert all(b < a for a, b in zip(s.acceptance, s.acceptance[1:]))
+    assert 1.85 <= s.tokens_per_step < 1 + 0.85 / (1 - 0.85 * 0.7)
 
 
 def test_no_default_and_no_mtp():

@@ -100,7 +100,7 @@ def test_simulate_with_speculation_is_the_cli_answer(client, mode):
     ("/api/cost", {"price_per_chip_hour": 2.0, "cache_hit": 1.5}, "cache_hit"),
     ("/api/cost", {"price_per_chip_hour": 2.0, "cached_prefix": 100}, "cached_prefix"),
     ("/api/cost", {"price_per_chip_hour": 2.0, "cache_hit": 0.5, "cached_prefix": 5000}, "cached_prefix"),
-    ("/api/cost", {"price_per_chip_hour": 2.0, "spec_tokens": 2}, "acceptance"),
+    ("/api/cost", {"price_per_chip_hour": 2.0, "spec_tokens": 2, "acceptance": [0.9, 0.8, 0.7]}, "acceptance"),
     ("/api/plan", {"interactivity": 50}, "interactivity"),
     ("/api/plan", {"frontier": True, "cache_hit": 0.5}, "cache_hit"),
     ("/api/plan", {"frontier": True, "interactivity": 0}, "interactivity"),

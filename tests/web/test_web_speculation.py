@@ -36,7 +36,7 @@ def test_analyze_carries_speculation(client):
     assert "spec_tpot_s" in r.json()["curve"][0]
 
 
-@pytest.mark.parametrize("body, field", [({"spec_tokens": 2}, "acceptance"),
+@pytest.mark.parametrize("body, field", [({"spec_tokens": 2, "acceptance": [0.9, 0.8, 0.7]}, "acceptance"),
                                          ({"spec_tokens": 1, "acceptance": [1.5]}, "acceptance"),
                                          ({"model": "llama-3.1-8b", "spec_tokens": 1, "acceptance": [0.7]}, "draft")])
 def test_bad_speculation_is_422(client, body, field):

@@ -8,7 +8,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from .options import JsonOpt, Mode, ModeOpt, ProfileOpt, _console, _emit_json, _fail, _fidelity, app
+from .options import (EpOpt, JsonOpt, KvDtypeOpt, Mode, ModeOpt, PpOpt, ProfileOpt, TpOpt, WeightDtypeOpt, _console,
+                      _emit_json, _fail, _fidelity, app)
 
 #: most rows ``predict`` takes in one run: each case holds a few hundred bytes of Python objects
 #: (~1 kB measured with tracemalloc), so a million is ~1 GB
@@ -22,12 +23,14 @@ def predict(
     cases: Annotated[str, typer.Argument(help="CSV of cases: model, system, phase (decode|prefill|serving), batch, "
                                               "context, prompt_tokens, output_tokens, tp, ep, pp, adp (default: ep), "
                                               "weight_dtype, kv_dtype (unused columns may be empty); or a plan "
-                                              "column with the plan label, e.g. tp8·ep8·pp1·adp1. Optional "
+                                              "column with the plan label, e.g. tp8·ep8·pp1·adp1 (r32: 32 "
+                                              "redundant expert copies, e.g. tp1·ep48·adp48·r32). Optional "
                                               "speculative decoding: spec_tokens, acceptance (per position, "
                                               "'0.9;0.8'; empty = the model's default), draft (empty = mtp). Optional "
                                               "disaggregated serving rows (phase serving): deployment "
                                               "(aggregated|disaggregated), prefill_plan, prefill_workers, "
-                                              "decode_plan, decode_workers (TTFT includes the KV transfer).")],
+                                              "decode_plan, decode_workers (TTFT includes the KV transfer; "
+                                              "spec_tokens apply to the decode workers).")],
     out: OutOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Predict many cases in one process (vectorised per deployment): step, compute, memory and
@@ -59,10 +62,47 @@ def predict(
     _console().print(f"llmecon predict: {len(result)} cases in {elapsed:.2f} s ({mode_name}) -> {out}")
 
 
+BenchModelOpt = Annotated[Optional[str], typer.Option("--model", "-m", help="Benchmark result files: the served "
+                                                                           "model (catalogue name or config.json).")]
+BenchSystemOpt = Annotated[Optional[str], typer.Option("--system", "-s", help="Benchmark result files: the system "
+                                                                              "it ran on (llmecon catalog systems).")]
+_BENCH_HELP = (" Or the serving benchmarks' own result files (.json/.jsonl: vllm bench serve --save-result, SGLang "
+               "bench_serving --output-file, AIPerf/GenAI-Perf profile_export JSON), with the deployment given by "
+               "--model, --system, --tp/--ep/--pp and --weight-dtype/--kv-dtype.")
+
+
+def _measurement_rows(paths: list[str], model, system, tp, ep, pp, weight_dtype, kv_dtype) -> list:
+    """Measurement rows of ``paths``: measurement CSVs as they are, benchmark result files (fidelity.bench_files)
+    as serving rows on the deployment the options give."""
+    from ..fidelity.bench_files import BenchDeployment, is_bench_file, read_bench_measurements
+    from ..fidelity.measurements import read_csv
+
+    bench = [p for p in paths if is_bench_file(p)]
+    given = [f for f, v in (("--model", model), ("--system", system), ("--tp", tp), ("--ep", ep), ("--pp", pp),
+                            ("--weight-dtype", weight_dtype), ("--kv-dtype", kv_dtype)) if v is not None]
+    if not bench and given:
+        _fail(f"{given[0]}: applies to benchmark result files (.json, .jsonl); a measurement CSV names its deployment "
+              "on each row")
+    if bench and (model is None or system is None):
+        _fail(f"--{'model' if model is None else 'system'}: {bench[0]} is a benchmark result file, which does not "
+              "record the deployment; give --model and --system (and --tp/--ep/--pp, --weight-dtype, --kv-dtype as "
+              "it was served)")
+    if bench:  # the deployment first: a bad --tp is named as such, not as unpriceable rows
+        from ..resolve import deployment
+
+        deployment(model, system, tp=tp, ep=ep, pp=pp, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+    rows = [r for p in paths if not is_bench_file(p) for r in read_csv(p)]
+    if bench:
+        dep = BenchDeployment(model=model, system=system, tp=tp or 1, ep=ep or 1, pp=pp or 1,
+                              weight_dtype=weight_dtype or "", kv_dtype=kv_dtype or "")
+        rows += read_bench_measurements(bench, dep)
+    return rows
+
+
 @app.command()
 def calibrate(
-    measurements: Annotated[str, typer.Argument(help="Measurement CSV (llmecon measure writes one; format in "
-                                                     "docs/calibration.md).")],
+    measurements: Annotated[list[str], typer.Argument(help="Measurement CSV(s) (llmecon measure writes one; format "
+                                                           "in docs/calibration.md)." + _BENCH_HELP)],
     out: Annotated[str, typer.Option("--out", "-o", help="Profile TOML to write.")] = "profile.toml",
     name: Annotated[Optional[str], typer.Option("--name", help="Profile name (default: the accelerator).")] = None,
     accelerator: Annotated[Optional[str], typer.Option("--accelerator",
@@ -70,7 +110,8 @@ def calibrate(
                                                             "(needed when the file has several).")] = None,
     all_rows: Annotated[bool, typer.Option("--all-rows", help="Fit on every row (default: the 'fit' split only, "
                                                               "so validate can report the held-out rows).")] = False,
-    as_json: JsonOpt = False,
+    model: BenchModelOpt = None, system: BenchSystemOpt = None, tp: TpOpt = None, ep: EpOpt = None, pp: PpOpt = None,
+    weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Fit an efficiency profile (bounded least squares, scipy) to measured kernel, collective,
     step and serving times; report the fit error and refuse when there are too few points."""
@@ -78,11 +119,12 @@ def calibrate(
 
     from ..fidelity.accuracy import accelerator_of, evaluate
     from ..fidelity.calibrate import fit_profile
-    from ..fidelity.measurements import read_csv
     from ..files import check_output, write_text
 
     check_output(out, field="out", suffixes=(".toml",))  # before the fit: it fails now, not after
-    rows = read_csv(measurements)
+    rows = _measurement_rows(measurements, model, system, tp, ep, pp, weight_dtype, kv_dtype)
+    names = ", ".join(Path(p).name for p in measurements)
+    measurements = ", ".join(measurements)
     accels = sorted({accelerator_of(r).name for r in rows})
     if accelerator is None and len(accels) > 1:
         _fail(f"--accelerator: {measurements} has rows of several accelerators ({', '.join(accels)}); pick one")
@@ -91,7 +133,7 @@ def calibrate(
     if not rows:
         _fail(f"--accelerator: no rows for '{chosen}' in {measurements}; it has {', '.join(accels)}")
     prof, report = fit_profile(rows, name=name or chosen, accelerators=(chosen,), use_split=not all_rows,
-                               derivation=f"llmecon calibrate {Path(measurements).name} "
+                               derivation=f"llmecon calibrate {names} "
                                           f"({'all rows' if all_rows else 'fit split'})")
     write_text(out, prof.as_toml())
     ev = evaluate(rows, prof)
@@ -117,12 +159,12 @@ ListOpt = Optional[str]
 
 @app.command()
 def validate(
-    measurements: Annotated[str, typer.Argument(help="What to check, detected from its form: a measurement CSV "
-                                                     "(llmecon measure's columns); NVIDIA's silicon CSV "
-                                                     "(aiconfigurator silicon_dev.csv, known by its "
-                                                     "silicon_tpot_ms column); or a "
-                                                     "kernel-tables folder (aiconfigurator kernels/, holding h100_sxm, "
-                                                     "b200_sxm, ... folders).")],
+    measurements: Annotated[list[str], typer.Argument(help="What to check, detected from its form: measurement "
+                                                           "CSV(s) (llmecon measure's columns); NVIDIA's silicon CSV "
+                                                           "(aiconfigurator silicon_dev.csv, known by its "
+                                                           "silicon_tpot_ms column); or a kernel-tables folder "
+                                                           "(aiconfigurator kernels/, holding h100_sxm, b200_sxm, ... "
+                                                           "folders)." + _BENCH_HELP)],
     mode: ModeOpt = Mode.calibrated, profile: ProfileOpt = None, as_json: JsonOpt = False,
     holdout: Annotated[Optional[Holdout], typer.Option(
         "--holdout", help="Silicon CSV and kernel tables only: model = leave one model out (kernel tables: 5 folds "
@@ -142,6 +184,8 @@ def validate(
         "--families", help="Kernel tables: score only these families (comma-separated: gemm, context_attention, "
                            "generation_attention, moe, context_mla, generation_mla, gdn, all_reduce, "
                            "all_to_all).")] = None,
+    model: BenchModelOpt = None, system: BenchSystemOpt = None, tp: TpOpt = None, ep: EpOpt = None, pp: PpOpt = None,
+    weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None,
 ) -> None:
     """Error of predictions against measurements: median and 90th-percentile |pred/meas - 1| and the
     share of rows ideal mode keeps at or below the measurement. A measurement CSV: ideal and
@@ -152,7 +196,14 @@ def validate(
     kernel tables take several minutes: narrow with --chips/--engines."""
     from pathlib import Path
 
+    paths, measurements = measurements, measurements[0]
     kind = _input_kind(measurements)
+    if kind != "measurements" and len(paths) > 1:
+        _fail(f"measurements: {measurements} is a {kind} input, checked alone; give it without the other files")
+    bench_opts = [f for f, v in (("--model", model), ("--system", system), ("--tp", tp), ("--ep", ep), ("--pp", pp),
+                                 ("--weight-dtype", weight_dtype), ("--kv-dtype", kv_dtype)) if v is not None]
+    if kind != "measurements" and bench_opts:
+        _fail(f"{bench_opts[0]}: applies to benchmark result files (.json, .jsonl); {measurements} is a {kind} input")
     if kind != "measurements":
         if profile is not None or mode != Mode.calibrated:
             _fail(f"--profile/--mode: {measurements} is a {kind} input, scored with each chip/engine's kernel-table "
@@ -177,9 +228,9 @@ def validate(
         _fail(f"{extra[0]}: applies to a silicon CSV or a kernel-tables folder; {measurements} is a measurement CSV "
               "(its split column holds rows out)")
     from ..fidelity.accuracy import evaluate
-    from ..fidelity.measurements import read_csv
 
-    rows = read_csv(measurements)
+    rows = _measurement_rows(paths, model, system, tp, ep, pp, weight_dtype, kv_dtype)
+    measurements = ", ".join(paths)
     ev = evaluate(rows, _fidelity(mode, profile)[1])
     if not any(splits["all"]["n"] for modes in ev.metrics.values() for splits in modes.values()):
         from ..errors import InfeasibleError
@@ -282,6 +333,10 @@ def _silicon_report(path, scheme, models, chips, engines, configs, quiet):
         from ..fidelity.silicon import disaggregated_note
 
         rep = type(rep)(**{**rep.__dict__, "notes": rep.notes + (disaggregated_note(path, configs),)})
+    if any(s.reason.startswith("speculative decoding") for s in skipped):
+        from ..fidelity.silicon import speculative_note
+
+        rep = type(rep)(**{**rep.__dict__, "notes": rep.notes + (speculative_note(path, configs),)})
     return rep
 
 

@@ -7,10 +7,9 @@ The planner (``econ.planner``) picks the best prefill point (plan, prefill batch
 * a prefill worker serves ``r_p = prefill batch / prefill step`` requests/s (one batch per step, back to
   back); a decode worker ``r_d = decode batch / ((O - 1) · TPOT)`` (the prefill emits the first token, each
   sequence holds its slot for the other O - 1; ``step.disaggregated.prefill_rate`` / ``decode_rate``);
-* the decode point is a plain (non-speculative) one: speculative decoding is not modelled on a
-  disaggregated decode worker (``step.disaggregated``), so when the planner's best decode point speculates,
-  the ratio uses the best plain decode point of the same search without speculation and says so
-  (``WorkerRatio.decode_point``);
+* the decode point may speculate: its latency is then TPOT = iteration / E (``planner``), the slot a
+  sequence holds is still (O - 1)·TPOT, as on a disaggregated decode worker that drafts
+  (``step.disaggregated``); ``WorkerRatio.decode_point`` says so;
 * the system serves ``min(n_p·r_p, n_d·r_d)`` requests/s and pays for every chip of every worker,
   ``n_p·chips_p·price_p + n_d·chips_d·price_d`` per hour, idle or not;
 * ``choose_workers`` takes the integer counts up to ``max_workers`` each (at most ``MAX_WORKERS_LIMIT``)
@@ -62,7 +61,7 @@ class WorkerRatio:
     usd_per_mtok: float | None       # every chip billed, per token of a request (prompt + output)
     max_workers: int = MAX_WORKERS
     no_transfer: str = ""            # why the KV transfer is not priced ('' when it is)
-    decode_point: str = "best"       # "best", or why another decode point stands in (speculation)
+    decode_point: str = "best"       # "best", or "best (speculates, k=.., E=..)"
 
     @property
     def chips(self) -> int:
@@ -140,19 +139,9 @@ def plan_workers(result, model, systems, options, *, max_workers: int = MAX_WORK
     p, d = result.prefill.best, result.decode.best
     if p is None or d is None or result.targets.output_tokens < 2:  # O = 1: the prefill's token is the only one
         return None
-    why_point = "best"
-    if d.spec_tokens:  # not modelled on a disaggregated decode worker: the best plain point stands in
-        from dataclasses import replace
-
-        from .planner import plan_deployment
-
-        plain = plan_deployment(model, systems, targets=result.targets, options=replace(options, speculation=()),
-                                prices=result.prices or None, objective=result.objective).decode.best
-        if plain is None:
-            return None
-        why_point = (f"best plain decode point (the best overall speculates, k={d.spec_tokens}: not modelled on a "
-                     "disaggregated decode worker)")
-        d = plain
+    # a speculating decode point prices its pool as it runs (issue 34): its latency is TPOT = iteration / E, so
+    # decode_rate's (O - 1)·TPOT is the slot a sequence holds (step.disaggregated, serving.disaggregated)
+    why_point = "best" if not d.spec_tokens else f"best (speculates, k={d.spec_tokens}, E={d.tokens_per_step:.3g})"
     by = {s.name: s for s in systems}
     t = result.targets
     deps = [Deployment(model=model, system=by[pt.system], plan=pt.plan, weight_dtype=options.weight_dtype,

@@ -7,7 +7,9 @@ and ``prefill_workers`` / ``decode_workers`` (whole numbers in 1..1,000,000, emp
 ``serving``: ``batch`` is the client concurrency over all workers, ``prompt_tokens`` / ``output_tokens`` the request,
 and it is priced by ``serving.disaggregated.disaggregated_state`` (TTFT = prefill + KV transfer over the
 scale-out network; TPOT = the decode worker's step). Its plan columns (``plan``, ``tp``, ``ep``, ``pp``,
-``adp``) stay empty, and so do the speculative ones (not modelled here). Step columns describe the decode
+``adp``) stay empty. The speculative columns (``spec_tokens``, ``acceptance``, ``draft``) apply to the decode
+workers (they draft and verify; the prefill emits one token): TPOT = (verify + drafts) / E there, as on an
+aggregated row, and ``tokens_per_step`` = E is written. Step columns describe the decode
 worker's step; ``chips`` counts every worker's chips (``W_p·chips_p + W_d·chips_d``); ``effective_batch`` is
 one decode worker's batch; ``kv_transfer_s``, ``prefill_s`` (prefill latency) and ``prefill_batch`` are
 added. The disaggregated columns on an aggregated row are an error naming the column. A prefill plan that
@@ -77,9 +79,6 @@ def disaggregated_of(row: dict, where: str) -> Disaggregated | None:
     if degrees:
         raise CatalogError(f"{where} {degrees[0]}: a disaggregated row takes prefill_plan and decode_plan, not "
                            "the aggregated plan columns", fix=f"empty {', '.join(degrees)} on this line")
-    if row.get("spec_tokens") and row["spec_tokens"] != "0":
-        raise CatalogError(f"{where} spec_tokens: speculative decoding is not modelled with disaggregation",
-                           fix="empty spec_tokens on this line")
     plans = {}
     for col in ("prefill_plan", "decode_plan"):
         if not row.get(col):
@@ -101,14 +100,18 @@ def predict_disaggregated(key, dis: Disaggregated, col: dict, *, mode, profile):
     from ..serving.disaggregated import disaggregated_state
     from ..spec.deployment import Deployment
 
-    model, system, _, _, wdt, kvdt, _ = key
+    from ..spec.speculation import speculation_for
+
+    model, system, _, _, wdt, kvdt, (k, acceptance, draft) = key
     sys_ = get_system(system)
     m = get_model(model)
     prof = resolve_profile(mode, profile, sys_.accelerator)
+    spec = speculation_for(m, k=k, acceptance=acceptance, draft=draft) if k else None
     deps = {}
     for role, plan in (("prefill_plan", dis.prefill_plan), ("decode_plan", dis.decode_plan)):
         try:
-            deps[role] = Deployment(model=m, system=sys_, plan=plan, weight_dtype=wdt, kv_dtype=kvdt, profile=prof)
+            deps[role] = Deployment(model=m, system=sys_, plan=plan, weight_dtype=wdt, kv_dtype=kvdt, profile=prof,
+                                    speculation=spec if role == "decode_plan" else None)
         except LlmeconError as exc:
             raise type(exc)(f"{role}: {exc}") from exc
     from ..step.inference import prefill_of
@@ -126,4 +129,6 @@ def predict_disaggregated(key, dis: Disaggregated, col: dict, *, mode, profile):
     values = {"tpot_s": s.tpot_s, "ttft_s": s.ttft_s, "effective_batch": s.decode_batch,
               "tokens_per_s": s.output_tokens_per_s, "kv_transfer_s": s.kv_transfer_s, "prefill_s": s.prefill_s,
               "prefill_batch": s.prefill_batch}
+    if spec is not None:
+        values["tokens_per_step"] = spec.tokens_per_step
     return s.decode, values, dis.chips, deps["decode_plan"]

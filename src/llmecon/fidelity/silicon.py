@@ -35,7 +35,11 @@ phase ``serving`` (``serving.steady_state``) with the (chip, engine) kernel-tabl
   and ``batch_size · tp`` on 29 TRT-LLM rows), else ``batch_size · attention_dp_size``.
 * plan: ``tp = tp_size``, ``adp = attention_dp_size`` (empty or 0: 1), ``pp = pp_size``; a MoE
   model takes ``ep = moe_ep_size`` and its ``moe_tp_size·moe_ep_size`` must equal ``tp·adp``
-  (llmecon's expert TP is ``tp·adp/ep``), else the row is skipped; a dense model has ep 1.
+  (llmecon's expert TP is ``tp·adp/ep``), else the row is skipped; a dense model has ep 1. An ep that does not
+  divide the routed experts (EP 24 or 48 for DeepSeek's 256) runs with redundant expert copies (the engines
+  need whole expert slots per rank: SGLang's ``--ep-num-redundant-experts``, TensorRT-LLM's MoE load balancer
+  ``num_slots``); the CSV does not record them, so the row takes the fewest that tile, ``r = -E mod ep`` (EP 48:
+  32 copies, 288 slots, 6 per rank), a documented choice, written as the ``plan`` label (``...·r32``).
 * ``mode`` disagg (separate prefill and decode workers) is read only with ``disaggregated=True``
   (``read_silicon(..., disaggregated=True)``), which reads nothing else; the default read (every engine-term
   fit: ``engine_fit``, ``holdout_silicon``, ``benchmarks/silicon_accuracy.py``) skips those rows, so the
@@ -58,6 +62,10 @@ phase ``serving`` (``serving.steady_state``) with the (chip, engine) kernel-tabl
   TensorRT-LLM runs as speculative decoding in its low-latency DeepSeek-R1 configurations). Left
   in: the ``1.1.0rc2.post2`` DeepSeek-R1 rows (at c <= 16: 0.45-0.68 on 11 of 21 rows, 0.75-1.15 on
   the rest; mixed, and no recorded field separates them).
+  ``read_silicon(..., speculative=True)`` reads those ``SPECULATIVE_RUNS`` rows only, each a ``predict`` case
+  with ``spec_tokens`` = ``SPECULATIVE_DRAFT_TOKENS`` (3, assumed) and the model family's default acceptance
+  (``spec.speculation``: DeepSeek-V3's published 0.85 at the first drafted position, decaying after it); the
+  default read and every engine-term fit still skip them, so they are out of sample for the profiles.
 
 ``read_silicon`` gives (rows, skipped); ``predict_silicon`` prices rows group by group (a group
 that llmecon refuses is recorded with its reason, never dropped silently).
@@ -90,6 +98,11 @@ _WEIGHTS = {"nvfp4": "nvfp4", "fp8": "fp8", "fp8_block": "fp8_block", "int4_wo":
             "fp4": "nvfp4", "int4": "int4"}
 SPECULATIVE_RUNS = {("trtllm", "1.2.0rc6.post3"): ("deepseek-ai/DeepSeek-R1",)}
 """(backend, backend_version) -> model paths whose rows ran speculative decoding (module docstring)."""
+SPECULATIVE_DRAFT_TOKENS = 3
+"""k of the ``SPECULATIVE_RUNS`` rows (``read_silicon(..., speculative=True)``): the CSV does not record it; 3 MTP
+draft steps is TensorRT-LLM's published low-latency DeepSeek-R1 setting (its DeepSeek-V3/R1 example and
+"Pushing Latency Boundaries: Optimizing DeepSeek-R1 Performance on NVIDIA B200 GPUs", NVIDIA tech blog,
+2025: ``num_nextn_predict_layers: 3``), an assumption written down, not a recorded field."""
 NEEDED = ("id", "backend", "model_path", "system", "precision", "mode", "isl", "osl", "gemm_quant_mode", "batch_size",
           "tp_size", "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size", "silicon_ttft_ms",
           "silicon_tpot_ms")
@@ -126,9 +139,11 @@ def default_path() -> Path | None:
     return None if root is None else root / "aiconfigurator" / "silicon_dev.csv"
 
 
-def read_silicon(path: str | Path | None = None, configs: str | Path | None = None, *, disaggregated: bool = False):
-    """(rows, skipped) of ``silicon_dev.csv``: its aggregated rows, or with ``disaggregated`` its disagg rows
-    only; ``configs`` defaults to ``shared/reference/hf_configs`` beside the validation folder."""
+def read_silicon(path: str | Path | None = None, configs: str | Path | None = None, *, disaggregated: bool = False,
+                 speculative: bool = False):
+    """(rows, skipped) of ``silicon_dev.csv``: its aggregated rows, with ``disaggregated`` its disagg rows only,
+    with ``speculative`` its MTP rows only (``SPECULATIVE_RUNS``); ``configs`` defaults to
+    ``shared/reference/hf_configs`` beside the validation folder."""
     from ..files import read_text
 
     p = Path(path) if path is not None else default_path()
@@ -137,7 +152,7 @@ def read_silicon(path: str | Path | None = None, configs: str | Path | None = No
                            "silicon_dev.csv")
     cfg = Path(configs) if configs is not None else p.parent.parent.parent / "reference" / "hf_configs"
     return parse_silicon(read_text(p, field="silicon", what="silicon CSV"), cfg, where=str(p),
-                         disaggregated=disaggregated)
+                         disaggregated=disaggregated, speculative=speculative)
 
 
 def _int(raw: str, default: int) -> int:
@@ -167,13 +182,21 @@ def _checkpoint_quant(cfg: Path, seen: dict) -> str:
     return seen[cfg]
 
 
-def _plan(r: dict, prefix: str, model) -> tuple[int, int, int, int] | str:
-    """(tp, ep, pp, adp) of the row's ``<prefix>`` parallelism columns, or the reason it is skipped."""
+def _plan(r: dict, prefix: str, model) -> tuple[int, int, int, int, int] | str:
+    """(tp, ep, pp, adp, redundant experts) of the row's ``<prefix>`` parallelism columns, or the reason it is
+    skipped. An ep that does not divide the routed experts gets the fewest copies that tile (module docstring)."""
     tp, pp, adp = (_int(r.get(prefix + c) or "", 1) for c in ("tp_size", "pp_size", "attention_dp_size"))
     mtp, mep = _int(r.get(prefix + "moe_tp_size") or "", 1), _int(r.get(prefix + "moe_ep_size") or "", 1)
     if model.is_moe and mtp * mep != tp * adp:
         return f"{prefix}moe_tp_size·{prefix}moe_ep_size = {mtp}·{mep} does not tile tp·adp = {tp}·{adp}"
-    return tp, (mep if model.is_moe else 1), pp, adp
+    ep = mep if model.is_moe else 1
+    return tp, ep, pp, adp, (-model.moe.n_routed % ep if model.is_moe else 0)
+
+
+def plan_label(plan: tuple[int, int, int, int, int]) -> str:
+    """The plan label of ``_plan``'s degrees (``spec.plan.parse_label`` reads it back)."""
+    tp, ep, pp, adp, red = plan
+    return f"tp{tp}·ep{ep}·pp{pp}·adp{adp}" + (f"·r{red}" if red else "")
 
 
 def _disaggregated_case(r: dict, model) -> dict | str:
@@ -183,8 +206,7 @@ def _disaggregated_case(r: dict, model) -> dict | str:
         plan = _plan(r, role + "_", model)
         if isinstance(plan, str):
             return plan
-        tp, ep, pp, adp = plan
-        out[role + "_plan"] = f"tp{tp}·ep{ep}·pp{pp}·adp{adp}"
+        out[role + "_plan"] = plan_label(plan)
         workers = (r.get(role + "_num_workers") or "").strip()
         if not workers:
             return "disaggregated row without prefill/decode worker counts: a decode worker's batch is unknown"
@@ -200,7 +222,8 @@ def _disaggregated_case(r: dict, model) -> dict | str:
     return out
 
 
-def parse_silicon(text: str, configs: str | Path, *, where: str = "silicon_dev.csv", disaggregated: bool = False):
+def parse_silicon(text: str, configs: str | Path, *, where: str = "silicon_dev.csv", disaggregated: bool = False,
+                  speculative: bool = False):
     """(rows, skipped) of a silicon CSV's text: the aggregated rows, or with ``disaggregated`` the disagg rows
     only (the other mode is neither read nor listed as skipped then); see the module docstring."""
     from ..catalog.models import get_model
@@ -232,7 +255,10 @@ def parse_silicon(text: str, configs: str | Path, *, where: str = "silicon_dev.c
         if r["backend"] not in ENGINES:
             skip(f"unknown backend {r['backend']!r}")
             continue
-        if r["model_path"] in SPECULATIVE_RUNS.get((r["backend"], (r.get("backend_version") or "").strip()), ()):
+        ran_mtp = r["model_path"] in SPECULATIVE_RUNS.get((r["backend"], (r.get("backend_version") or "").strip()), ())
+        if speculative != ran_mtp:
+            if speculative:
+                continue
             skip(f"speculative decoding (MTP) ran: {r['backend']} {r['backend_version']} {r['model_path']} rows decode "
                  "at about half the one-token step (fidelity.silicon.SPECULATIVE_RUNS)")
             continue
@@ -271,17 +297,19 @@ def parse_silicon(text: str, configs: str | Path, *, where: str = "silicon_dev.c
         if isinstance(plan, str):
             skip(plan)
             continue
-        where_plan = plan if disaggregated else dict(zip(("tp", "ep", "pp", "adp"), (str(v) for v in plan)))
+        where_plan = plan if disaggregated else (
+            {"plan": plan_label(plan)} if plan[4] else dict(zip(("tp", "ep", "pp", "adp"), (str(v) for v in plan))))
         case = {"id": rid, "model": str(cfg), "system": SYSTEMS[r["system"]], "phase": "serving", "batch": str(c),
                 "context": "", "prompt_tokens": str(isl), "output_tokens": str(osl), **where_plan,
                 "weight_dtype": _WEIGHTS.get(quant, ""),
-                "kv_dtype": "fp8" if r["backend"] == "trtllm" and _WEIGHTS.get(quant) in ("nvfp4", "fp8") else ""}
+                "kv_dtype": "fp8" if r["backend"] == "trtllm" and _WEIGHTS.get(quant) in ("nvfp4", "fp8") else "",
+                **({"spec_tokens": str(SPECULATIVE_DRAFT_TOKENS)} if speculative else {})}
         rows.append(SiliconRow(id=rid, model=r["model_path"], chip=CHIPS[r["system"]], engine=r["backend"],
                                concurrency=c, case=case, ttft_s=ttft, tpot_s=tpot))
     return rows, skipped
 
 
-_PLAN_KEYS = ("tp", "ep", "pp", "adp", "prefill_plan", "prefill_workers", "decode_plan", "decode_workers")
+_PLAN_KEYS = ("plan", "tp", "ep", "pp", "adp", "prefill_plan", "prefill_workers", "decode_plan", "decode_workers")
 
 
 def predict_silicon(rows: list[SiliconRow], *, mode: str = "calibrated", profiles: dict | None = None):
@@ -297,7 +325,8 @@ def predict_silicon(rows: list[SiliconRow], *, mode: str = "calibrated", profile
     groups: dict[tuple, list[int]] = defaultdict(list)
     for i, r in enumerate(rows):
         c = r.case
-        groups[(r.profile, c["model"], c["system"], *(c.get(k) for k in _PLAN_KEYS), c["weight_dtype"])].append(i)
+        groups[(r.profile, c["model"], c["system"], *(c.get(k) for k in _PLAN_KEYS), c["weight_dtype"],
+                c.get("spec_tokens"), c.get("acceptance"))].append(i)
     for key, idx in groups.items():
         prof = None
         if mode != "ideal":
@@ -336,3 +365,19 @@ def disaggregated_note(path: str | Path | None = None, configs: str | Path | Non
             f"aggregated rows only): {len(rows) - refused} priced, {int(low.sum())} at concurrency <= "
             f"{max_concurrency}: TPOT {err(tpot, meas_tpot)}, TTFT {err(ttft, meas_ttft)} (median / p90)"
             + (f"; {refused} refused" if refused else "") + tail)
+
+
+def speculative_note(path: str | Path | None = None, configs: str | Path | None = None) -> str:
+    """One line for ``llmecon validate``: the MTP rows (``SPECULATIVE_RUNS``, k = 3 assumed) priced with the
+    shipped profiles (fitted without them) and the default decaying acceptance, |pred/meas - 1| median / p90.
+    The decay was fitted on these rows: its out-of-sample score is ``benchmarks/speculative_mtp.py``'s."""
+    rows, _ = read_silicon(path, configs, speculative=True)
+    if not rows:
+        return "speculative (MTP) rows: none in this file"
+    tpot, _, problems = predict_silicon(rows)
+    ok = np.isfinite(tpot)
+    e = np.abs(tpot[ok] / np.array([r.tpot_s for r in rows])[ok] - 1)
+    return (f"speculative (MTP) rows, k = {SPECULATIVE_DRAFT_TOKENS} assumed, default decaying acceptance: "
+            f"{int(ok.sum())} of {len(rows)} priced, TPOT {np.median(e):.0%} / {np.quantile(e, 0.9):.0%} (median / "
+            "p90; the decay was fitted on these rows, leave-one-shape-out in benchmarks/speculative_mtp.py)"
+            + (f"; {sum(problems.values())} refused" if problems else ""))

@@ -9,7 +9,10 @@ decode slot.
    worker holds ``B_d = λ/W_d · (O-1) · TPOT(B_d)`` sequences on average, capped at ``B_kv``, the sequences
    whose KV fits beside the weights (``steady_state.kv_capacity`` at ``kv_tokens_held``). A busy worker
    runs at least one sequence: ``TPOT = decode step at max(B_d, 1)`` at the mean context ``P + (O-1)/2``,
-   plus the profile's serving-loop ``iteration_overhead_s`` (0 in ideal mode); no prefill stalls.
+   plus the profile's serving-loop ``iteration_overhead_s`` (0 in ideal mode); no prefill stalls. With
+   speculative decoding on the decode worker (``decode.speculation``) the step is the speculative iteration
+   (verify + drafts, ``step.speculative``) and ``TPOT = (iteration + overhead) / E``, as in
+   ``steady_state`` step 6; a sequence still holds its slot for ``(O-1)·TPOT``.
 3. **KV queue.** When ``B_d`` would exceed ``B_kv`` the decode pool runs ``λ = W_d·B_kv / ((O-1)·TPOT)``
    and the rest of the ``C`` clients queue before admission: ``queue = C/λ - TTFT_run - (O-1)·TPOT``
    (Little's law again), added to TTFT.
@@ -100,7 +103,7 @@ def disaggregated_state(prefill: Deployment, decode: Deployment, *, concurrency,
         r = disaggregated_of(prefill, decode, prefill_batch=x, decode_batch=np.maximum(b, 1.0), prompt_tokens=p,
                              output_tokens=o)
         t_p = np.asarray(r.prefill.step_s, dtype=float)
-        tpot = np.asarray(r.tpot_s, dtype=float) + prof_d.iteration_overhead_s
+        tpot = (np.asarray(r.iteration_s, dtype=float) + prof_d.iteration_overhead_s) / r.tokens_per_step
         lat = np.asarray(r.prefill.latency_s, dtype=float)
         xfer = np.asarray(r.kv_transfer_s, dtype=float)
         wait = np.minimum(1.0, rate / wp * t_p / x) * (c - 1) / c * t_p / 2.0  # ρ·(C-1)/C·T_p/2 (step 5)

@@ -287,14 +287,16 @@ def pipeline_stage_time_ratio(*, active_experts, layers_per_stage, bandwidth_rat
 
 
 #: degrees a plan label may name, in the order ``Plan.label`` writes them
-LABEL_DEGREES = ("tp", "ep", "pp", "adp", "dp")
+LABEL_DEGREES = ("tp", "ep", "pp", "adp", "dp", "r")
+_LABEL_FIELDS = {"r": "redundant_experts"}  # label part -> Plan field where they differ
 
 
 def parse_label(text: str, *, field: str = "plan") -> Plan:
     """The plan ``Plan.label`` writes, read back: ``tp1·ep32·pp1·adp32`` (``,`` may stand for ``·``;
     ``pp``, ``adp`` and ``dp`` may be omitted and then default as in ``Plan``: pp 1, adp = ep, dp 1;
     ``tp`` and ``ep`` are required, so that ``tp8`` alone cannot silently mean something else).
-    ``parse_label(p.label()) == p`` for every plan without redundant experts. Errors name ``field``."""
+    ``r`` (redundant expert copies, as ``label`` writes them: ``tp1·ep48·pp1·adp48·r32``) defaults to 0.
+    ``parse_label(p.label()) == p`` for every plan. Errors name ``field``."""
     fix = "write the CLI's plan label, e.g. tp8·ep8·pp1·adp1 (',' may stand for '·')"
     raw = (text or "").strip()
     if not raw:
@@ -313,12 +315,12 @@ def parse_label(text: str, *, field: str = "plan") -> Plan:
         if name in degrees:
             raise SpecError(f"{name} is given twice", field=field, value=text, fix=fix)
         degrees[name] = int(digits)
-        if degrees[name] < 1:
+        if degrees[name] < (0 if name == "r" else 1):
             raise SpecError(f"{name} must be >= 1", field=field, value=text, fix=fix)
     missing = [d for d in ("tp", "ep") if d not in degrees]
     if missing:
         raise SpecError(f"the label lacks {' and '.join(missing)}", field=field, value=text, fix=fix)
     try:
-        return Plan(**degrees)
+        return Plan(**{_LABEL_FIELDS.get(k, k): v for k, v in degrees.items()})
     except SpecError as exc:
         raise SpecError(exc.rule, field=field, value=text, fix=exc.fix) from None

@@ -13,13 +13,29 @@ always yields one token of its own — the correction or the bonus token),
 which for i.i.d. acceptance a is 1 + a + ... + a^k = (1 - a^(k+1)) / (1 - a). k = 0 is plain
 decoding (E = 1).
 
-Acceptance defaults per model family, each from a published figure; a family without one needs the
-acceptance given (never invented):
+Acceptance defaults per model family, for MTP drafts: the first drafted position from a published figure
+(a family without one needs the acceptance given: never invented), later positions decaying from it
+(``decaying``) by a fitted ratio:
 
-* DeepSeek-V3 (and V3.2-Exp, the same MTP module): "the acceptance rate of the second token
+    a_1 = the published first-draft acceptance,   a_i = a_1 · δ^(i-1)   (i >= 2),
+
+a chain of conditional acceptances that falls geometrically. Why it decays: a model ships one MTP
+module trained to predict the token after next; engines draft k > 1 tokens by running it again on
+its own drafted hidden states and tokens (TensorRT-LLM, SGLang and vLLM do so for DeepSeek's single
+MTP layer), inputs further from what it was trained on at each step, so each later guess is accepted
+less often. δ is not published; it is fitted (``MTP_DECAY``) and scored out of sample
+(``benchmarks/speculative_mtp.py``, results in ``benchmarks/results/speculative_2026-11-28.md``).
+
+* DeepSeek-V3 (and V3.1, V3.2-Exp, the same MTP module): "the acceptance rate of the second token
   prediction ranges between 85% and 90%" (DeepSeek-V3 Technical Report, arXiv:2412.19437, §5.4.3,
-  with one MTP module, k = 1). The default is the low end, 0.85, for position 1 only; a deeper
-  draft (k > 1) needs the acceptance of positions 2..k given.
+  with one MTP module, k = 1). a_1 = 0.85, the low end. DeepSeek-R1 has the same architecture and an
+  MTP module of the same shape but no published acceptance: it takes V3's, labelled as transferred.
+* δ = ``MTP_DECAY`` = 0.70: fitted on the 88 DeepSeek-R1 TensorRT-LLM rows of NVIDIA's silicon set
+  that ran MTP (``fidelity.silicon.SPECULATIVE_RUNS``; B200; k = 3 assumed, the number of MTP draft
+  steps of TensorRT-LLM's published low-latency DeepSeek-R1 configurations), a grid of 0.05 minimising
+  the median |log(pred/meas)|; leave-one-(prompt, output)-shape-out it prices their TPOT within
+  9.1% at the median (p90 28%) against 19.7% (p90 44%) with a_i = 0.85 at every position. One model,
+  one chip, one engine: treat it as a transferred figure elsewhere.
 
 Omitted: tree drafts (several candidates per position; EAGLE-2, Medusa), the rejection-sampling
 arithmetic itself (a few element-wise ops on the logits), acceptance that varies with the request
@@ -37,19 +53,43 @@ MAX_SPEC_TOKENS = 32
 """Input bound on draft tokens per verify step (a sanity limit, not a published figure): the expected tokens per
 step saturate at 1 / (1 - a) for acceptance a, so deeper chains only add verify and draft cost."""
 
-# family prefix (catalogue model name) -> (acceptance per drafted position, source)
-FAMILY_ACCEPTANCE: dict[str, tuple[tuple[float, ...], str]] = {
-    "deepseek-v3": ((0.85,), "DeepSeek-V3 Technical Report (arXiv:2412.19437) §5.4.3: 85-90% acceptance of the "
-                             "second token with MTP; the low end"),
+MTP_DECAY = 0.70
+"""δ, the ratio of each drafted position's conditional acceptance to the one before (position 2 on): fitted
+on measured MTP serving rows (module docstring; ``benchmarks/speculative_mtp.py``), not published."""
+_V3 = ("DeepSeek-V3 Technical Report (arXiv:2412.19437) §5.4.3: 85-90% acceptance of the second token with MTP; "
+       "the low end")
+_DECAY = (f"positions >= 2 decay by {MTP_DECAY} each (fitted on NVIDIA's measured DeepSeek-R1 MTP rows, "
+          "benchmarks/speculative_mtp.py)")
+
+# family prefix (model name without its org, lower case) -> (first-position acceptance, decay, source)
+FAMILY_ACCEPTANCE: dict[str, tuple[float, float, str]] = {
+    "deepseek-v3": (0.85, MTP_DECAY, _V3),
+    "deepseek-r1": (0.85, MTP_DECAY, f"transferred from DeepSeek-V3 (same architecture and MTP module shape): {_V3}"),
 }
 
 
-def family_default(model_name: str) -> tuple[tuple[float, ...], str] | None:
-    """(acceptance per position, source) of the model's family, or None when no figure is published."""
-    name = model_name.lower()
-    for prefix, value in FAMILY_ACCEPTANCE.items():
+def _family_name(model_name: str) -> str:
+    """'deepseek-ai--DeepSeek-R1_config' or 'deepseek-ai/DeepSeek-R1' -> 'deepseek-r1' (the catalogue's
+    names and Hugging Face config files alike)."""
+    name = model_name.lower().replace("\\", "/").rsplit("/", 1)[-1]
+    name = name.split("--", 1)[-1]
+    for suffix in (".json", "_config"):
+        name = name.removesuffix(suffix)
+    return name
+
+
+def decaying(first: float, decay: float, k: int) -> tuple[float, ...]:
+    """a_i = first · decay^(i-1), i = 1..k (module docstring)."""
+    return tuple(float(first) * float(decay) ** i for i in range(k))
+
+
+def family_default(model_name: str, k: int = 1) -> tuple[tuple[float, ...], str] | None:
+    """(acceptance of positions 1..k, source) of the model's family, or None when no figure is published; the
+    source names the fitted decay when k > 1 uses it."""
+    name = _family_name(model_name)
+    for prefix, (first, decay, source) in FAMILY_ACCEPTANCE.items():
         if name.startswith(prefix):
-            return value
+            return decaying(first, decay, k), (source if k == 1 else f"{source}; {_DECAY}")
     return None
 
 
@@ -123,8 +163,8 @@ def parse_acceptance(text) -> tuple[float, ...] | None:
 def speculation_for(model, *, k: int | None, acceptance=None, draft: str | None = None) -> Speculation | None:
     """The Speculation of a deployment: None for no speculative decoding (k None or 0 with no acceptance).
     ``acceptance``: one value (applied to every position — an i.i.d. draft, a documented choice of
-    the user), k values, or None for the family default (which covers only the positions it was
-    published for). ``draft`` None = "mtp"; "mtp" needs the model (a ``Model``) to ship MTP modules."""
+    the user), k values, or None for the family default (the published first position, later ones
+    decaying: ``family_default``). ``draft`` None = "mtp"; "mtp" needs the model (a ``Model``) to ship MTP modules."""
     model_name, mtp_layers = model.name, model.mtp_layers
     acc = parse_acceptance(acceptance)
     if k is None:
@@ -152,16 +192,12 @@ def speculation_for(model, *, k: int | None, acceptance=None, draft: str | None 
                         fix="name a draft model in {draft} or choose a model with MTP layers")
     source = "given"
     if acc is None:
-        default = family_default(model_name) if draft == MTP else None
+        default = family_default(model_name, k) if draft == MTP else None
         if default is None:
             raise SpecError(f"no published acceptance for {model_name}" + ("" if draft == MTP else
                             f" drafted by {draft}"), field="acceptance",
                             fix="give the acceptance per drafted position in {acceptance} (e.g. 0.8)")
         acc, source = default
-        if len(acc) < k:
-            raise SpecError(f"the published default ({source}) covers {len(acc)} drafted position(s), not {k}",
-                            field="acceptance", fix=f"give {k} values, one per drafted position")
-        acc = acc[:k]
     elif len(acc) == 1 and k > 1:
         acc = acc * k
     return Speculation(k=k, acceptance=acc, draft=draft, acceptance_source=source)
@@ -170,7 +206,7 @@ def speculation_for(model, *, k: int | None, acceptance=None, draft: str | None 
 def speculation_candidates(model, *, max_k: int | None, acceptance=None, draft: str | None = None) -> tuple:
     """One Speculation per k = 1..max_k, for a search (the planner; k = 0, plain decoding, is always
     searched beside them): ``acceptance`` one value (every position), at least max_k values (the first
-    k for each k), or None (the family default, which must cover max_k positions)."""
+    k for each k), or None (the family default, decaying with the position)."""
     if max_k is None or max_k == 0:
         if acceptance is not None and parse_acceptance(acceptance) is not None:
             raise SpecError("is given without draft tokens to search", field="acceptance",

@@ -96,6 +96,8 @@ class DisaggregatedStep:
     decode_batch: object
     output_tokens: object
     kv_transfer_s: object        # the prefill batch's KV over the scale-out network
+    decode_iteration_s: object = None  # one decode iteration (speculative: verify + draft; None: ``decode.step_s``)
+    tokens_per_step: float = 1.0       # E, tokens a sequence emits per decode iteration (1 without speculation)
 
     @property
     def ttft_s(self):
@@ -103,8 +105,14 @@ class DisaggregatedStep:
         return np.add(self.prefill.latency_s, self.kv_transfer_s)
 
     @property
+    def iteration_s(self):
+        """One decode iteration: the plain step, or with speculation the verify step plus the drafts."""
+        return self.decode.step_s if self.decode_iteration_s is None else self.decode_iteration_s
+
+    @property
     def tpot_s(self):
-        return self.decode.step_s
+        """The iteration over the tokens it emits per sequence (E = 1 without speculation)."""
+        return np.divide(self.iteration_s, self.tokens_per_step)
 
     @property
     def prefill_requests_per_s(self):
@@ -132,15 +140,22 @@ def disaggregated_of(prefill: Deployment, decode: Deployment, *, prefill_batch, 
                      output_tokens, context=None) -> DisaggregatedStep:
     """A prefill step of ``prefill_batch`` prompts on ``prefill``, its KV moved to ``decode``, and a decode
     step of ``decode_batch`` sequences at ``context`` cached tokens (None: the mean over a request's decode
-    life, ``prompt + (output - 1)/2``). Speculative decoding on the decode worker is not modelled here."""
-    if decode.speculation is not None:
-        raise SpecError("speculative decoding is not modelled on a disaggregated decode worker", field="spec_tokens",
-                        value=decode.speculation.k, fix="drop it, or serve aggregated")
+    life, ``prompt + (output - 1)/2``). Speculative decoding on the decode worker (``decode.speculation``, MTP or
+    a draft model; the prefill worker's is not used: it emits one token) prices the decode iteration as
+    ``step.speculative`` does — the verify step over k+1 tokens plus the k drafts — and TPOT = iteration / E;
+    ``decode`` is then the verify step. Omitted: the draft model's own KV sent to the decode worker."""
     p = np.asarray(prompt_tokens, dtype=float)
     o = np.asarray(output_tokens, dtype=float)
     ctx = p + (o - 1.0) / 2.0 if context is None else context
     pre = prefill_of(prefill, batch=prefill_batch, prompt_tokens=p)
-    dec = decode_of(decode, batch=decode_batch, context=ctx)
+    if decode.speculation is None:
+        dec, iteration, e = decode_of(decode, batch=decode_batch, context=ctx), None, 1.0
+    else:
+        from .speculative import speculative_of
+
+        s = speculative_of(decode, batch=decode_batch, context=ctx)
+        dec, iteration, e = s.verify, s.step_s, float(decode.speculation.tokens_per_step)
     return DisaggregatedStep(prefill=pre, decode=dec, prefill_batch=np.asarray(prefill_batch, dtype=float),
                              decode_batch=np.asarray(decode_batch, dtype=float), output_tokens=o,
-                             kv_transfer_s=kv_transfer_s(prefill, decode, prompt_tokens=p, batch=prefill_batch))
+                             kv_transfer_s=kv_transfer_s(prefill, decode, prompt_tokens=p, batch=prefill_batch),
+                             decode_iteration_s=iteration, tokens_per_step=e)
