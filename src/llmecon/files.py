@@ -105,10 +105,67 @@ def csv_rows(text: str, where: str) -> tuple[list[str] | None, list[dict]]:
     reader = csv.DictReader(io.StringIO(text, newline=""))
     try:
         header = reader.fieldnames
+        if header is not None:
+            unique_header(header, where)
         rows = list(reader)
     except csv.Error as exc:
         raise CatalogError(f"{where} line {reader.line_num}: not valid CSV ({exc})") from None
     return (None if header is None else list(header)), rows
+
+
+def unique_header(header, where: str) -> None:
+    """A CSV header names each column once: a duplicated column made ``csv.DictReader`` keep the last
+    cell of the two without a word (issue 31)."""
+    seen: dict[str, int] = {}
+    for i, name in enumerate(header, 1):
+        if name in seen:
+            raise CatalogError(f"{where}: column '{name}' appears twice in the header (columns {seen[name]} and {i}); "
+                               "a row would keep only one of its two cells", fix="remove or rename one of them")
+        seen[name] = i
+
+
+def check_input(path: str | os.PathLike, *, field: str | None = None, what: str = "file",
+                fix: str | None = None, error: type = CatalogError) -> Path:
+    """``path`` if it names a readable file (``read_text``'s checks and messages, without reading it
+    or limiting its size: for inputs read as a stream)."""
+    p = Path(path)
+    fix = fix or f"give the path of a readable UTF-8 {what}"
+    if not p.exists():
+        rule = f"no such file {p}" if field else f"{p}: no such file ({what})"
+        raise error(rule, field=field, fix=fix, show_value=False)
+    if p.is_dir():
+        raise error(f"{what} {p} is a folder, not a file", field=field, fix=fix, show_value=False)
+    if not os.access(p, os.R_OK):
+        raise error(f"{what} {p} cannot be read (permission denied)", field=field, fix=fix, show_value=False)
+    return p
+
+
+def csv_dict_chunks(path: Path, where: str, rows_per_chunk: int) -> Iterator[tuple[list[str], list[dict], int]]:
+    """(header, rows, index of the chunk's first row) of a CSV file read ``rows_per_chunk`` rows at a time:
+    ``csv_rows``'s rows and errors (cells stripped, missing cells ''), in memory flat in the file's length."""
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            reader = csv.DictReader(f)
+            try:
+                header = list(reader.fieldnames or [])
+                unique_header(header, where)
+                chunk, start = [], 0
+                for r in reader:
+                    chunk.append({k: (v or "").strip() for k, v in r.items() if k is not None})
+                    if len(chunk) == rows_per_chunk:
+                        yield header, chunk, start
+                        start += len(chunk)
+                        chunk = []
+                if chunk or not start:
+                    yield header, chunk, start
+            except csv.Error as exc:
+                raise CatalogError(f"{where} line {reader.line_num}: not valid CSV ({exc})") from None
+            except UnicodeDecodeError as exc:
+                raise CatalogError(f"{where} is not UTF-8 text near line {reader.line_num + 1} "
+                                   f"(byte 0x{exc.object[exc.start]:02x})",
+                                   fix="save the file as UTF-8") from None
+    except OSError as exc:
+        raise CatalogError(f"{where} cannot be read ({exc.strerror or exc})") from None
 
 
 # ---- writing ------------------------------------------------------------------------------------

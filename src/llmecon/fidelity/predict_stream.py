@@ -1,0 +1,371 @@
+"""``predict`` from a cases file to a CSV or Parquet file as a stream (issues 31 and 36): memory flat
+in the number of rows, and the rows of one chunk predicted as columns.
+
+The file is read ``CHUNK_ROWS``-sized blocks at a time with Arrow's CSV reader (every cell as text).
+In a block, rows are grouped by the text of every column that is not a number of tokens (the columns
+``predict._group_key`` reads: model, system, phase, plan, formats, speculation, deployment, and any
+column added later), so ``_group_key`` runs once per distinct group rather than once per row; the
+numbers of each group are parsed and checked as arrays (``predict._num``'s rules: finite, >= 0,
+batch > 0, within the model's context) and predicted with ``predict.group_columns``, the function
+``predict_cases`` uses. The block is written as Arrow columns (C++ CSV or Parquet writer).
+
+Exactness comes from a fall-back, not from a second copy of the rules: a block in which anything is
+off (a bad cell, a key ``_group_key`` refuses, a group the library refuses) is predicted again by
+``predict_cases`` on its rows as dicts, which raises the same error, naming the same line, as a
+whole-file run; a file Arrow cannot read as plain CSV (ragged rows, a quoted newline, bad UTF-8) is
+read with Python's csv module (``files.csv_dict_chunks``) and every block predicted by
+``predict_cases``. Output values are those of ``write_cases``: CSV floats rounded to 6 significant
+digits (written in Arrow's shortest form: 0.0000123457 where ``%.6g`` printed 1.23457e-05; the same
+number), '' where a column does not apply; Parquet keeps every float's full precision.
+
+Nothing is written unless the whole file was predicted (``files.atomic_path``).
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import CatalogError, LlmeconError
+from .predict import (DISAGG_OUTPUT_COLUMNS, INPUT_COLUMNS, OPTIONAL_COLUMNS, OUTPUT_COLUMNS, PHASES,
+                      _SEQUENCE, _group_key, check_header, group_columns, predict_cases, shape_columns)
+
+#: rows per block of the Python-csv path (a file Arrow cannot read as plain CSV)
+CHUNK_ROWS = 1 << 16
+#: Arrow's read block in bytes (~130k rows of a typical 60-byte case; ~100 MB while a block is predicted):
+#: each block costs one library call per group of rows (a steady state is ~10 ms), so blocks are large
+BLOCK_BYTES = 1 << 23
+#: the columns holding numbers of tokens (parsed per row); every other column but ``id`` keys a group
+SHAPE = frozenset(c for p in PHASES for c in shape_columns(p))
+#: output columns that are text, or equal on a group's rows
+TEXT = ("bound", "mode", "profile")
+
+
+class _Fallback(Exception):
+    """Arrow cannot read the file as plain CSV: read it with Python's csv module instead."""
+
+
+def predict_file(path: str | Path, out: str | Path, *, mode: str, profile=None, where: str | None = None) -> int:
+    """Predict every case of CSV ``path`` into ``out`` (.csv or .parquet); the number of cases."""
+    from ..files import atomic_path, check_input
+
+    p = check_input(path, field="cases", what="cases file")
+    where = where or str(p)
+    header = _header(p, where)
+    disagg = "deployment" in header and _any_disaggregated(p, where)
+    columns = [c for c in OPTIONAL_COLUMNS + INPUT_COLUMNS if c in header] + list(OUTPUT_COLUMNS)
+    columns += list(DISAGG_OUTPUT_COLUMNS) if disagg else []
+    parquet = Path(out).suffix.lower() == ".parquet"
+    with atomic_path(out) as tmp:
+        try:
+            n = _write(_fast_tables(p, header, columns, where, mode, profile, parquet), tmp, parquet)
+        except _Fallback:
+            n = _write(_slow_tables(p, header, columns, where, mode, profile, parquet), tmp, parquet)
+        if n == 0:
+            raise CatalogError(f"{where}: no cases after the header")
+    return n
+
+
+def _header(p: Path, where: str) -> list[str]:
+    from ..files import csv_dict_chunks
+
+    header = next(csv_dict_chunks(p, where, 1))[0]
+    check_header(header, where)
+    return header
+
+
+def _any_disaggregated(p: Path, where: str) -> bool:
+    from ..files import csv_dict_chunks
+
+    for _, rows, _ in csv_dict_chunks(p, where, CHUNK_ROWS):
+        if any(r.get("deployment") == "disaggregated" for r in rows):
+            return True
+    return False
+
+
+# ---- writing ---------------------------------------------------------------------------------------
+
+
+def _write(tables, tmp: Path, parquet: bool) -> int:
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    n, writer = 0, None
+    with open(tmp, "wb") as f:
+        try:
+            for table in tables:
+                n += table.num_rows
+                if parquet:
+                    import pyarrow.parquet as pq
+
+                    writer = writer or pq.ParquetWriter(f, table.schema)
+                    writer.write_table(table)
+                    continue
+                if n == table.num_rows:  # the header as write_cases writes it (Arrow would quote every name)
+                    f.write((",".join(table.column_names) + "\n").encode())
+                buf = io.BytesIO()
+                try:  # no quotes unless a cell needs them (Arrow's "needed" quotes every text cell)
+                    pcsv.write_csv(table, buf, pcsv.WriteOptions(include_header=False, quoting_style="none"))
+                except pa.ArrowInvalid:
+                    buf = io.BytesIO()
+                    pcsv.write_csv(table, buf, pcsv.WriteOptions(include_header=False))
+                f.write(buf.getvalue())
+        finally:
+            if writer is not None:
+                writer.close()
+    return n
+
+
+def round6(x: np.ndarray) -> np.ndarray:
+    """The float nearest ``float(f"{v:.6g}")`` of each ``v`` (6 significant digits), vectorised: the
+    digits as a whole number, scaled by an exact power of ten (a correctly rounded product or
+    quotient, so the shortest repr of the result is those digits)."""
+    x = np.asarray(x, dtype=np.float64)
+    out = x.copy()
+    ok = np.isfinite(x) & (x != 0)
+    v = x[ok]
+    e = np.floor(np.log10(np.abs(v))).astype(np.int64)
+    shift = 5 - e  # digits = round(v * 10**shift)
+    digits = np.empty_like(v)
+    up = shift >= 0
+    digits[up] = np.round(v[up] * 10.0 ** shift[up])
+    digits[~up] = np.round(v[~up] / 10.0 ** -shift[~up])
+    big = np.abs(digits) >= 1e6  # log10 rounding put e one too low (9.999995 -> 10.0000)
+    digits[big] = np.round(digits[big] / 10)
+    shift[big] -= 1
+    res = np.empty_like(v)
+    up = shift >= 0
+    res[up] = digits[up] / 10.0 ** shift[up]
+    res[~up] = digits[~up] * 10.0 ** -shift[~up]
+    out[ok] = res
+    return out
+
+
+def _table(columns: list[str], text_in: dict, floats: dict, texts: dict, chips, transferred, parquet: bool):
+    """One block as an Arrow table of ``columns``: input cells as text, outputs typed (NaN = '')."""
+    import pyarrow as pa
+
+    arrays = []
+    for c in columns:
+        if c in text_in:
+            arrays.append(text_in[c])
+        elif c in texts:
+            arrays.append(pa.array(texts[c], type=pa.string()))
+        elif c == "chips":
+            arrays.append(pa.array(chips, type=pa.int64()))
+        elif c == "transferred":
+            arrays.append(pa.array(transferred, type=pa.bool_()) if parquet
+                          else pa.array(np.where(transferred, "True", "False"), type=pa.string()))
+        else:
+            v = floats[c] if parquet else round6(floats[c])
+            arrays.append(pa.array(v, type=pa.float64(), mask=np.isnan(v)))
+    return pa.Table.from_arrays(arrays, names=columns)
+
+
+def _outputs(columns: list[str], n: int) -> tuple[dict, dict]:
+    floats = {c: np.full(n, np.nan) for c in OUTPUT_COLUMNS + DISAGG_OUTPUT_COLUMNS
+              if c in columns and c not in TEXT + ("chips", "transferred")}
+    texts = {c: np.full(n, None, dtype=object) for c in TEXT}
+    return floats, texts
+
+
+# ---- the slow, exact path: predict_cases on rows as dicts ------------------------------------------
+
+
+def _rows_table(rows: list[dict], columns: list[str], parquet: bool):
+    """``predict_cases``' rows as one block (``_table``)."""
+    import pyarrow as pa
+
+    n = len(rows)
+    floats, texts = _outputs(columns, n)
+    for c, arr in floats.items():
+        arr[:] = [np.nan if r.get(c, "") == "" else r[c] for r in rows]
+    for c, arr in texts.items():
+        arr[:] = [r.get(c, "") for r in rows]
+    chips = np.array([r["chips"] for r in rows], dtype=np.int64)
+    transferred = np.array([bool(r["transferred"]) for r in rows])
+    text_in = {c: pa.array([r.get(c, "") for r in rows], type=pa.string())
+               for c in columns if c in INPUT_COLUMNS + OPTIONAL_COLUMNS}
+    return _table(columns, text_in, floats, texts, chips, transferred, parquet)
+
+
+def _slow_tables(p, header, columns, where, mode, profile, parquet):
+    from ..files import csv_dict_chunks
+
+    for _, rows, start in csv_dict_chunks(p, where, CHUNK_ROWS):
+        if rows:
+            yield _rows_table(predict_cases(rows, mode=mode, profile=profile, where=where, first_line=start + 2),
+                              columns, parquet)
+
+
+# ---- the fast path: Arrow blocks, rows grouped by their key text ------------------------------------
+
+
+def _fast_tables(p, header, columns, where, mode, profile, parquet):
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    opts = dict(read_options=pcsv.ReadOptions(block_size=BLOCK_BYTES, use_threads=False),
+                convert_options=pcsv.ConvertOptions(column_types={c: pa.string() for c in header},
+                                                    strings_can_be_null=False, quoted_strings_can_be_null=False))
+    try:
+        reader = pcsv.open_csv(p, **opts)
+        if reader.schema.names != header:
+            raise _Fallback
+    except (pa.ArrowInvalid, pa.ArrowKeyError):
+        raise _Fallback from None
+    start, limits = 0, {}
+    while True:
+        try:
+            batch = reader.read_next_batch()
+        except StopIteration:
+            return
+        except pa.ArrowInvalid:
+            raise _Fallback from None
+        yield _block(batch, header, columns, where, start, mode, profile, parquet, limits)
+        start += batch.num_rows
+
+
+def _block(batch, header, columns, where, start, mode, profile, parquet, limits):
+    """One block: fast when every row is fine, else ``predict_cases`` on its rows (the exact error)."""
+    import pyarrow.compute as pc
+
+    cols = {c: pc.utf8_trim_whitespace(batch.column(i)) for i, c in enumerate(header)}
+    table = _fast_block(cols, header, columns, where, start, mode, profile, parquet, limits)
+    if table is not None:
+        return table
+    names = list(cols)
+    rows = [dict(zip(names, vals)) for vals in zip(*(cols[c].to_pylist() for c in names))]
+    out = predict_cases(rows, mode=mode, profile=profile, where=where, first_line=start + 2)
+    return _rows_table(out, columns, parquet)
+
+
+def _groups(cols: dict, header: list[str], where: str, start: int):
+    """{key: row indices (ascending)} of a block, or None when a key is refused or a key cell holds
+    the separator; ``_group_key`` runs on the first row of each distinct key text."""
+    import pyarrow.compute as pc
+
+    key_cols = [c for c in header if c not in SHAPE and c != "id"]
+    sep = "\x00\x1f"
+    for c in key_cols:
+        if pc.any(pc.match_substring(cols[c], "\x00")).as_py():
+            return None
+    joined = pc.binary_join_element_wise(*(cols[c] for c in key_cols), sep)
+    codes = pc.dictionary_encode(joined).indices.to_numpy(zero_copy_only=False)
+    _, first = np.unique(codes, return_index=True)
+    key_of_code, merged = [], {}
+    for i in first:
+        row = {c: cols[c][int(i)].as_py() for c in header}
+        try:
+            key = _group_key(row, f"{where} line {start + int(i) + 2}")
+        except LlmeconError:
+            return None
+        key_of_code.append(merged.setdefault(key, len(merged)))
+    group = np.asarray(key_of_code)[codes]
+    order = np.argsort(group, kind="stable")
+    bounds = np.searchsorted(group[order], np.arange(len(merged) + 1))
+    return {key: order[bounds[g]:bounds[g + 1]] for key, g in merged.items()}
+
+
+def _numbers(cols: dict, key, idx: np.ndarray, limits: dict) -> dict | None:
+    """The group's ``shape_columns`` as float arrays under ``predict._num``'s rules, or None."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    phase = key[2]
+    out = {}
+    for c in shape_columns(phase):
+        cells = cols[c].take(pa.array(idx))
+        empty = pc.equal(cells, "")
+        if pc.any(empty).as_py():
+            if c != "context" or phase == "decode":
+                return None
+            cells = pc.if_else(empty, "0", cells)
+        try:
+            v = pc.cast(cells, pa.float64()).to_numpy(zero_copy_only=False)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+        if not np.all(np.isfinite(v) & (v >= 0)) or (c == "batch" and not np.all(v > 0)):
+            return None
+        out[c] = v
+    from ..catalog.models import get_model
+
+    model = key[0]
+    if model not in limits:
+        try:
+            limits[model] = get_model(model).max_context
+        except LlmeconError:
+            return None
+    seq, _ = _SEQUENCE[phase]
+    if limits[model] and np.any(sum(out[c] for c in seq) > limits[model]):
+        return None
+    return out
+
+
+_CACHE = object()  # the key of the shape cache in ``limits`` (the per-file state a block passes on)
+#: most distinct shapes remembered per group across blocks (~100 B each); beyond, a group's memory restarts
+CACHE_SHAPES = 1 << 18
+
+
+def _cached_columns(key, col: dict, cache: dict, *, mode, profile) -> tuple[dict, dict]:
+    """``group_columns`` of the distinct shapes of a group not predicted in an earlier block, and the
+    remembered outputs of the others (rows of a file repeat shapes: a sweep, a benchmark mix): each
+    output is an element-wise function of its row's numbers, so a row's output does not depend on the
+    rows predicted beside it."""
+    names = list(col)
+    m = np.ascontiguousarray(np.column_stack([col[c] for c in names]))
+    rows = m.view(np.dtype((np.void, m.dtype.itemsize * m.shape[1]))).ravel()
+    shapes, inverse = np.unique(rows, return_inverse=True)
+    known = cache.get(key)
+    if known is not None:
+        pos = np.minimum(np.searchsorted(known[0], shapes), len(known[0]) - 1)
+        new = known[0][pos] != shapes
+    else:
+        new = np.ones(len(shapes), dtype=bool)
+    if new.any():
+        fresh = shapes[new].view(np.float64).reshape(-1, len(names))
+        values, meta = group_columns(key, {c: fresh[:, j] for j, c in enumerate(names)}, mode=mode, profile=profile)
+        if known is None or len(known[0]) + int(new.sum()) > CACHE_SHAPES:
+            known = (shapes[:0], {c: np.asarray(v)[:0] for c, v in values.items()}, meta)
+        merged = np.concatenate([known[0], shapes[new]])
+        order = np.argsort(merged, kind="stable")
+        known = (merged[order], {c: np.concatenate([known[1][c], np.asarray(values[c])])[order] for c in values},
+                 known[2])
+        cache[key] = known
+        pos = np.searchsorted(known[0], shapes)
+    at = pos[inverse]
+    return {c: v[at] for c, v in known[1].items()}, known[2]
+
+
+def _fast_block(cols, header, columns, where, start, mode, profile, parquet, limits):
+    groups = _groups(cols, header, where, start)
+    if groups is None:
+        return None
+    n = len(cols[header[0]])
+    floats, texts = _outputs(columns, n)
+    chips, transferred = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
+    for key, idx in groups.items():
+        col = _numbers(cols, key, idx, limits)
+        if col is None:
+            return None
+        try:
+            values, meta = _cached_columns(key, col, limits.setdefault(_CACHE, {}), mode=mode, profile=profile)
+        except LlmeconError:
+            return None
+        for c, v in values.items():
+            if c == "bound":
+                texts[c][idx] = np.asarray(v).astype(str)
+            else:
+                floats[c][idx] = v
+        texts["mode"][idx], texts["profile"][idx] = meta["mode"], meta["profile"]
+        chips[idx], transferred[idx] = meta["chips"], bool(meta["transferred"])
+        err = meta["expected_tpot_error"]
+        if "expected_tpot_error" in floats and err != "":
+            floats["expected_tpot_error"][idx] = err
+    for texts_col in TEXT:  # rows no group set ('' outputs) stay ''
+        arr = texts[texts_col]
+        arr[np.equal(arr, None)] = ""
+    text_in = {c: cols[c] for c in columns if c in cols}
+    return _table(columns, text_in, floats, texts, chips, transferred, parquet)
