@@ -141,3 +141,12 @@ def test_printing_more_rows_than_the_cap_is_refused_with_the_fix(tmp_path, monke
     for extra in ([], ["--json"]):
         code, text = invoke(["predict", str(tmp_path / "c.csv"), *extra])
         assert code == 2 and "7 cases, more than the 5" in text and "--out FILE.csv" in text, text
+
+
+def test_absent_and_junk_unused_columns_read_as_before(tmp_path):
+    """No context column (prefill: 0 cached tokens); junk in a column a row's phase does not read."""
+    text = ("model,system,phase,batch,prompt_tokens,output_tokens\n"
+            "llama-3.1-8b,hgx-h100,prefill,2,1024,n/a\nllama-3.1-8b,hgx-h100,prefill,4,512,\n")
+    (tmp_path / "c.csv").write_text(text)
+    predict_file(tmp_path / "c.csv", tmp_path / "o.csv", mode="ideal")
+    _same(_old(text), list(csv.DictReader(open(tmp_path / "o.csv"))))

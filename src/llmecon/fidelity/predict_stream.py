@@ -34,9 +34,8 @@ from .predict import (DISAGG_OUTPUT_COLUMNS, INPUT_COLUMNS, OPTIONAL_COLUMNS, OU
 
 #: rows per block of the Python-csv path (a file Arrow cannot read as plain CSV)
 CHUNK_ROWS = 1 << 16
-#: Arrow's read block in bytes (~130k rows of a typical 60-byte case; ~100 MB while a block is predicted):
-#: each block costs one library call per group of rows (a steady state is ~10 ms), so blocks are large
-BLOCK_BYTES = 1 << 23
+#: Arrow's read block in bytes (~65k rows of a typical 60-byte case; ~100 MB while a block is predicted)
+BLOCK_BYTES = 1 << 22
 #: the columns holding numbers of tokens (parsed per row); every other column but ``id`` keys a group
 SHAPE = frozenset(c for p in PHASES for c in shape_columns(p))
 #: output columns that are text, or equal on a group's rows
@@ -121,30 +120,58 @@ def _write(tables, tmp: Path, parquet: bool) -> int:
 def round6(x: np.ndarray) -> np.ndarray:
     """The float nearest ``float(f"{v:.6g}")`` of each ``v`` (6 significant digits), vectorised: the
     digits as a whole number, scaled by an exact power of ten (a correctly rounded product or
-    quotient, so the shortest repr of the result is those digits)."""
+    quotient, so the shortest repr of the result is those digits). Magnitudes beyond 1e+-290 (whose
+    power of ten overflows) are formatted one by one."""
     x = np.asarray(x, dtype=np.float64)
-    out = x.copy()
-    ok = np.isfinite(x) & (x != 0)
-    v = x[ok]
-    e = np.floor(np.log10(np.abs(v))).astype(np.int64)
-    shift = 5 - e  # digits = round(v * 10**shift)
-    digits = np.empty_like(v)
-    up = shift >= 0
-    digits[up] = np.round(v[up] * 10.0 ** shift[up])
-    digits[~up] = np.round(v[~up] / 10.0 ** -shift[~up])
-    big = np.abs(digits) >= 1e6  # log10 rounding put e one too low (9.999995 -> 10.0000)
-    digits[big] = np.round(digits[big] / 10)
-    shift[big] -= 1
-    res = np.empty_like(v)
-    up = shift >= 0
-    res[up] = digits[up] / 10.0 ** shift[up]
-    res[~up] = digits[~up] * 10.0 ** -shift[~up]
-    out[ok] = res
+    a = np.abs(x)
+    ok = (a > 1e-290) & (a < 1e290)
+    with np.errstate(all="ignore"):
+        shift = 5 - np.floor(np.log10(np.where(ok, a, 1.0)))  # digits = round(x * 10**shift)
+        p = 10.0 ** np.abs(shift)
+        up = shift >= 0
+        digits = np.round(np.where(up, x * p, x / p))
+        big = np.abs(digits) >= 1e6  # log10 rounding put the exponent one too low (9.999995 -> 10.0000)
+        if big.any():
+            digits = np.where(big, np.round(digits / 10), digits)
+            shift = np.where(big, shift - 1, shift)
+            p = 10.0 ** np.abs(shift)
+            up = shift >= 0
+        out = np.where(ok, np.where(up, digits / p, digits * p), x)
+    rare = np.nonzero(~ok & np.isfinite(x) & (x != 0))[0]
+    if rare.size:
+        out[rare] = [float(f"{v:.6g}") for v in x[rare]]
     return out
 
 
+class _Texts:
+    """A text output column of a block as codes into its few distinct values (bound, mode, profile)."""
+
+    def __init__(self, n: int):
+        self.codes, self.values = np.full(n, -1, dtype=np.int32), []
+
+    def code(self, value: str) -> int:
+        if value not in self.values:
+            self.values.append(value)
+        return self.values.index(value)
+
+    def put(self, idx: np.ndarray, value) -> None:
+        if isinstance(value, str):
+            self.codes[idx] = self.code(value)
+            return
+        distinct, inverse = np.unique(np.asarray(value).astype(str), return_inverse=True)
+        self.codes[idx] = np.array([self.code(str(v)) for v in distinct], dtype=np.int32)[inverse]
+
+    def arrow(self):
+        import pyarrow as pa
+
+        codes = np.where(self.codes < 0, len(self.values), self.codes).astype(np.int32)  # unset: ''
+        return pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(self.values + [""], type=pa.string())) \
+            .cast(pa.string())
+
+
 def _table(columns: list[str], text_in: dict, floats: dict, texts: dict, chips, transferred, parquet: bool):
-    """One block as an Arrow table of ``columns``: input cells as text, outputs typed (NaN = '')."""
+    """One block as an Arrow table of ``columns``: input cells and ``texts`` as Arrow text arrays,
+    outputs typed (NaN = '')."""
     import pyarrow as pa
 
     arrays = []
@@ -152,7 +179,7 @@ def _table(columns: list[str], text_in: dict, floats: dict, texts: dict, chips, 
         if c in text_in:
             arrays.append(text_in[c])
         elif c in texts:
-            arrays.append(pa.array(texts[c], type=pa.string()))
+            arrays.append(texts[c])
         elif c == "chips":
             arrays.append(pa.array(chips, type=pa.int64()))
         elif c == "transferred":
@@ -164,11 +191,9 @@ def _table(columns: list[str], text_in: dict, floats: dict, texts: dict, chips, 
     return pa.Table.from_arrays(arrays, names=columns)
 
 
-def _outputs(columns: list[str], n: int) -> tuple[dict, dict]:
-    floats = {c: np.full(n, np.nan) for c in OUTPUT_COLUMNS + DISAGG_OUTPUT_COLUMNS
-              if c in columns and c not in TEXT + ("chips", "transferred")}
-    texts = {c: np.full(n, None, dtype=object) for c in TEXT}
-    return floats, texts
+def _floats(columns: list[str], n: int) -> dict:
+    return {c: np.full(n, np.nan) for c in OUTPUT_COLUMNS + DISAGG_OUTPUT_COLUMNS
+            if c in columns and c not in TEXT + ("chips", "transferred")}
 
 
 # ---- the slow, exact path: predict_cases on rows as dicts ------------------------------------------
@@ -179,11 +204,10 @@ def _rows_table(rows: list[dict], columns: list[str], parquet: bool):
     import pyarrow as pa
 
     n = len(rows)
-    floats, texts = _outputs(columns, n)
+    floats = _floats(columns, n)
     for c, arr in floats.items():
         arr[:] = [np.nan if r.get(c, "") == "" else r[c] for r in rows]
-    for c, arr in texts.items():
-        arr[:] = [r.get(c, "") for r in rows]
+    texts = {c: pa.array([str(r.get(c, "")) for r in rows], type=pa.string()) for c in TEXT}
     chips = np.array([r["chips"] for r in rows], dtype=np.int64)
     transferred = np.array([bool(r["transferred"]) for r in rows])
     text_in = {c: pa.array([r.get(c, "") for r in rows], type=pa.string())
@@ -269,23 +293,52 @@ def _groups(cols: dict, header: list[str], where: str, start: int):
     return {key: order[bounds[g]:bounds[g + 1]] for key, g in merged.items()}
 
 
-def _numbers(cols: dict, key, idx: np.ndarray, limits: dict) -> dict | None:
-    """The group's ``shape_columns`` as float arrays under ``predict._num``'s rules, or None."""
+def _parsed(cols: dict) -> dict:
+    """{shape column: (floats, empty mask)} of a whole block, parsed once (floats None when some cell
+    is no number: that column is then parsed group by group, where a row may not read it)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    out = {}
+    for c in SHAPE & set(cols):
+        empty = pc.equal(cols[c], "")
+        try:
+            v = pc.cast(pc.if_else(empty, "0", cols[c]), pa.float64()).to_numpy(zero_copy_only=False)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            v = None
+        out[c] = (v, empty.to_numpy(zero_copy_only=False))
+    return out
+
+
+def _column(cols: dict, parsed: dict, c: str, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(floats with 0 where empty, empty mask) of column ``c`` at rows ``idx``; None if a cell is no number."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if c not in cols:  # an absent column reads as empty cells, as in ``predict._num``
+        return np.zeros(len(idx)), np.ones(len(idx), dtype=bool)
+    v, empty = parsed[c]
+    if v is not None:
+        return v[idx], empty[idx]
+    cells = cols[c].take(pa.array(idx))
+    e = pc.equal(cells, "")
+    try:
+        return (pc.cast(pc.if_else(e, "0", cells), pa.float64()).to_numpy(zero_copy_only=False),
+                e.to_numpy(zero_copy_only=False))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+
+
+def _numbers(cols: dict, parsed: dict, key, idx: np.ndarray, limits: dict) -> dict | None:
+    """The group's ``shape_columns`` as float arrays under ``predict._num``'s rules, or None."""
     phase = key[2]
     out = {}
     for c in shape_columns(phase):
-        cells = cols[c].take(pa.array(idx))
-        empty = pc.equal(cells, "")
-        if pc.any(empty).as_py():
-            if c != "context" or phase == "decode":
-                return None
-            cells = pc.if_else(empty, "0", cells)
-        try:
-            v = pc.cast(cells, pa.float64()).to_numpy(zero_copy_only=False)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        got = _column(cols, parsed, c, idx)
+        if got is None:
+            return None
+        v, empty = got
+        if empty.any() and (c != "context" or phase == "decode"):
             return None
         if not np.all(np.isfinite(v) & (v >= 0)) or (c == "batch" and not np.all(v > 0)):
             return None
@@ -344,10 +397,11 @@ def _fast_block(cols, header, columns, where, start, mode, profile, parquet, lim
     if groups is None:
         return None
     n = len(cols[header[0]])
-    floats, texts = _outputs(columns, n)
+    floats, texts = _floats(columns, n), {c: _Texts(n) for c in TEXT}
     chips, transferred = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
+    parsed = _parsed(cols)
     for key, idx in groups.items():
-        col = _numbers(cols, key, idx, limits)
+        col = _numbers(cols, parsed, key, idx, limits)
         if col is None:
             return None
         try:
@@ -356,16 +410,14 @@ def _fast_block(cols, header, columns, where, start, mode, profile, parquet, lim
             return None
         for c, v in values.items():
             if c == "bound":
-                texts[c][idx] = np.asarray(v).astype(str)
+                texts[c].put(idx, v)
             else:
                 floats[c][idx] = v
-        texts["mode"][idx], texts["profile"][idx] = meta["mode"], meta["profile"]
+        texts["mode"].put(idx, str(meta["mode"]))
+        texts["profile"].put(idx, str(meta["profile"]))
         chips[idx], transferred[idx] = meta["chips"], bool(meta["transferred"])
         err = meta["expected_tpot_error"]
         if "expected_tpot_error" in floats and err != "":
             floats["expected_tpot_error"][idx] = err
-    for texts_col in TEXT:  # rows no group set ('' outputs) stay ''
-        arr = texts[texts_col]
-        arr[np.equal(arr, None)] = ""
     text_in = {c: cols[c] for c in columns if c in cols}
-    return _table(columns, text_in, floats, texts, chips, transferred, parquet)
+    return _table(columns, text_in, floats, {c: t.arrow() for c, t in texts.items()}, chips, transferred, parquet)
