@@ -68,20 +68,36 @@ def predict_file(path: str | Path, out: str | Path, *, mode: str, profile=None, 
 
 
 def _header(p: Path, where: str) -> list[str]:
+    from contextlib import closing
+
     from ..files import csv_dict_chunks
 
-    header = next(csv_dict_chunks(p, where, 1))[0]
+    with closing(csv_dict_chunks(p, where, 1)) as chunks:
+        header = next(chunks)[0]
     check_header(header, where)
     return header
 
 
 def _any_disaggregated(p: Path, where: str) -> bool:
+    """Whether some row is disaggregated (its output columns are then written): the deployment column
+    read alone with Arrow, or with Python's csv module where Arrow cannot read the file."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pcsv
+
     from ..files import csv_dict_chunks
 
-    for _, rows, _ in csv_dict_chunks(p, where, CHUNK_ROWS):
-        if any(r.get("deployment") == "disaggregated" for r in rows):
-            return True
-    return False
+    try:
+        reader = pcsv.open_csv(p, read_options=pcsv.ReadOptions(block_size=BLOCK_BYTES, use_threads=False),
+                               convert_options=pcsv.ConvertOptions(include_columns=["deployment"],
+                                                                   column_types={"deployment": pa.string()},
+                                                                   strings_can_be_null=False))
+        return any(pc.any(pc.equal(pc.utf8_trim_whitespace(b.column(0)), "disaggregated")).as_py() for b in reader)
+    except (pa.ArrowInvalid, pa.ArrowKeyError):
+        for _, rows, _ in csv_dict_chunks(p, where, CHUNK_ROWS):
+            if any(r.get("deployment") == "disaggregated" for r in rows):
+                return True
+        return False
 
 
 # ---- writing ---------------------------------------------------------------------------------------
