@@ -101,7 +101,8 @@ def test_allowed_hosts_of_binds():
 
 
 def test_heavy_requests_over_the_limit_get_a_503_naming_it():
-    """Two heavy requests held inside the app; a third is refused at once, a light one passes."""
+    """Two heavy requests held inside the app, no waiting room: a third is refused at once, a light one
+    passes."""
     release, entered = asyncio.Event(), []
 
     async def slow_app(scope, receive, send):
@@ -111,7 +112,7 @@ def test_heavy_requests_over_the_limit_get_a_503_naming_it():
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b"ok"})
 
-    limit = HeavyLimit(slow_app, limit=2)
+    limit = HeavyLimit(slow_app, limit=2, queue=0)
     sent: list[dict] = []
 
     async def run(path):
@@ -140,6 +141,42 @@ def test_heavy_requests_over_the_limit_get_a_503_naming_it():
     assert statuses[:2] == [("/api/plan", 503), ("/api/step", 200)]
     assert b"concurrency limit" in sent[0][2]
     assert statuses[2:] == [("/api/plan", 200), ("/api/plan", 200)]
+
+
+def test_a_heavy_request_waits_for_a_slot_when_there_is_room():
+    """The page sends six heavy requests at load: those over the limit wait (no 503) and run in turn."""
+    release, entered, done = asyncio.Event(), [], []
+
+    async def app(scope, receive, send):
+        entered.append(1)
+        await release.wait()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    limit = HeavyLimit(app, limit=1, queue=2, wait_s=60)
+
+    async def run():
+        out = []
+
+        async def send(m):
+            out.append(m)
+
+        async def receive():
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        await limit({"type": "http", "path": "/api/plan", "method": "POST", "headers": []}, receive, send)
+        done.append(out[0]["status"])
+
+    async def main():
+        tasks = [asyncio.create_task(run()) for _ in range(4)]
+        while len(done) < 1:  # the fourth finds one running and two waiting: refused
+            await asyncio.sleep(0)
+        assert done == [503] and len(entered) == 1 and limit.waiting == 2
+        release.set()
+        await asyncio.gather(*tasks)
+
+    asyncio.run(main())
+    assert sorted(done) == [200, 200, 200, 503]
 
 
 def test_a_silent_connection_is_closed():

@@ -23,6 +23,10 @@ MAX_BODY_BYTES = 64 * 1024
 HEAVY_PATHS = frozenset({"/api/plan", "/api/simulate", "/api/train", "/api/analyze", "/api/context"})
 #: two at once: the CI machine has two cores, and two heaviest plans peak near 3 GB
 HEAVY_CONCURRENCY = 2
+#: requests that may wait for a slot (the page sends six heavy requests when it loads), and for how long;
+#: a request beyond the queue, or one that waited HEAVY_WAIT_S, gets the 503
+HEAVY_QUEUE = 8
+HEAVY_WAIT_S = 60.0
 
 #: seconds a connection may stay silent (no request, or a request's headers or body stalled) before
 #: the server closes it (uvicorn's keep-alive timeout alone does not cover a connection that never
@@ -143,20 +147,36 @@ def allowed_hosts(bind: str) -> frozenset[str] | None:
 
 
 class HeavyLimit:
-    """At most ``limit`` requests to HEAVY_PATHS at once; one more is a 503 naming the limit (with
-    Retry-After), answered at once rather than queued behind seconds of CPU."""
+    """At most ``limit`` requests to HEAVY_PATHS run at once and at most ``queue`` wait for a slot (no
+    CPU: a poll of the count, loop-agnostic); one more, or one that waited ``wait_s``, is a 503 naming
+    the limit (with Retry-After), answered at once rather than queued behind minutes of CPU."""
 
-    def __init__(self, app, limit: int = HEAVY_CONCURRENCY):
-        self.app, self.limit, self.active = app, limit, 0
+    def __init__(self, app, limit: int = HEAVY_CONCURRENCY, queue: int = HEAVY_QUEUE, wait_s: float = HEAVY_WAIT_S):
+        self.app, self.limit, self.queue, self.wait_s = app, limit, queue, wait_s
+        self.active = self.waiting = 0
+
+    async def _busy(self, send) -> None:
+        await _send_json(send, 503, _detail(
+            "server", f"busy: {self.limit} requests to the CPU-heavy endpoints (plan, simulate, train, analyze, "
+                      f"context) are running and {self.waiting} waiting, the server's concurrency limit; retry in a "
+                      "few seconds", "too_many_requests"), ((b"retry-after", b"2"),))
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope.get("path") not in HEAVY_PATHS or scope.get("method") != "POST":
             return await self.app(scope, receive, send)
         if self.active >= self.limit:
-            return await _send_json(send, 503, _detail(
-                "server", f"busy: {self.limit} requests to the CPU-heavy endpoints (plan, simulate, train, analyze, "
-                          "context) are already running, the server's concurrency limit; retry in a few seconds",
-                "too_many_requests"), ((b"retry-after", b"2"),))
+            if self.waiting >= self.queue:
+                return await self._busy(send)
+            self.waiting += 1
+            try:
+                loop = asyncio.get_running_loop()
+                deadline = loop.time() + self.wait_s
+                while self.active >= self.limit and loop.time() < deadline:
+                    await asyncio.sleep(0.02)
+            finally:
+                self.waiting -= 1
+            if self.active >= self.limit:
+                return await self._busy(send)
         self.active += 1
         try:
             await self.app(scope, receive, send)
