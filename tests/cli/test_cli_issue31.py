@@ -31,7 +31,8 @@ def test_a_failed_run_leaves_every_output_as_it_was(tmp_path):
     """Before: --requests-out keep.csv was rewritten, then --plot failed naming a temp file."""
     keep = tmp_path / "keep.csv"
     keep.write_bytes(b"precious\n")
-    text = _fails(SIM + ["--requests-out", str(keep), "--plot", "/proc/x.png"], "--plot /proc/x.png", "cannot be written")
+    text = _fails(SIM + ["--requests-out", str(keep), "--plot", "/proc/x.png"], "--plot /proc/x.png",
+                  "cannot be written")
     assert ".tmp" not in text
     assert keep.read_bytes() == b"precious\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.csv"]
