@@ -17,6 +17,7 @@ half a file (``os.replace`` is atomic on POSIX and Windows within one file syste
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import csv
 import io
 import os
@@ -105,10 +106,67 @@ def csv_rows(text: str, where: str) -> tuple[list[str] | None, list[dict]]:
     reader = csv.DictReader(io.StringIO(text, newline=""))
     try:
         header = reader.fieldnames
+        if header is not None:
+            unique_header(header, where)
         rows = list(reader)
     except csv.Error as exc:
         raise CatalogError(f"{where} line {reader.line_num}: not valid CSV ({exc})") from None
     return (None if header is None else list(header)), rows
+
+
+def unique_header(header, where: str) -> None:
+    """A CSV header names each column once: a duplicated column made ``csv.DictReader`` keep the last
+    cell of the two without a word (issue 31)."""
+    seen: dict[str, int] = {}
+    for i, name in enumerate(header, 1):
+        if name in seen:
+            raise CatalogError(f"{where}: column '{name}' appears twice in the header (columns {seen[name]} and {i}); "
+                               "a row would keep only one of its two cells", fix="remove or rename one of them")
+        seen[name] = i
+
+
+def check_input(path: str | os.PathLike, *, field: str | None = None, what: str = "file",
+                fix: str | None = None, error: type = CatalogError) -> Path:
+    """``path`` if it names a readable file (``read_text``'s checks and messages, without reading it
+    or limiting its size: for inputs read as a stream)."""
+    p = Path(path)
+    fix = fix or f"give the path of a readable UTF-8 {what}"
+    if not p.exists():
+        rule = f"no such file {p}" if field else f"{p}: no such file ({what})"
+        raise error(rule, field=field, fix=fix, show_value=False)
+    if p.is_dir():
+        raise error(f"{what} {p} is a folder, not a file", field=field, fix=fix, show_value=False)
+    if not os.access(p, os.R_OK):
+        raise error(f"{what} {p} cannot be read (permission denied)", field=field, fix=fix, show_value=False)
+    return p
+
+
+def csv_dict_chunks(path: Path, where: str, rows_per_chunk: int) -> Iterator[tuple[list[str], list[dict], int]]:
+    """(header, rows, index of the chunk's first row) of a CSV file read ``rows_per_chunk`` rows at a time:
+    ``csv_rows``'s rows and errors (cells stripped, missing cells ''), in memory flat in the file's length."""
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            reader = csv.DictReader(f)
+            try:
+                header = list(reader.fieldnames or [])
+                unique_header(header, where)
+                chunk, start = [], 0
+                for r in reader:
+                    chunk.append({k: (v or "").strip() for k, v in r.items() if k is not None})
+                    if len(chunk) == rows_per_chunk:
+                        yield header, chunk, start
+                        start += len(chunk)
+                        chunk = []
+                if chunk or not start:
+                    yield header, chunk, start
+            except csv.Error as exc:
+                raise CatalogError(f"{where} line {reader.line_num}: not valid CSV ({exc})") from None
+            except UnicodeDecodeError as exc:
+                raise CatalogError(f"{where} is not UTF-8 text near line {reader.line_num + 1} "
+                                   f"(byte 0x{exc.object[exc.start]:02x})",
+                                   fix="save the file as UTF-8") from None
+    except OSError as exc:
+        raise CatalogError(f"{where} cannot be read ({exc.strerror or exc})") from None
 
 
 # ---- writing ------------------------------------------------------------------------------------
@@ -131,7 +189,9 @@ def check_output(path: str | os.PathLike, *, field: str, suffixes: Iterable[str]
     if "\0" in str(path):
         raise fail("contains a NUL character", "give a plain file name")
     try:
-        return _check_output(p, fail, suffixes, folder)
+        checked = _check_output(p, fail, suffixes, folder)
+        _FIELDS[os.path.realpath(checked)] = field  # a later write error names this flag, not a temporary file
+        return checked
     except OSError as exc:  # a name too long, a loop of links: what the OS says, on the field
         raise fail(f"cannot be used ({exc.strerror or exc})", "pick another path") from None
 
@@ -154,23 +214,113 @@ def _check_output(p: Path, fail, suffixes: tuple[str, ...], folder: bool) -> Pat
     return p
 
 
+#: the field (flag) that named each output path, recorded by ``check_output``: a write error names it
+_FIELDS: dict[str, str] = {}
+#: outputs of the run in progress, staged by ``all_or_nothing`` (None: each write is renamed at once)
+_STAGED: contextvars.ContextVar[list | None] = contextvars.ContextVar("llmecon_staged_outputs", default=None)
+
+
+@contextlib.contextmanager
+def all_or_nothing() -> Iterator[None]:
+    """Every ``atomic_path`` write inside is renamed over its target only when the whole block
+    succeeded (a command run: ``cli.command``); on any error every one is removed, so a failed run
+    leaves every existing file byte-identical (issue 31: ``simulate --requests-out keep.csv --plot
+    /proc/x.png`` rewrote keep.csv, then failed). A click exit with code 0 counts as success."""
+    staged: list[tuple[str, Path]] = []
+    token = _STAGED.set(staged)
+    try:
+        yield
+    except BaseException as exc:
+        if getattr(exc, "exit_code", None) == 0:
+            _commit(staged)
+        else:
+            for tmp, _ in staged:
+                Path(tmp).unlink(missing_ok=True)
+        raise
+    else:
+        _commit(staged)
+    finally:
+        _STAGED.reset(token)
+
+
+def _commit(staged: list[tuple[str, Path]]) -> None:
+    for i, (tmp, target) in enumerate(staged):
+        try:
+            os.replace(tmp, target)
+        except OSError as exc:
+            for rest, _ in staged[i:]:
+                Path(rest).unlink(missing_ok=True)
+            raise _write_error(target, exc) from None
+
+
+def _write_error(path, exc: OSError) -> SpecError:
+    """A failed write as one line naming the output and its flag (not the temporary file)."""
+    field = _FIELDS.get(os.path.realpath(path))
+    rule = f"cannot be written ({exc.strerror or exc})"
+    fix = "check that the folder is writable and has free space, or pick another path"
+    if field:
+        return SpecError(rule, field=field, value=str(path), fix=fix)
+    return SpecError(f"{path}: {rule}", fix=fix)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
+
+
+def clean_stale(p: Path, *, older_than_s: float = 3600.0) -> None:
+    """Remove temporary files of ours beside ``p`` left by a killed write: ``.NAME.PID.*.tmpSUFFIX`` whose
+    process is gone, or (names without a pid, written before pids were added) older than ``older_than_s``."""
+    import glob
+    import time
+
+    for f in p.parent.glob(f".{glob.escape(p.name)}.*.tmp{glob.escape(p.suffix)}"):
+        pid = f.name[len(p.name) + 2:].split(".", 1)[0]
+        try:
+            stale = not _alive(int(pid)) if pid.isdigit() else time.time() - f.stat().st_mtime > older_than_s
+            if stale and f.is_file():
+                f.unlink()
+        except OSError:
+            pass
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, *, mode: int = 0o644) -> Iterator[Path]:
     """A temporary path beside ``path`` (same folder, same suffix, so writers that pick a format by
-    suffix still do) for the caller to write; on success it replaces ``path`` (``os.replace``), on
-    any error it is removed and ``path`` is left as it was. A link is followed (the file it names is
-    replaced, not the link); a target that is no regular file (``/dev/stdout``, a FIFO) is written
-    in place, as nothing can be renamed over it."""
+    suffix still do) for the caller to write; on success it replaces ``path`` (``os.replace``) — at
+    the end of the run inside ``all_or_nothing`` — on any error it is removed and ``path`` is left as it
+    was. A link is followed (the file it names is replaced, not the link); a target that is no regular
+    file (``/dev/stdout``, a FIFO) is written in place, as nothing can be renamed over it. The temporary
+    name carries this process's id, so a later write removes those of killed runs (``clean_stale``);
+    an OS error while writing (disk full, no permission) is a SpecError naming ``path`` and its flag."""
     p = Path(os.path.realpath(path))
     if p.exists() and not p.is_file():
         yield p
         return
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=f".tmp{p.suffix}", dir=p.parent)
+    clean_stale(p)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.{os.getpid()}.", suffix=f".tmp{p.suffix}", dir=p.parent)
+    except OSError as exc:
+        raise _write_error(path, exc) from None
     os.close(fd)
+    staged = _STAGED.get()
     try:
         yield Path(tmp)
         os.chmod(tmp, mode)  # mkstemp makes 0600; outputs are meant to be shared
-        os.replace(tmp, p)
+        if staged is None:
+            os.replace(tmp, p)
+        else:
+            staged.append((tmp, p))
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if exc.filename is None or os.path.realpath(exc.filename) in (os.path.realpath(tmp), str(p)):
+            raise _write_error(path, exc) from None
+        raise
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -123,7 +123,7 @@ def test_progress_pauses_change_nothing():
 @given(n=st.integers(1, 300), rate=st.floats(1.0, 200.0), seed=st.integers(0, 10_000),
        cap=st.integers(1, 64), budget=st.integers(256, 20_000), replicas=st.integers(1, 3),
        hbm=st.sampled_from([1.0, 0.5, 0.3]), horizon=st.sampled_from([None, 5.0]), drain=st.booleans(),
-       max_queue=st.sampled_from([None, 0, 3]), gemma=st.booleans())
+       max_queue=st.sampled_from([None, 1, 3]), gemma=st.booleans())
 def test_random_runs_identical(n, rate, seed, cap, budget, replicas, hbm, horizon, drain, max_queue, gemma):
     dep = GEMMA if gemma else LLAMA
     cfg = SimConfig(policy=Continuous(batch_cap=cap, max_batched_tokens=budget), replicas=replicas,

@@ -231,7 +231,8 @@ def _check_unknown(flat: Mapping, where: str) -> tuple[str, ...]:
             raise CatalogError(f"{where}: unknown field '{key}' (did you mean '{close[0]}'?); fix the name")
         if not is_cosmetic(key):
             raise CatalogError(f"{where}: unknown field '{key}' may change parameters, bytes or FLOPs and is not "
-                               "read; remove it if it does not (or add it to hf_layers.COSMETIC_FIELDS with why)")
+                               "read; if it does not change the model's shapes, remove it from your copy of the "
+                               "config; if it does, this architecture is not modelled yet (please report the field)")
         unknown.append(key)
     check_refused(flat, where)
     return tuple(sorted(unknown))

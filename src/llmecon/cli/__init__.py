@@ -124,8 +124,11 @@ def command(argv: list[str] | None = None):
     invoke = cmd.invoke
 
     def guarded(ctx):
+        from ..files import all_or_nothing
+
         try:
-            return invoke(ctx)
+            with all_or_nothing():  # every output renamed into place only when the whole run succeeded
+                return invoke(ctx)
         except LlmeconError as exc:
             _one_line(exc.render(flag))
         except OSError as exc:  # a path the checks could not foresee (disk full, a name too long)

@@ -11,9 +11,9 @@ import typer
 from .options import (EpOpt, JsonOpt, KvDtypeOpt, Mode, ModeOpt, PpOpt, ProfileOpt, TpOpt, WeightDtypeOpt, _console,
                       _emit_json, _fail, _fidelity, app)
 
-#: most rows ``predict`` takes in one run: each case holds a few hundred bytes of Python objects
-#: (~1 kB measured with tracemalloc), so a million is ~1 GB
-MAX_CASES = 1_000_000
+#: most rows ``predict`` prints (to stdout, or inside --json): they are held in memory (~1 kB each,
+#: measured with tracemalloc); more are refused with the fix, --out FILE, which streams any number
+MAX_CASES = 100_000
 
 OutOpt = Annotated[Optional[str], typer.Option("--out", "-o", help="Write the result to this file.")]
 
@@ -38,28 +38,56 @@ def predict(
     effective batch of a closed-loop benchmark at concurrency = batch."""
     import time
 
-    from ..fidelity.predict import predict_cases, read_cases, write_cases
+    from ..fidelity.predict import predict_cases, write_cases
 
     if out is not None:
         from ..files import check_output
 
-        check_output(out, field="out", suffixes=(".csv",))
+        check_output(out, field="out", suffixes=(".csv", ".parquet"))
     mode_name, prof = _fidelity(mode, profile)  # each case's accelerator picks its default profile
-    rows = read_cases(cases)
-    if len(rows) > MAX_CASES:
-        _fail(f"{cases}: {len(rows):,} cases, more than the {MAX_CASES:,} predict takes in one run; split the file")
     t0 = time.perf_counter()
+    if out is not None:  # streamed: memory flat in rows (fidelity.predict_stream)
+        from ..fidelity.predict_stream import predict_file
+
+        n = predict_file(cases, out, mode=mode_name, profile=prof, where=cases)
+        elapsed = time.perf_counter() - t0
+        if as_json:
+            _emit_json({"cases": n, "mode": mode_name, "seconds": elapsed, "out": out, "rows": None})
+        else:
+            _console().print(f"llmecon predict: {n:,} cases in {elapsed:.2f} s ({mode_name}) -> {out}")
+        return
+    rows = _printable_cases(cases)
     result = predict_cases(rows, mode=mode_name, profile=prof, where=cases)
     elapsed = time.perf_counter() - t0
-    text = write_cases(result, out)
     if as_json:
         _emit_json({"cases": len(result), "mode": mode_name, "seconds": elapsed, "out": out,
-                    "rows": None if out else [{k: v for k, v in r.items()} for r in result]})
+                    "rows": [{k: v for k, v in r.items()} for r in result]})
         return
-    if out is None:
-        typer.echo(text, nl=False)
-        return
-    _console().print(f"llmecon predict: {len(result)} cases in {elapsed:.2f} s ({mode_name}) -> {out}")
+    typer.echo(write_cases(result), nl=False)
+
+
+def _printable_cases(cases: str) -> list[dict]:
+    """The rows of ``cases`` when there are at most MAX_CASES of them (they are printed, so held in
+    memory); more are refused, counted without being held."""
+    from ..errors import CatalogError
+    from ..files import check_input, csv_dict_chunks
+    from ..fidelity.predict import check_header
+
+    p = check_input(cases, field="cases", what="cases file")
+    rows, n = [], 0
+    for header, chunk, _ in csv_dict_chunks(p, cases, 65536):
+        check_header(header, cases)
+        n += len(chunk)
+        if n <= MAX_CASES:
+            rows += chunk
+        else:
+            rows = []
+    if n > MAX_CASES:
+        _fail(f"{cases}: {n:,} cases, more than the {MAX_CASES:,} predict prints (to the terminal or in --json); "
+              "write them to a file with --out FILE.csv or --out FILE.parquet, which streams any number")
+    if not rows:
+        raise CatalogError(f"{cases}: no cases after the header")
+    return rows
 
 
 BenchModelOpt = Annotated[Optional[str], typer.Option("--model", "-m", help="Benchmark result files: the served "

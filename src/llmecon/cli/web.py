@@ -22,17 +22,20 @@ def web_cmd(
         import uvicorn
 
         from ..web import create_app
+        from ..web.limits import allowed_hosts, idle_timeout_protocol
 
-        application = create_app()
+        application = create_app(allowed_hosts=allowed_hosts(host))
     except ImportError as exc:
         _fail(f"llmecon web needs the [web] extra ({exc.name} is missing): pip install -e '.[web]'")
     sock = _bind(host, port)  # bound before announcing: a taken port is a one-line error, not a traceback
     if not _local(host):
         typer.echo(f"warning: --host {host} serves the API beyond this machine, and it has no authentication: "
                    "anyone who can reach the port can use it (and its CPU); use --host 127.0.0.1 unless that is "
-                   "what you want", err=True)
+                   "what you want (any Host header is accepted on a wildcard bind)", err=True)
     typer.echo(f"llmecon web: open http://{host}:{port}/ (API schema at /openapi.json); Ctrl-C stops it")
-    server = uvicorn.Server(uvicorn.Config(application, log_level="warning"))
+    # idle connections closed (web.limits.IDLE_TIMEOUT_S); at most 64 open connections (uvicorn answers 503 beyond)
+    server = uvicorn.Server(uvicorn.Config(application, log_level="warning", http=idle_timeout_protocol(),
+                                           limit_concurrency=64))
     try:
         server.run(sockets=[sock])
     finally:

@@ -81,7 +81,15 @@ def parse_cases(text: str, *, where: str = "cases") -> list[dict]:
     from ..files import csv_rows
 
     header, reader = csv_rows(text, where)
-    header = header or []
+    check_header(header or [], where)
+    rows = [{k: (v or "").strip() for k, v in r.items() if k is not None} for r in reader]
+    if not rows:
+        raise CatalogError(f"{where}: no cases after the header")
+    return rows
+
+
+def check_header(header: list[str], where: str) -> None:
+    """A cases file's header: every column known (did you mean), the required ones present."""
     allowed = INPUT_COLUMNS + OPTIONAL_COLUMNS
     for col in header:
         if col not in allowed:
@@ -90,10 +98,11 @@ def parse_cases(text: str, *, where: str = "cases") -> list[dict]:
     for col in ("model", "system", "phase", "batch"):
         if col not in header:
             raise CatalogError(f"{where}: missing column '{col}'; columns: {', '.join(INPUT_COLUMNS)}")
-    rows = [{k: (v or "").strip() for k, v in r.items() if k is not None} for r in reader]
-    if not rows:
-        raise CatalogError(f"{where}: no cases after the header")
-    return rows
+
+
+def shape_columns(phase: str) -> tuple[str, ...]:
+    """The numeric columns a row of ``phase`` is predicted from (``context`` defaults to 0 outside decode)."""
+    return ("batch",) + _NEEDS[phase][1:] + (() if phase == "decode" else ("context",))
 
 
 def _num(row: dict, col: str, where: str, *, default=None, whole=False):
@@ -155,25 +164,26 @@ def _plan_of(row: dict, where: str) -> Plan:
 
 
 def predict_cases(rows: list[dict], *, mode: str = "ideal", profile: EfficiencyProfile | None = None,
-                  where: str = "cases") -> list[dict]:
+                  where: str = "cases", first_line: int = 2) -> list[dict]:
     """Predictions for parsed case rows (``parse_cases``), in input order: each row's input
-    columns plus ``OUTPUT_COLUMNS`` (floats; '' where a column does not apply)."""
+    columns plus ``OUTPUT_COLUMNS`` (floats; '' where a column does not apply). ``first_line``: the
+    file line of ``rows[0]``, for messages (a streamed chunk starts further down)."""
     groups: dict[tuple, list[int]] = defaultdict(list)
     shapes = []
     limits: dict[str, int] = {}
     for i, row in enumerate(rows):
-        at = f"{where} line {i + 2}"
+        at = f"{where} line {i + first_line}"
         key = _group_key(row, at)
         groups[key].append(i)
         phase = key[2]
         shapes.append({col: _num(row, col, at, default=0.0 if col == "context" and phase != "decode" else None)
-                       for col in ("batch",) + _NEEDS[phase][1:] + (() if phase == "decode" else ("context",))})
+                       for col in shape_columns(phase)})
         if shapes[-1]["batch"] <= 0:
             raise CatalogError(f"{at} batch: must be > 0")
         _require_within_context(key[0], phase, shapes[-1], at, limits)
     out: list[dict] = [dict(r) for r in rows]
     for key, idx in groups.items():
-        first = f"{where} line {idx[0] + 2}"
+        first = f"{where} line {idx[0] + first_line}"
         try:
             _predict_group(key, idx, shapes, out, mode=mode, profile=profile)
         except LlmeconError as exc:
@@ -206,16 +216,47 @@ def _require_within_context(model: str, phase: str, shape: dict, at: str, limits
 
 
 def _predict_group(key, idx, shapes, out, *, mode, profile) -> None:
+    col = {name: np.array([shapes[i][name] for i in idx]) for name in shapes[idx[0]]}
+    values, meta = group_columns(key, col, mode=mode, profile=profile)
+    names = OUTPUT_COLUMNS + (DISAGG_OUTPUT_COLUMNS if not isinstance(key[3], Plan) else ())
+    for j, i in enumerate(idx):
+        row = out[i]
+        for name in names:
+            row[name] = ""
+        for name, v in values.items():
+            row[name] = str(v[j]) if name == "bound" else float(v[j])
+        row.update(meta)
+
+
+def group_columns(key, col: dict, *, mode, profile) -> tuple[dict, dict]:
+    """(output columns as arrays of the group's length, the columns equal on every row: mode, profile,
+    chips, transferred, expected_tpot_error) of one group of cases (``_group_key``) whose numbers are
+    ``col`` (``shape_columns`` of its phase -> arrays)."""
     model, system, phase, plan, wdt, kvdt, (k, acceptance, draft) = key
-    if not isinstance(plan, Plan):
-        _disaggregated_group(key, idx, shapes, out, mode=mode, profile=profile)
-        return
+    n = len(col["batch"])
+    if not isinstance(plan, Plan):  # disaggregated (``predict_disagg``): the decode worker's step, the closed loop
+        r, extra, chips, dep = predict_disaggregated(key, plan, col, mode=mode, profile=profile)
+        values = {"step_s": r.step_s, "compute_s": r.time.compute_s, "memory_s": r.time.memory_s,
+                  "comm_s": r.time.comm_s, "bound": r.bound, **extra}
+    else:
+        r, extra, dep = _aggregated(key, col, mode=mode, profile=profile)
+        chips = plan.chips
+        values = {"step_s": r.step_s, "compute_s": r.time.compute_s, "memory_s": r.time.memory_s,
+                  "comm_s": r.time.comm_s, "bound": r.bound, "tokens_per_s": r.tokens_per_s, **extra}
+    values = {k: np.broadcast_to(np.asarray(v), (n,)) for k, v in values.items()}
+    meta = {"mode": mode, "profile": r.profile, "chips": chips, "transferred": dep.profile.transferred,
+            "expected_tpot_error": dep.profile.transfer.get("expected_error", {}).get("tpot_median", "")}
+    return values, meta
+
+
+def _aggregated(key, col: dict, *, mode, profile):
+    """(StepResult, extra output columns, Deployment) of a group of aggregated cases."""
+    model, system, phase, plan, wdt, kvdt, (k, acceptance, draft) = key
     sys_ = get_system(system)
     m = get_model(model)
     dep = Deployment(model=m, system=sys_, plan=plan, weight_dtype=wdt, kv_dtype=kvdt,
                      profile=resolve_profile(mode, profile, sys_.accelerator),
                      speculation=speculation_for(m, k=k, acceptance=acceptance, draft=draft) if k else None)
-    col = {name: np.array([shapes[i][name] for i in idx]) for name in shapes[idx[0]]}
     extra = {}
     if phase == "decode" and dep.speculation is not None:
         from ..step.speculative import speculative_of
@@ -246,38 +287,7 @@ def _predict_group(key, idx, shapes, out, *, mode, profile) -> None:
             s = speculative_of(dep, batch=b, context=ctx)
             r = s.verify
             extra.update(step_s=s.step_s, tokens_per_step=s.tokens_per_step)
-    n = len(idx)
-    values = {"step_s": r.step_s, "compute_s": r.time.compute_s, "memory_s": r.time.memory_s,
-              "comm_s": r.time.comm_s, "bound": r.bound, "tokens_per_s": r.tokens_per_s, **extra}
-    values = {k: np.broadcast_to(np.asarray(v), (n,)) for k, v in values.items()}
-    for j, i in enumerate(idx):
-        row = out[i]
-        for name in OUTPUT_COLUMNS:
-            row[name] = ""
-        for name, v in values.items():
-            row[name] = str(v[j]) if name == "bound" else float(v[j])
-        row["mode"], row["profile"], row["chips"] = mode, r.profile, plan.chips
-        row["transferred"] = dep.profile.transferred
-        row["expected_tpot_error"] = dep.profile.transfer.get("expected_error", {}).get("tpot_median", "")
-
-
-def _disaggregated_group(key, idx, shapes, out, *, mode, profile) -> None:
-    """A group of disaggregated rows (``predict_disagg``): the decode worker's step and the closed loop."""
-    col = {name: np.array([shapes[i][name] for i in idx]) for name in shapes[idx[0]]}
-    r, extra, chips, dep = predict_disaggregated(key, key[3], col, mode=mode, profile=profile)
-    n = len(idx)
-    values = {"step_s": r.step_s, "compute_s": r.time.compute_s, "memory_s": r.time.memory_s,
-              "comm_s": r.time.comm_s, "bound": r.bound, **extra}
-    values = {k: np.broadcast_to(np.asarray(v), (n,)) for k, v in values.items()}
-    for j, i in enumerate(idx):
-        row = out[i]
-        for name in OUTPUT_COLUMNS + DISAGG_OUTPUT_COLUMNS:
-            row[name] = ""
-        for name, v in values.items():
-            row[name] = str(v[j]) if name == "bound" else float(v[j])
-        row["mode"], row["profile"], row["chips"] = mode, r.profile, chips
-        row["transferred"] = dep.profile.transferred
-        row["expected_tpot_error"] = dep.profile.transfer.get("expected_error", {}).get("tpot_median", "")
+    return r, extra, dep
 
 
 def write_cases(rows: list[dict], path: str | Path | None = None) -> str:

@@ -116,3 +116,8 @@ class SimConfig:
                             value=self.hbm_fraction, show_value=False)
         if self.max_queue is not None:
             require_whole("max_queue", self.max_queue, minimum=0)
+            if self.max_queue == 0:  # the check runs before an arrival joins the queue: 0 rejects every request
+                raise SpecError("0 would reject every request, even on an idle server (an arrival is refused "
+                                "when it finds max_queue requests waiting, before it can start)", field="max_queue",
+                                value=0, fix="give a waiting room of 1 or more, or leave it out for an unbounded "
+                                             "queue")

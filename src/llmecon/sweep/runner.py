@@ -21,6 +21,8 @@ in-flight futures (every pending chunk is submitted at once; fine up to ~10^5 ch
 
 from __future__ import annotations
 
+import contextlib
+
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +33,7 @@ import numpy as np
 from ..errors import LlmeconError, SpecError, require_whole
 from .analytic import ROW_DTYPE, evaluate_points
 from .grid import Chunk, Work
-from .store import finish, prepare, write_part
+from .store import PartLedger, finish, prepare, write_part
 from .table import encode_analytic, encode_scenario, schema
 
 Progress = Callable[[int, int], None]  # (points done, points in the sweep)
@@ -147,6 +149,7 @@ def run_sweep(work: Work, out: str | Path, *, scheduler: str | None = None, work
         own = True
     else:
         own = False
+    ledger = None
     try:
         mode = "in-process" if client is None else ("local cluster" if cluster is not None else
                                                     scheduler or "dask client")
@@ -159,9 +162,12 @@ def run_sweep(work: Work, out: str | Path, *, scheduler: str | None = None, work
         if workers_write is None:
             workers_write = cluster is not None
 
+        ledger = PartLedger(out)  # each part's digest in the manifest: a restart trusts only matching parts
+
         def finished(chunk: Chunk, data) -> None:
             if not isinstance(data, int):  # an int: the worker wrote the part itself
                 write_part(out, chunk.id, data)
+            ledger.add(chunk.id, None if isinstance(data, int) else data)
             state["points"] += chunk.n_points
             if progress is not None:
                 progress(state["points"], total)
@@ -177,6 +183,9 @@ def run_sweep(work: Work, out: str | Path, *, scheduler: str | None = None, work
                       write_to=str(out.resolve()) if workers_write else None)
         elapsed = time.perf_counter() - start
     finally:
+        if ledger is not None:  # parts finished before a failure stay trusted on the restart
+            with contextlib.suppress(OSError):
+                ledger.flush()
         if own:
             client.close()
             if cluster is not None:

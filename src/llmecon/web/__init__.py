@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 
-def create_app():
-    """The FastAPI app (imports FastAPI lazily so the core never needs it)."""
+def create_app(**options):
+    """The FastAPI app (imports FastAPI lazily so the core never needs it); ``options``:
+    ``app.create_app``'s (``allowed_hosts``)."""
     from .app import create_app as make
 
-    return make()
+    return make(**options)

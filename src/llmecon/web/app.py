@@ -22,6 +22,7 @@ from .. import __version__
 from ..errors import LlmeconError, did_you_mean
 from ..units import to_json
 from . import schemas as S
+from .limits import MAX_NAME_CHARS, quote
 from ..step.inference import decode_of, prefill_of
 
 log = logging.getLogger("llmecon.web")
@@ -29,6 +30,11 @@ STATIC = resources.files("llmecon.web") / "static"
 
 #: the most memory one /api/simulate request may take (serving.budget's estimate): a server is shared
 WEB_SIMULATE_MAX_MEMORY_BYTES = 1e9
+#: the most candidate plans (summed over systems, times the 1 + spec_tokens speculation variants) one
+#: /api/plan searches: ~10x the default request (hgx-h100 + gb200-nvl72 at 512 chips: 1,965 plans).
+#: The heaviest request the schema allowed (6 NVL72-class systems, 4,096 chips, spec_tokens 8: ~120k)
+#: took 4.6 CPU-s and 1.56 GB (issue 31).
+WEB_PLAN_MAX_CANDIDATES = 20_000
 
 
 def plotly_js_path() -> Path:
@@ -137,6 +143,21 @@ def _check_plan_options(body: S.PlanIn, model) -> None:
                         prompt_tokens=body.prompt_tokens, max_context=model.max_context)
 
 
+def _require_plan_budget(model, systems, body: S.PlanIn) -> None:
+    """A 422 naming max_chips when the search is larger than WEB_PLAN_MAX_CANDIDATES."""
+    from ..econ.planner import candidate_table
+    from ..errors import SpecError
+
+    plans = sum(len(candidate_table(model, s, max_chips=body.max_chips)) for s in systems)
+    total = plans * (1 + (body.spec_tokens or 0))
+    if total > WEB_PLAN_MAX_CANDIDATES:
+        raise SpecError(f"searches {total:,} candidate plans ({plans:,} over {len(systems)} system(s)"
+                        f"{f' x {1 + body.spec_tokens} speculation choices' if body.spec_tokens else ''}), more "
+                        f"than this server's limit of {WEB_PLAN_MAX_CANDIDATES:,} per request", field="max_chips",
+                        value=body.max_chips, fix="lower max_chips or spec_tokens, or list fewer systems (the CLI's "
+                        "llmecon plan has no such limit)")
+
+
 @lru_cache(maxsize=1)
 def _claims() -> tuple:
     """The lecture's claims (deterministic: computed once per process, ~1.5 s)."""
@@ -162,8 +183,28 @@ def _lecture_page() -> str:
     return lecture_html(list(_claims()), figures())
 
 
-def create_app() -> FastAPI:
-    app = FastAPI(title="llmecon", version=__version__,
+#: most errors one 422 lists (100k unknown keys answered an 8 MB 422, issue 31)
+MAX_ERRORS = 20
+
+#: where the interactive docs would be: Swagger UI loads from a CDN, and the page must work offline
+DOCS_NOTE = ("<!doctype html><title>llmecon API</title><p>The interactive API docs are off: they load Swagger UI "
+             "from a CDN, and this server works offline. The API's schema is at <a href=\"/openapi.json\">"
+             "/openapi.json</a>; docs/web.md lists the endpoints.</p>")
+
+
+def _unknown_name(name: str, given, choices: list[str]) -> str:
+    """'unknown model 'x'; did you mean ...' quoting at most a short prefix of what was sent; no
+    fuzzy matching of a string longer than any name."""
+    short = isinstance(given, str) and len(given) <= MAX_NAME_CHARS
+    hint = did_you_mean(given, choices) if short else ""
+    shown = quote(given) if isinstance(given, str) else repr(given)[:40]
+    return f"unknown {name} {shown}{hint}; one of: {', '.join(choices[:12])}" + (", ..." if len(choices) > 12 else "")
+
+
+def create_app(*, allowed_hosts: frozenset[str] | None = None) -> FastAPI:
+    """The app; ``allowed_hosts``: Host names it answers to (``limits.allowed_hosts`` of the bound
+    address, as ``llmecon web`` passes), ``None`` = any (a test client, a wildcard bind)."""
+    app = FastAPI(title="llmecon", version=__version__, docs_url=None, redoc_url=None,
                   description="Step time, batch economics, context economics, plans, serving simulation and price "
                               "sheets of LLM deployments. Every endpoint calls the same library functions as the "
                               "CLI command of the same name.",
@@ -176,22 +217,27 @@ def create_app() -> FastAPI:
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
         out = []
-        for e in exc.errors():
+        errors = exc.errors()
+        for e in errors[:MAX_ERRORS]:
             loc = [str(x) for x in e.get("loc", ())]
             msg = str(e.get("msg", "invalid")).removeprefix("Value error, ")
             if e.get("type") == "extra_forbidden" and len(loc) >= 2:
                 known = tuple(S.TcoIn.model_fields) if loc[-2] == "tco" else _fields(request)
-                msg = f"unknown field '{loc[-1]}'{did_you_mean(loc[-1], known)}"
+                key = loc[-1]
+                hint = did_you_mean(key, known) if len(key) <= MAX_NAME_CHARS else ""
+                msg = f"unknown field {quote(key)}{hint}"
+                loc = loc[:-1] + [key[:MAX_NAME_CHARS]]
             elif e.get("type") == "literal_error":  # a catalogue name or an option not in the enum
                 choices = re.findall(r"'([^']*)'", str(e.get("ctx", {}).get("expected", "")))
-                given = e.get("input")
-                hint = did_you_mean(given, choices) if isinstance(given, str) else ""
                 name = next((x for x in reversed(loc) if not x.isdigit()), "value")
-                msg = (f"unknown {name} {given!r}{hint}; one of: {', '.join(choices[:12])}"
-                       + (", ..." if len(choices) > 12 else ""))
+                msg = _unknown_name(name, e.get("input"), choices)
             if loc == ["body"] and (field := _field_of(msg, _fields(request))):  # a whole-body rule names its field
                 loc = ["body", field]
             out.append({"loc": loc, "msg": msg, "type": str(e.get("type", "value_error"))})
+        if len(errors) > MAX_ERRORS:
+            out.append({"loc": ["body"], "msg": f"... and {len(errors) - MAX_ERRORS:,} more errors (the first "
+                                                f"{MAX_ERRORS} are listed); fix these and send again",
+                        "type": "too_many_errors"})
         return JSONResponse(status_code=422, content={"detail": out})
 
     @app.exception_handler(Exception)
@@ -199,7 +245,17 @@ def create_app() -> FastAPI:
         log.exception("internal error on %s", request.url.path)
         return JSONResponse(status_code=500, content={"detail": "internal error (logged on the server)"})
 
+    from .limits import BodyLimit, HeavyLimit, HostAllowList
+
+    app.add_middleware(HeavyLimit)  # innermost: counts only requests that passed the two checks below
+    app.add_middleware(BodyLimit)
+    app.add_middleware(HostAllowList, hosts=allowed_hosts)
+
     # ---- page and static files (not part of the API schema) -----------------------------------
+
+    @app.get("/docs", include_in_schema=False)
+    def docs_note() -> HTMLResponse:
+        return HTMLResponse(DOCS_NOTE)
 
     @app.get("/", include_in_schema=False)
     def index() -> HTMLResponse:
@@ -297,6 +353,7 @@ def create_app() -> FastAPI:
         m = get_model(body.model)
         _check_plan_options(body, m)
         found = [get_system(n) for n in body.systems]
+        _require_plan_budget(m, found, body)
         for dt in (body.weight_dtype, body.kv_dtype):
             if dt is not None:
                 get_dtype(dt)

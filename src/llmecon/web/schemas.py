@@ -8,21 +8,38 @@ can list them; an unknown name is a 422 with a did-you-mean.
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Annotated, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from ..catalog.hardware import accelerators, systems
 from ..catalog.models import model_names
 from ..catalog.prices import price_sheets
 from ..dtypes import DTYPES
 
-ModelName = Literal[tuple(model_names())]
-SystemName = Literal[tuple(sorted(systems()))]
-ChipName = Literal[tuple(sorted(accelerators()))]
-DtypeName = Literal[tuple(DTYPES)]
-DraftName = Literal[("mtp", *model_names())]
-Provider = Literal[tuple(sorted({p for p, _ in price_sheets()}))]
+from .limits import MAX_NAME_CHARS
+
+
+def _short(value):
+    """A name longer than any catalogue name is refused before it is matched against the catalogue
+    (the did-you-mean lookup is quadratic in its length: a 100 MB name took 57.8 s, issue 31)."""
+    if isinstance(value, str) and len(value) > MAX_NAME_CHARS:
+        raise ValueError(f"a name of {len(value):,} characters is longer than any catalogue name (at most "
+                         f"{MAX_NAME_CHARS}); GET /api/catalog lists the names")
+    return value
+
+
+def _name(choices: tuple):
+    """A catalogue-name enum whose length is checked first (``_short``)."""
+    return Annotated[Literal[choices], BeforeValidator(_short)]
+
+
+ModelName = _name(tuple(model_names()))
+SystemName = _name(tuple(sorted(systems())))
+ChipName = _name(tuple(sorted(accelerators())))
+DtypeName = _name(tuple(DTYPES))
+DraftName = _name(("mtp", *model_names()))
+Provider = _name(tuple(sorted({p for p, _ in price_sheets()})))
 
 Degree = Field(None, ge=1, le=4096, description="Parallel degree (default: 1, or the smallest plan that fits).")
 DtypeOpt = Field(None, description="Number format; default: the model's.")
@@ -245,8 +262,8 @@ def _precisions() -> tuple[str, ...]:
     return tuple(PRECISIONS)
 
 
-ProfileName = Literal[_profile_names()]
-TrainingRunName = Literal[_training_runs()]
+ProfileName = _name(_profile_names())
+TrainingRunName = _name(_training_runs())
 
 
 class TrainIn(_Body):
