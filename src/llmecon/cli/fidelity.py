@@ -142,6 +142,17 @@ def validate(
         "--families", help="Kernel tables: score only these families (comma-separated: gemm, context_attention, "
                            "generation_attention, moe, context_mla, generation_mla, gdn, all_reduce, "
                            "all_to_all).")] = None,
+    frontier: Annotated[bool, typer.Option(
+        "--frontier", help="Silicon CSV: validate the frontier, not rows: measured envelopes (output tokens/s per "
+                           "GPU vs tokens/s per user) per chip, model, format and workload against llmecon's "
+                           "whole-request frontier; median predicted / measured envelope, reachable share, "
+                           "Kendall tau of the chip order at 50 tokens/s per user (docs/frontier.md).")] = False,
+    terms: Annotated[str, typer.Option(
+        "--terms", help="With --frontier: kernel (engine terms at their kernel-only values: no serving row "
+                        "enters, out of sample) or shipped (the shipped engine terms, fitted on these rows: in "
+                        "sample).")] = "kernel",
+    view: Annotated[str, typer.Option("--view", help="With --frontier: whole (default) or decode (the decode-only "
+                                                     "view, for comparison).")] = "whole",
 ) -> None:
     """Error of predictions against measurements: median and 90th-percentile |pred/meas - 1| and the
     share of rows ideal mode keeps at or below the measurement. A measurement CSV: ideal and
@@ -153,6 +164,17 @@ def validate(
     from pathlib import Path
 
     kind = _input_kind(measurements)
+    if frontier:
+        from .validate_frontier import validate_frontier
+
+        if kind != "silicon":
+            _fail(f"--frontier: {measurements} is not NVIDIA's silicon CSV (aiconfigurator silicon_dev.csv)")
+        from ..fidelity.silicon import CHIPS
+
+        picked = _names("chips", chips, set(CHIPS.values()), "chip")
+        validate_frontier(measurements, terms=terms, view=view, chips=picked, models=models, configs=configs,
+                          as_json=as_json, bar=_Bar)
+        return
     if kind != "measurements":
         if profile is not None or mode != Mode.calibrated:
             _fail(f"--profile/--mode: {measurements} is a {kind} input, scored with each chip/engine's kernel-table "

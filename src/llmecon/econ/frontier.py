@@ -84,6 +84,8 @@ class Frontier:
     fidelity: str = "ideal"
     fidelity_fields: dict = field(default_factory=lambda: {"transferred": False}, compare=False)
     speculation: tuple = ()
+    view: str = "decode"                     # what per-chip throughput pays for (``serving_frontier.VIEWS``)
+    token_budget: float | None = None        # aggregated views: prompt tokens per engine step per attention group
 
 
 def interpolate(per_user, per_chip, target: float) -> tuple[float, int, int] | None:

@@ -43,6 +43,7 @@ from ..units import fmt_seconds
 
 PP_CHOICES = (1, 2, 4, 8, 16)
 OBJECTIVES = ("cost", "throughput")
+LAYOUTS = ("any", "engine")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,9 +82,23 @@ class SearchOptions:
     speculation: tuple = ()
     # each system's efficiency profile by name (``resolve.profiles_for``); a system not named: IDEAL
     profiles: Mapping[str, EfficiencyProfile] = field(default_factory=dict)
+    # per-system GPU budget of one replica (system name -> chips); a system not named: ``max_chips``
+    max_chips_by_system: Mapping[str, int] = field(default_factory=dict)
+    # "any": every plan of the search space; "engine": the layouts the system's profile's engine runs, pp only
+    # where pp = 1 does not fit (``econ.engine_layouts``)
+    layouts: str = "any"
 
     def profile_for(self, system: System) -> EfficiencyProfile:
         return self.profiles.get(system.name, IDEAL)
+
+    def chips_for(self, system: System) -> int:
+        """The most chips one replica on ``system`` may use."""
+        return int(self.max_chips_by_system.get(system.name, self.max_chips))
+
+    def engine_for(self, system: System) -> str:
+        """The engine whose layouts the search keeps to on ``system`` ('' = any: ``layouts`` 'any', or the
+        profile names no engine)."""
+        return self.profile_for(system).engine if self.layouts == "engine" else ""
 
     def fidelity(self, systems) -> str:
         """'ideal', or 'calibrated (<profile labels>)' over ``systems`` (a transferred profile's label
@@ -100,6 +115,9 @@ class SearchOptions:
 
     def __post_init__(self) -> None:
         require_whole("max_chips", self.max_chips)
+        for name, chips in self.max_chips_by_system.items():
+            require_whole("max_chips", chips)
+        require_choice("layouts", self.layouts, LAYOUTS)
         require_number("expert_imbalance", self.expert_imbalance, minimum=1,
                        hint="the busiest expert group's tokens over uniform routing's; 1 = uniform routing")
 
@@ -198,6 +216,10 @@ class Point:
     bound: str
     spec_tokens: int = 0             # decode: draft tokens per verify step (0 = plain decoding)
     tokens_per_step: float = 1.0     # decode: expected tokens per sequence per iteration (E)
+    # what the throughput pays for: "decode" (decode steps only), or a whole request (``econ.serving_frontier``):
+    # "aggregated" (prefill interleaved on the same chips) or "disaggregated" (prefill chips counted)
+    serving: str = "decode"
+    engine: str = ""                 # the engine whose layouts the plan keeps to ('' = any)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -350,13 +372,15 @@ def _point(a: dict, i: int, plan_list) -> Point:
                  spec_tokens=int(a["spec"][i]), tokens_per_step=float(a["per_step"][i]))
 
 
-def _search_phase(model, systems, plans_by_system, *, phase, targets, options, prices, objective) -> PhaseSearch:
+def evaluate_phase(model, systems, plans_by_system, *, phase, targets, options, prices):
+    """(arrays, plan list) of every evaluated (plan, batch[, k]) of one phase (``_evaluate``) with the derived
+    columns: ``per_chip`` (tokens/s per chip), ``latency`` (decode: TPOT = step / E; prefill: step x pipeline
+    fill), ``per_user`` (decode 1 / TPOT; prefill prompt tokens / TTFT), ``usd`` ($/Mtok). (None, []) when
+    nothing was evaluated. Used by the search below and by ``econ.frontier`` (the whole-request view)."""
     a, plan_list = _evaluate(model, systems, plans_by_system, phase=phase, targets=targets, options=options,
                              prices=prices)
-    slo = targets.tpot_s if phase == "decode" else targets.ttft_s
     if a is None:
-        return PhaseSearch(phase=phase, points_evaluated=0, points_fitting=0, points_meeting_slo=0, best=None,
-                           frontier=(), best_achievable_s=math.inf)
+        return None, plan_list
     a.setdefault("per_step", np.ones_like(a["step"]))  # plain decoding when no speculative column was evaluated
     a.setdefault("spec", np.zeros(a["step"].shape, dtype=np.int64))
     a["per_chip"] = a["tokens"] / a["step"] / a["chips"]
@@ -366,6 +390,16 @@ def _search_phase(model, systems, plans_by_system, *, phase, targets, options, p
     # decode: each sequence emits one token per iteration; prefill: a request's prompt per TTFT
     a["per_user"] = (1.0 if phase == "decode" else targets.prompt_tokens) / a["latency"]
     a["usd"] = usd_per_mtok(a["step"] * a["chips"] / a["tokens"], price_per_chip_hour=1.0) * a["price"]
+    return a, plan_list
+
+
+def _search_phase(model, systems, plans_by_system, *, phase, targets, options, prices, objective) -> PhaseSearch:
+    a, plan_list = evaluate_phase(model, systems, plans_by_system, phase=phase, targets=targets, options=options,
+                                  prices=prices)
+    slo = targets.tpot_s if phase == "decode" else targets.ttft_s
+    if a is None:
+        return PhaseSearch(phase=phase, points_evaluated=0, points_fitting=0, points_meeting_slo=0, best=None,
+                           frontier=(), best_achievable_s=math.inf)
     fits = a["fits"]
     ok = fits & (a["latency"] <= slo) if slo is not None else fits.copy()
     frontier = []
@@ -470,10 +504,10 @@ def plan_deployment(model: Model, systems: list[System], *, targets: PlanTargets
             except SpecError as exc:
                 raise SpecError(f"{exc.rule} for {n}", field=exc.field, value=p, fix=exc.fix,
                                 show_value=False) from None
-    plans = {s.name: _fitting(model, s, candidate_table(model, s, max_chips=options.max_chips,
-                                                        pp_choices=options.pp_choices), options) for s in systems}
+    plans = searched_plans(model, systems, options)
     if not any(len(t) for t in plans.values()):
-        raise InfeasibleError(f"{model.name}'s weights do not fit any plan of up to {options.max_chips} chips on "
+        raise InfeasibleError(f"{model.name}'s weights do not fit any plan of up to "
+                              f"{max(options.chips_for(s) for s in systems)} chips on "
                               f"{', '.join(names)}", fix="raise {max_chips} or use a smaller {weight_dtype}")
     phases = {ph: _search_phase(model, systems, plans, phase=ph, targets=targets, options=options, prices=prices,
                                 objective=objective) for ph in ("decode", "prefill")}
@@ -491,8 +525,22 @@ def plan_deployment(model: Model, systems: list[System], *, targets: PlanTargets
                       fidelity_fields=options.fidelity_fields(systems), speculation=tuple(options.speculation))
 
 
+def searched_plans(model: Model, systems, options: SearchOptions) -> dict:
+    """system name -> the ``PlanArray`` the search evaluates on it: ``candidate_table`` within the system's
+    GPU budget, its plans whose weights fit (``_fitting``) and, with ``layouts`` 'engine', that the system's
+    engine runs."""
+    return {s.name: _fitting(model, s, candidate_table(model, s, max_chips=options.chips_for(s),
+                                                       pp_choices=options.pp_choices), options) for s in systems}
+
+
 def _fitting(model: Model, system: System, table: PlanArray, options: SearchOptions) -> PlanArray:
-    """The plans of ``table`` whose weights alone fit in HBM."""
+    """The plans of ``table`` whose weights alone fit in HBM (and, with ``options.layouts`` 'engine', that the
+    engine runs: ``econ.engine_layouts``)."""
     weights = memory_per_chip(model, table, batch=0.0, context=0.0, weight_dtype=options.weight_dtype,
                               kv_dtype=options.kv_dtype)
-    return table.take(np.flatnonzero(np.broadcast_to(weights, table.row.shape) <= system.accelerator.hbm_bytes))
+    fit = np.broadcast_to(weights, table.row.shape) <= system.accelerator.hbm_bytes
+    if options.layouts == "engine":
+        from .engine_layouts import engine_mask, pipeline_mask
+
+        fit = fit & engine_mask(table, options.engine_for(system), moe=model.is_moe) & pipeline_mask(table, fit)
+    return table.take(np.flatnonzero(fit))
