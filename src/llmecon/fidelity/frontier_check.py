@@ -12,9 +12,15 @@ tokens/s per GPU of any point of the group at u or faster.
 Predicted, per group: the whole-request frontier (view 'whole': aggregated and disaggregated) on the row's
 catalogue system with each engine of the group's rows (its ``chip/engine`` profile, the engine's layouts,
 ``SearchOptions.layouts`` 'engine'), the envelope of their union, the GPU budget of one replica = the largest
-replica measured in the group (aggregated: its GPUs; disaggregated: a decode worker's), decode context
+replica measured in the group (aggregated: its GPUs; disaggregated: a decode worker's), decode batches up to the
+largest concurrency one replica (or decode worker: concurrency / decode workers) was measured at (``cap``: a
+benchmark that stopped at concurrency 256 measured nothing beyond it, so a frontier point there has no
+measurement to be scored against; ``cap=False`` scores the uncapped frontier), decode context
 ``P + O/2`` (the mean over a request's decode), TTFT target ``TTFT_TARGET_S`` for the prefill workers.
-Engine terms (``terms``): 'kernel' (kernel-table fits only, engine terms at ``engine_fit.BASE``: no serving row
+Engine terms (``terms``): 'model' (the default: leave one model out, the engine terms a group's chip and engine
+get when fitted without that model's rows, ``holdout_silicon.model_folds`` and its fit, shared terms and
+other-chip fallback as there; a (chip, engine) with no aggregated fold, e.g. disaggregated-only, falls back to
+'kernel'), 'kernel' (kernel-table fits only, engine terms at ``engine_fit.BASE``: no serving row
 enters, out of sample by construction) or 'shipped' (the shipped profiles, whose engine terms were fitted on
 these rows' aggregated subset: in sample, not an accuracy claim).
 
@@ -39,7 +45,9 @@ import numpy as np
 REACHABLE_SHARE = 0.85
 ORDER_AT = 50.0
 TTFT_TARGET_S = 2.0
-TERMS = ("kernel", "shipped")
+TERMS = ("model", "kernel", "shipped")
+DEFAULT_BATCHES = np.unique(np.round(np.logspace(0, math.log10(2 ** 17), 128)))
+"""The planner's default decode batch grid (``planner._grid``), cut at the measured concurrency."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,6 +64,7 @@ class Measured:
     mode: str               # "agg" or "disagg"
     gpus: int
     replica_gpus: int       # aggregated: gpus; disaggregated: one decode worker's
+    replica_concurrency: float  # sequences one replica (aggregated) or decode worker holds: C / decode workers
     per_user: float
     per_gpu: float
 
@@ -93,15 +102,16 @@ def measured_points(path=None, configs=None) -> list[Measured]:
             c = r.case
             if disagg:
                 gpus = sum(int(c[f"{k}_workers"]) * _chips_of(c[f"{k}_plan"]) for k in ("prefill", "decode"))
-                replica = _chips_of(c["decode_plan"])
+                replica, held = _chips_of(c["decode_plan"]), r.concurrency / int(c["decode_workers"])
             else:
                 gpus = replica = int(c["tp"]) * int(c["adp"]) * int(c["pp"])
+                held = r.concurrency
             p, o = int(c["prompt_tokens"]), int(c["output_tokens"])
             per_gpu = r.concurrency * o / (r.ttft_s + (o - 1) * r.tpot_s) / gpus
             out.append(Measured(chip=r.chip, system=c["system"], engine=r.engine, model=r.model, config=c["model"],
                                 weight_dtype=c["weight_dtype"], kv_dtype=c["kv_dtype"], prompt_tokens=p,
                                 output_tokens=o, mode="disagg" if disagg else "agg", gpus=gpus,
-                                replica_gpus=replica, per_user=1.0 / r.tpot_s, per_gpu=per_gpu))
+                                replica_gpus=replica, replica_concurrency=float(held), per_user=1.0 / r.tpot_s, per_gpu=per_gpu))
     return out
 
 
@@ -121,8 +131,10 @@ def groups_of(points) -> dict:
     return dict(sorted(by.items()))
 
 
-def predicted_frontier(pts: list[Measured], *, terms: str = "kernel", view: str = "whole", layouts: str = "engine"):
-    """(per_user, per_chip) arrays of the union of the group's engines' whole-request frontiers."""
+def predicted_frontier(pts: list[Measured], *, terms: str = "model", view: str = "whole", layouts: str = "engine",
+                       cap: bool = True):
+    """(per_user, per_chip) arrays of the union of the group's engines' whole-request frontiers; with ``cap``,
+    batches per replica up to the largest concurrency measured per replica (module docstring)."""
     from ..catalog.efficiency import named_profile
     from ..catalog.hardware import get_system
     from ..catalog.models import get_model
@@ -137,22 +149,72 @@ def predicted_frontier(pts: list[Measured], *, terms: str = "kernel", view: str 
     us, cs = [], []
     for engine in sorted({p.engine for p in pts}):
         prof = named_profile(f"{p0.chip}/{engine}")
-        if terms == "kernel":
+        if terms == "model":
+            prof = with_terms(prof, held_out_terms().get((f"{p0.chip}/{engine}", _group(p0.model)), BASE))
+        elif terms == "kernel":
             prof = with_terms(prof, BASE)
         budget = max(p.replica_gpus for p in pts if p.engine == engine)
+        batches = ()
+        if cap:  # the batches the benchmarks ran: the default grid up to the largest measured concurrency
+            most = max(p.replica_concurrency for p in pts if p.engine == engine)
+            batches = tuple(float(b) for b in DEFAULT_BATCHES if b < most) + (float(most),)
         opts = SearchOptions(profiles={system.name: prof}, max_chips_by_system={system.name: budget},
-                             layouts=layouts, weight_dtype=p0.weight_dtype or None, kv_dtype=p0.kv_dtype or None)
+                             batches=batches, layouts=layouts, weight_dtype=p0.weight_dtype or None, kv_dtype=p0.kv_dtype or None)
         f = serving_frontier(model, [system], targets=targets, options=opts, view=view)
         us += [q.tokens_per_s_per_user for q in f.frontiers[system.name]]
         cs += [q.tokens_per_s_per_chip for q in f.frontiers[system.name]]
     return np.array(us), np.array(cs)
 
 
-def score_group(key, pts, *, terms: str = "kernel", view: str = "whole", layouts: str = "engine") -> GroupScore:
+def _group(model_path: str) -> str:
+    from .holdout_silicon import FAMILY
+
+    return FAMILY.get(model_path, model_path)
+
+
+_HELD: dict = {}
+
+
+def held_out_terms(path=None, configs=None) -> dict:
+    """{(chip/engine, model group): engine terms fitted without that group's rows} over the aggregated rows
+    (``holdout_silicon``'s leave-one-model-out folds and fit, repeated here fold by fold; about a minute of CPU,
+    cached per process)."""
+    key = (str(path), str(configs))
+    if key in _HELD:
+        return _HELD[key]
+    from .engine_fit import BASE, PARAMS
+    from .holdout_silicon import (CROSS_CHIP_BASE, SHARED, fit_fold, group_of, linearise, model_folds, pool_of,
+                                  shared_terms)
+    from .silicon import read_silicon
+    from ..errors import InfeasibleError
+
+    rows, _ = read_silicon(path, configs)
+    lin0 = linearise(rows)
+    folds, _ = model_folds(rows, lin0[0])
+    out, cache = {}, {}
+    for fold in folds:
+        if not fold.held:
+            continue
+        pool = pool_of(rows, fold.held, fold.train, lin0[0])
+        hold = shared_terms(rows, lin0, pool, cache) if pool is not None else None
+        if CROSS_CHIP_BASE and {rows[i].chip for i in fold.held}.isdisjoint(rows[i].chip for i in fold.train):
+            hold = {p: BASE[p] for p in PARAMS if p not in SHARED}
+        try:
+            terms = fit_fold(fold.train, rows, lin0, hold)
+        except InfeasibleError:
+            continue
+        r0 = rows[fold.held[0]]
+        out[(r0.profile, group_of(r0))] = terms
+    _HELD[key] = out
+    return out
+
+
+def score_group(key, pts, *, terms: str = "model", view: str = "whole", layouts: str = "engine",
+                cap: bool = True) -> GroupScore:
     chip, model, wdt, p, o = key
     mu, mg = np.array([q.per_user for q in pts]), np.array([q.per_gpu for q in pts])
     try:
-        pu, pc = predicted_frontier(pts, terms=terms, view=view, layouts=layouts)
+        pu, pc = predicted_frontier(pts, terms=terms, view=view, layouts=layouts, cap=cap)
     except Exception as exc:  # noqa: BLE001 - a refused group is scored as unpredicted, with its reason
         from ..errors import LlmeconError
 
@@ -196,8 +258,8 @@ def chip_order(scores) -> list[dict]:
     return out
 
 
-def frontier_validation(path=None, configs=None, *, terms: str = "kernel", view: str = "whole", chips=None,
-                        models=None, progress=None, layouts: str = "engine") -> dict:
+def frontier_validation(path=None, configs=None, *, terms: str = "model", view: str = "whole", chips=None,
+                        models=None, progress=None, layouts: str = "engine", cap: bool = True) -> dict:
     """Scores of every group (``score_group``), the chip order (``chip_order``) and per-chip summaries."""
     from ..errors import require_choice
 
@@ -209,8 +271,8 @@ def frontier_validation(path=None, configs=None, *, terms: str = "kernel", view:
     for i, (key, g) in enumerate(groups.items()):
         if progress is not None:
             progress(i, len(groups), f"{key[0]} {key[1]} {key[3]}/{key[4]}")
-        scores.append(score_group(key, g, terms=terms, view=view, layouts=layouts))
-    return {"terms": terms, "view": view, "layouts": layouts, "points": len(pts), "groups": scores,
+        scores.append(score_group(key, g, terms=terms, view=view, layouts=layouts, cap=cap))
+    return {"terms": terms, "view": view, "layouts": layouts, "cap": cap, "points": len(pts), "groups": scores,
             "order": chip_order(scores),
             "per_chip": summary(scores, "chip"), "all": summary(scores, None)}
 
