@@ -111,7 +111,8 @@ def measured_points(path=None, configs=None) -> list[Measured]:
             out.append(Measured(chip=r.chip, system=c["system"], engine=r.engine, model=r.model, config=c["model"],
                                 weight_dtype=c["weight_dtype"], kv_dtype=c["kv_dtype"], prompt_tokens=p,
                                 output_tokens=o, mode="disagg" if disagg else "agg", gpus=gpus,
-                                replica_gpus=replica, replica_concurrency=float(held), per_user=1.0 / r.tpot_s, per_gpu=per_gpu))
+                                replica_gpus=replica, replica_concurrency=float(held), per_user=1.0 / r.tpot_s,
+                                per_gpu=per_gpu))
     return out
 
 
@@ -159,7 +160,8 @@ def predicted_frontier(pts: list[Measured], *, terms: str = "model", view: str =
             most = max(p.replica_concurrency for p in pts if p.engine == engine)
             batches = tuple(float(b) for b in DEFAULT_BATCHES if b < most) + (float(most),)
         opts = SearchOptions(profiles={system.name: prof}, max_chips_by_system={system.name: budget},
-                             batches=batches, layouts=layouts, weight_dtype=p0.weight_dtype or None, kv_dtype=p0.kv_dtype or None)
+                             batches=batches, layouts=layouts, weight_dtype=p0.weight_dtype or None,
+                             kv_dtype=p0.kv_dtype or None)
         f = serving_frontier(model, [system], targets=targets, options=opts, view=view)
         us += [q.tokens_per_s_per_user for q in f.frontiers[system.name]]
         cs += [q.tokens_per_s_per_chip for q in f.frontiers[system.name]]
