@@ -149,8 +149,8 @@ def validate(
                            "Kendall tau of the chip order at 50 tokens/s per user (docs/frontier.md).")] = False,
     terms: Annotated[str, typer.Option(
         "--terms", help="With --frontier: kernel (engine terms at their kernel-only values: no serving row "
-                        "enters, out of sample) or shipped (the shipped engine terms, fitted on these rows: in "
-                        "sample).")] = "kernel",
+                        "enters, out of sample), model (engine terms fitted without the group's model: leave one "
+                        "model out, minutes of fitting) or shipped (fitted on these rows: in sample).")] = "kernel",
     view: Annotated[str, typer.Option("--view", help="With --frontier: whole (default) or decode (the decode-only "
                                                      "view, for comparison).")] = "whole",
 ) -> None:

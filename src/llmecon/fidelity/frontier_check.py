@@ -17,11 +17,11 @@ largest concurrency one replica (or decode worker: concurrency / decode workers)
 benchmark that stopped at concurrency 256 measured nothing beyond it, so a frontier point there has no
 measurement to be scored against; ``cap=False`` scores the uncapped frontier), decode context
 ``P + O/2`` (the mean over a request's decode), TTFT target ``TTFT_TARGET_S`` for the prefill workers.
-Engine terms (``terms``): 'model' (the default: leave one model out, the engine terms a group's chip and engine
+Engine terms (``terms``): 'model' (leave one model out, the engine terms a group's chip and engine
 get when fitted without that model's rows, ``holdout_silicon.model_folds`` and its fit, shared terms and
 other-chip fallback as there; a (chip, engine) with no aggregated fold, e.g. disaggregated-only, falls back to
-'kernel'), 'kernel' (kernel-table fits only, engine terms at ``engine_fit.BASE``: no serving row
-enters, out of sample by construction) or 'shipped' (the shipped profiles, whose engine terms were fitted on
+'kernel'), 'kernel' (the default, a minute instead of several: kernel-table fits only, engine terms at
+``engine_fit.BASE``: no serving row enters, out of sample by construction) or 'shipped' (the shipped profiles, whose engine terms were fitted on
 these rows' aggregated subset: in sample, not an accuracy claim).
 
 Scores per group (``GroupScore``): the median over its measured points of predicted / measured envelope at the
@@ -132,7 +132,7 @@ def groups_of(points) -> dict:
     return dict(sorted(by.items()))
 
 
-def predicted_frontier(pts: list[Measured], *, terms: str = "model", view: str = "whole", layouts: str = "engine",
+def predicted_frontier(pts: list[Measured], *, terms: str = "kernel", view: str = "whole", layouts: str = "engine",
                        cap: bool = True):
     """(per_user, per_chip) arrays of the union of the group's engines' whole-request frontiers; with ``cap``,
     batches per replica up to the largest concurrency measured per replica (module docstring)."""
@@ -211,7 +211,7 @@ def held_out_terms(path=None, configs=None) -> dict:
     return out
 
 
-def score_group(key, pts, *, terms: str = "model", view: str = "whole", layouts: str = "engine",
+def score_group(key, pts, *, terms: str = "kernel", view: str = "whole", layouts: str = "engine",
                 cap: bool = True) -> GroupScore:
     chip, model, wdt, p, o = key
     mu, mg = np.array([q.per_user for q in pts]), np.array([q.per_gpu for q in pts])
@@ -260,7 +260,7 @@ def chip_order(scores) -> list[dict]:
     return out
 
 
-def frontier_validation(path=None, configs=None, *, terms: str = "model", view: str = "whole", chips=None,
+def frontier_validation(path=None, configs=None, *, terms: str = "kernel", view: str = "whole", chips=None,
                         models=None, progress=None, layouts: str = "engine", cap: bool = True) -> dict:
     """Scores of every group (``score_group``), the chip order (``chip_order``) and per-chip summaries."""
     from ..errors import require_choice

@@ -22,7 +22,8 @@ def validation_dict(r: dict) -> dict:
     """The ``validate --frontier --json`` object (docs/json.md)."""
     from ..fidelity.frontier_check import ORDER_AT, REACHABLE_SHARE
 
-    return {"source": "silicon", "terms": r["terms"], "view": r["view"], "points": r["points"],
+    return {"source": "silicon", "terms": r["terms"], "view": r["view"], "layouts": r["layouts"],
+            "batches_capped_at_measured_concurrency": r["cap"], "points": r["points"],
             "reachable_at": REACHABLE_SHARE, "order_at_tokens_per_s_per_user": ORDER_AT,
             "all": _summary(r["all"]["all"]), "per_chip": {k: _summary(v) for k, v in r["per_chip"].items()},
             "groups": [group_dict(s) for s in r["groups"]], "chip_order": r["order"]}
