@@ -21,8 +21,8 @@ Engine terms (``terms``): 'model' (leave one model out, the engine terms a group
 get when fitted without that model's rows, ``holdout_silicon.model_folds`` and its fit, shared terms and
 other-chip fallback as there; a (chip, engine) with no aggregated fold, e.g. disaggregated-only, falls back to
 'kernel'), 'kernel' (the default, a minute instead of several: kernel-table fits only, engine terms at
-``engine_fit.BASE``: no serving row enters, out of sample by construction) or 'shipped' (the shipped profiles, whose engine terms were fitted on
-these rows' aggregated subset: in sample, not an accuracy claim).
+``engine_fit.BASE``: no serving row enters, out of sample by construction) or 'shipped' (the shipped profiles,
+whose engine terms were fitted on these rows' aggregated subset: in sample, not an accuracy claim).
 
 Scores per group (``GroupScore``): the median over its measured points of predicted / measured envelope at the
 point's tokens/s per user; the share of points reachable (the predicted frontier reaches the point's tokens/s
