@@ -70,6 +70,16 @@ def test_prefill_costs_throughput():
         assert p.tokens_per_s_per_chip <= best * (1 + 1e-12)
 
 
+def test_disaggregated_without_a_prefill_meeting_ttft_is_refused():
+    from llmecon.errors import InfeasibleError
+
+    tight = PlanTargets(context=1536, prompt_tokens=1024, output_tokens=1024, ttft_s=1e-6)
+    with pytest.raises(InfeasibleError, match="ttft"):
+        serving_frontier(M8, [H100], targets=tight, options=ONE, view="disaggregated")
+    whole = serving_frontier(M8, [H100], targets=tight, options=ONE, view="whole")  # aggregated points remain
+    assert {p.serving for p in whole.frontiers["h100-sxm"]} == {"aggregated"}
+
+
 def test_bad_view_and_budget():
     with pytest.raises(SpecError, match="view"):
         serving_frontier(M8, [H100], view="prefill")

@@ -115,14 +115,19 @@ def _views(model, systems, plans, a, plan_list, *, view, targets, options, price
         whole = 1.0 / (1.0 / replica + t_p / out_tokens)       # R
         out.append(("aggregated", _priced(whole / a["chips"], a["per_user"] * whole / replica, a)))
     if view in ("whole", "disaggregated"):
-        c_p = _prefill_chip_s_per_request(model, systems, plans, targets=targets, options=options,
-                                          prices=prices)[a["sys"]]
+        per_system = _prefill_chip_s_per_request(model, systems, plans, targets=targets, options=options,
+                                                 prices=prices)
+        if view == "disaggregated" and not np.isfinite(per_system).any():
+            raise InfeasibleError(f"no prefill point meets ttft <= {targets.ttft_s:g} s on any system",
+                                  field="ttft", fix="raise {ttft} or use --view whole or aggregated")
+        c_p = per_system[a["sys"]]
         out.append(("disaggregated", _priced(replica / (a["chips"] + replica * c_p / out_tokens), a["per_user"], a)))
     return out
 
 
 def _priced(per_chip, per_user, a) -> dict:
-    usd = usd_per_mtok(1.0 / per_chip, price_per_chip_hour=1.0) * a["price"]
+    with np.errstate(divide="ignore"):  # 0 tokens/s (no prefill point meets the TTFT): dropped by the caller
+        usd = usd_per_mtok(1.0 / per_chip, price_per_chip_hour=1.0) * a["price"]
     return {"per_chip": per_chip, "per_user": per_user, "usd": usd}
 
 
