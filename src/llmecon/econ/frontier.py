@@ -3,7 +3,7 @@ per user, and $/Mtok at a given interactivity, the way public serving dashboards
 
 ``decode_frontier`` here is the decode-only view; ``econ.serving_frontier`` builds the whole-request frontier
 (prefill paid for, the layouts engines run: issue 37) on the same ``Frontier`` and ``at_interactivity``, and is
-what ``plan --frontier`` and the web page show by default.
+what the plan command's frontier and the web page show by default.
 
 The frontier is the planner's (``planner.plan_deployment`` with no latency target: every memory-fitting
 (plan, batch[, k]) point of a system's search, ``planner.pareto_front``), at the decode context of

@@ -119,7 +119,7 @@ def _views(model, systems, plans, a, plan_list, *, view, targets, options, price
                                                  prices=prices)
         if view == "disaggregated" and not np.isfinite(per_system).any():
             raise InfeasibleError(f"no prefill point meets ttft <= {targets.ttft_s:g} s on any system",
-                                  field="ttft", fix="raise {ttft} or use --view whole or aggregated")
+                                  field="ttft", fix="raise {ttft}, or set {view} to whole or aggregated")
         c_p = per_system[a["sys"]]
         out.append(("disaggregated", _priced(replica / (a["chips"] + replica * c_p / out_tokens), a["per_user"], a)))
     return out
