@@ -4,11 +4,13 @@ work, and the text prints every frontier point of every system."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from cli_run import run, run_json
 
 POINT = {"plan", "chips", "batch", "step_s", "tokens_per_s_per_chip", "tokens_per_s_per_user", "usd_per_mtok",
-         "bound", "spec_tokens", "tokens_per_s_per_mw"}
+         "bound", "spec_tokens", "tokens_per_s_per_mw", "serving", "engine"}
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +42,28 @@ def test_json_fields_several_systems(several):
             assert lo["tokens_per_s_per_chip"] <= a["tokens_per_s_per_chip"] <= hi["tokens_per_s_per_chip"]
             assert a["usd_per_mtok"] == pytest.approx(price / 3600 / a["tokens_per_s_per_chip"] * 1e6)
             assert a["best_point"] == lo or a["best_point"]["tokens_per_s_per_user"] >= 60
+
+
+def test_views_and_layouts():
+    """--view whole (default) pays for prefill: every point is aggregated or disaggregated and, at each of its
+    speeds per user, no faster per chip than the decode-only view; --view decode labels its points so; with
+    --mode calibrated each point names the profile's engine."""
+    args = ("plan", "--frontier", "--model", "llama-3.1-8b", "--systems", "hgx-h100", "--max-chips", "8",
+            "--prompt-tokens", "8192", "--output-tokens", "1024", "--context", "8704")
+    whole, dec = run_json(*args), run_json(*args, "--view", "decode")
+    assert whole["view"] == "whole" and whole["token_budget"] == 8192 and dec["view"] == "decode"
+    assert {p["serving"] for p in whole["frontier"]["hgx-h100"]} <= {"aggregated", "disaggregated"}
+    assert {p["serving"] for p in dec["frontier"]["hgx-h100"]} == {"decode"}
+    for p in whole["frontier"]["hgx-h100"]:
+        best = max(q["tokens_per_s_per_chip"] for q in dec["frontier"]["hgx-h100"]
+                   if q["tokens_per_s_per_user"] >= p["tokens_per_s_per_user"])
+        assert p["tokens_per_s_per_chip"] <= best * (1 + 1e-12)
+    cal = run_json("plan", "--frontier", "--systems", "hgx-b200", "--max-chips", "8", "--mode", "calibrated")
+    assert {p["engine"] for p in cal["frontier"]["hgx-b200"]} == {"trtllm"}
+    for p in cal["frontier"]["hgx-b200"]:  # TensorRT-LLM: attention DP only with attention TP 1
+        deg = dict(re.findall(r"(tp|ep|pp|adp)(\d+)", p["plan"]))
+        tp, adp = int(deg["tp"]), int(deg.get("adp", deg["ep"]))  # the label leaves adp out when it equals ep
+        assert tp == 1 or adp == 1, p["plan"]
 
 
 def test_one_system_default_interactivity_is_one_over_tpot():
@@ -79,6 +103,9 @@ def test_text_prints_every_point_and_the_plot(tmp_path):
     (("--plot", "missing-folder/f.png", "--max-chips", "1"), "plot"),  # an infeasible search: the path fails first
     (("--plot", "frontier.txt"), "--plot"),
     (("--interactivity", "0"), "--interactivity"),
+    (("--view", "prefill"), "--view"),
+    (("--layouts", "some"), "--layouts"),
+    (("--max-chips-per-system", "gb200=4"), "--max-chips-per-system"),
 ])
 def test_bad_input_exits_2_before_work(args, field, tmp_path):
     proc = run("plan", "--frontier", *args, cwd=tmp_path)

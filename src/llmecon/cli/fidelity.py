@@ -214,6 +214,17 @@ def validate(
                            "all_to_all).")] = None,
     model: BenchModelOpt = None, system: BenchSystemOpt = None, tp: TpOpt = None, ep: EpOpt = None, pp: PpOpt = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None,
+    frontier: Annotated[bool, typer.Option(
+        "--frontier", help="Silicon CSV: validate the frontier, not rows: measured envelopes (output tokens/s per "
+                           "GPU vs tokens/s per user) per chip, model, format and workload against llmecon's "
+                           "whole-request frontier; median predicted / measured envelope, reachable share, "
+                           "Kendall tau of the chip order at 50 tokens/s per user (docs/frontier.md).")] = False,
+    terms: Annotated[str, typer.Option(
+        "--terms", help="With --frontier: kernel (engine terms at their kernel-only values: no serving row "
+                        "enters, out of sample), model (engine terms fitted without the group's model: leave one "
+                        "model out, minutes of fitting) or shipped (fitted on these rows: in sample).")] = "kernel",
+    view: Annotated[str, typer.Option("--view", help="With --frontier: whole (default) or decode (the decode-only "
+                                                     "view, for comparison).")] = "whole",
 ) -> None:
     """Error of predictions against measurements: median and 90th-percentile |pred/meas - 1| and the
     share of rows ideal mode keeps at or below the measurement. A measurement CSV: ideal and
@@ -232,6 +243,17 @@ def validate(
                                  ("--weight-dtype", weight_dtype), ("--kv-dtype", kv_dtype)) if v is not None]
     if kind != "measurements" and bench_opts:
         _fail(f"{bench_opts[0]}: applies to benchmark result files (.json, .jsonl); {measurements} is a {kind} input")
+    if frontier:
+        from .validate_frontier import validate_frontier
+
+        if kind != "silicon":
+            _fail(f"--frontier: {measurements} is not NVIDIA's silicon CSV (aiconfigurator silicon_dev.csv)")
+        from ..fidelity.silicon import CHIPS
+
+        picked = _names("chips", chips, set(CHIPS.values()), "chip")
+        validate_frontier(measurements, terms=terms, view=view, chips=picked, models=models, configs=configs,
+                          as_json=as_json, bar=_Bar)
+        return
     if kind != "measurements":
         if profile is not None or mode != Mode.calibrated:
             _fail(f"--profile/--mode: {measurements} is a {kind} input, scored with each chip/engine's kernel-table "

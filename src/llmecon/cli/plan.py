@@ -104,6 +104,20 @@ def plan_cmd(
         "--frontier", help="Compare systems: each one's whole decode frontier (tokens/s per chip vs tokens/s per "
                            "user, at --context; no latency target), every point, and its tokens/s per chip and "
                            "$/Mtok at --interactivity; --plot draws one line per system.")] = False,
+    view: Annotated[str, typer.Option(
+        "--view", help="With --frontier: what tokens/s per chip pays for: whole (default: whole requests of "
+                       "--prompt-tokens/--output-tokens, aggregated and disaggregated serving), aggregated, "
+                       "disaggregated, or decode (decode steps only, the old view).")] = "whole",
+    token_budget: Annotated[float, typer.Option(
+        "--token-budget", help="With --frontier: prompt tokens per engine step per attention group when prefill "
+                               "is interleaved (aggregated serving; engines' default 8192).")] = 8192,
+    layouts: Annotated[Optional[str], typer.Option(
+        "--layouts", help="engine: only layouts the profile's serving engine runs, pipeline parallelism only "
+                          "where pp 1 does not fit (default with --frontier); any: every plan of the search "
+                          "(default without --frontier).")] = None,
+    max_chips_per_system: Annotated[Optional[str], typer.Option(
+        "--max-chips-per-system", help="GPU budget of one replica per system, e.g. gb200-nvl72=72,hgx-h100=16 "
+                                       "(others: --max-chips).")] = None,
     interactivity: Annotated[Optional[float], typer.Option(
         "--interactivity", help="With --frontier: tokens/s per user to compare systems at (default 1 / "
                                 "--tpot).")] = None,
@@ -158,6 +172,8 @@ def plan_cmd(
     from ..spec.speculation import speculation_candidates
 
     options = SearchOptions(max_chips=max_chips, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+                            max_chips_by_system=_budgets(max_chips_per_system, names),
+                            layouts=layouts or ("engine" if frontier else "any"),
                             dispatch_dtype=dispatch_dtype, expert_imbalance=expert_imbalance,
                             profiles=profiles_for(mode.value, profile, found),
                             speculation=speculation_candidates(m, max_k=spec_tokens, acceptance=acceptance,
@@ -171,7 +187,8 @@ def plan_cmd(
     if frontier:
         source = "--interactivity" if interactivity is not None else "1/tpot"
         _frontier(m, found, targets=targets, options=options, prices=prices, plot=plot, console=console, powers=powers,
-                  rates=rates, interactivity=interactivity if interactivity is not None else 1.0 / targets.tpot_s,
+                  rates=rates, view=view, token_budget=token_budget,
+                  interactivity=interactivity if interactivity is not None else 1.0 / targets.tpot_s,
                   source=source)
         return
     kw = dict(targets=targets, options=options, prices=prices, objective=objective.value if objective else None)
@@ -248,11 +265,34 @@ def plan_cmd(
         console.print(f"figure written to {plot}", soft_wrap=True, markup=False, highlight=False)
 
 
+def _budgets(given: str | None, names) -> dict:
+    """--max-chips-per-system NAME=N,... as {system: chips}."""
+    if not given:
+        return {}
+    from ..errors import SpecError, unknown_name
+
+    out = {}
+    for part in given.split(","):
+        name, _, value = part.strip().partition("=")
+        if name.strip() not in names:
+            raise unknown_name("system", name.strip(), sorted(names), field="max_chips_per_system")
+        try:
+            out[name.strip()] = int(value)
+        except ValueError:
+            raise SpecError(f"{part.strip()!r} is not SYSTEM=CHIPS", field="max_chips_per_system",
+                            fix="write e.g. gb200-nvl72=72,hgx-h100=16") from None
+    return out
+
+
 def _frontier(m, found, *, targets, options, prices, plot, console, interactivity, source, powers,
-              rates=None) -> None:
-    """``plan --frontier``: every system's decode frontier as a table, its figures at the interactivity,
-    the figure (``econ.frontier``, ``report.frontier``)."""
-    from ..econ.frontier import decode_frontier
+              rates=None, view="whole", token_budget=8192) -> None:
+    """``plan --frontier``: every system's frontier (whole requests or decode, ``--view``) as a table, its
+    figures at the interactivity, the figure (``econ.serving_frontier``, ``report.frontier``)."""
+    from functools import partial
+
+    from ..econ.serving_frontier import serving_frontier
+
+    decode_frontier = partial(serving_frontier, view=view, token_budget=token_budget)
     from ..report.frontier import at_line, frontier_dict, plot_frontiers, system_rows
     from ..report.tco import mw_text, tco_line
 
@@ -273,16 +313,22 @@ def _frontier(m, found, *, targets, options, prices, plot, console, interactivit
 
     priced = any(v is not None for v in f.prices.values())
     spec = bool(f.speculation)
-    console.print(f"[bold]llmecon plan --frontier[/bold] ({f.fidelity}): {m.name} decode on {', '.join(names)}, "
-                  f"context {targets.context:,.0f} tokens per sequence; every memory-fitting plan and batch, "
-                  "no latency target")
+    what = ("decode steps only (prefill not paid)" if f.view == "decode" else
+            f"whole requests of {targets.prompt_tokens:,.0f}/{targets.output_tokens:,.0f} tokens ({f.view}"
+            + ("" if f.view == "disaggregated" else f", token budget {f.token_budget:,.0f}") + ")")
+    console.print(f"[bold]llmecon plan --frontier[/bold] ({f.fidelity}): {m.name} on {', '.join(names)}, {what}; "
+                  f"decode context {targets.context:,.0f} tokens per sequence; layouts "
+                  f"{'the engine runs' if options.layouts == 'engine' else 'any'}; every memory-fitting plan and "
+                  "batch, no TPOT target" + ("" if f.view in ("decode", "aggregated") else
+                                             f"; prefill workers meet TTFT {targets.ttft_s:g} s"))
     for name in names:
         rows = system_rows(f.frontiers[name], priced=priced, spec=spec)
         table = Table(title=f"{name}: {len(rows)} frontier points, fastest per user first", title_justify="left",
                       box=box.SIMPLE_HEAD, pad_edge=False)
-        for header in ("plan", "chips", "batch", "tok/s/user", "tok/s/chip", *(("$/Mtok",) if priced else ()),
+        for header in ("plan", "serving", "chips", "batch", "tok/s/user", "tok/s/chip",
+                       *(("$/Mtok",) if priced else ()),
                        "bound", *(("k",) if spec else ())):
-            table.add_column(header, justify="left" if header in ("plan", "bound") else "right")
+            table.add_column(header, justify="left" if header in ("plan", "serving", "bound") else "right")
         for row in rows:
             table.add_row(*row)
         console.print()

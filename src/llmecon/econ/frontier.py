@@ -1,6 +1,10 @@
 """The frontier users compare (issue 22, item 5): per system, decode throughput per chip against tokens/s
 per user, and $/Mtok at a given interactivity, the way public serving dashboards chart systems.
 
+``decode_frontier`` here is the decode-only view; ``econ.serving_frontier`` builds the whole-request frontier
+(prefill paid for, the layouts engines run: issue 37) on the same ``Frontier`` and ``at_interactivity``, and is
+what the plan command's frontier and the web page show by default.
+
 The frontier is the planner's (``planner.plan_deployment`` with no latency target: every memory-fitting
 (plan, batch[, k]) point of a system's search, ``planner.pareto_front``), at the decode context of
 ``PlanTargets.context``. Along it, ordered fastest per user first, tokens/s per chip strictly rises.
@@ -84,6 +88,8 @@ class Frontier:
     fidelity: str = "ideal"
     fidelity_fields: dict = field(default_factory=lambda: {"transferred": False}, compare=False)
     speculation: tuple = ()
+    view: str = "decode"                     # what per-chip throughput pays for (``serving_frontier.VIEWS``)
+    token_budget: float | None = None        # aggregated views: prompt tokens per engine step per attention group
 
 
 def interpolate(per_user, per_chip, target: float) -> tuple[float, int, int] | None:

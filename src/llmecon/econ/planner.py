@@ -39,10 +39,12 @@ from ..spec.model import Model
 from ..spec.plan import Plan, feasible_plans
 from ..spec.plan_array import PlanArray
 from .context import usd_per_mtok
+from .pareto import _pareto_front_ranked, pareto_front  # noqa: F401 - re-exported (tests patch it here)
 from ..units import fmt_seconds
 
 PP_CHOICES = (1, 2, 4, 8, 16)
 OBJECTIVES = ("cost", "throughput")
+LAYOUTS = ("any", "engine")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,9 +83,23 @@ class SearchOptions:
     speculation: tuple = ()
     # each system's efficiency profile by name (``resolve.profiles_for``); a system not named: IDEAL
     profiles: Mapping[str, EfficiencyProfile] = field(default_factory=dict)
+    # per-system GPU budget of one replica (system name -> chips); a system not named: ``max_chips``
+    max_chips_by_system: Mapping[str, int] = field(default_factory=dict)
+    # "any": every plan of the search space; "engine": the layouts the system's profile's engine runs, pp only
+    # where pp = 1 does not fit (``econ.engine_layouts``)
+    layouts: str = "any"
 
     def profile_for(self, system: System) -> EfficiencyProfile:
         return self.profiles.get(system.name, IDEAL)
+
+    def chips_for(self, system: System) -> int:
+        """The most chips one replica on ``system`` may use."""
+        return int(self.max_chips_by_system.get(system.name, self.max_chips))
+
+    def engine_for(self, system: System) -> str:
+        """The engine whose layouts the search keeps to on ``system`` ('' = any: ``layouts`` 'any', or the
+        profile names no engine)."""
+        return self.profile_for(system).engine if self.layouts == "engine" else ""
 
     def fidelity(self, systems) -> str:
         """'ideal', or 'calibrated (<profile labels>)' over ``systems`` (a transferred profile's label
@@ -100,6 +116,9 @@ class SearchOptions:
 
     def __post_init__(self) -> None:
         require_whole("max_chips", self.max_chips)
+        for name, chips in self.max_chips_by_system.items():
+            require_whole("max_chips", chips)
+        require_choice("layouts", self.layouts, LAYOUTS)
         require_number("expert_imbalance", self.expert_imbalance, minimum=1,
                        hint="the busiest expert group's tokens over uniform routing's; 1 = uniform routing")
 
@@ -193,6 +212,10 @@ class Point:
     bound: str
     spec_tokens: int = 0             # decode: draft tokens per verify step (0 = plain decoding)
     tokens_per_step: float = 1.0     # decode: expected tokens per sequence per iteration (E)
+    # what the throughput pays for: "decode" (decode steps only), or a whole request (``econ.serving_frontier``):
+    # "aggregated" (prefill interleaved on the same chips) or "disaggregated" (prefill chips counted)
+    serving: str = "decode"
+    engine: str = ""                 # the engine whose layouts the plan keeps to ('' = any)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -232,37 +255,6 @@ class PlanResult:
         t = self.targets
         return (t.prompt_tokens * p.usd_per_mtok + t.output_tokens * d.usd_per_mtok) / (t.prompt_tokens
                                                                                          + t.output_tokens)
-
-
-def pareto_front(per_chip: np.ndarray, per_user: np.ndarray) -> np.ndarray:
-    """Indices of the points no other point beats on both axes (higher is better on each), sorted
-    by per-user throughput descending; of points equal on both, the first. O(n log n): one sort by
-    per-user speed; a point is kept when it beats every faster point's per-chip throughput and is
-    the best (and first) of those equally fast. The same set and order as ranking by (per-user,
-    per-chip) descending and keeping running maxima (``_pareto_front_ranked``), without its slow
-    two-key sort."""
-    per_chip, per_user = np.asarray(per_chip, dtype=float), np.asarray(per_user, dtype=float)
-    if per_chip.size == 0 or not (np.all(np.isfinite(per_chip)) and np.all(np.isfinite(per_user))):
-        return _pareto_front_ranked(per_chip, per_user)
-    order = np.argsort(-per_user)
-    u, c = per_user[order], per_chip[order]
-    new = np.concatenate(([True], u[1:] != u[:-1]))                          # groups of equal per-user speed
-    starts, group = np.flatnonzero(new), np.cumsum(new) - 1
-    best = np.maximum.reduceat(c, starts)
-    faster = np.concatenate(([-np.inf], np.maximum.accumulate(best)[:-1]))  # best per-chip of every faster group
-    keep = (c == best[group]) & (c > faster[group])
-    # within a group the kept points are equal on both axes: the first (lowest index) stands for them
-    first = np.full(starts.size, per_chip.size, dtype=np.int64)
-    np.minimum.at(first, group[keep], order[keep])
-    return first[first < per_chip.size]
-
-
-def _pareto_front_ranked(per_chip: np.ndarray, per_user: np.ndarray) -> np.ndarray:
-    """``pareto_front`` by a two-key sort and running maxima (the reference; any floats)."""
-    order = np.lexsort((-per_chip, -per_user))
-    ranked = per_chip[order]
-    before = np.concatenate([[-np.inf], np.maximum.accumulate(ranked)[:-1]])
-    return order[ranked > before]
 
 
 def _grid(given, top: float, points: int, name: str) -> np.ndarray:
@@ -345,13 +337,15 @@ def _point(a: dict, i: int, plan_list) -> Point:
                  spec_tokens=int(a["spec"][i]), tokens_per_step=float(a["per_step"][i]))
 
 
-def _search_phase(model, systems, plans_by_system, *, phase, targets, options, prices, objective) -> PhaseSearch:
+def evaluate_phase(model, systems, plans_by_system, *, phase, targets, options, prices):
+    """(arrays, plan list) of every evaluated (plan, batch[, k]) of one phase (``_evaluate``) with the derived
+    columns: ``per_chip`` (tokens/s per chip), ``latency`` (decode: TPOT = step / E; prefill: step x pipeline
+    fill), ``per_user`` (decode 1 / TPOT; prefill prompt tokens / TTFT), ``usd`` ($/Mtok). (None, []) when
+    nothing was evaluated. Used by the search below and by ``econ.frontier`` (the whole-request view)."""
     a, plan_list = _evaluate(model, systems, plans_by_system, phase=phase, targets=targets, options=options,
                              prices=prices)
-    slo = targets.tpot_s if phase == "decode" else targets.ttft_s
     if a is None:
-        return PhaseSearch(phase=phase, points_evaluated=0, points_fitting=0, points_meeting_slo=0, best=None,
-                           frontier=(), best_achievable_s=math.inf)
+        return None, plan_list
     a.setdefault("per_step", np.ones_like(a["step"]))  # plain decoding when no speculative column was evaluated
     a.setdefault("spec", np.zeros(a["step"].shape, dtype=np.int64))
     a["per_chip"] = a["tokens"] / a["step"] / a["chips"]
@@ -361,6 +355,16 @@ def _search_phase(model, systems, plans_by_system, *, phase, targets, options, p
     # decode: each sequence emits one token per iteration; prefill: a request's prompt per TTFT
     a["per_user"] = (1.0 if phase == "decode" else targets.prompt_tokens) / a["latency"]
     a["usd"] = usd_per_mtok(a["step"] * a["chips"] / a["tokens"], price_per_chip_hour=1.0) * a["price"]
+    return a, plan_list
+
+
+def _search_phase(model, systems, plans_by_system, *, phase, targets, options, prices, objective) -> PhaseSearch:
+    a, plan_list = evaluate_phase(model, systems, plans_by_system, phase=phase, targets=targets, options=options,
+                                  prices=prices)
+    slo = targets.tpot_s if phase == "decode" else targets.ttft_s
+    if a is None:
+        return PhaseSearch(phase=phase, points_evaluated=0, points_fitting=0, points_meeting_slo=0, best=None,
+                           frontier=(), best_achievable_s=math.inf)
     fits = a["fits"]
     ok = fits & (a["latency"] <= slo) if slo is not None else fits.copy()
     frontier = []
@@ -465,10 +469,10 @@ def plan_deployment(model: Model, systems: list[System], *, targets: PlanTargets
             except SpecError as exc:
                 raise SpecError(f"{exc.rule} for {n}", field=exc.field, value=p, fix=exc.fix,
                                 show_value=False) from None
-    plans = {s.name: _fitting(model, s, candidate_table(model, s, max_chips=options.max_chips,
-                                                        pp_choices=options.pp_choices), options) for s in systems}
+    plans = searched_plans(model, systems, options)
     if not any(len(t) for t in plans.values()):
-        raise InfeasibleError(f"{model.name}'s weights do not fit any plan of up to {options.max_chips} chips on "
+        raise InfeasibleError(f"{model.name}'s weights do not fit any plan of up to "
+                              f"{max(options.chips_for(s) for s in systems)} chips on "
                               f"{', '.join(names)}", fix="raise {max_chips} or use a smaller {weight_dtype}")
     phases = {ph: _search_phase(model, systems, plans, phase=ph, targets=targets, options=options, prices=prices,
                                 objective=objective) for ph in ("decode", "prefill")}
@@ -486,8 +490,22 @@ def plan_deployment(model: Model, systems: list[System], *, targets: PlanTargets
                       fidelity_fields=options.fidelity_fields(systems), speculation=tuple(options.speculation))
 
 
+def searched_plans(model: Model, systems, options: SearchOptions) -> dict:
+    """system name -> the ``PlanArray`` the search evaluates on it: ``candidate_table`` within the system's
+    GPU budget, its plans whose weights fit (``_fitting``) and, with ``layouts`` 'engine', that the system's
+    engine runs."""
+    return {s.name: _fitting(model, s, candidate_table(model, s, max_chips=options.chips_for(s),
+                                                       pp_choices=options.pp_choices), options) for s in systems}
+
+
 def _fitting(model: Model, system: System, table: PlanArray, options: SearchOptions) -> PlanArray:
-    """The plans of ``table`` whose weights alone fit in HBM."""
+    """The plans of ``table`` whose weights alone fit in HBM (and, with ``options.layouts`` 'engine', that the
+    engine runs: ``econ.engine_layouts``)."""
     weights = memory_per_chip(model, table, batch=0.0, context=0.0, weight_dtype=options.weight_dtype,
                               kv_dtype=options.kv_dtype)
-    return table.take(np.flatnonzero(np.broadcast_to(weights, table.row.shape) <= system.accelerator.hbm_bytes))
+    fit = np.broadcast_to(weights, table.row.shape) <= system.accelerator.hbm_bytes
+    if options.layouts == "engine":
+        from .engine_layouts import engine_mask, pipeline_mask
+
+        fit = fit & engine_mask(table, options.engine_for(system), moe=model.is_moe) & pipeline_mask(table, fit)
+    return table.take(np.flatnonzero(fit))

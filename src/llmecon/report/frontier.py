@@ -11,8 +11,15 @@ from ..units import json_num
 from .figure import pyplot, save_figure
 from .plan import fmt_rate, fmt_usd_per_mtok
 
+VIEW_ASSUMPTIONS = {
+    "decode": "decode only: output tokens of the decode steps alone (prefill not paid); tokens/s per user = 1 / TPOT "
+              "(speculative points: E / iteration)",
+    "whole": "whole requests: output tokens/s per GPU of the whole serving system, prefill paid for (aggregated: "
+             "interleaved on the same GPUs at the token budget; disaggregated: prefill GPUs counted at the ratio "
+             "that keeps pace); econ.serving_frontier",
+}
+VIEW_ASSUMPTIONS["aggregated"] = VIEW_ASSUMPTIONS["disaggregated"] = VIEW_ASSUMPTIONS["whole"]
 ASSUMPTIONS = (
-    "decode only: output tokens; tokens/s per user = 1 / TPOT (speculative points: E / iteration)",
     "the frontier spans every memory-fitting (plan, batch) point of the planner's search; no latency target applied",
     "at an interactivity: 'interpolated' = log-log linear between the two frontier points bracketing it (an "
     "estimate between grid batches); 'point' = the best evaluated frontier point meeting it",
@@ -26,7 +33,8 @@ def frontier_point_dict(p: Point, power=None) -> dict:
     mw = {} if power is None else {"tokens_per_s_per_mw": power.tokens_per_s_per_mw(p.tokens_per_s_per_chip)}
     return {**mw, "plan": p.plan.label(), "chips": p.plan.chips, "batch": p.batch, "step_s": p.step_s,
             "tokens_per_s_per_chip": p.tokens_per_s_per_chip, "tokens_per_s_per_user": p.tokens_per_s_per_user,
-            "usd_per_mtok": json_num(p.usd_per_mtok), "bound": p.bound, "spec_tokens": p.spec_tokens}
+            "usd_per_mtok": json_num(p.usd_per_mtok), "bound": p.bound, "spec_tokens": p.spec_tokens,
+            "serving": p.serving, "engine": p.engine or None}
 
 
 def at_dict(a: AtInteractivity, power=None) -> dict:
@@ -53,6 +61,7 @@ def frontier_dict(f: Frontier, *, interactivity_source: str = "--interactivity",
     pw = powers or {}
     return {
         "model": f.model, "systems": list(f.systems), "phase": "decode",
+        "view": f.view, "token_budget": json_num(f.token_budget),
         "workload": {"context": t.context, "prompt_tokens": t.prompt_tokens, "output_tokens": t.output_tokens},
         "prices": {s: json_num(f.prices.get(s)) for s in f.systems},
         **systems_price_fields({s: f.prices.get(s) for s in f.systems}, rates),
@@ -63,13 +72,14 @@ def frontier_dict(f: Frontier, *, interactivity_source: str = "--interactivity",
             "systems": {s: at_dict(f.at[s], pw.get(s)) for s in f.systems}},
         "speculation_searched": [sp.as_dict() for sp in f.speculation],
         "mode": "ideal" if f.fidelity == "ideal" else "calibrated", "fidelity": f.fidelity, **f.fidelity_fields,
-        "assumptions": list(ASSUMPTIONS) + list(model_assumptions),
+        "assumptions": [VIEW_ASSUMPTIONS[f.view], *ASSUMPTIONS, *model_assumptions],
     }
 
 
 def system_rows(points, *, priced: bool, spec: bool = False) -> list[tuple[str, ...]]:
     """Every frontier point of one system, fastest per user first (never cut)."""
-    return [(p.plan.label(), str(p.plan.chips), f"{p.batch:,.0f}", fmt_rate(p.tokens_per_s_per_user),
+    return [(p.plan.label(), p.serving[:5] + (f" {p.engine}" if p.engine else ""), str(p.plan.chips),
+             f"{p.batch:,.0f}", fmt_rate(p.tokens_per_s_per_user),
              fmt_rate(p.tokens_per_s_per_chip), *((fmt_usd_per_mtok(p.usd_per_mtok),) if priced else ()), p.bound,
              *((str(p.spec_tokens),) if spec else ())) for p in points]
 

@@ -369,13 +369,15 @@ def create_app(*, allowed_hosts: frozenset[str] | None = None) -> FastAPI:
 
         prices, rates = _priced(body, found)
         powers = {s.name: power_basis(s.accelerator.power_w, rates.get(s.name)) for s in found}
-        if body.frontier:  # ``plan --frontier``: every system's decode frontier, compared at an interactivity
-            from ..econ.frontier import decode_frontier
+        if body.frontier:  # ``plan --frontier`` at its defaults: whole requests, the layouts engines run
+            import dataclasses
+
+            from ..econ.serving_frontier import serving_frontier
             from ..report.frontier import frontier_dict
 
             given = body.interactivity is not None
-            f = decode_frontier(m, found, targets=targets, options=options, prices=prices,
-                                interactivity=body.interactivity if given else 1.0 / body.tpot_s)
+            f = serving_frontier(m, found, targets=targets, options=dataclasses.replace(options, layouts="engine"),
+                                 prices=prices, interactivity=body.interactivity if given else 1.0 / body.tpot_s)
             return to_json(frontier_dict(f, interactivity_source="interactivity" if given else "1/tpot_s",
                                          model_assumptions=m.assumptions, powers=powers, rates=rates))
         r = plan_deployment(m, found, targets=targets, options=options, prices=prices, objective=body.objective)
