@@ -123,21 +123,33 @@ def test_new_entries_match_the_reference():
     assert mi325x.hbm_bandwidth_bytes_per_s == row["hbm_tbps"] * 1e12
     rubin = ref["rubin"]["rubin_gpu"]
     assert rubin["bf16_pflops"] is None and rubin["fp8_pflops"] is None
-    assert set(cat.get_accelerator("rubin").unpublished_peaks) == {"bf16", "fp8"}
+    assert set(cat.get_accelerator("rubin").unpublished_peaks) == {"bf16"}
+    # fp8 is derived from the NVL144 rack figure, labelled derived (issue 35)
+    rack = ref["rubin"]["gtc2025_vera_rubin_nvl144"]
+    assert cat.get_accelerator("rubin").peak("fp8") == pytest.approx(rack["fp8_training_eflops"] * 1e18 / 72, rel=1e-5)
     ici = ref["ironwood_update"]["ici_bidir_TBps_per_chip"]
     assert cat.get_system("tpu-v7-64").scale_up.bandwidth_bytes_per_s == ici * 1e12 / 2
 
 
 # --- refusals of unpublished peaks -----------------------------------------------------------
 
-def test_rubin_bf16_and_fp8_are_refused_naming_the_fact_not_fallen_back():
+def test_rubin_bf16_is_refused_naming_the_fact_not_fallen_back():
     rubin = cat.get_accelerator("rubin")
-    for dtype in ("bf16", "fp16", "fp8", "fp32"):
-        with pytest.raises(SpecError, match="no published dense (bf16|fp8) peak") as err:
+    for dtype in ("bf16", "fp16", "fp32"):
+        with pytest.raises(SpecError, match="no published dense bf16 peak") as err:
             rubin.peak(dtype)
         assert err.value.field == "system"
     for dtype in ("fp4", "nvfp4", "mxfp4"):
         assert rubin.compute_dtype(dtype) == "fp4" and rubin.peak(dtype) == 35e15
+
+
+def test_rubin_fp8_is_derived_from_the_nvl144_rack_figure_and_labelled():
+    """Issue 35: NVIDIA's GTC 2025 Vera Rubin NVL144 figure, 1.2 EF FP8 training over 72 packages =
+    16.667 PF per package (refused before). The catalogue says it is derived, and from what."""
+    rubin = cat.get_accelerator("rubin")
+    assert rubin.peak("fp8") == pytest.approx(1.2e18 / 72, rel=1e-5)
+    assert rubin.compute_dtype("fp8") == "fp8"
+    assert set(rubin.derived_peaks) == {"fp8"} and "1.2 EF" in rubin.derived_peaks["fp8"]
 
 
 def test_unpublished_peak_loader_is_strict():
