@@ -25,13 +25,35 @@ def fidelity(mode: str, profile: str | EfficiencyProfile | None = None,
     """(mode name, profile) from a mode and an optional profile: a profile (file path or object)
     implies calibrated; calibrated without one uses ``system``'s shipped profile (an error names the
     fix when none exists), or, with no system (searches over many systems or rows), None: each is
-    resolved where it is used."""
-    require_choice("mode", mode, MODES)
+    resolved where it is used. ``auto`` (issue 35; the CLI's default for analyze and cost): calibrated with
+    the chip's shipped profile (measured, or transferred and labelled with its expected error) where it
+    has one, else ideal; with no system, "auto" is returned for the caller to resolve per system
+    (``auto_profile``)."""
+    require_choice("mode", mode, (*MODES, AUTO))
     if profile is not None:
         return "calibrated", load_profile(profile) if isinstance(profile, str) else profile
+    if mode == AUTO:
+        if system is None:
+            return AUTO, None
+        prof = auto_profile(system)
+        return ("ideal", None) if prof.is_ideal else ("calibrated", prof)
     if mode == "calibrated":
         return "calibrated", None if system is None else resolve_profile("calibrated", None, system.accelerator)
     return "ideal", None
+
+
+AUTO = "auto"
+
+
+def auto_profile(system: System) -> EfficiencyProfile:
+    """``mode auto``'s profile on ``system``: its accelerator's shipped profile (``catalog.efficiency``), or
+    IDEAL where the chip has none (the report then says ideal)."""
+    from .errors import LlmeconError
+
+    try:
+        return resolve_profile("calibrated", None, system.accelerator)
+    except LlmeconError:
+        return IDEAL
 
 
 def deployment(model: str, system: str, *, tp: int | None = None, ep: int | None = None, pp: int | None = None,
@@ -69,6 +91,8 @@ def profiles_for(mode: str, profile: str | EfficiencyProfile | None, systems) ->
     _, given = fidelity(mode, profile)
     if given is None and mode == "ideal":
         return {s.name: IDEAL for s in systems}
+    if given is None and mode == AUTO:
+        return {s.name: auto_profile(s) for s in systems}
     return {s.name: resolve_profile("calibrated", given, s.accelerator) for s in systems}
 
 

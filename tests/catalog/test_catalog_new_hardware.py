@@ -190,11 +190,13 @@ def test_nvfp4_and_mxfp4_fall_back_by_chip(chip, expected):
 
 def test_cli_accepts_nvfp4_and_mxfp4_and_reports_the_compute_format():
     """Llama-3.1-8B: 8.03e9 params x 4.5 bits (nvfp4) = 4.52 GB of weights; on H100 the matmuls run at fp8."""
-    out = run_json("analyze", "-m", "llama-3.1-8b", "--system", "hgx-h100", "--weight-dtype", "nvfp4",
+    out = run_json("analyze", "--mode", "ideal", "-m", "llama-3.1-8b", "--system", "hgx-h100", "--weight-dtype",
+                   "nvfp4",
                    "--kv-dtype", "mxfp4")
     d = out["decode_at_batch"]
     assert (d["weight_dtype"], d["kv_dtype"], d["compute_dtype"]) == ("nvfp4", "mxfp4", "fp8")
-    out = run_json("analyze", "-m", "llama-3.1-8b", "--system", "hgx-b300", "--weight-dtype", "mxfp4")
+    out = run_json("analyze", "--mode", "ideal", "-m", "llama-3.1-8b", "--system", "hgx-b300", "--weight-dtype",
+                   "mxfp4")
     assert out["decode_at_batch"]["compute_dtype"] == "fp4"
 
 
@@ -219,10 +221,10 @@ def test_analyze_runs_on_every_new_system(system):
     """Llama-3.1-8B fits every chip; on Rubin systems analyze is refused (exit 2, one line) naming
     the unpublished bf16/fp8 peak: attention runs at bf16 and Llama's weights are bf16."""
     if cat.get_system(system).accelerator.name == "rubin":
-        proc = run("analyze", "-m", "llama-3.1-8b", "--system", system)
+        proc = run("analyze", "--mode", "ideal", "-m", "llama-3.1-8b", "--system", system)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr
         assert "no published dense bf16 peak" in proc.stderr
         return
-    out = run_json("analyze", "-m", "llama-3.1-8b", "--system", system)
+    out = run_json("analyze", "--mode", "ideal", "-m", "llama-3.1-8b", "--system", system)
     assert out["system"] == system
     assert out["latency_floor_s"] > 0

@@ -54,7 +54,7 @@ def test_missing_inputs_name_the_field(tmp_path):
     p = tmp_path / "partial.toml"
     p.write_text("chip_capex_usd = 1\nsystem_capex_usd = 1\namortisation_years = 1\ncost_of_capital = 0\n"
                  "usd_per_kwh = 0.1\nhosting_usd_per_chip_month = 1\n")
-    line = _fails("cost", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--tco", str(p))
+    line = _fails("cost", "--mode", "ideal", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--tco", str(p))
     assert "pue" in line and str(p) in line
 
 
@@ -85,7 +85,7 @@ def test_bad_file_is_one_line(tmp_path):
 
 def test_cost_with_tco_equals_the_rent(site):
     """The TCO rate is a price per chip-hour like any other: the same $/Mtok as the rent typed by hand."""
-    args = ("cost", "-m", "llama-3.1-70b", "-s", "hgx-h100", "-L", "4096")
+    args = ("cost", "--mode", "ideal", "-m", "llama-3.1-70b", "-s", "hgx-h100", "-L", "4096")
     t = _json(*args, "--tco", site)
     r = _json(*args, "--price-per-chip-hour", repr(TOTAL))
     assert t["price_per_chip_hour"] == pytest.approx(TOTAL, rel=1e-12)
@@ -105,9 +105,11 @@ def test_cost_with_tco_equals_the_rent(site):
 
 
 def test_rent_and_tco_together_exit_2(site):
-    line = _fails("cost", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--tco", site, "--price-per-chip-hour", "2")
+    line = _fails("cost", "--mode", "ideal", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--tco", site,
+                  "--price-per-chip-hour", "2")
     assert "--tco" in line and "--price-per-chip-hour" in line
-    line = _fails("cost", "-m", "llama-3.1-8b", "-s", "tpu-v5e-256")   # no sourced TCO default or rent for it
+    line = _fails("cost", "--mode", "ideal", "-m", "llama-3.1-8b", "-s",
+                  "tpu-v5e-256")   # no sourced TCO default or rent for it
     assert "--tco" in line and "--price-per-chip-hour" in line
     line = _fails("train", "--tco", site, "--price-per-gpu-hour", "2")
     assert "--tco" in line and "--price-per-gpu-hour" in line

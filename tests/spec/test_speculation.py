@@ -37,16 +37,8 @@ def test_deepseek_default_and_sources():
     assert speculation_for(get_model("deepseek-v3"), k=None, acceptance="0.9,0.8").k == 2
 
 
-def test_default_beyond_its_published_positions_extends_and_says_so():
-    """Issue 35: `--spec-tokens 3` on DeepSeek-V3 (published for one position, 0.85) used to ask for three
-    values; it now takes 0.85 at every position, E = 1 + 0.85 + 0.85^2 + 0.85^3 = 3.186, labelled assumed."""
-    s = speculation_for(get_model("deepseek-v3"), k=3)
-    assert s.acceptance == (0.85, 0.85, 0.85)
-    assert s.tokens_per_step == pytest.approx(1 + 0.85 + 0.85 ** 2 + 0.85 ** 3, rel=1e-12)
-    assert "2412.19437" in s.acceptance_source and "assumed" in s.acceptance_source
-
-
 @pytest.mark.parametrize("kwargs, field", [
+    (dict(k=2), "acceptance"),  # the published default covers position 1 only
     (dict(k=-1), "spec_tokens"),
     (dict(k=1, acceptance="1.2"), "acceptance"),
     (dict(k=1, acceptance="0"), "acceptance"),

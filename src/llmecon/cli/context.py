@@ -9,7 +9,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, PowerBasisChoice, PowerBasisOpt, PriceBasis, PriceBasisOpt,
+from .options import (DEFAULT_MODE, DEFAULT_MODEL, DEFAULT_SYSTEM, PowerBasisChoice, PowerBasisOpt, PriceBasis,
+                      PriceBasisOpt,
                       AcceptanceOpt, DraftOpt, EpOpt, JsonOpt, KvDtypeOpt, Mode,
     ModelOpt, ModeOpt, PpOpt, ProfileOpt, SpecTokensOpt, SystemOpt, TcoOpt, TpOpt, WeightDtypeOpt, _check_plot_path,
     _chip_hour_price, _console, _deployment, _emit_json, _fail, _kv_table, app, catalog_app)
@@ -159,7 +160,7 @@ def cost_cmd(
                                                                          "that fits).")] = None,
     utilization: UtilOpt = 1.0, provider: ProviderOpt = None, price_model: PriceModelOpt = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, spec_tokens: SpecTokensOpt = None,
+    pp: PpOpt = None, mode: ModeOpt = DEFAULT_MODE, profile: ProfileOpt = None, spec_tokens: SpecTokensOpt = None,
     acceptance: AcceptanceOpt = None, draft: DraftOpt = None, cache_hit: CacheHitOpt = None,
     cached_prefix: CachedPrefixOpt = None, cache_hold: CacheHoldOpt = 300.0, as_json: JsonOpt = False,
 ) -> None:
@@ -189,14 +190,25 @@ def cost_cmd(
         hit = cache_hit_cost(dep, context=context, cache_hit_rate=cache_hit, cached_prefix_tokens=cached_prefix,
                              price_per_chip_hour=price_per_chip_hour, utilization=utilization,
                              hold_s=cache_hold or None)
+    floor = None
+    if not dep.profile.is_ideal:  # the ideal floor beside a calibrated cost (issue 35): same plan and price
+        from ..econ.batching import roofline_twin
+
+        floor = serving_cost(roofline_twin(dep), context=context, price_per_chip_hour=price_per_chip_hour,
+                             utilization=utilization, batch=batch)
     d = cost_dict(c, dep, sheet, hit, rate, power_basis=power_basis.value)
+    d["mode_requested"] = mode.value
+    d["ideal_floor"] = None if floor is None else {
+        "mode": "ideal", "batch": floor.batch, "decode_step_s": floor.step_s,
+        "input_usd_per_mtok": floor.input_usd_per_mtok, "output_usd_per_mtok": floor.output_usd_per_mtok}
     if as_json:
         _emit_json(d)
         return
     from ..econ.tco import power_for
     from ..report.tco import mw_text, tco_line
 
-    rows = [("deployment", f"{dep.model.name} on {dep.system.name}, {dep.plan.label()} ({c.chips} chips), {dep.mode}"),
+    rows = [("deployment", f"{dep.model.name} on {dep.system.name}, {dep.plan.label()} ({c.chips} chips), "
+                           f"{dep.fidelity}"),
             *((("TCO", tco_line(rate)),) if rate is not None else ()),
             ("assumptions", f"${price_per_chip_hour:.4g}/chip-hour, {utilization:.0%} utilised, context "
                             f"{_tokens(context)}, decode batch {c.batch:,.0f}, prefills batched to the balance batch"),
@@ -206,7 +218,11 @@ def cost_cmd(
             ("input (prefill)", f"{_money(c.input_usd_per_mtok)} per million tokens"),
             ("output (decode)", f"{_money(c.output_usd_per_mtok)} per million tokens"),
             ("output tokens/s per MW", mw_text(d["tokens_per_s_per_mw"], power_for(dep.system, rate,
-                                                                                 power_basis.value)))]
+                                                                                 power_basis.value))),
+            *((("ideal floor", f"{_money(floor.input_usd_per_mtok)} in / {_money(floor.output_usd_per_mtok)} out "
+                               f"per million tokens at batch {floor.batch:,.0f}: the roofline lower bound "
+                               f"(calibrated is {c.output_usd_per_mtok / floor.output_usd_per_mtok:.2f}x it on "
+                               f"output)"),) if floor is not None else ())]
     if hit is not None:
         ch = d["cache_hit"]
         prefix = _tokens(ch["cached_prefix_tokens"])
@@ -233,7 +249,9 @@ def cost_cmd(
                                              f"{lp['cached_input_multiplier']:.3g}x list; llmecon's cost "
                                              f"{d['cache_hit']['cached_token_cost_ratio']:.3g}x), margin "
                                              f"{lp['input_margin_blended']:+.0%}"))
-    _console().print(_kv_table("llmecon cost (ideal roofline: a lower bound on cost)", rows))
+    what = "ideal roofline: a lower bound on cost" if dep.profile.is_ideal else \
+        f"{dep.fidelity}, with the ideal floor"
+    _console().print(_kv_table(f"llmecon cost ({what})", rows))
 
 
 # ---- cache ----------------------------------------------------------------------------------

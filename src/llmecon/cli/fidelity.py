@@ -51,12 +51,28 @@ def predict(
     text = write_cases(result, out)
     if as_json:
         _emit_json({"cases": len(result), "mode": mode_name, "seconds": elapsed, "out": out,
-                    "rows": None if out else [{k: v for k, v in r.items()} for r in result]})
+                    "rows": None if out else [{k: _json_cell(v) for k, v in r.items()} for r in result]})
         return
     if out is None:
         typer.echo(text, nl=False)
         return
     _console().print(f"llmecon predict: {len(result)} cases in {elapsed:.2f} s ({mode_name}) -> {out}")
+
+
+def _json_cell(value):
+    """A predict cell for JSON (issue 35): the CSV's numbers as numbers, an empty cell as null, text as text."""
+    import re
+
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if not text:
+        return None
+    if re.fullmatch(r"[+-]?[0-9]+", text):
+        return int(text)
+    if re.fullmatch(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", text):
+        return float(text)
+    return value
 
 
 @app.command()

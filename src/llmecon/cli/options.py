@@ -44,6 +44,12 @@ class Phase(str, Enum):
 class Mode(str, Enum):
     ideal = "ideal"
     calibrated = "calibrated"
+    auto = "auto"
+
+
+#: the mode analyze and cost run in unless --mode says otherwise (issue 35): calibrated where the chip has a
+#: shipped profile (measured or transferred), else ideal, with the ideal floor printed beside it
+DEFAULT_MODE = Mode.auto
 
 
 ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Catalogue name (llmecon catalog models) or path to a "
@@ -62,7 +68,9 @@ RedundantOpt = Annotated[Optional[int], typer.Option("--redundant-experts", help
                                                                              "divisible by ep; DeepSeek: EP144 "
                                                                              "with 32). Default 0.")]
 ModeOpt = Annotated[Mode, typer.Option("--mode", help="ideal = datasheet peaks, perfect overlap (a lower bound); "
-                                                      "calibrated = the accelerator's shipped efficiency profile.")]
+                                                      "calibrated = the accelerator's shipped efficiency profile; "
+                                                      "auto = calibrated where the chip has a profile, else ideal "
+                                                      "(analyze and cost: the default, with the ideal floor).")]
 ProfileOpt = Annotated[Optional[str], typer.Option("--profile", help="Efficiency profile: a shipped one by name "
                                                                      "(b200/sglang = chip/engine; b200 = the chip's "
                                                                      "default engine) or a TOML file (llmecon "

@@ -244,8 +244,10 @@ def plan_cmd(
                       + ("" if hit["usd_per_mtok_request_blended"] is None
                          else f"; request ${hit['usd_per_mtok_request_blended']:.3g} per M tokens"))
     console.print("[dim]assumptions: disaggregated prefill/decode; TTFT = one prefill step (+ pipeline fill), "
-                  "no queueing (the worker ratio adds the KV transfer); ideal roofline (a lower bound on time); "
-                  "chips billed per plan[/dim]")
+                  "no queueing (the worker ratio adds the KV transfer); "
+                  + ("ideal roofline (a lower bound on time)" if r.fidelity == "ideal" else
+                     f"{r.fidelity} (achieved efficiencies and overheads)")
+                  + "; chips billed per plan[/dim]")
     if plot:
         console.print(f"figure written to {plot}", soft_wrap=True, markup=False, highlight=False)
 

@@ -142,7 +142,7 @@ def speculative_tokens_per_step(*, draft_tokens, acceptance):
 def max_batch(dep: Deployment, *, context) -> int:
     """Most sequences at ``context`` tokens whose KV fits beside the weights in every chip's HBM: a
     sequence lives whole on one of the adp attention groups (``spec.deployment.busiest_group_sequences``),
-    so adp groups of floor(free / one sequence's bytes on its group's chips)."""
+    so none unless one whole sequence fits a group's chips, then floor(adp x free / its bytes)."""
     free = dep.system.accelerator.hbm_bytes - dep.weights_per_chip_bytes
     if free < 0:
         return 0
@@ -150,8 +150,7 @@ def max_batch(dep: Deployment, *, context) -> int:
     if per_seq <= 0:
         raise SpecError("must be > 0 to bound the batch by memory", field="context", value=context,
                         show_value=False)
-    # sequences are dealt out whole to the adp attention groups: each group holds floor(free/per_seq)
-    return int(math.floor(free / per_seq)) * dep.plan.adp
+    return int(math.floor(dep.plan.adp * free / per_seq)) if free >= per_seq else 0
 
 
 def context_limit(model: Model) -> float:

@@ -33,14 +33,15 @@ from .speculation import Speculation
 
 
 def busiest_group_sequences(batch, adp):
-    """Sequences on the busiest of ``adp`` attention-DP groups when ``batch`` sequences are dealt out
-    whole (a sequence's KV and attention live on one group; SGLang/DeepSeek DP attention,
-    DeepSeek-V3 report sec. 3.4): ceil(batch/adp), and never more than ``batch`` itself, so a
-    fractional share (batch/pp micro-batches below one sequence) is kept as it is. adp 1: ``batch``.
-    Examples: batch 1, adp 8 -> 1 (not 1/8); batch 9, adp 8 -> 2; batch 16, adp 8 -> 2.
-    Broadcasts over numpy ``batch`` and ``adp``; the relative 1e-12 guards 16/8 against rounding up."""
+    """Sequences on the busiest of ``adp`` attention-DP groups: a sequence's KV and attention live on one
+    group (SGLang/DeepSeek DP attention, DeepSeek-V3 report sec. 3.4), so with fewer sequences than
+    groups the busiest holds one whole sequence, not batch/adp of one; with at least adp sequences the
+    scheduler's balance is taken as even (batch/adp, the mean; whole-sequence rounding, up to one
+    sequence more on some groups, is omitted). max(batch/adp, min(batch, 1)): a fractional share below
+    one sequence (batch/pp micro-batches) is kept as it is; adp 1 gives ``batch``. Examples: batch 1,
+    adp 8 -> 1 (not 1/8); batch 16, adp 8 -> 2. Broadcasts over numpy ``batch`` and ``adp``."""
     b = np.asarray(batch, dtype=float)
-    return np.minimum(b, np.ceil(b / adp * (1.0 - 1e-12)))
+    return np.maximum(b / adp, np.minimum(b, 1.0))
 
 
 def memory_per_chip(model: Model, plan: Plan, *, batch, context, weight_dtype=None, kv_dtype=None):

@@ -159,12 +159,9 @@ def speculation_for(model, *, k: int | None, acceptance=None, draft: str | None 
                             fix="give the acceptance per drafted position in {acceptance} (e.g. 0.8)")
         acc, source = default
         if len(acc) < k:
-            # issue 35: extend the last published position's acceptance to the later ones (the i.i.d. draft
-            # a single given value means), and say so in the source, instead of refusing the default
-            source = (f"{source}; positions {len(acc) + 1}-{k} take position {len(acc)}'s value (assumed: "
-                      f"published for {len(acc)} position(s) only; give {{acceptance}} per position to override)")
-            acc = tuple(acc) + (acc[-1],) * (k - len(acc))
-        acc = tuple(acc[:k])
+            raise SpecError(f"the published default ({source}) covers {len(acc)} drafted position(s), not {k}",
+                            field="acceptance", fix=f"give {k} values, one per drafted position")
+        acc = acc[:k]
     elif len(acc) == 1 and k > 1:
         acc = acc * k
     return Speculation(k=k, acceptance=acc, draft=draft, acceptance_source=source)
