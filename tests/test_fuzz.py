@@ -124,15 +124,18 @@ def test_no_command_line_ends_in_a_traceback_or_clobbers_a_file(files, data):
 
 
 @pytest.mark.parametrize("args", [
-    ["analyze", "--model", "{not_utf8.csv}"], ["analyze", "--model", "{deep.json}"], ["model", "{huge.json}"],
-    ["model", "{nan.json}"], ["model", "{list.json}"], ["analyze", "--profile", "{deep.toml}"],
+    ["analyze", "--mode", "ideal", "--model", "{not_utf8.csv}"], ["analyze", "--mode", "ideal", "--model",
+                                                                  "{deep.json}"], ["model", "{huge.json}"],
+    ["model", "{nan.json}"], ["model", "{list.json}"], ["analyze", "--mode", "ideal", "--profile", "{deep.toml}"],
     ["sweep", "{deep.toml}", "--out", "{dir}/o.parquet"], ["predict", "{nul.csv}"], ["calibrate", "{not_utf8.csv}"],
     ["validate", "{empty.csv}"], ["simulate", "--trace", "{not_utf8.csv}"], ["simulate", "--trace", "{folder.csv}"],
     ["simulate", "--requests", "5", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--plot", "{existing.csv}"],
-    ["calibrate", "{not_utf8.csv}", "--out", "{existing.toml}"], ["analyze", "--report", "{folder.csv}"],
+    ["calibrate", "{not_utf8.csv}", "--out", "{existing.toml}"],
+    ["analyze", "--mode", "ideal", "--report", "{folder.csv}"],
     ["batch", "--context", "nan"], ["simulate", "--requests", "0"], ["simulate", "--seed", "-1"],
     ["simulate", "--rate", "1e9", "--duration", "1"], ["simulate", "--duration", "1e12"],
-    ["analyze", "--tp", "0"], ["analyze", "--context", "0"], ["simulate", "--tau", "1", "--requests", "5"],
+    ["analyze", "--mode", "ideal", "--tp", "0"], ["analyze", "--mode", "ideal", "--context", "0"],
+    ["simulate", "--tau", "1", "--requests", "5"],
 ])
 def test_the_cases_issue_19_names_exit_2_with_one_line(files, args):
     args = [re.sub(r"\{([^}]+)\}", lambda m: str(files[m.group(1)]), a) for a in args]

@@ -25,13 +25,35 @@ def fidelity(mode: str, profile: str | EfficiencyProfile | None = None,
     """(mode name, profile) from a mode and an optional profile: a profile (file path or object)
     implies calibrated; calibrated without one uses ``system``'s shipped profile (an error names the
     fix when none exists), or, with no system (searches over many systems or rows), None: each is
-    resolved where it is used."""
-    require_choice("mode", mode, MODES)
+    resolved where it is used. ``auto`` (issue 35; the CLI's default for analyze and cost): calibrated with
+    the chip's shipped profile (measured, or transferred and labelled with its expected error) where it
+    has one, else ideal; with no system, "auto" is returned for the caller to resolve per system
+    (``auto_profile``)."""
+    require_choice("mode", mode, (*MODES, AUTO))
     if profile is not None:
         return "calibrated", load_profile(profile) if isinstance(profile, str) else profile
+    if mode == AUTO:
+        if system is None:
+            return AUTO, None
+        prof = auto_profile(system)
+        return ("ideal", None) if prof.is_ideal else ("calibrated", prof)
     if mode == "calibrated":
         return "calibrated", None if system is None else resolve_profile("calibrated", None, system.accelerator)
     return "ideal", None
+
+
+AUTO = "auto"
+
+
+def auto_profile(system: System) -> EfficiencyProfile:
+    """``mode auto``'s profile on ``system``: its accelerator's shipped profile (``catalog.efficiency``), or
+    IDEAL where the chip has none (the report then says ideal)."""
+    from .errors import LlmeconError
+
+    try:
+        return resolve_profile("calibrated", None, system.accelerator)
+    except LlmeconError:
+        return IDEAL
 
 
 def deployment(model: str, system: str, *, tp: int | None = None, ep: int | None = None, pp: int | None = None,
@@ -69,19 +91,23 @@ def profiles_for(mode: str, profile: str | EfficiencyProfile | None, systems) ->
     _, given = fidelity(mode, profile)
     if given is None and mode == "ideal":
         return {s.name: IDEAL for s in systems}
+    if given is None and mode == AUTO:
+        return {s.name: auto_profile(s) for s in systems}
     return {s.name: resolve_profile("calibrated", given, s.accelerator) for s in systems}
 
 
 # ---- TCO: $/chip-hour from capex, power and hosting (econ.tco) ------------------------------------
 
 
-def tco(system: System | str, *, path: str | None = None, values=None):
+def tco(system: System | str, *, path: str | None = None, values=None, defaults: bool = False):
     """The ``econ.tco.TcoRate`` of ``system`` from a TCO file (``path``, ``catalog.tco``) and ``values``
     ({field: value or None}, a command's flags or the web's ``tco`` object), which override the file.
     ``watts_per_chip`` defaults to the chip's catalogue power (TDP), ``power_utilization`` to 1.0 (TDP, an
     upper bound); every other input has no default and a missing one is an error naming it: the field
     when the inputs can be given one by one (``values`` is not None), else the file. A hosting value in
-    ``values`` replaces the file's hosting form (per rack or per chip)."""
+    ``values`` replaces the file's hosting form (per rack or per chip). ``defaults``: the catalogue's sourced
+    TCO defaults (``catalog.tco_defaults``, issue 35) fill every input not given, watts included (the system's
+    power per chip, hosts and network included); ``TcoInputs.defaults_used`` names them."""
     from .catalog.tco import HOSTING_KEYS, REQUIRED_KEYS, load_tco
     from .econ.tco import TcoInputs, tco_rate
     from .errors import LlmeconError, SpecError
@@ -93,6 +119,7 @@ def tco(system: System | str, *, path: str | None = None, values=None):
         drop = set(HOSTING_KEYS) | ({"chips_per_rack"} if "hosting_usd_per_chip_month" in given else set())
         from_file = {k: v for k, v in from_file.items() if k not in drop}
     merged = {**from_file, **given}
+    merged, defaulted = _with_tco_defaults(s, merged) if defaults else (merged, ())
     by_field = values is not None
     where = f"TCO file {path}" if path is not None else "TCO inputs"
 
@@ -111,6 +138,9 @@ def tco(system: System | str, *, path: str | None = None, values=None):
     if not any(k in merged for k in HOSTING_KEYS):
         raise missing("hosting_usd_per_rack_month", "or hosting_usd_per_chip_month; no sourced default")
     watts, watts_source = merged.get("watts_per_chip"), "given"
+    if "watts_per_chip" in defaulted:
+        watts_source = (f"catalogue system power per chip of {s.accelerator.name} (hosts, NICs and switches "
+                        f"included; catalog/tco_defaults.toml)")
     if watts is None:
         watts, watts_source = s.accelerator.power_w, f"catalogue TDP of {s.accelerator.name}"
         if watts is None:
@@ -124,7 +154,7 @@ def tco(system: System | str, *, path: str | None = None, values=None):
                            chips_per_rack=merged.get("chips_per_rack"),
                            hosting_usd_per_chip_month=merged.get("hosting_usd_per_chip_month"),
                            watts_source=watts_source, source=merged.get("source", ""), as_of=merged.get("as_of", ""),
-                           notes=merged.get("notes", ""))
+                           notes=merged.get("notes", ""), defaults_used=defaulted)
     except LlmeconError as exc:
         if exc.field is not None and exc.field in from_file and exc.field not in given:  # the key came from the file
             raise type(exc)(f"{where}: {exc.render()}", fix=None) from None
@@ -136,8 +166,34 @@ def tco(system: System | str, *, path: str | None = None, values=None):
     return tco_rate(inputs)
 
 
+def _with_tco_defaults(system: System, merged: dict) -> tuple[dict, tuple[str, ...]]:
+    """``merged`` with the catalogue's TCO defaults (``catalog.tco_defaults``) under it, and the keys taken
+    from them; unchanged when the chip has none. A hosting form given replaces the default's (per chip);
+    the defaults' ``source`` names each figure used."""
+    from .catalog.tco_defaults import default_tco_values
+    from .catalog.tco import HOSTING_KEYS
+
+    defaults = default_tco_values(system)
+    if defaults is None:
+        return merged, ()
+    if any(k in merged for k in HOSTING_KEYS):
+        defaults = {k: v for k, v in defaults.items() if k not in HOSTING_KEYS}
+    used = tuple(k for k in defaults if k not in merged and k not in ("source", "notes"))
+    if not used:
+        return merged, ()
+    out = {**defaults, **merged}
+    if "source" in merged:
+        out["source"] = f"{merged['source']}; the rest: {defaults['source']}"
+    return out, used
+
+
+#: where a price comes from when none is given: the catalogue's TCO defaults or its published rents
+PRICE_BASES = ("tco", "rent")
+
+
 def chip_hour_price(system: System | str, *, price_per_chip_hour: float | None = None, tco_path: str | None = None,
-                    tco_values=None, required: bool = False, price_field: str = "price_per_chip_hour"):
+                    tco_values=None, required: bool = False, price_field: str = "price_per_chip_hour",
+                    default: str | None = None):
     """(USD per chip-hour or None, the ``TcoRate`` or None) from a rent or TCO inputs, never both: the one
     place every command and the web turn ``price_per_chip_hour`` / ``tco`` into a price. ``required``:
     neither is an error naming both. ``price_field``: the rent's name in the caller (``train`` says
@@ -151,6 +207,10 @@ def chip_hour_price(system: System | str, *, price_per_chip_hour: float | None =
     if has_tco:
         rate = tco(system, path=tco_path, values=tco_values)
         return rate.usd_per_chip_hour, rate
+    if price_per_chip_hour is None and default is not None:
+        found = default_price(system, default, required=required, price_field=price_field)
+        if found is not None:
+            return found
     if price_per_chip_hour is None and required:
         raise SpecError("missing: a price per chip-hour is needed", field=price_field, show_value=False,
                         fix=f"give {{{price_field}}} (a rent) or {{tco}} (TCO inputs, docs/tco.md)")
@@ -159,7 +219,37 @@ def chip_hour_price(system: System | str, *, price_per_chip_hour: float | None =
     return price_per_chip_hour, None
 
 
-def chip_hour_prices(systems, *, prices=None, tco_paths=None, tco_values=None):
+def default_price(system: System | str, basis: str, *, required: bool = False,
+                  price_field: str = "price_per_chip_hour"):
+    """(USD per chip-hour, TcoRate or Rent) from the catalogue when no price is given: ``basis`` "tco", the
+    TCO defaults (``catalog.tco_defaults``), or "rent", the published rent; None where the catalogue has
+    no such figure for the chip, or an error naming what to give when ``required``."""
+    from .catalog.tco_defaults import default_tco_values, rent
+    from .econ.tco import Rent
+    from .errors import SpecError, require_choice
+
+    require_choice("price_basis", basis, PRICE_BASES)
+    s = get_system(system) if isinstance(system, str) else system
+    if basis == "rent":
+        r = rent(s)
+        if r is not None:
+            return r.value, Rent(usd_per_chip_hour=r.value, accelerator=s.accelerator.name, source=r.source,
+                                 as_of=r.as_of, cite=r.cite())
+        other = "tco" if default_tco_values(s) is not None else None
+    else:
+        if default_tco_values(s) is not None:
+            rate = tco(s, values={}, defaults=True)
+            return rate.usd_per_chip_hour, rate
+        other = "rent" if rent(s) is not None else None
+    if not required:
+        return None
+    what = "published rent" if basis == "rent" else "sourced TCO default (capex and system power)"
+    also = f", or {{price_basis}} {other}" if other else ""
+    raise SpecError(f"missing: the catalogue has no {what} for {s.accelerator.name}", field=price_field,
+                    show_value=False, fix=f"give {{{price_field}}} (a rent) or {{tco}} (TCO inputs, docs/tco.md){also}")
+
+
+def chip_hour_prices(systems, *, prices=None, tco_paths=None, tco_values=None, default: str | None = None):
     """({system name: USD per chip-hour}, {system name: TcoRate}) for a search over ``systems``: ``prices``
     (one for all or one per system) or ``tco_paths`` (one TCO file for all or one per system) or the
     ``tco_values`` inputs for all, through ``chip_hour_price``; nothing given: two empty dicts."""
@@ -182,7 +272,8 @@ def chip_hour_prices(systems, *, prices=None, tco_paths=None, tco_values=None):
     rents, paths = spread(prices, "price_per_chip_hour"), spread(tco_paths, "tco")
     out_prices, out_rates = {}, {}
     for s, rent, path in zip(systems, rents, paths):
-        price, rate = chip_hour_price(s, price_per_chip_hour=rent, tco_path=path, tco_values=tco_values)
+        price, rate = chip_hour_price(s, price_per_chip_hour=rent, tco_path=path, tco_values=tco_values,
+                                      default=default)
         if price is not None:
             out_prices[s.name] = price
         if rate is not None:

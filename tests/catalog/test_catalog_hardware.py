@@ -217,3 +217,27 @@ def test_catalogue_matches_reference_bf16_peaks_and_bandwidth():
         chip, row = cat.get_accelerator(name), ref["google_tpu"][key]
         assert chip.peak("bf16") == pytest.approx(row["bf16"] * 1e12, rel=1e-9), name
         assert chip.hbm_bandwidth_bytes_per_s == pytest.approx(row["hbm_GBps"] * 1e9, rel=1e-9), name
+
+
+def test_hbm_exposed_needs_its_source():
+    """Issue 35: the capacity a device exposes (nvidia-smi memory.total, e.g. 81,559 MiB on an H100 SXM
+    80GB) can replace the nominal figure, with its source; one without the other is an error."""
+    base = """
+[chip]
+vendor = "acme"
+peak_flops = { bf16 = "1 PFLOP/s" }
+hbm_capacity = "80 GB"
+{extra}
+hbm_bandwidth = "1 TB/s"
+status = "datasheet"
+source = "test"
+as_of = "2024-01-01"
+"""
+    chip = cat.load_accelerators(base.replace("{extra}", 'hbm_exposed = "81559 MiB"\nhbm_exposed_source = "smi"'))
+    assert chip["chip"].hbm_bytes == 81559 * 2**20 and chip["chip"].hbm_nominal_bytes == 80e9
+    assert chip["chip"].hbm_basis == "device"
+    assert cat.load_accelerators(base.replace("{extra}", ""))["chip"].hbm_basis == "nominal"
+    with pytest.raises(CatalogError, match="hbm_exposed_source"):
+        cat.load_accelerators(base.replace("{extra}", 'hbm_exposed = "81559 MiB"'))
+    with pytest.raises(CatalogError, match="did you mean 'hbm_exposed'"):
+        cat.load_accelerators(base.replace("{extra}", 'hbm_exposd = "81559 MiB"'))

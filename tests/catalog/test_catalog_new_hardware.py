@@ -123,21 +123,33 @@ def test_new_entries_match_the_reference():
     assert mi325x.hbm_bandwidth_bytes_per_s == row["hbm_tbps"] * 1e12
     rubin = ref["rubin"]["rubin_gpu"]
     assert rubin["bf16_pflops"] is None and rubin["fp8_pflops"] is None
-    assert set(cat.get_accelerator("rubin").unpublished_peaks) == {"bf16", "fp8"}
+    assert set(cat.get_accelerator("rubin").unpublished_peaks) == {"bf16"}
+    # fp8 is derived from the NVL144 rack figure, labelled derived (issue 35)
+    rack = ref["rubin"]["gtc2025_vera_rubin_nvl144"]
+    assert cat.get_accelerator("rubin").peak("fp8") == pytest.approx(rack["fp8_training_eflops"] * 1e18 / 72, rel=1e-5)
     ici = ref["ironwood_update"]["ici_bidir_TBps_per_chip"]
     assert cat.get_system("tpu-v7-64").scale_up.bandwidth_bytes_per_s == ici * 1e12 / 2
 
 
 # --- refusals of unpublished peaks -----------------------------------------------------------
 
-def test_rubin_bf16_and_fp8_are_refused_naming_the_fact_not_fallen_back():
+def test_rubin_bf16_is_refused_naming_the_fact_not_fallen_back():
     rubin = cat.get_accelerator("rubin")
-    for dtype in ("bf16", "fp16", "fp8", "fp32"):
-        with pytest.raises(SpecError, match="no published dense (bf16|fp8) peak") as err:
+    for dtype in ("bf16", "fp16", "fp32"):
+        with pytest.raises(SpecError, match="no published dense bf16 peak") as err:
             rubin.peak(dtype)
         assert err.value.field == "system"
     for dtype in ("fp4", "nvfp4", "mxfp4"):
         assert rubin.compute_dtype(dtype) == "fp4" and rubin.peak(dtype) == 35e15
+
+
+def test_rubin_fp8_is_derived_from_the_nvl144_rack_figure_and_labelled():
+    """Issue 35: NVIDIA's GTC 2025 Vera Rubin NVL144 figure, 1.2 EF FP8 training over 72 packages =
+    16.667 PF per package (refused before). The catalogue says it is derived, and from what."""
+    rubin = cat.get_accelerator("rubin")
+    assert rubin.peak("fp8") == pytest.approx(1.2e18 / 72, rel=1e-5)
+    assert rubin.compute_dtype("fp8") == "fp8"
+    assert set(rubin.derived_peaks) == {"fp8"} and "1.2 EF" in rubin.derived_peaks["fp8"]
 
 
 def test_unpublished_peak_loader_is_strict():
@@ -178,11 +190,13 @@ def test_nvfp4_and_mxfp4_fall_back_by_chip(chip, expected):
 
 def test_cli_accepts_nvfp4_and_mxfp4_and_reports_the_compute_format():
     """Llama-3.1-8B: 8.03e9 params x 4.5 bits (nvfp4) = 4.52 GB of weights; on H100 the matmuls run at fp8."""
-    out = run_json("analyze", "-m", "llama-3.1-8b", "--system", "hgx-h100", "--weight-dtype", "nvfp4",
+    out = run_json("analyze", "--mode", "ideal", "-m", "llama-3.1-8b", "--system", "hgx-h100", "--weight-dtype",
+                   "nvfp4",
                    "--kv-dtype", "mxfp4")
     d = out["decode_at_batch"]
     assert (d["weight_dtype"], d["kv_dtype"], d["compute_dtype"]) == ("nvfp4", "mxfp4", "fp8")
-    out = run_json("analyze", "-m", "llama-3.1-8b", "--system", "hgx-b300", "--weight-dtype", "mxfp4")
+    out = run_json("analyze", "--mode", "ideal", "-m", "llama-3.1-8b", "--system", "hgx-b300", "--weight-dtype",
+                   "mxfp4")
     assert out["decode_at_batch"]["compute_dtype"] == "fp4"
 
 
@@ -207,10 +221,10 @@ def test_analyze_runs_on_every_new_system(system):
     """Llama-3.1-8B fits every chip; on Rubin systems analyze is refused (exit 2, one line) naming
     the unpublished bf16/fp8 peak: attention runs at bf16 and Llama's weights are bf16."""
     if cat.get_system(system).accelerator.name == "rubin":
-        proc = run("analyze", "-m", "llama-3.1-8b", "--system", system)
+        proc = run("analyze", "--mode", "ideal", "-m", "llama-3.1-8b", "--system", system)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr
         assert "no published dense bf16 peak" in proc.stderr
         return
-    out = run_json("analyze", "-m", "llama-3.1-8b", "--system", system)
+    out = run_json("analyze", "--mode", "ideal", "-m", "llama-3.1-8b", "--system", system)
     assert out["system"] == system
     assert out["latency_floor_s"] > 0

@@ -13,14 +13,14 @@ from cli_run import run, run_json
 
 
 def test_analyze_no_arguments_prints_summary():
-    proc = run("analyze")
+    proc = run("analyze", "--mode", "ideal")
     assert proc.returncode == 0, proc.stderr
     for label in ("deepseek-v3", "gb200-nvl72", "latency floor", "balance batch", "bound by batch"):
         assert label in proc.stdout
 
 
 def test_analyze_json_default_deployment():
-    d = run_json("analyze")
+    d = run_json("analyze", "--mode", "ideal")
     assert d["model"] == "deepseek-v3" and d["system"] == "gb200-nvl72"
     # weights per chip must fit in a GB200's 186 GB
     assert 0 < d["weights_per_chip_bytes"] <= 186e9

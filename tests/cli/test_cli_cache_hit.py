@@ -12,13 +12,15 @@ L70 = ("-m", "llama-3.1-70b", "-s", "hgx-h100", "--price-per-chip-hour", "2", "-
 
 @pytest.fixture(scope="module")
 def base():
-    return run_json("cost", *L70)
+    return run_json("cost", "--mode", "ideal", *L70)
 
 
 @pytest.fixture(scope="module")
 def hit():
-    return run_json("cost", *L70, "--cache-hit", "0.5", "--cached-prefix", "6144", "--provider", "anthropic",
-                    "--price-model", "claude-sonnet-4.5")
+    # --cache-hold 0: these assertions are about the compute-only blend (holding: tests/econ/test_cache_hold.py)
+    return run_json("cost", "--mode", "ideal", *L70, "--cache-hit", "0.5", "--cached-prefix", "6144",
+                    "--provider", "anthropic",
+                    "--price-model", "claude-sonnet-4.5", "--cache-hold", "0")
 
 
 def test_cost_cache_hit_fields(base, hit):
@@ -38,12 +40,23 @@ def test_cost_cache_hit_fields(base, hit):
 
 
 def test_cost_cache_hit_zero_is_todays_number(base):
-    d = run_json("cost", *L70, "--cache-hit", "0")
+    d = run_json("cost", "--mode", "ideal", *L70, "--cache-hit", "0", "--cache-hold", "0")
     assert d["cache_hit"]["usd_per_mtok_input_blended"] == base["input_usd_per_mtok"]
 
 
+def test_cost_cache_hit_prices_the_hold_by_default(base):
+    """Issue 35: with the default 300 s hold, the blend adds holding every prefix (and fetching on a hit),
+    so at hit rate 0 it is above today's number, and a break-even hit rate is reported."""
+    d = run_json("cost", "--mode", "ideal", *L70, "--cache-hit", "0")["cache_hit"]
+    assert d["hold_s"] == 300 and d["cache_tier"] == "host DDR5"
+    assert d["usd_per_mtok_input_blended"] == pytest.approx(base["input_usd_per_mtok"] + d["usd_per_mtok_hold"],
+                                                            rel=1e-12)
+    assert 0 < d["break_even_hit_rate"] < 1
+
+
 def test_cost_cache_hit_table():
-    proc = run("cost", *L70, "--cache-hit", "0.9", "--provider", "deepseek", "--price-model", "deepseek-r1")
+    proc = run("cost", "--mode", "ideal", *L70, "--cache-hit", "0.9", "--provider", "deepseek", "--price-model",
+               "deepseek-r1")
     assert proc.returncode == 0, proc.stderr
     assert "input, cache hits" in proc.stdout and "list, cache hits" in proc.stdout
 
@@ -56,7 +69,7 @@ def test_cost_cache_hit_table():
     (("--cached-prefix", "100"), "--cached-prefix"),
 ])
 def test_cost_cache_hit_bad_input(args, flag):
-    proc = run("cost", *L70, *args)
+    proc = run("cost", "--mode", "ideal", *L70, *args)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     line = proc.stderr.strip()

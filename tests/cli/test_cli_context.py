@@ -84,8 +84,9 @@ def test_context_json_keys(ctx):
         for key in ("context", "kv_per_sequence_bytes", "max_sequences", "batch", "decode_step_s", "bound",
                     "decode_chip_s_per_token", "prefill_chip_s_per_token"):
             assert key in row
-        # unpriced: no dollar columns
-        assert "output_usd_per_mtok" not in row and "input_usd_per_mtok" not in row
+        # no price given: priced by the catalogue's sourced TCO defaults (issue 35), so dollar columns
+        assert "output_usd_per_mtok" in row and "input_usd_per_mtok" in row
+    assert ctx["price_source"] == "tco_defaults"
 
 
 def test_context_kv_bytes_per_token_by_hand(ctx):
@@ -205,7 +206,8 @@ def test_context_plot_writes_png(tmp_path):
 
 @pytest.fixture(scope="module")
 def cost_sheet():
-    return run_json("cost", *PRICE2, *L70, "--provider", "anthropic", "--price-model", "claude-sonnet-4.6")
+    return run_json("cost", "--mode", "ideal", *PRICE2, *L70, "--provider", "anthropic", "--price-model",
+                    "claude-sonnet-4.6")
 
 
 def test_cost_list_price_and_margins(cost_sheet):
@@ -233,7 +235,7 @@ def test_cost_matches_context_curve(cost_sheet, ctx_p2):
 
 
 def test_cost_half_utilization_doubles_both(cost_sheet):
-    half = run_json("cost", *PRICE2, *L70, "--utilization", "0.5")
+    half = run_json("cost", "--mode", "ideal", *PRICE2, *L70, "--utilization", "0.5")
     assert half["utilization"] == 0.5 and "list_price" not in half
     assert half["input_usd_per_mtok"] == pytest.approx(2 * cost_sheet["input_usd_per_mtok"], rel=1e-12)
     assert half["output_usd_per_mtok"] == pytest.approx(2 * cost_sheet["output_usd_per_mtok"], rel=1e-12)
@@ -527,7 +529,7 @@ def _case_id(args) -> str:
 
 
 BAD_INPUT = [
-    (("cost", "--price-per-chip-hour", "-1", *L70), "--price-per-chip-hour"),
+    (("cost", "--mode", "ideal", "--price-per-chip-hour", "-1", *L70), "--price-per-chip-hour"),
     (("context", "--price-per-chip-hour", "-1", *L70), "--price-per-chip-hour"),
     (("prices", "tiers", "--price-per-chip-hour", "-1", *L70), "--price-per-chip-hour"),
     (("cache", "--price-per-chip-hour", "-1", *L70), "--price-per-chip-hour"),
@@ -543,16 +545,17 @@ BAD_INPUT = [
     (("cache", *PRICE2, *L70, "--tier-price", "host DDR5=1", "--tier-price", "host DDR5=2"), "given twice"),
     (("cache", *PRICE2, *L70, "--tier-price", "host DDR5=inf"), "finite"),
     (("cache", *PRICE2, *L70, "--device", "pm1743:8", "--device", "pm1743:8"), "given twice"),
-    (("cost", *PRICE2, *L70, "--utilization", "0"), "--utilization"),
-    (("cost", *PRICE2, *L70, "--utilization", "1.5"), "--utilization"),
+    (("cost", "--mode", "ideal", *PRICE2, *L70, "--utilization", "0"), "--utilization"),
+    (("cost", "--mode", "ideal", *PRICE2, *L70, "--utilization", "1.5"), "--utilization"),
     (("context", *PRICE2, *L70, "--utilization", "0"), "--utilization"),
-    (("cost", *PRICE2, *L70, "--provider", "gogle", "--price-model", "gemini-3-pro-preview"),
+    (("cost", "--mode", "ideal", *PRICE2, *L70, "--provider", "gogle", "--price-model", "gemini-3-pro-preview"),
      "did you mean 'google'"),
     (("prices", "list", "--provider", "gogle"), "did you mean 'google'"),
     (("prices", "infer", "--provider", "gogle", "--model", "gemini-3-pro-preview"), "did you mean 'google'"),
-    (("cost", *PRICE2, *L70, "--provider", "google", "--price-model", "gemini-9"), "unknown google model"),
+    (("cost", "--mode", "ideal", *PRICE2, *L70, "--provider", "google", "--price-model", "gemini-9"),
+     "unknown google model"),
     (("prices", "infer", "--provider", "anthropic", "--model", "claude-opus-9"), "unknown anthropic model"),
-    (("cost", *PRICE2, *L70, "--provider", "google"), "--price-model"),
+    (("cost", "--mode", "ideal", *PRICE2, *L70, "--provider", "google"), "--price-model"),
     (("prices", "tiers", *PRICE2, *L70, "--price-model", "gemini-3-pro-preview"), "--provider"),
     (("cache", *PRICE2, *L70, "--tier-price", "host DDR5"), "NAME=USD_PER_HOUR"),
     (("cache", *PRICE2, *L70, "--tier-price", "host DDR4=1"), "did you mean 'host DDR5'"),
@@ -595,8 +598,8 @@ def test_failed_context_writes_no_plot(tmp_path, extra, name):
 
 
 @pytest.mark.parametrize("args", [
-    ("cost", "--price-per-chip-hour", "inf", *L70, "--json"),
-    ("cost", *PRICE2, *L70, "--context", "inf", "--json"),
+    ("cost", "--mode", "ideal", "--price-per-chip-hour", "inf", *L70, "--json"),
+    ("cost", "--mode", "ideal", *PRICE2, *L70, "--context", "inf", "--json"),
 ], ids=["price-inf", "context-inf"])
 def test_non_finite_input_exits_2(args):
     proc = run(*args)

@@ -143,7 +143,7 @@ def test_implausible_config_sizes_are_refused(tmp_path, field, value):
 
 
 def test_analyze_refuses_context_zero():
-    fails(["analyze", "--context", "0"], "--context", ">= 1")
+    fails(["analyze", "--mode", "ideal", "--context", "0"], "--context", ">= 1")
 
 
 @pytest.mark.parametrize("args", [["batch", "--context", "nan"], ["step", "--batch", "inf"],
@@ -162,7 +162,7 @@ def test_overtrain_names_its_flags_not_internal_variables():
 @pytest.mark.parametrize("args, needle", [
     ([*SIM, "--requests", "5", "--plot", "{d}/missing/p.png"], "does not exist"),
     ([*SIM, "--requests", "5", "--requests-out", "{d}"], "ending in .csv or .parquet"),
-    (["analyze", "--report", "{d}/sub.html"], "is a folder"),
+    (["analyze", "--mode", "ideal", "--report", "{d}/sub.html"], "is a folder"),
     (["train", "--plot", "{d}/keep.txt/x.png"], "is not a folder"),
     (["calibrate", "{d}/missing.csv", "--out", "{d}/nope/p.toml"], "--out"),
     (["predict", "{d}/missing.csv", "--out", "{d}/sub.html"], "ending in .csv"),
@@ -215,7 +215,8 @@ def test_version_and_short_help():
         assert code == 0 and text.startswith("Usage: llmecon"), text
 
 
-@pytest.mark.parametrize("command", ["analyze", "step", "batch", "context", "moe", "overtrain", "catalog models",
+@pytest.mark.parametrize("command", ["analyze", "step", "batch", "context", "moe", "overtrain",
+                                     "catalog models",
                                      "prices list"])
 def test_commands_run_with_no_arguments_on_the_default_deployment(command):
     code, text = invoke(command.split())

@@ -22,7 +22,8 @@ from llmecon.report.analyze import batch_curve_figure, plot_batch_curve
 from llmecon.report.context import context_figure, plot_context
 from llmecon.report.analyze_html import bound_spans
 
-ARGS = ("analyze", "--model", "gpt-oss-20b", "--system", "h100-sxm", "--context", "2048")  # has assumptions
+ARGS = ("analyze", "--mode", "ideal", "--model", "gpt-oss-20b", "--system", "h100-sxm", "--context",
+        "2048")  # has assumptions
 
 
 @pytest.fixture(scope="module")

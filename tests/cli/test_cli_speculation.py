@@ -66,7 +66,7 @@ def test_cost_output_price_falls_by_the_speedup():
     """$/Mtok out = iteration x chips / (batch x E) x $/chip-s: its ratio to plain decoding's is the
     TPOT speed-up of ``step`` at the same batch; input (prefill) is unchanged."""
     args = ["-m", "deepseek-v3", "-s", "gb200-nvl72", "-b", "64", "--price-per-chip-hour", "2"]
-    plain, spec = _json("cost", *args), _json("cost", *args, "--spec-tokens", "1")
+    plain, spec = _json("cost", "--mode", "ideal", *args), _json("cost", "--mode", "ideal", *args, "--spec-tokens", "1")
     step = _json("step", "-m", "deepseek-v3", "-s", "gb200-nvl72", "-b", "64", "--spec-tokens", "1")["speculation"]
     assert plain["output_usd_per_mtok"] / spec["output_usd_per_mtok"] == pytest.approx(step["speedup"], rel=1e-9)
     assert spec["input_usd_per_mtok"] == plain["input_usd_per_mtok"]

@@ -54,7 +54,7 @@ def test_missing_inputs_name_the_field(tmp_path):
     p = tmp_path / "partial.toml"
     p.write_text("chip_capex_usd = 1\nsystem_capex_usd = 1\namortisation_years = 1\ncost_of_capital = 0\n"
                  "usd_per_kwh = 0.1\nhosting_usd_per_chip_month = 1\n")
-    line = _fails("cost", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--tco", str(p))
+    line = _fails("cost", "--mode", "ideal", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--tco", str(p))
     assert "pue" in line and str(p) in line
 
 
@@ -85,25 +85,31 @@ def test_bad_file_is_one_line(tmp_path):
 
 def test_cost_with_tco_equals_the_rent(site):
     """The TCO rate is a price per chip-hour like any other: the same $/Mtok as the rent typed by hand."""
-    args = ("cost", "-m", "llama-3.1-70b", "-s", "hgx-h100", "-L", "4096")
+    args = ("cost", "--mode", "ideal", "-m", "llama-3.1-70b", "-s", "hgx-h100", "-L", "4096")
     t = _json(*args, "--tco", site)
     r = _json(*args, "--price-per-chip-hour", repr(TOTAL))
     assert t["price_per_chip_hour"] == pytest.approx(TOTAL, rel=1e-12)
     assert t["output_usd_per_mtok"] == pytest.approx(r["output_usd_per_mtok"], rel=1e-12)
     assert t["input_usd_per_mtok"] == pytest.approx(r["input_usd_per_mtok"], rel=1e-12)
     assert t["price_source"] == "tco" and r["price_source"] == "price_per_chip_hour" and r["tco"] is None
-    # tokens/s per MW: output tokens/s per chip over 910 facility W (TCO) or 700 W (TDP, PUE 1)
+    # tokens/s per MW: output tokens/s per chip over 910 facility W (TCO) or, with a rent, the catalogue's
+    # facility power (issue 35: DGX H100 10.2 kW / 8 x PUE 1.54 = 1,963.5 W), or 700 W (TDP, PUE 1) on request
     per_chip = r["output_tokens_per_s_per_chip"]
     assert per_chip == pytest.approx(r["batch"] / (r["decode_step_s"] * r["chips"]), rel=1e-12)
     assert t["tokens_per_s_per_mw"] == pytest.approx(per_chip / 910 * 1e6, rel=1e-12)
-    assert r["tokens_per_s_per_mw"] == pytest.approx(per_chip / 700 * 1e6, rel=1e-12)
-    assert "IT power at TDP" in r["power"]["basis"]
+    assert r["tokens_per_s_per_mw"] == pytest.approx(per_chip / (1275 * 1.54) * 1e6, rel=1e-12)
+    assert r["power_basis"] == "facility" and "facility power" in r["power"]["basis"]
+    tdp = _json(*args, "--price-per-chip-hour", repr(TOTAL), "--power-basis", "tdp")
+    assert tdp["tokens_per_s_per_mw"] == pytest.approx(per_chip / 700 * 1e6, rel=1e-12)
+    assert "IT power at TDP" in tdp["power"]["basis"]
 
 
 def test_rent_and_tco_together_exit_2(site):
-    line = _fails("cost", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--tco", site, "--price-per-chip-hour", "2")
+    line = _fails("cost", "--mode", "ideal", "-m", "llama-3.1-8b", "-s", "hgx-h100", "--tco", site,
+                  "--price-per-chip-hour", "2")
     assert "--tco" in line and "--price-per-chip-hour" in line
-    line = _fails("cost", "-m", "llama-3.1-8b", "-s", "hgx-h100")
+    line = _fails("cost", "--mode", "ideal", "-m", "llama-3.1-8b", "-s",
+                  "tpu-v5e-256")   # no sourced TCO default or rent for it
     assert "--tco" in line and "--price-per-chip-hour" in line
     line = _fails("train", "--tco", site, "--price-per-gpu-hour", "2")
     assert "--tco" in line and "--price-per-gpu-hour" in line
@@ -135,8 +141,8 @@ def test_plan_with_tco(site, tmp_path):
     assert d["power"]["gb200-nvl72"]["watts_per_chip"] == pytest.approx(1200 * 1.3, rel=1e-12)
     line = _fails(*args, "--tco", f"{site},{site},{site}")
     assert "--tco" in line and "3 values for 2 systems" in line
-    u = _json(*args)
-    assert u["price_source"] is None and u["power"]["hgx-h100"]["watts_per_chip"] == 700
+    u = _json(*args)   # facility power by default (issue 35): 10.2 kW / 8 x PUE 1.54
+    assert u["power"]["hgx-h100"]["watts_per_chip"] == pytest.approx(1275 * 1.54, rel=1e-12)
 
 
 def test_simulate_with_tco(site):
@@ -145,7 +151,7 @@ def test_simulate_with_tco(site):
     r = _json(*args, "--price-per-chip-hour", repr(TOTAL))
     assert t["usd_per_mtok"] == pytest.approx(r["usd_per_mtok"], rel=1e-12)
     assert t["tokens_per_s_per_mw"] == pytest.approx(t["tokens_per_s_per_chip"] / 910 * 1e6, rel=1e-12)
-    assert r["tokens_per_s_per_mw"] == pytest.approx(t["tokens_per_s_per_chip"] / 700 * 1e6, rel=1e-12)
+    assert r["tokens_per_s_per_mw"] == pytest.approx(t["tokens_per_s_per_chip"] / (1275 * 1.54) * 1e6, rel=1e-12)
 
 
 SWEEP = """name = "tco"

@@ -70,14 +70,15 @@ def test_plain_spellings_take_the_native_path():
 
 
 def test_cli_refusals_keep_typers_messages():
-    code, out = invoke(["analyze", "--tp", "4.5"])
+    code, out = invoke(["analyze", "--mode", "ideal", "--tp", "4.5"])
     assert code == 2 and "Input should be a valid integer" in out
     code, out = invoke(["analyze", "--mode", "fast"])
     assert code == 2 and "'fast' is not one of 'ideal', 'calibrated'" in out
 
 
 def test_analyze_does_not_import_pydantic():
-    assert "pydantic" not in modules_after(["analyze", "--json", "--tp", "4", "--context", "8192", "--mode",
+    assert "pydantic" not in modules_after(["analyze", "--mode", "ideal", "--json", "--tp", "4", "--context",
+                                            "8192", "--mode",
                                              "ideal"])
 
 

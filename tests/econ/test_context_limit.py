@@ -67,11 +67,13 @@ def test_capped_values_never_exceed_the_models_context(name):
     dep = Deployment(model=m, system=s, plan=plan)
     cap, memory = max_context(dep), kv_capacity_tokens(dep)
     assert cap <= memory
+    # with attention DP (adp > 1) one sequence lives on one group and holds less than the capacity
+    # across groups (issue 35); with adp 1 the two coincide
     if m.max_context:
         assert cap <= m.max_context
-        assert cap == min(memory, m.max_context)
+        assert cap == min(memory, m.max_context) if plan.adp == 1 else cap <= min(memory, m.max_context)
     else:
-        assert cap == memory
+        assert cap == memory if plan.adp == 1 else cap <= memory
     assert max_context(dep, batch=8.0) <= cap
 
 

@@ -38,8 +38,12 @@ def _ok(client, path, body):
 def test_cost_with_speculation_and_cache_hits_is_the_cli_answer(client, mode):
     web = _ok(client, "/api/cost", {"price_per_chip_hour": 3.0, "context": 8192, "spec_tokens": 1,
                                     "cache_hit": 0.6, "cached_prefix": 6000, "mode": mode})
-    cli = _cli("cost", "--price-per-chip-hour", "3", "-L", "8192", "--spec-tokens", "1", "--cache-hit", "0.6",
+    cli = _cli("cost", "--mode", "ideal", "--cache-hold", "0", "--price-per-chip-hour", "3", "-L", "8192",
+               "--spec-tokens", "1",
+               "--cache-hit", "0.6",
                "--cached-prefix", "6000", "--mode", mode)
+    for key in ("mode_requested", "ideal_floor"):  # the CLI's default-mode fields (issue 35), not in the web yet
+        cli.pop(key)
     assert web == cli
     h = web["cache_hit"]
     # blended input price by hand: (1 - h)·miss + h·hit

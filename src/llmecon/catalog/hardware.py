@@ -27,7 +27,7 @@ STATUSES = ("datasheet", "announced", "mixed")
 
 _ACCELERATOR_KEYS = dict(
     required=("vendor", "peak_flops", "hbm_capacity", "hbm_bandwidth", "status", "source", "as_of"),
-    optional=("power", "notes", "peak_unpublished"),
+    optional=("power", "notes", "peak_unpublished", "peak_derived", "hbm_exposed", "hbm_exposed_source"),
 )
 _SYSTEM_KEYS = dict(required=("accelerator", "chips", "description", "source", "as_of"),
                     optional=("scale_up", "scale_out", "tiers"))
@@ -93,6 +93,35 @@ def _unpublished(entry: Mapping, where: str) -> dict[str, str]:
     return dict(table)
 
 
+def _derived(entry: Mapping, where: str) -> dict[str, str]:
+    """``peak_derived = { dtype = "arithmetic and source" }``: peaks in ``peak_flops`` that are derived
+    (e.g. a rack figure over its chips), not read per chip in a datasheet; outputs label them."""
+    table = entry.get("peak_derived", {})
+    if not isinstance(table, Mapping):
+        raise CatalogError(f"{where} peak_derived: expected a table of dtype = \"how it is derived, source\", "
+                           f"got {table!r}")
+    for dtype, how in table.items():
+        if dtype not in entry["peak_flops"]:
+            raise CatalogError(f"{where} peak_derived.{dtype}: no peak_flops.{dtype} to label"
+                               f"{did_you_mean(dtype, tuple(entry['peak_flops']))}; give the figure in peak_flops")
+        if not isinstance(how, str) or not how.strip():
+            raise CatalogError(f"{where} peak_derived.{dtype}: expected a non-empty derivation (text), got {how!r}")
+    return dict(table)
+
+
+def _hbm(entry: Mapping, where: str) -> tuple[float, float | None, str]:
+    """(bytes used for fits, nominal bytes or None, source): ``hbm_exposed`` (the capacity the device
+    reports, with ``hbm_exposed_source``, both or neither) replaces the nominal ``hbm_capacity``."""
+    nominal = _quantity(entry, "hbm_capacity", "bytes", where)
+    given = [k for k in ("hbm_exposed", "hbm_exposed_source") if k in entry]
+    if len(given) == 1:
+        other = "hbm_exposed_source" if given[0] == "hbm_exposed" else "hbm_exposed"
+        raise CatalogError(f"{where} {other}: {given[0]} needs {other} too (the exposed capacity and its source)")
+    if not given:
+        return nominal, None, _text(entry, "source", where)
+    return _quantity(entry, "hbm_exposed", "bytes", where), nominal, _text(entry, "hbm_exposed_source", where)
+
+
 def load_accelerators(text: str, where: str = "accelerators.toml") -> dict[str, Accelerator]:
     """Parse accelerator tables from TOML ``text`` (``where`` names the file in errors)."""
     result = {}
@@ -103,12 +132,14 @@ def load_accelerators(text: str, where: str = "accelerators.toml") -> dict[str, 
         if status not in STATUSES:
             raise CatalogError(f"{at} status: '{status}' is not one of {', '.join(STATUSES)}"
                                f"{did_you_mean(status, STATUSES)}")
+        hbm, nominal, hbm_source = _hbm(entry, at)
         try:
             result[name] = Accelerator(
                 name=name,
                 vendor=_text(entry, "vendor", at),
                 peak_flops_per_s=_peaks(entry, at),
-                hbm_bytes=_quantity(entry, "hbm_capacity", "bytes", at),
+                hbm_bytes=hbm, hbm_nominal_bytes=nominal, hbm_source=hbm_source,
+                derived_peaks=_derived(entry, at),
                 hbm_bandwidth_bytes_per_s=_quantity(entry, "hbm_bandwidth", "bytes_per_s", at),
                 power_w=_quantity(entry, "power", "w", at) if "power" in entry else None,
                 status=status,

@@ -7,7 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, AcceptanceOpt, AdpOpt, DraftOpt, EpOpt, JsonOpt, KvDtypeOpt,
+from .options import (DEFAULT_MODE, DEFAULT_MODEL, DEFAULT_SYSTEM, AcceptanceOpt, AdpOpt, DraftOpt, EpOpt,
+                      JsonOpt, KvDtypeOpt,
                       Mode, ModeOpt, ModelOpt, Phase, PpOpt, ProfileOpt, RedundantOpt, SpecTokensOpt, SystemOpt,
                       TpOpt, WeightDtypeOpt, _check_plot_path,
                       _console, _deployment, _emit_json, _kv_table, app, catalog_app)
@@ -20,7 +21,7 @@ def analyze(
     batch: Annotated[Optional[float], typer.Option("--batch", "-b", help="Batch to show (default: min(balance "
                                                                          "batch, memory limit)).")] = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, adp: AdpOpt = None, redundant_experts: RedundantOpt = None, mode: ModeOpt = Mode.ideal,
+    pp: PpOpt = None, adp: AdpOpt = None, redundant_experts: RedundantOpt = None, mode: ModeOpt = DEFAULT_MODE,
     profile: ProfileOpt = None, spec_tokens: SpecTokensOpt = None, acceptance: AcceptanceOpt = None,
     draft: DraftOpt = None,
     as_json: JsonOpt = False,
@@ -44,16 +45,26 @@ def analyze(
                       draft=draft)
     a = analyze_deployment(dep, context=context, batch=batch)
     e = a.economics
+    from ..econ.batching import roofline_twin
+    from ..step.inference import decode_of
+
+    # the ideal floor beside a calibrated answer (issue 35): the same plan and batch on the roofline
+    floor = None if dep.profile.is_ideal else decode_of(roofline_twin(dep), batch=a.batch, context=context)
     if report_path is not None:
         from ..report.analyze_html import analyze_report
         from ..report.html import write_html
 
         write_html(report_path, analyze_report(dep, e, a.step, a.batch))
     if as_json:
-        _emit_json(analysis_dict(a))
+        from ..report.analyze import floor_dict
+
+        _emit_json({**analysis_dict(a), "mode_requested": mode.value, "ideal_floor": floor_dict(floor, a.step)})
         return
+    from ..report.analyze import floor_line
+
     console = _console()
-    console.print(_kv_table(analysis_title(a), headline_lines(dep, e, a.step, a.batch)))
+    console.print(_kv_table(analysis_title(a), [*headline_lines(dep, e, a.step, a.batch),
+                                                *floor_line(floor, a.step, a.batch)]))
     _print_bounds(console, e)
     for note in dep.model.assumptions:
         console.print(f"[dim]assumption: {note}[/dim]")

@@ -9,7 +9,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, AcceptanceOpt, DraftOpt, EpOpt, JsonOpt, KvDtypeOpt, Mode,
+from .options import (DEFAULT_MODE, DEFAULT_MODEL, DEFAULT_SYSTEM, PowerBasisChoice, PowerBasisOpt, PriceBasis,
+                      PriceBasisOpt,
+                      AcceptanceOpt, DraftOpt, EpOpt, JsonOpt, KvDtypeOpt, Mode,
     ModelOpt, ModeOpt, PpOpt, ProfileOpt, SpecTokensOpt, SystemOpt, TcoOpt, TpOpt, WeightDtypeOpt, _check_plot_path,
     _chip_hour_price, _console, _deployment, _emit_json, _fail, _kv_table, app, catalog_app)
 
@@ -22,6 +24,9 @@ ProviderOpt = Annotated[Optional[str], typer.Option("--provider", help="Price-sh
 PriceModelOpt = Annotated[Optional[str], typer.Option("--price-model", help="Model name on the provider's sheet.")]
 CacheHitOpt = Annotated[Optional[float], typer.Option("--cache-hit", help="Prefix-cache hit rate in [0, 1]: adds the "
                                                   "blended input $/Mtok (a hit prefills only the uncached tokens).")]
+CacheHoldOpt = Annotated[float, typer.Option("--cache-hold", help="With --cache-hit: seconds each prefix is held for "
+                                                                    "reuse, priced in the tier Gray's five-minute "
+                                                                    "rule picks (0: holding not priced).")]
 CachedPrefixOpt = Annotated[Optional[float], typer.Option("--cached-prefix", help="Tokens of each prompt cached on a "
                                                           "hit (default: all but the last).")]
 KvShareOpt = Annotated[int, typer.Option("--kv-share", help="What-if: every N adjacent layers share one KV cache "
@@ -61,6 +66,11 @@ def _crossover(x: float) -> str:
     return f"{_tokens(x)} tokens ({what})" if math.isfinite(x) else f"never ({what.replace('=', 'stay below')})"
 
 
+def _small(x) -> str:
+    """Dollars with three significant digits below a cent (holding and fetching costs are often tiny)."""
+    return _money(x) if x is None or not math.isfinite(x) or x >= 0.01 else f"${x:.3g}"
+
+
 def _money(x) -> str:
     return "-" if x is None or not math.isfinite(x) else (f"${x:,.3f}" if x < 100 else f"${x:,.0f}")
 
@@ -74,8 +84,8 @@ def context_cmd(
     batch: Annotated[Optional[float], typer.Option("--batch", "-b", help="Fixed decode batch (default: the "
                                                                          "largest that fits at each context).")] = None,
     max_batch: Annotated[Optional[float], typer.Option("--max-batch", help="Cap on the memory-limited batch.")] = None,
-    price_per_chip_hour: OptPriceOpt = None, tco: TcoOpt = None, utilization: UtilOpt = 1.0,
-    kv_share: KvShareOpt = 1,
+    price_per_chip_hour: OptPriceOpt = None, tco: TcoOpt = None, price_basis: PriceBasisOpt = PriceBasis.tco,
+    utilization: UtilOpt = 1.0, kv_share: KvShareOpt = 1,
     plot: Annotated[Optional[str], typer.Option("--plot", help="Write cost-vs-context figure (PNG/SVG/PDF).")] = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
     pp: PpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
@@ -89,7 +99,7 @@ def context_cmd(
     if plot:
         _check_plot_path(plot)
     dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, kv_share, profile=profile)
-    price_per_chip_hour, rate = _chip_hour_price(dep.system, price_per_chip_hour, tco)
+    price_per_chip_hour, rate = _chip_hour_price(dep.system, price_per_chip_hour, tco, default=price_basis)
     usd_per_mtok(0.0, price_per_chip_hour=price_per_chip_hour or 0.0, utilization=utilization)  # validate early
     e = context_economics(dep, batch=batch, batch_cap=max_batch)
     d = context_dict(e, dep, price_per_chip_hour=price_per_chip_hour, utilization=utilization, rate=rate)
@@ -142,16 +152,17 @@ def context_cmd(
 
 @app.command("cost")
 def cost_cmd(
-    price_per_chip_hour: OptPriceOpt = None, tco: TcoOpt = None,
+    price_per_chip_hour: OptPriceOpt = None, tco: TcoOpt = None, price_basis: PriceBasisOpt = PriceBasis.tco,
+    power_basis: PowerBasisOpt = PowerBasisChoice.facility,
     model: ModelOpt = DEFAULT_MODEL, system: SystemOpt = DEFAULT_SYSTEM,
     context: Annotated[float, typer.Option("--context", "-L", help="Prompt / KV tokens per sequence.")] = 4096,
     batch: Annotated[Optional[float], typer.Option("--batch", "-b", help="Decode batch (default: the largest "
                                                                          "that fits).")] = None,
     utilization: UtilOpt = 1.0, provider: ProviderOpt = None, price_model: PriceModelOpt = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, spec_tokens: SpecTokensOpt = None,
+    pp: PpOpt = None, mode: ModeOpt = DEFAULT_MODE, profile: ProfileOpt = None, spec_tokens: SpecTokensOpt = None,
     acceptance: AcceptanceOpt = None, draft: DraftOpt = None, cache_hit: CacheHitOpt = None,
-    cached_prefix: CachedPrefixOpt = None, as_json: JsonOpt = False,
+    cached_prefix: CachedPrefixOpt = None, cache_hold: CacheHoldOpt = 300.0, as_json: JsonOpt = False,
 ) -> None:
     """$ per million input and output tokens for a deployment, and the margin against a list price.
     With --spec-tokens, output tokens are decoded speculatively (E tokens per verify step); with
@@ -162,7 +173,8 @@ def cost_cmd(
 
     dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, profile=profile, spec_tokens=spec_tokens,
                acceptance=acceptance, draft=draft)
-    price_per_chip_hour, rate = _chip_hour_price(dep.system, price_per_chip_hour, tco, required=True)
+    price_per_chip_hour, rate = _chip_hour_price(dep.system, price_per_chip_hour, tco, required=True,
+                                                 default=price_basis)
     sheet = _sheet(provider, price_model)
     if cache_hit is not None or cached_prefix is not None:
         from ..econ.cache_hit import check_cache_hit
@@ -176,15 +188,27 @@ def cost_cmd(
         from ..econ.cache_hit import cache_hit_cost
 
         hit = cache_hit_cost(dep, context=context, cache_hit_rate=cache_hit, cached_prefix_tokens=cached_prefix,
-                             price_per_chip_hour=price_per_chip_hour, utilization=utilization)
-    d = cost_dict(c, dep, sheet, hit, rate)
+                             price_per_chip_hour=price_per_chip_hour, utilization=utilization,
+                             hold_s=cache_hold or None)
+    floor = None
+    if not dep.profile.is_ideal:  # the ideal floor beside a calibrated cost (issue 35): same plan and price
+        from ..econ.batching import roofline_twin
+
+        floor = serving_cost(roofline_twin(dep), context=context, price_per_chip_hour=price_per_chip_hour,
+                             utilization=utilization, batch=batch)
+    d = cost_dict(c, dep, sheet, hit, rate, power_basis=power_basis.value)
+    d["mode_requested"] = mode.value
+    d["ideal_floor"] = None if floor is None else {
+        "mode": "ideal", "batch": floor.batch, "decode_step_s": floor.step_s,
+        "input_usd_per_mtok": floor.input_usd_per_mtok, "output_usd_per_mtok": floor.output_usd_per_mtok}
     if as_json:
         _emit_json(d)
         return
-    from ..econ.tco import power_basis
+    from ..econ.tco import power_for
     from ..report.tco import mw_text, tco_line
 
-    rows = [("deployment", f"{dep.model.name} on {dep.system.name}, {dep.plan.label()} ({c.chips} chips), {dep.mode}"),
+    rows = [("deployment", f"{dep.model.name} on {dep.system.name}, {dep.plan.label()} ({c.chips} chips), "
+                           f"{dep.fidelity}"),
             *((("TCO", tco_line(rate)),) if rate is not None else ()),
             ("assumptions", f"${price_per_chip_hour:.4g}/chip-hour, {utilization:.0%} utilised, context "
                             f"{_tokens(context)}, decode batch {c.batch:,.0f}, prefills batched to the balance batch"),
@@ -193,16 +217,27 @@ def cost_cmd(
                             f"TPOT {fmt_seconds(c.tpot_s)})")),
             ("input (prefill)", f"{_money(c.input_usd_per_mtok)} per million tokens"),
             ("output (decode)", f"{_money(c.output_usd_per_mtok)} per million tokens"),
-            ("output tokens/s per MW", mw_text(d["tokens_per_s_per_mw"], power_basis(dep.system.accelerator.power_w,
-                                                                                   rate)))]
+            ("output tokens/s per MW", mw_text(d["tokens_per_s_per_mw"], power_for(dep.system, rate,
+                                                                                 power_basis.value))),
+            *((("ideal floor", f"{_money(floor.input_usd_per_mtok)} in / {_money(floor.output_usd_per_mtok)} out "
+                               f"per million tokens at batch {floor.batch:,.0f}: the roofline lower bound "
+                               f"(calibrated is {c.output_usd_per_mtok / floor.output_usd_per_mtok:.2f}x it on "
+                               f"output)"),) if floor is not None else ())]
     if hit is not None:
         ch = d["cache_hit"]
         prefix = _tokens(ch["cached_prefix_tokens"])
         rows.append(("input, cache hits", f"{_money(ch['usd_per_mtok_input_blended'])} per million tokens blended at "
                                           f"{cache_hit:.0%} hits of a {prefix}-token prefix "
-                                          f"(every prompt a hit: {_money(ch['usd_per_mtok_input_hit'])})"))
+                                          f"(every prompt a hit: {_small(ch['usd_per_mtok_input_hit_all_in'])}"
+                                          + (", holding and fetching included)" if ch["hold_s"] else ")")))
         rows.append(("cached token cost", f"{ch['cached_token_cost_ratio']:.3g}x an uncached one (hit prompt "
-                                          f"{ch['hit_cost_ratio']:.3g}x a miss)"))
+                                          f"{ch['hit_cost_ratio']:.3g}x a miss, compute only)"))
+        if ch["hold_s"] is not None:
+            h_star = ch["break_even_hit_rate"]
+            rows.append(("holding the prefix", f"{_small(ch['usd_per_mtok_hold'])} per million prompt tokens held "
+                                               f"{ch['hold_s']:g} s in {ch['cache_tier'] or 'no priced tier'}, "
+                                               f"{_small(ch['usd_per_mtok_fetch'])} to fetch on a hit; caching pays "
+                         + (f"above a {h_star:.1%} hit rate" if h_star is not None else "at no hit rate")))
     if sheet is not None:
         lp = d["list_price"]
         rows.append((f"{sheet.provider} {sheet.model}", f"list {_money(lp['input_usd_per_mtok'])} in / "
@@ -214,7 +249,9 @@ def cost_cmd(
                                              f"{lp['cached_input_multiplier']:.3g}x list; llmecon's cost "
                                              f"{d['cache_hit']['cached_token_cost_ratio']:.3g}x), margin "
                                              f"{lp['input_margin_blended']:+.0%}"))
-    _console().print(_kv_table("llmecon cost (ideal roofline: a lower bound on cost)", rows))
+    what = "ideal roofline: a lower bound on cost" if dep.profile.is_ideal else \
+        f"{dep.fidelity}, with the ideal floor"
+    _console().print(_kv_table(f"llmecon cost ({what})", rows))
 
 
 # ---- cache ----------------------------------------------------------------------------------

@@ -61,7 +61,7 @@ def predict(
     elapsed = time.perf_counter() - t0
     if as_json:
         _emit_json({"cases": len(result), "mode": mode_name, "seconds": elapsed, "out": out,
-                    "rows": [{k: v for k, v in r.items()} for r in result]})
+                    "rows": [{k: _json_cell(v) for k, v in r.items()} for r in result]})
         return
     typer.echo(write_cases(result), nl=False)
 
@@ -125,6 +125,22 @@ def _measurement_rows(paths: list[str], model, system, tp, ep, pp, weight_dtype,
                               weight_dtype=weight_dtype or "", kv_dtype=kv_dtype or "")
         rows += read_bench_measurements(bench, dep)
     return rows
+
+
+def _json_cell(value):
+    """A predict cell for JSON (issue 35): the CSV's numbers as numbers, an empty cell as null, text as text."""
+    import re
+
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if not text:
+        return None
+    if re.fullmatch(r"[+-]?[0-9]+", text):
+        return int(text)
+    if re.fullmatch(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", text):
+        return float(text)
+    return value
 
 
 @app.command()

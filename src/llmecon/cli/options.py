@@ -44,6 +44,12 @@ class Phase(str, Enum):
 class Mode(str, Enum):
     ideal = "ideal"
     calibrated = "calibrated"
+    auto = "auto"
+
+
+#: the mode analyze and cost run in unless --mode says otherwise (issue 35): calibrated where the chip has a
+#: shipped profile (measured or transferred), else ideal, with the ideal floor printed beside it
+DEFAULT_MODE = Mode.auto
 
 
 ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Catalogue name (llmecon catalog models) or path to a "
@@ -62,7 +68,9 @@ RedundantOpt = Annotated[Optional[int], typer.Option("--redundant-experts", help
                                                                              "divisible by ep; DeepSeek: EP144 "
                                                                              "with 32). Default 0.")]
 ModeOpt = Annotated[Mode, typer.Option("--mode", help="ideal = datasheet peaks, perfect overlap (a lower bound); "
-                                                      "calibrated = the accelerator's shipped efficiency profile.")]
+                                                      "calibrated = the accelerator's shipped efficiency profile; "
+                                                      "auto = calibrated where the chip has a profile, else ideal "
+                                                      "(analyze and cost: the default, with the ideal floor).")]
 ProfileOpt = Annotated[Optional[str], typer.Option("--profile", help="Efficiency profile: a shipped one by name "
                                                                      "(b200/sglang = chip/engine; b200 = the chip's "
                                                                      "default engine) or a TOML file (llmecon "
@@ -159,18 +167,37 @@ TcoOpt = Annotated[Optional[str], typer.Option("--tco", help="TCO inputs, a TOML
                                                               "of --price-per-chip-hour.")]
 
 
+class PriceBasis(str, Enum):
+    tco = "tco"
+    rent = "rent"
+
+
+class PowerBasisChoice(str, Enum):
+    facility = "facility"
+    tdp = "tdp"
+
+
+PriceBasisOpt = Annotated[PriceBasis, typer.Option(
+    "--price-basis", help="With no --price-per-chip-hour or --tco: tco = the catalogue's sourced TCO defaults "
+                          "(llmecon tco shows them), rent = its published rent per chip-hour.")]
+PowerBasisOpt = Annotated[PowerBasisChoice, typer.Option(
+    "--power-basis", help="Tokens/s per MW over facility power (system power per chip, hosts and network "
+                          "included, x PUE) or the chip's TDP alone (tdp, PUE 1).")]
+
+
 def _chip_hour_price(system, price_per_chip_hour=None, tco=None, *, required: bool = False,
-                     price_field: str = "price_per_chip_hour"):
-    """(USD per chip-hour or None, TcoRate or None) from --price-per-chip-hour or --tco
-    (``resolve.chip_hour_price``, shared with the web API); ``required``: one of them must be given."""
+                     price_field: str = "price_per_chip_hour", default=None):
+    """(USD per chip-hour or None, TcoRate, Rent or None) from --price-per-chip-hour or --tco, else the
+    catalogue's ``default`` basis (tco or rent, ``resolve.default_price``) when given (``resolve.chip_hour_price``,
+    shared with the web API); ``required``: a price must result."""
     from ..resolve import chip_hour_price
 
     return chip_hour_price(system, price_per_chip_hour=price_per_chip_hour, tco_path=tco, required=required,
-                           price_field=price_field)
+                           price_field=price_field, default=getattr(default, "value", default))
 
 
-def _power_basis(system, rate=None):
-    """The watts per chip tokens/s per MW divide by (``econ.tco.power_basis``)."""
-    from ..econ.tco import power_basis
+def _power_basis(system, rate=None, basis="facility"):
+    """The watts per chip tokens/s per MW divide by (``econ.tco.power_for``)."""
+    from ..econ.tco import power_for
 
-    return power_basis(system.accelerator.power_w, rate)
+    return power_for(system, rate, getattr(basis, "value", basis))

@@ -92,8 +92,9 @@ def plan_cmd(
     expert_imbalance: Annotated[float, typer.Option(
         "--expert-imbalance", help="Routing skew: the busiest expert group's tokens over what uniform routing "
                                    "gives it (>= 1; 1 = uniform; scales its reads, FLOPs and all-to-all).")] = 1.0,
-    top: Annotated[int, typer.Option("--top", help="Frontier rows shown, spread along the frontier "
-                                                   "(fastest per user first).")] = 10,
+    top: Annotated[Optional[int], typer.Option("--top", help="Frontier rows shown, spread along the frontier "
+                                                             "(fastest per user first); default 10, and with "
+                                                             "--frontier every point.")] = None,
     plot: Annotated[Optional[str], typer.Option("--plot", help="Write the decode frontier figure "
                                                                "(PNG/SVG/PDF).")] = None,
     spec_tokens: Annotated[Optional[int], typer.Option(
@@ -148,7 +149,8 @@ def plan_cmd(
         _check_plot_path(plot)
     if interactivity is not None:
         require_number("--interactivity", interactivity, minimum=0, exclusive=True, hint="tokens/s per user")
-    require_number("--top", top, minimum=1)
+    if top is not None:
+        require_number("--top", top, minimum=1)
     require_number("--max-workers", max_workers, minimum=1, maximum=MAX_WORKERS_LIMIT,
                    hint="workers per pool the prefill:decode ratio may use")
     require_number("--expert-imbalance", expert_imbalance, minimum=1,
@@ -166,9 +168,9 @@ def plan_cmd(
 
     found = [get_system(n) for n in names]
     prices, rates = _prices(price_per_chip_hour, tco, found)
-    from ..econ.tco import power_basis
+    from ..econ.tco import power_for
 
-    powers = {sy.name: power_basis(sy.accelerator.power_w, rates.get(sy.name)) for sy in found}
+    powers = {sy.name: power_for(sy, rates.get(sy.name)) for sy in found}
     from ..spec.speculation import speculation_candidates
 
     options = SearchOptions(max_chips=max_chips, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
@@ -189,7 +191,7 @@ def plan_cmd(
         _frontier(m, found, targets=targets, options=options, prices=prices, plot=plot, console=console, powers=powers,
                   rates=rates, view=view, token_budget=token_budget,
                   interactivity=interactivity if interactivity is not None else 1.0 / targets.tpot_s,
-                  source=source)
+                  source=source, top=top)
         return
     kw = dict(targets=targets, options=options, prices=prices, objective=objective.value if objective else None)
     if console is not None and console.is_terminal:
@@ -227,7 +229,7 @@ def plan_cmd(
             rate=rates.get(search.best.system))))
         priced = any(v is not None for v in r.prices.values())
         spec = bool(r.speculation) and search.phase == "decode"
-        rows = frontier_rows(search, top, priced=priced, spec=spec)
+        rows = frontier_rows(search, 10 if top is None else top, priced=priced, spec=spec)
         table = Table(title=f"{search.phase} frontier: {len(rows)} of {len(search.frontier)} non-dominated points, "
                             "spread from fastest per user to most per chip", title_justify="left",
                       box=box.SIMPLE_HEAD, pad_edge=False)
@@ -259,8 +261,10 @@ def plan_cmd(
                       + ("" if hit["usd_per_mtok_request_blended"] is None
                          else f"; request ${hit['usd_per_mtok_request_blended']:.3g} per M tokens"))
     console.print("[dim]assumptions: disaggregated prefill/decode; TTFT = one prefill step (+ pipeline fill), "
-                  "no queueing (the worker ratio adds the KV transfer); ideal roofline (a lower bound on time); "
-                  "chips billed per plan[/dim]")
+                  "no queueing (the worker ratio adds the KV transfer); "
+                  + ("ideal roofline (a lower bound on time)" if r.fidelity == "ideal" else
+                     f"{r.fidelity} (achieved efficiencies and overheads)")
+                  + "; chips billed per plan[/dim]")
     if plot:
         console.print(f"figure written to {plot}", soft_wrap=True, markup=False, highlight=False)
 
@@ -284,10 +288,21 @@ def _budgets(given: str | None, names) -> dict:
     return out
 
 
+def _spread(rows: list, top: int | None) -> list:
+    """``top`` of ``rows`` spread evenly along them (first and last kept); all when ``top`` is None or larger."""
+    if top is None or len(rows) <= top:
+        return rows
+    if top == 1:
+        return rows[:1]
+    picks = sorted({round(i * (len(rows) - 1) / (top - 1)) for i in range(top)})
+    return [rows[i] for i in picks]
+
+
 def _frontier(m, found, *, targets, options, prices, plot, console, interactivity, source, powers,
-              rates=None, view="whole", token_budget=8192) -> None:
+              rates=None, view="whole", token_budget=8192, top: int | None = None) -> None:
     """``plan --frontier``: every system's frontier (whole requests or decode, ``--view``) as a table, its
-    figures at the interactivity, the figure (``econ.serving_frontier``, ``report.frontier``)."""
+    figures at the interactivity (``top`` rows spread along each when given), the figure
+    (``econ.serving_frontier``, ``report.frontier``)."""
     from functools import partial
 
     from ..econ.serving_frontier import serving_frontier
@@ -322,8 +337,11 @@ def _frontier(m, found, *, targets, options, prices, plot, console, interactivit
                   "batch, no TPOT target" + ("" if f.view in ("decode", "aggregated") else
                                              f"; prefill workers meet TTFT {targets.ttft_s:g} s"))
     for name in names:
-        rows = system_rows(f.frontiers[name], priced=priced, spec=spec)
-        table = Table(title=f"{name}: {len(rows)} frontier points, fastest per user first", title_justify="left",
+        every = system_rows(f.frontiers[name], priced=priced, spec=spec)
+        rows = _spread(every, top)
+        shown = "" if len(rows) == len(every) else f", {len(rows)} shown (--top)"
+        table = Table(title=f"{name}: {len(every)} frontier points{shown}, fastest per user first",
+                      title_justify="left",
                       box=box.SIMPLE_HEAD, pad_edge=False)
         for header in ("plan", "serving", "chips", "batch", "tok/s/user", "tok/s/chip",
                        *(("$/Mtok",) if priced else ()),

@@ -50,6 +50,10 @@ def prices_list(provider: ProviderOpt = None, cache_hit: CacheHitOpt = None,
     from rich.table import Table
 
     hit_col = () if cache_hit is None else (f"blended in (h={cache_hit:g})",)
+    console = _console()
+    if console.width < 150:  # issue 35: a narrow terminal gets the prices, the tiers as lines below
+        _narrow_list(console, rows, hit_col, cache_hit)
+        return
     table = Table("provider", "model", "input", "output", "out/in", "cached", *hit_col, "cache writes",
                   "long context", "premiums", "status")
     for r in rows:
@@ -63,7 +67,40 @@ def prices_list(provider: ProviderOpt = None, cache_hit: CacheHitOpt = None,
                       "-" if ratio is None else f"{ratio:.2g}x", _money(r["cached_input_usd_per_mtok"]),
                       *(() if cache_hit is None else (_money(r["usd_per_mtok_input_blended"]),)), writes or "-",
                       longc or "-", prem or "-", r["status"])
-    _console().print(table)
+    console.print(table)
+
+
+def _extras(r: dict) -> tuple[str, str, str]:
+    """(cache writes, long-context tiers, premiums) of a sheet row, as text."""
+    writes = ", ".join(f"{w['hold_s'] / 60:g} min {_money(w['usd_per_mtok'])}" for w in r["cache_writes"])
+    longc = ", ".join(f">{t['above_tokens'] / 1000:g}K {_money(t['input_usd_per_mtok'])}/"
+                      f"{_money(t['output_usd_per_mtok'])}" for t in r["long_context"])
+    prem = ", ".join(f"{p['name']} {_money(p['input_usd_per_mtok'])}/{_money(p['output_usd_per_mtok'])}"
+                     for p in r["premiums"])
+    return writes, longc, prem
+
+
+def _narrow_list(console, rows: list[dict], hit_col: tuple, cache_hit) -> None:
+    """``prices list`` under 150 columns: one row per sheet with the prices that fit 80 columns, then each
+    sheet's cache writes, long-context tiers and premiums as a line (``--json`` has every field)."""
+    from rich import box
+    from rich.table import Table
+
+    table = Table("provider/model", "in", "out", "cached", *hit_col, "status", box=box.SIMPLE_HEAD, pad_edge=False)
+    notes = []
+    for r in rows:
+        name = f"{r['provider']}/{r['model']}"
+        table.add_row(name, _money(r["input_usd_per_mtok"]), _money(r["output_usd_per_mtok"]),
+                      _money(r["cached_input_usd_per_mtok"]),
+                      *(() if cache_hit is None else (_money(r["usd_per_mtok_input_blended"]),)), r["status"])
+        parts = [f"{label} {text}" for label, text in zip(("cache writes", "long context", "premiums"), _extras(r))
+                 if text]
+        if parts:
+            notes.append(f"{name}: " + "; ".join(parts))
+    console.print(table)
+    for line in notes:
+        console.print(line, soft_wrap=False, markup=False, highlight=False)
+    console.print("USD per million tokens; wider terminals show one table; --json has every field.")
 
 
 @prices_app.command("infer")

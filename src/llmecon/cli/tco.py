@@ -33,11 +33,15 @@ def tco_cmd(
     chips_per_rack: Annotated[Optional[int], typer.Option("--chips-per-rack", help="Accelerators in one rack.")] = None,
     hosting_usd_per_chip_month: _num("--hosting-usd-per-chip-month", "Hosting per chip and month, power excluded, "
                                                                      "USD.") = None,
+    defaults: Annotated[bool, typer.Option("--defaults", help="Fill every input not given from the catalogue's "
+                                                             "sourced defaults (economics.yaml; used anyway when "
+                                                             "no input is given).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """$/chip-hour from total cost of ownership: capital (annuitised over amortisation years at the cost
     of capital), power (W x utilisation x PUE x $/kWh) and hosting; each part per chip-hour and per
-    system-hour. Only the chip's power has a default (its catalogue TDP); flags override --tco FILE."""
+    system-hour. With no input (or --defaults): the catalogue's sourced defaults for the system, each
+    figure named; else only the chip's power has a default (its catalogue TDP); flags override --tco FILE."""
     from ..catalog.hardware import get_system
     from ..report.tco import tco_dict
     from ..resolve import tco as resolve_tco
@@ -48,7 +52,8 @@ def tco_cmd(
                   power_utilization=power_utilization, pue=pue, usd_per_kwh=usd_per_kwh,
                   hosting_usd_per_rack_month=hosting_usd_per_rack_month, chips_per_rack=chips_per_rack,
                   hosting_usd_per_chip_month=hosting_usd_per_chip_month)
-    rate = resolve_tco(s, path=tco, values=values)
+    nothing = tco is None and all(v is None for v in values.values())
+    rate = resolve_tco(s, path=tco, values=values, defaults=defaults or nothing)
     d = tco_dict(rate, s.name)
     if as_json:
         _emit_json(d)

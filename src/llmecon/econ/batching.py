@@ -18,7 +18,7 @@ from ..dtypes import get_dtype
 from ..errors import InfeasibleError, SpecError
 from ..spec.hardware import System
 from ..spec.efficiency import IDEAL
-from ..spec.deployment import Deployment, memory_per_chip
+from ..spec.deployment import Deployment, kv_per_chip, memory_per_chip
 from ..step.inference import StepResult, decode_of, weights_read_per_chip
 from ..spec.model import Model
 from ..spec.plan import Plan, feasible_plans
@@ -140,15 +140,17 @@ def speculative_tokens_per_step(*, draft_tokens, acceptance):
 
 
 def max_batch(dep: Deployment, *, context) -> int:
-    """Most sequences at ``context`` tokens whose KV fits beside the weights in every chip's HBM."""
+    """Most sequences at ``context`` tokens whose KV fits beside the weights in every chip's HBM: a
+    sequence lives whole on one of the adp attention groups (``spec.deployment.busiest_group_sequences``),
+    so none unless one whole sequence fits a group's chips, then floor(adp x free / its bytes)."""
     free = dep.system.accelerator.hbm_bytes - dep.weights_per_chip_bytes
     if free < 0:
         return 0
-    per_seq = float(dep.kv_per_sequence_per_chip_bytes(context))
+    per_seq = float(dep.kv_per_sequence_on_group_bytes(context))
     if per_seq <= 0:
         raise SpecError("must be > 0 to bound the batch by memory", field="context", value=context,
                         show_value=False)
-    return int(math.floor(free / per_seq))
+    return int(math.floor(dep.plan.adp * free / per_seq)) if free >= per_seq else 0
 
 
 def context_limit(model: Model) -> float:
@@ -158,13 +160,18 @@ def context_limit(model: Model) -> float:
     return float(model.max_context) if model.max_context > 0 else math.inf
 
 
-def _memory_context(dep: Deployment, batch: float) -> float:
+def _memory_context(dep: Deployment, batch: float, *, spread: bool = False) -> float:
+    """Longest context at which ``batch`` sequences fit beside the weights: placed whole on the
+    attention groups (``kv_per_chip``), or, ``spread``, at the average bytes per sequence over the
+    groups (``kv_per_sequence_per_chip_bytes``: the capacity across many sequences)."""
     free = dep.system.accelerator.hbm_bytes - dep.weights_per_chip_bytes
     if free < 0:
         return 0.0
 
     def fits(length: float) -> bool:
-        return float(dep.kv_per_sequence_per_chip_bytes(length)) * batch <= free
+        if spread:
+            return float(dep.kv_per_sequence_per_chip_bytes(length)) * batch <= free
+        return float(kv_per_chip(dep.model, dep.plan, batch=batch, context=length, kv_dtype=dep.kv_dtype)) <= free
 
     hi = 1.0
     while fits(hi):
@@ -179,12 +186,12 @@ def _memory_context(dep: Deployment, batch: float) -> float:
 
 
 def kv_capacity_tokens(dep: Deployment) -> float:
-    """KV tokens that fit beside the weights in every chip's HBM, across sequences (the memory side
-    of the context limit, not capped by the model's context): one sequence's KV is spread over the
-    attention-DP groups as ``Deployment.kv_per_sequence_per_chip_bytes`` spreads it, so this is also
-    the longest single context memory alone would allow. inf when every layer is windowed (KV stops
-    growing) and the window fits; 0 when the weights alone do not fit."""
-    return _memory_context(dep, 1.0)
+    """KV tokens that fit beside the weights in every chip's HBM, across sequences (not capped by
+    the model's context): every attention-DP group full, at ``Deployment.kv_per_sequence_per_chip_bytes``
+    per sequence. With adp > 1 one sequence alone holds at most 1/adp of this (it lives on one group:
+    ``max_context``). inf when every layer is windowed (KV stops growing) and the window fits; 0 when
+    the weights alone do not fit."""
+    return _memory_context(dep, 1.0, spread=True)
 
 
 def max_context(dep: Deployment, *, batch: float = 1.0) -> float:

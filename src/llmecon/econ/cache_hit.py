@@ -10,9 +10,23 @@ prefix are counted). On a miss all P tokens are prefilled. At hit rate h, per pr
 with T the device time (chip-seconds) of one prompt, batched so each prefill pass holds at least the
 balance batch B* of new tokens (as ``context.prefill_chip_s_per_token``). The cost of a hit over a
 miss, r = T_hit(P, C)/T(P), is what llmecon predicts; a provider that bills the C cached tokens at
-m x the input price bills a hit ((P - C) + m·C)/P of a miss. Omitted: the memory the cache holds
-between requests (``econ.kvcache``, ``prices infer`` cache tiers), cache writes' surcharges, and
-the time to fetch a prefix from a slower tier (the KV is taken to be in HBM on a hit).
+m x the input price bills a hit ((P - C) + m·C)/P of a miss.
+
+Holding and fetching the prefix (issue 35, item 4; with ``hold_s``, the interval a prefix is kept for its
+next use, 300 s by default in the front-ends): every prompt's prefix (kv_bytes(C), all layers) is held for
+``hold_s`` in the tier Gray's five-minute rule picks for that interval among the priced tiers
+(``econ.kvcache.five_minute_tier``: HBM at the deployment's $/chip-hour over its HBM, tiers below at their
+price, by default the catalogue's sourced $/GB amortised over its default lifetime), costing
+hold = tier $/(byte·s) x hold_s x bytes per prompt; a hit then fetches the prefix from that tier, costing
+fetch = the tier's $/s x bytes / its bandwidth (Gray's access cost; 0 from HBM). Per prompt token:
+
+    cost_in(h) = (1 - h)·miss + h·(hit + fetch) + hold
+
+since the prefix is held whether or not it is reused. Caching pays where cost_in(h) < miss, i.e. above the
+break-even hit rate h* = hold / (miss - hit - fetch) (never, where hit + fetch >= miss or h* > 1).
+Omitted: cache writes' surcharges, the HBM a held prefix takes from the batch (its capacity is priced, its
+effect on the batch is not), the bus from a host tier to HBM (PCIe or NVLink-C2C) as a separate limit,
+and sharing one cached prefix between concurrent requests (each prompt holds its own).
 """
 
 from __future__ import annotations
@@ -79,6 +93,16 @@ class CacheHitCost:
     hit_input_usd_per_mtok: float       # every prompt a hit, per prompt token
     input_usd_per_mtok_blended: float   # (1 - h)·miss + h·hit
     hit_cost_ratio: float               # r = T_hit(P, C)/T(P), of device time (defined at any price, 0 included)
+    hold_s: float | None = None         # the interval each prefix is held for reuse (None: holding not priced)
+    cache_tier: str | None = None       # where the five-minute rule keeps it for hold_s
+    hold_usd_per_mtok: float = 0.0      # holding every prompt's prefix, per prompt token
+    fetch_usd_per_mtok: float = 0.0     # fetching the prefix on a hit, per prompt token of a hit
+    break_even_hit_rate: float | None = None   # h* above which caching pays; None: never (or not priced)
+
+    @property
+    def hit_all_in_usd_per_mtok(self) -> float:
+        """One hit's input price with its prefix's holding and fetching: hit + fetch + hold."""
+        return self.hit_input_usd_per_mtok + self.fetch_usd_per_mtok + self.hold_usd_per_mtok
 
     @property
     def cached_token_cost_ratio(self) -> float:
@@ -90,11 +114,53 @@ class CacheHitCost:
         return math.nan if c == 0 else (self.hit_cost_ratio * p - (p - c)) / c
 
 
+def prefix_holding(dep: Deployment, *, cached_prefix_tokens: float, hold_s: float, price_per_chip_hour: float,
+                   tiers=None) -> tuple[str | None, float, float]:
+    """(tier, hold USD, fetch USD) of one prompt's cached prefix kept ``hold_s`` seconds: the tier the
+    five-minute rule picks among ``tiers`` (default: the system's, HBM at the deployment's price, the
+    others at the catalogue's default $/GB) that hold the prefix beside the weights; (None, 0, 0) when
+    no tier is priced."""
+    from ..catalog.tco_defaults import with_default_tier_prices
+    from .kvcache import five_minute_tier, priced_tiers
+
+    require_number("cache_hold", hold_s, minimum=0, hint="seconds a prefix is kept for reuse, e.g. 300")
+    if tiers is None:
+        tiers = with_default_tier_prices(priced_tiers(dep, price_per_chip_hour=price_per_chip_hour))
+    nbytes = float(dep.model.kv_bytes(float(cached_prefix_tokens), dep.kv_dtype))
+    room = {t.name: t.capacity_bytes - (dep.weights_per_chip_bytes * dep.plan.chips if t.kind == "hbm" else 0.0)
+            for t in tiers}
+    fitting = [t for t in tiers if nbytes <= room[t.name]]
+    name = five_minute_tier(fitting, hold_s=hold_s)
+    if name is None:  # one priced tier (or none): hold where it is priced, the fastest first
+        priced = [t for t in fitting if t.holding_usd_per_byte_s is not None]
+        if not priced:
+            return None, 0.0, 0.0
+        name = priced[0].name
+    tier = next(t for t in fitting if t.name == name)
+    rate = tier.holding_usd_per_byte_s
+    hold = rate * hold_s * nbytes
+    fetch = 0.0 if tier.kind == "hbm" or tier.bandwidth_bytes_per_s is None else \
+        rate * tier.capacity_bytes * nbytes / tier.bandwidth_bytes_per_s
+    return name, hold, fetch
+
+
+def break_even_hit_rate(*, miss: float, hit: float, fetch: float, hold: float) -> float | None:
+    """h* = hold / (miss - hit - fetch): the hit rate above which holding prefixes for reuse costs less
+    than recomputing every prompt; None where a hit with its fetch costs at least a miss, or h* > 1."""
+    saving = miss - hit - fetch
+    if saving <= 0:
+        return None
+    h = hold / saving
+    return h if h <= 1.0 else None
+
+
 def cache_hit_cost(dep: Deployment, *, context: float, cache_hit_rate: float, cached_prefix_tokens: float | None,
-                   price_per_chip_hour: float, utilization: float = 1.0) -> CacheHitCost:
+                   price_per_chip_hour: float, utilization: float = 1.0, hold_s: float | None = None,
+                   tiers=None) -> CacheHitCost:
     """Input $/Mtok for prompts of ``context`` tokens at ``cache_hit_rate`` with ``cached_prefix_tokens``
     cached on a hit. The miss figure is ``pricing.serving_cost``'s input price, computed the same way,
-    so h = 0 reproduces it bit for bit."""
+    so h = 0 without ``hold_s`` reproduces it bit for bit. ``hold_s``: price holding each prefix that long
+    and fetching it on a hit (module docstring; ``tiers`` as ``prefix_holding``)."""
     c = check_cache_hit(cache_hit_rate=cache_hit_rate, cached_prefix_tokens=cached_prefix_tokens,
                         prompt_tokens=context, max_context=dep.model.max_context)
     b_star = balance_batch_of(dep)
@@ -105,9 +171,18 @@ def cache_hit_cost(dep: Deployment, *, context: float, cache_hit_rate: float, ca
     hit = float(usd_per_mtok(hit_s / float(context), **kw))
     h = float(cache_hit_rate)
     blended = miss if h == 0 else (hit if h == 1 else (1.0 - h) * miss + h * hit)
+    held = {}
+    if hold_s is not None:
+        tier, hold_usd, fetch_usd = prefix_holding(dep, cached_prefix_tokens=c, hold_s=hold_s,
+                                                   price_per_chip_hour=price_per_chip_hour, tiers=tiers)
+        per_mtok = 1e6 / float(context)
+        hold, fetch = hold_usd * per_mtok, fetch_usd * per_mtok
+        blended = blended + h * fetch + hold
+        held = dict(hold_s=float(hold_s), cache_tier=tier, hold_usd_per_mtok=hold, fetch_usd_per_mtok=fetch,
+                    break_even_hit_rate=break_even_hit_rate(miss=miss, hit=hit, fetch=fetch, hold=hold))
     return CacheHitCost(cache_hit_rate=h, cached_prefix_tokens=c, prompt_tokens=float(context),
                         input_usd_per_mtok=miss, hit_input_usd_per_mtok=hit, input_usd_per_mtok_blended=blended,
-                        hit_cost_ratio=hit_s / float(context) / miss_s)
+                        hit_cost_ratio=hit_s / float(context) / miss_s, **held)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -147,10 +147,16 @@ class ContextEconomics:
 
 def sequences_that_fit(dep: Deployment, contexts) -> np.ndarray:
     """The memory wall per context on ``dep``: sequences whose KV fits beside the weights in every
-    chip's HBM (the deployment form of ``max_sequences``), floored; 0 if the weights do not fit."""
-    return max_sequences(capacity_bytes=dep.system.accelerator.hbm_bytes, weight_bytes=dep.weights_per_chip_bytes,
-                         kv_bytes_per_token=np.asarray(dep.kv_per_sequence_per_chip_bytes(contexts), dtype=float),
-                         context=1.0)
+    chip's HBM (the deployment form of ``max_sequences``), floored; 0 if the weights do not fit. A
+    sequence lives whole on one of the adp attention groups: none unless one whole sequence fits
+    (``batching.max_batch``)."""
+    one_group = max_sequences(capacity_bytes=dep.system.accelerator.hbm_bytes, weight_bytes=dep.weights_per_chip_bytes,
+                              kv_bytes_per_token=np.asarray(dep.kv_per_sequence_on_group_bytes(contexts), dtype=float),
+                              context=1.0)
+    spread = max_sequences(capacity_bytes=dep.system.accelerator.hbm_bytes, weight_bytes=dep.weights_per_chip_bytes,
+                           kv_bytes_per_token=np.asarray(dep.kv_per_sequence_per_chip_bytes(contexts), dtype=float),
+                           context=1.0)
+    return np.where(one_group >= 1, spread, 0.0)
 
 
 def decode_batches(dep: Deployment, contexts: np.ndarray, batch, batch_cap) -> np.ndarray:

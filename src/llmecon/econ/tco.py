@@ -174,6 +174,7 @@ class TcoInputs:
     source: str = ""
     as_of: str = ""
     notes: str = ""
+    defaults_used: tuple[str, ...] = ()    # inputs taken from the catalogue's TCO defaults (catalog.tco_defaults)
 
     def __post_init__(self) -> None:
         require_whole("chips_per_system", self.chips_per_system)
@@ -187,6 +188,18 @@ class TcoInputs:
         hosting_usd_per_chip_hour(hosting_usd_per_rack_month=self.hosting_usd_per_rack_month,
                                   chips_per_rack=self.chips_per_rack,
                                   hosting_usd_per_chip_month=self.hosting_usd_per_chip_month)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rent:
+    """A published rent per chip-hour from the catalogue (``catalog.tco_defaults``): the alternative to a TCO
+    rate when no price is given (``--price-basis rent``)."""
+
+    usd_per_chip_hour: float
+    accelerator: str
+    source: str
+    as_of: str
+    cite: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -252,6 +265,7 @@ class PowerBasis:
 
     watts_per_chip: float | None
     label: str
+    kind: str | None = "tdp"    # POWER_BASES: "facility" or "tdp" (None: no power known)
 
     def tokens_per_s_per_mw(self, tokens_per_s_per_chip) -> float | None:
         if self.watts_per_chip is None or tokens_per_s_per_chip is None:
@@ -259,16 +273,49 @@ class PowerBasis:
         return float(per_megawatt(tokens_per_s_per_chip, self.watts_per_chip))
 
     def as_dict(self) -> dict:
-        return {"watts_per_chip": self.watts_per_chip, "basis": self.label}
+        return {"watts_per_chip": self.watts_per_chip, "basis": self.label, "power_basis": self.kind}
+
+
+#: what tokens/s per MW divides by: "facility" (the default: the system's power per chip, hosts and network
+#: included, x PUE) or "tdp" (the chip's TDP at PUE 1, on request)
+POWER_BASES = ("facility", "tdp")
 
 
 def power_basis(tdp_w: float | None, rate: TcoRate | None = None) -> PowerBasis:
     """``rate``'s facility watts per chip, else the chip's TDP ``tdp_w`` at PUE 1."""
-    if rate is not None:
+    if isinstance(rate, TcoRate):
         i = rate.inputs
-        return PowerBasis(watts_per_chip=rate.facility_watts_per_chip,
+        return PowerBasis(watts_per_chip=rate.facility_watts_per_chip, kind="facility",
                           label=f"facility power: {i.watts_per_chip:g} W x utilisation {i.power_utilization:g} x "
                                 f"PUE {i.pue:g}")
     if tdp_w is None:
-        return PowerBasis(watts_per_chip=None, label="no catalogued chip power")
+        return PowerBasis(watts_per_chip=None, label="no catalogued chip power", kind=None)
     return PowerBasis(watts_per_chip=float(tdp_w), label=f"{IT_POWER_AT_TDP} ({tdp_w:g} W, PUE 1)")
+
+
+def power_for(system, rate=None, basis: str = "facility") -> PowerBasis:
+    """The power tokens/s per MW divides by on ``system`` (issue 35, item 3). "facility" (default): a TCO
+    rate's facility watts (W x utilisation x PUE) where one is given, else the catalogue's system power per
+    chip (hosts, NICs and switches included: ``catalog.tco_defaults.facility_watts``) x the default PUE, else
+    the chip's TDP x that PUE (hosts and network unknown: said in the label). "tdp": the chip's TDP at PUE 1
+    ("IT power at TDP", the lecture's figure and an upper bound on tokens per MW)."""
+    from ..catalog.tco_defaults import common, facility_watts
+    from ..errors import require_choice
+
+    require_choice("power_basis", basis, POWER_BASES)
+    tdp = system.accelerator.power_w
+    if basis == "tdp":
+        return power_basis(tdp)
+    if isinstance(rate, TcoRate):
+        return power_basis(tdp, rate)
+    pue = common()["pue"]
+    site = facility_watts(system)
+    if site is not None:
+        return PowerBasis(watts_per_chip=site.value * pue.value, kind="facility",
+                          label=f"facility power: {site.value:,.0f} W system power per chip ({site.id}) x PUE "
+                                f"{pue.value:g} ({pue.id})")
+    if tdp is None:
+        return PowerBasis(watts_per_chip=None, label="no catalogued chip or system power", kind=None)
+    return PowerBasis(watts_per_chip=float(tdp) * pue.value, kind="facility",
+                      label=f"facility power: {tdp:g} W TDP (no system power catalogued: hosts and network "
+                            f"left out) x PUE {pue.value:g} ({pue.id})")

@@ -269,6 +269,26 @@ def analysis_dict(a: Analysis, *, page: bool = False, price_per_chip_hour: float
     return out
 
 
+def floor_dict(floor: StepResult | None, at: StepResult) -> dict | None:
+    """The ideal floor beside a calibrated step (``analyze --json`` ``ideal_floor``): the same plan and batch on
+    the roofline; None when the step is ideal already."""
+    if floor is None:
+        return None
+    step_s = float(floor.step_s)
+    return {"mode": "ideal", "decode_step_s": step_s, "bound": str(floor.bound),
+            "tokens_per_s": float(floor.tokens_per_s), "calibrated_over_ideal": float(at.step_s) / step_s}
+
+
+def floor_line(floor: StepResult | None, at: StepResult, batch: float) -> list[tuple[str, str]]:
+    """The table row of ``floor_dict`` (none when ideal)."""
+    if floor is None:
+        return []
+    step_s = float(floor.step_s)
+    return [("ideal floor", f"{fmt_seconds(step_s)} per step at batch {batch:g} ({floor.bound}-bound), "
+                            f"{float(floor.tokens_per_s):,.0f} tok/s per replica: the roofline lower bound "
+                            f"(calibrated is {float(at.step_s) / step_s:.2f}x it)")]
+
+
 def analysis_title(a: Analysis) -> str:
     """The title of the analyze table: which fidelity priced it."""
     dep = a.deployment

@@ -140,14 +140,15 @@ def plot_context(e: ContextEconomics, dep: Deployment, path: str | Path, *, pric
     write_figure(context_figure(e, dep, price_per_chip_hour=price_per_chip_hour, utilization=utilization), path)
 
 
-def cost_dict(c: ServingCost, dep: Deployment, sheet: PriceSheet | None = None, hit=None, rate=None) -> dict:
+def cost_dict(c: ServingCost, dep: Deployment, sheet: PriceSheet | None = None, hit=None, rate=None,
+              power_basis: str = "facility") -> dict:
     """``llmecon cost --json``; ``hit`` (an ``econ.cache_hit.CacheHitCost``) adds ``cache_hit`` and the
-    blended list price; ``rate`` (an ``econ.tco.TcoRate``) says the price came from TCO inputs. Output
-    tokens/s per MW divide by ``rate``'s facility power, else by the chip's TDP at PUE 1."""
-    from ..econ.tco import power_basis
+    blended list price; ``rate`` (an ``econ.tco.TcoRate`` or ``Rent``) says where the price came from. Output
+    tokens/s per MW divide by the facility power (``econ.tco.power_for``) or, ``power_basis`` "tdp", the TDP."""
+    from ..econ.tco import power_for
     from .tco import priced_fields
 
-    power = power_basis(dep.system.accelerator.power_w, rate)
+    power = power_for(dep.system, rate, power_basis)
     out = {"model": dep.model.name, "system": dep.system.name, "plan": dep.plan.as_dict(), "mode": dep.mode,
            "fidelity": dep.fidelity, **dep.fidelity_fields,
            "context": c.context, "batch": c.batch, "decode_step_s": c.step_s, "chips": c.chips,
@@ -170,7 +171,11 @@ def cost_dict(c: ServingCost, dep: Deployment, sheet: PriceSheet | None = None, 
                             "usd_per_mtok_input_hit": hit.hit_input_usd_per_mtok,
                             "usd_per_mtok_input_blended": hit.input_usd_per_mtok_blended,
                             "hit_cost_ratio": hit.hit_cost_ratio,
-                            "cached_token_cost_ratio": hit.cached_token_cost_ratio}
+                            "cached_token_cost_ratio": hit.cached_token_cost_ratio,
+                            "hold_s": hit.hold_s, "cache_tier": hit.cache_tier,
+                            "usd_per_mtok_hold": hit.hold_usd_per_mtok, "usd_per_mtok_fetch": hit.fetch_usd_per_mtok,
+                            "usd_per_mtok_input_hit_all_in": hit.hit_all_in_usd_per_mtok,
+                            "break_even_hit_rate": hit.break_even_hit_rate}
         if sheet is not None and sheet.cached_input_usd_per_mtok is not None:
             from ..econ.cache_hit import blended_list_price
 

@@ -39,7 +39,7 @@ def requests_columns(res: SimResult) -> dict[str, np.ndarray]:
 def simulation_dict(dep, workload, res: SimResult, rate=None) -> dict:
     """``llmecon simulate --json`` and ``/api/simulate`` (docs/serving.md): what ran (model, system,
     plan, mode and the profile by name, workload), then ``res.summary()``, and output tokens/s per MW over
-    every chip of every pool (``econ.tco.power_basis``: ``rate``'s facility power, else TDP at PUE 1)."""
+    every chip of every pool (``econ.tco.power_for``: facility power by default)."""
     m = dep.model
     notes = [] if m.max_context else [f"{m.name}'s trained context is unknown (its config gives no "
                                       "max_position_embeddings): request lengths were not checked against it"]
@@ -51,10 +51,10 @@ def simulation_dict(dep, workload, res: SimResult, rate=None) -> dict:
 
 
 def _with_power(d: dict, dep, rate) -> dict:
-    from ..econ.tco import power_basis
+    from ..econ.tco import power_for
     from .tco import priced_fields
 
-    power = power_basis(dep.system.accelerator.power_w, rate)
+    power = power_for(dep.system, rate)
     chips = sum(p["replicas"] * p["chips_per_replica"] for p in d["pools"])
     per_chip = None if d["throughput_tokens_per_s"] is None or not chips else d["throughput_tokens_per_s"] / chips
     return {**d, "tokens_per_s_per_chip": per_chip, "tokens_per_s_per_mw": power.tokens_per_s_per_mw(per_chip),

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from ..econ.tco import HOURS_PER_MONTH, HOURS_PER_YEAR, PowerBasis, TcoRate
+from ..econ.tco import HOURS_PER_MONTH, HOURS_PER_YEAR, PowerBasis, Rent, TcoRate
 
 ASSUMPTIONS = (
     "capital = (chip capex + system capex / chips per system) x CRF(r, n) / 8,766 h; CRF = r / (1 - (1 + r)^-n), "
     "the capital recovery factor (r = 0: 1/n, straight line); no residual value, taxes or insurance",
-    "power = watts per chip x utilisation x PUE / 1000 (W -> kW) x $/kWh; utilisation 1.0 = the rated power "
-    "(TDP), an upper bound for the chip; hosts, NICs and switches are left out unless watts_per_chip is given all-in",
+    "power = watts per chip x utilisation x PUE / 1000 (W -> kW) x $/kWh; utilisation 1.0 = the rated power, an "
+    "upper bound; the catalogue defaults' watts per chip are the system's rated power over its chips (hosts, NICs "
+    "and switches included), a chip's TDP leaves them out",
     "hosting = $/rack-month / chips per rack (or $/chip-month) / 730.5 h, power excluded (billed above)",
     "every hour of the year is paid for; idle time is the serving reports' utilization",
 )
@@ -25,6 +26,7 @@ def tco_dict(rate: TcoRate, system: str) -> dict:
             "parts_usd_per_chip_hour": parts, "parts_usd_per_system_hour": {k: v * n for k, v in parts.items()},
             "capital_recovery_factor": rate.capital_recovery_factor,
             "facility_watts_per_chip": rate.facility_watts_per_chip,
+            "defaults_used": list(i.defaults_used),
             "inputs": {"chip_capex_usd": i.chip_capex_usd, "system_capex_usd": i.system_capex_usd,
                        "amortisation_years": i.amortisation_years, "cost_of_capital": i.cost_of_capital,
                        "watts_per_chip": i.watts_per_chip, "watts_source": i.watts_source,
@@ -36,28 +38,63 @@ def tco_dict(rate: TcoRate, system: str) -> dict:
             "assumptions": list(ASSUMPTIONS)}
 
 
-def price_fields(price: float | None, rate: TcoRate | None, system: str) -> dict:
-    """Where a report's $/chip-hour came from: ``price_source`` ("tco", "price_per_chip_hour" or None) and
-    the ``tco`` block (None without TCO inputs)."""
-    return {"price_source": None if price is None else ("tco" if rate is not None else "price_per_chip_hour"),
-            "tco": None if rate is None else tco_dict(rate, system)}
+def price_source(price: float | None, rate: TcoRate | Rent | None) -> str | None:
+    """Where a $/chip-hour came from: "price_per_chip_hour" (given), "tco" (TCO inputs given, any missing
+    ones from the catalogue defaults), "tco_defaults" (every input from the catalogue defaults),
+    "rent_index" (the catalogue's published rent) or None (no price)."""
+    if price is None:
+        return None
+    if isinstance(rate, Rent):
+        return "rent_index"
+    if isinstance(rate, TcoRate):
+        from ..catalog.tco import REQUIRED_KEYS
+
+        return "tco_defaults" if set(REQUIRED_KEYS) <= set(rate.inputs.defaults_used) else "tco"
+    return "price_per_chip_hour"
+
+
+def rent_dict(rent: Rent) -> dict:
+    return {"usd_per_chip_hour": rent.usd_per_chip_hour, "accelerator": rent.accelerator, "source": rent.source,
+            "as_of": rent.as_of, "cite": rent.cite}
+
+
+def price_fields(price: float | None, rate: TcoRate | Rent | None, system: str) -> dict:
+    """Where a report's $/chip-hour came from: ``price_source`` (``price_source``), the ``tco`` block (None
+    without a TCO rate) and the ``rent`` block (None without a catalogue rent)."""
+    return {"price_source": price_source(price, rate),
+            "tco": tco_dict(rate, system) if isinstance(rate, TcoRate) else None,
+            "rent": rent_dict(rate) if isinstance(rate, Rent) else None}
 
 
 def priced_fields(price: float | None, rate: TcoRate | None, power: PowerBasis, system: str) -> dict:
     """What a priced report adds: ``price_fields`` and the power tokens/s per MW divide by."""
-    return {**price_fields(price, rate, system), "power": power.as_dict()}
+    return {**price_fields(price, rate, system), "power": power.as_dict(), "power_basis": power.kind}
 
 
 def systems_price_fields(prices: dict, rates: dict | None) -> dict:
     """``price_fields`` of a search over several systems (``plan``, ``plan --frontier``): ``prices`` {system:
     USD per chip-hour or None}, ``rates`` {system: TcoRate}; ``tco`` is {system: tco block} or None."""
-    return {"price_source": "tco" if rates else ("price_per_chip_hour" if any(
-                v is not None for v in prices.values()) else None),
-            "tco": {s: tco_dict(rate, s) for s, rate in (rates or {}).items()} or None}
+    sources = sorted({price_source(p, (rates or {}).get(s)) for s, p in prices.items()} - {None})
+    one = None if not sources else sources[0] if len(sources) == 1 else "mixed: " + ", ".join(sources)
+    return {"price_source": one,
+            "price_sources": {s: price_source(p, (rates or {}).get(s)) for s, p in prices.items()},
+            "tco": {s: tco_dict(r, s) for s, r in (rates or {}).items() if isinstance(r, TcoRate)} or None,
+            "rent": {s: rent_dict(r) for s, r in (rates or {}).items() if isinstance(r, Rent)} or None}
 
 
-def tco_line(rate: TcoRate) -> str:
-    """One line for a table: total and parts per chip-hour."""
+def tco_line(rate: TcoRate | Rent) -> str:
+    """One line for a table: total and parts per chip-hour (a TCO rate), or the rent and its source."""
+    if isinstance(rate, Rent):
+        return (f"${rate.usd_per_chip_hour:,.4g}/chip-hour, the published rent of {rate.accelerator} "
+                f"({rate.cite}; no price given)")
+    if rate.inputs.defaults_used:
+        from ..catalog.tco import REQUIRED_KEYS
+
+        used = rate.inputs.defaults_used
+        which = "every input" if set(REQUIRED_KEYS) <= set(used) else ", ".join(used)
+        return (f"${rate.usd_per_chip_hour:,.4g}/chip-hour from TCO (capital ${rate.capital_usd_per_chip_hour:,.4g} + "
+                f"power ${rate.power_usd_per_chip_hour:,.4g} + hosting ${rate.hosting_usd_per_chip_hour:,.4g}); "
+                f"{which} from the catalogue's sourced defaults (llmecon tco lists each)")
     return (f"${rate.usd_per_chip_hour:,.4g}/chip-hour from TCO (capital ${rate.capital_usd_per_chip_hour:,.4g} + "
             f"power ${rate.power_usd_per_chip_hour:,.4g} + hosting ${rate.hosting_usd_per_chip_hour:,.4g})")
 

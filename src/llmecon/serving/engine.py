@@ -274,7 +274,7 @@ class Engine(RequestOps):
         tick = max(1, n // 200)
         while True:
             if t_arr <= heap[0][0]:  # both sentinels are inf: the run stops at the horizon at the latest
-                if t_arr >= horizon:
+                if t_arr > horizon or t_arr == math.inf:  # an arrival at the horizon itself arrives (issue 35)
                     break
                 arrive(i, t_arr)
                 i += 1

@@ -80,7 +80,7 @@ def run(arr, prompt, out, cached, pf_c, pf_k, h_first, too_big,  # per request, 
         t_arr = arr[i]
         top = et[0] if isc[I_EVLEN] > 0 else inf
         if t_arr <= top:  # ---- an arrival (``Engine._arrive``)
-            if t_arr >= horizon:
+            if t_arr > horizon or t_arr == inf:  # the last arrival, at the horizon itself, arrives (issue 35)
                 return DONE
             if i >= stop_i:
                 return PAUSE

@@ -11,7 +11,9 @@ with it. Names become a Deployment in ``resolve.deployment`` (the one place defa
 Also here, because they are facts of the placement and not of one step: the bytes each chip of
 the largest pipeline stage holds (``memory_per_chip``, ``kv_per_chip``). Weights: a stage holds the
 share ``phi`` of the layers; non-expert weights are split over tp, routed experts (with any
-redundant copies) over the stage's tp·adp chips. KV: split over the plan's KV shards and the attention-DP groups.
+redundant copies) over the stage's tp·adp chips. KV: a sequence lives on one attention-DP group (its
+KV split over that group's KV shards), so the critical chip holds the busiest group's sequences
+(``busiest_group_sequences``): one whole sequence when there are fewer sequences than groups.
 """
 
 from __future__ import annotations
@@ -19,13 +21,29 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..dtypes import get_dtype
-from ..errors import LlmeconError, SpecError, as_floats, with_field
+from ..errors import LlmeconError, SpecError, with_field
 from .efficiency import IDEAL, EfficiencyProfile
 from .hardware import System
 from .model import Model
 from .plan import Placement, Plan, place
 from .speculation import Speculation
+
+
+def busiest_group_sequences(batch, adp):
+    """Sequences on the busiest of ``adp`` attention-DP groups: a sequence's KV and attention live on one
+    group (SGLang/DeepSeek DP attention, DeepSeek-V3 report sec. 3.4), so with fewer sequences than
+    groups the busiest holds one whole sequence, not batch/adp of one; with at least adp sequences the
+    scheduler's balance is taken as even (batch/adp, the mean; whole-sequence rounding, up to one
+    sequence more on some groups, is omitted). max(batch/adp, min(batch, 1)): a fractional share below
+    one sequence (batch/pp micro-batches) is kept as it is; adp 1 gives ``batch``. Examples: batch 1,
+    adp 8 -> 1 (not 1/8); batch 16, adp 8 -> 2. Broadcasts over numpy ``batch`` and ``adp``."""
+    if isinstance(batch, (int, float)) and isinstance(adp, (int, float)):  # the one-point call's fast path
+        return max(batch / adp, min(float(batch), 1.0))
+    b = np.asarray(batch, dtype=float)
+    return np.maximum(b / adp, np.minimum(b, 1.0))
 
 
 def memory_per_chip(model: Model, plan: Plan, *, batch, context, weight_dtype=None, kv_dtype=None):
@@ -41,9 +59,12 @@ def memory_per_chip(model: Model, plan: Plan, *, batch, context, weight_dtype=No
 
 def kv_per_chip(model: Model, plan: Plan, *, batch, context, kv_dtype=None):
     """KV bytes held per chip on the largest stage by ``batch`` sequences at ``context`` (the KV
-    term of ``memory_per_chip``, computed on its own: no cancellation against the weights)."""
+    term of ``memory_per_chip``, computed on its own: no cancellation against the weights): the
+    busiest attention-DP group's sequences (``busiest_group_sequences``), each split over the KV
+    shards of its group."""
     phi = plan.stage_fraction(model)
-    return phi * as_floats(batch) * model.kv_bytes(context, kv_dtype) / (plan.kv_shards(model) * plan.adp)
+    return (phi * busiest_group_sequences(batch, plan.adp) * model.kv_bytes(context, kv_dtype)
+            / plan.kv_shards(model))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -118,7 +139,14 @@ class Deployment:
                                      kv_dtype=self.kv_dtype))
 
     def kv_per_sequence_per_chip_bytes(self, context):
-        """KV bytes one sequence at ``context`` adds to each chip of the largest stage."""
+        """KV bytes one sequence at ``context`` adds, on average over the attention-DP groups, to each
+        chip of the largest stage: the marginal cost per sequence once every group is full (batch a
+        multiple of adp), for batch and capacity sums. One sequence alone sits on one group and holds
+        ``adp`` times this on its chips (``kv_per_chip``, ``kv_per_sequence_on_group_bytes``)."""
+        return self.kv_per_sequence_on_group_bytes(context) / self.plan.adp
+
+    def kv_per_sequence_on_group_bytes(self, context):
+        """KV bytes one sequence at ``context`` puts on each chip of the attention-DP group holding it."""
         return kv_per_chip(self.model, self.plan, batch=1.0, context=context, kv_dtype=self.kv_dtype)
 
     def memory_per_chip_bytes(self, *, batch, context):

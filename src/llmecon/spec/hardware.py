@@ -23,6 +23,12 @@ class Accelerator:
     ``unpublished_peaks`` maps a dtype the chip runs but whose dense peak no source states to why
     (e.g. Rubin's bf16 and fp8): a matmul that would run at that format is refused with an error
     naming the missing fact, instead of silently falling back to a slower format it has a peak for.
+    ``derived_peaks`` maps a dtype whose peak is arithmetic on a published figure (not a per-chip
+    datasheet value) to that arithmetic and its source; outputs label it derived.
+
+    ``hbm_bytes`` is the capacity every fit uses: the bytes the device exposes (``hbm_basis``
+    "device", e.g. nvidia-smi's memory.total) where a source gives them, else the nominal datasheet
+    figure ("nominal"); ``hbm_nominal_bytes`` keeps the datasheet figure when the two differ.
     """
 
     name: str
@@ -31,14 +37,22 @@ class Accelerator:
     hbm_bytes: float
     hbm_bandwidth_bytes_per_s: float
     power_w: float | None = None
+    hbm_nominal_bytes: float | None = None
+    hbm_source: str = ""
     status: str = "datasheet"
     source: str = ""
     as_of: str = ""
     notes: str = ""
     unpublished_peaks: Mapping[str, str] = field(default_factory=dict)
+    derived_peaks: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "peak_flops_per_s", MappingProxyType(dict(self.peak_flops_per_s)))
+        object.__setattr__(self, "derived_peaks", MappingProxyType(dict(self.derived_peaks)))
+        stray = sorted(set(self.derived_peaks) - set(self.peak_flops_per_s))
+        if stray:
+            raise SpecError(f"accelerator {self.name}: derived_peaks names {', '.join(stray)} without a peak",
+                            field="derived_peaks", fix="give the derived figure in peak_flops_per_s too")
         object.__setattr__(self, "unpublished_peaks", MappingProxyType(dict(self.unpublished_peaks)))
         both = sorted(set(self.peak_flops_per_s) & set(self.unpublished_peaks))
         if both:
@@ -52,6 +66,11 @@ class Accelerator:
         require_number("hbm_bytes", self.hbm_bytes, minimum=0, exclusive=True, owner=owner)
         require_number("hbm_bandwidth_bytes_per_s", self.hbm_bandwidth_bytes_per_s, minimum=0, exclusive=True,
                        owner=owner)
+
+    @property
+    def hbm_basis(self) -> str:
+        """'device' when ``hbm_bytes`` is the capacity the device exposes, else 'nominal' (datasheet)."""
+        return "device" if self.hbm_nominal_bytes is not None else "nominal"
 
     def compute_dtype(self, dtype: str | DType) -> str:
         """The tensor-core format a matmul on ``dtype`` weights runs at on this chip.

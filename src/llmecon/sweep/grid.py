@@ -173,7 +173,7 @@ def _profiles(spec: SweepSpec, systems) -> dict[str, EfficiencyProfile | Llmecon
 def _analytic_groups(spec: SweepSpec, models, systems, skipped: list) -> list[Group]:
     from ..step.inference import decode_step, prefill_step
 
-    from ..econ.tco import power_basis
+    from ..econ.tco import power_for
 
     a = spec.analytic
     groups: list[Group] = []
@@ -186,7 +186,7 @@ def _analytic_groups(spec: SweepSpec, models, systems, skipped: list) -> list[Gr
         for system in systems:
             tco = spec.tco_of(system.name)
             prices = (tco[0],) if tco else a.prices if a.prices is not None else (math.nan,)
-            watts = tco[1] if tco else power_basis(system.accelerator.power_w).watts_per_chip
+            watts = tco[1] if tco else power_for(system).watts_per_chip
             for wdt in a.weight_dtypes:
                 for kvdt in a.kv_dtypes:
                     for plan in _plans_for(a.plans, model, system, wdt, kvdt):
@@ -222,7 +222,7 @@ def _analytic_groups(spec: SweepSpec, models, systems, skipped: list) -> list[Gr
 
 
 def _scenarios(spec: SweepSpec, models, systems, first: int, skipped: list) -> list[Scenario]:
-    from ..econ.tco import power_basis
+    from ..econ.tco import power_for
 
     s = spec.simulation
     out: list[Scenario] = []
@@ -231,7 +231,7 @@ def _scenarios(spec: SweepSpec, models, systems, first: int, skipped: list) -> l
         for system in systems:
             tco = spec.tco_of(system.name)
             prices = (tco[0],) if tco else s.prices if s.prices is not None else (None,)
-            watts = tco[1] if tco else power_basis(system.accelerator.power_w).watts_per_chip
+            watts = tco[1] if tco else power_for(system).watts_per_chip
             for plan in _plans_for(s.plans, model, system, None, None):
                 n = len(s.policies) * len(s.workloads) * len(s.seeds) * len(s.batch_caps) * len(prices)
                 prof = profiles[system.name]

@@ -365,10 +365,10 @@ def create_app(*, allowed_hosts: frozenset[str] | None = None) -> FastAPI:
                                 profiles=profiles_for(body.mode, None, found),
                                 speculation=speculation_candidates(m, max_k=body.spec_tokens,
                                                                    acceptance=body.acceptance, draft=body.draft))
-        from ..econ.tco import power_basis
+        from ..econ.tco import power_for
 
         prices, rates = _priced(body, found)
-        powers = {s.name: power_basis(s.accelerator.power_w, rates.get(s.name)) for s in found}
+        powers = {s.name: power_for(s, rates.get(s.name)) for s in found}
         if body.frontier:  # ``plan --frontier`` at its defaults: whole requests, the layouts engines run
             import dataclasses
 

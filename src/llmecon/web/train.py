@@ -68,7 +68,7 @@ def _answer(p: dict, run, changed: tuple, layout_changed: bool, priced) -> dict:
     from ..catalog.efficiency import named_profile
     from ..catalog.hardware import get_system
     from ..catalog.models import get_model
-    from ..econ.tco import power_basis
+    from ..econ.tco import power_for
     from ..econ.training_goodput import goodput_inputs
     from ..econ.training_memory import require_fit
     from ..econ.training_step import TrainPlan, train_step
@@ -105,7 +105,7 @@ def _answer(p: dict, run, changed: tuple, layout_changed: bool, priced) -> dict:
     if run is None or layout_changed:  # the published layout did run: shown with fits false, as the CLI does
         require_fit(st.memory, model_name=m.name, plan_label=plan.label(), system_name=s.name)
     d = train_dict(st, m, s.name, tokens=p["tokens"], price_per_gpu_hour=price, dp_overlap=p["dp_overlap"],
-                   goodput=gp, rate=rate, power=power_basis(s.accelerator.power_w, rate))
+                   goodput=gp, rate=rate, power=power_for(s, rate))
     if run is not None:
         d["published"] = published_dict(run, changed, d)
     return d
