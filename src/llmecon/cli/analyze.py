@@ -8,7 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, AcceptanceOpt, AdpOpt, DraftOpt, EpOpt, JsonOpt, KvDtypeOpt,
-                      Mode, ModeOpt, ModelOpt, Phase, PpOpt, ProfileOpt, RedundantOpt, SpecTokensOpt, SystemOpt,
+                      EngineOpt, Mode, ModeOpt, ModelOpt, Phase, PpOpt, ProfileOpt, RedundantOpt, SpecTokensOpt,
+                      SystemOpt,
                       TpOpt, WeightDtypeOpt, _check_plot_path,
                       _console, _deployment, _emit_json, _kv_table, app, catalog_app)
 
@@ -21,7 +22,8 @@ def analyze(
                                                                          "batch, memory limit)).")] = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
     pp: PpOpt = None, adp: AdpOpt = None, redundant_experts: RedundantOpt = None, mode: ModeOpt = Mode.ideal,
-    profile: ProfileOpt = None, spec_tokens: SpecTokensOpt = None, acceptance: AcceptanceOpt = None,
+    profile: ProfileOpt = None, engine: EngineOpt = None, spec_tokens: SpecTokensOpt = None,
+    acceptance: AcceptanceOpt = None,
     draft: DraftOpt = None,
     as_json: JsonOpt = False,
     report: Annotated[Optional[str], typer.Option("--report", help="Also write a self-contained HTML report "
@@ -40,6 +42,7 @@ def analyze(
 
         report_path = check_html_path(report, "--report")
     dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, adp=adp, profile=profile,
+                      engine=engine,
                       redundant_experts=redundant_experts, spec_tokens=spec_tokens, acceptance=acceptance,
                       draft=draft)
     a = analyze_deployment(dep, context=context, batch=batch)
@@ -87,7 +90,8 @@ def step(
                                                                    "prompt tokens.")] = 4096,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
     pp: PpOpt = None, adp: AdpOpt = None, redundant_experts: RedundantOpt = None, mode: ModeOpt = Mode.ideal,
-    profile: ProfileOpt = None, spec_tokens: SpecTokensOpt = None, acceptance: AcceptanceOpt = None,
+    profile: ProfileOpt = None, engine: EngineOpt = None, spec_tokens: SpecTokensOpt = None,
+    acceptance: AcceptanceOpt = None,
     draft: DraftOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -103,6 +107,7 @@ def step(
     from ..units import fmt_bytes, fmt_seconds
 
     dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, adp=adp, profile=profile,
+                      engine=engine,
                       redundant_experts=redundant_experts, spec_tokens=spec_tokens, acceptance=acceptance,
                       draft=draft)
     chosen = _chosen_plan(dep, tp, ep, pp, adp, redundant_experts)
@@ -157,7 +162,8 @@ def batch_cmd(
     = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
     pp: PpOpt = None, adp: AdpOpt = None, redundant_experts: RedundantOpt = None, mode: ModeOpt = Mode.ideal,
-    profile: ProfileOpt = None, spec_tokens: SpecTokensOpt = None, acceptance: AcceptanceOpt = None,
+    profile: ProfileOpt = None, engine: EngineOpt = None, spec_tokens: SpecTokensOpt = None,
+    acceptance: AcceptanceOpt = None,
     draft: DraftOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -175,6 +181,7 @@ def batch_cmd(
     if plot:
         _check_plot_path(plot)
     dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, adp=adp, profile=profile,
+                      engine=engine,
                       redundant_experts=redundant_experts, spec_tokens=spec_tokens, acceptance=acceptance,
                       draft=draft)
     chosen = _chosen_plan(dep, tp, ep, pp, adp, redundant_experts)

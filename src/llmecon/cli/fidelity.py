@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .options import JsonOpt, Mode, ModeOpt, ProfileOpt, _console, _emit_json, _fail, _fidelity, app
+from .options import EngineOpt, JsonOpt, Mode, ModeOpt, ProfileOpt, _console, _emit_json, _fail, _fidelity, app
 
 #: most rows ``predict`` takes in one run: each case holds a few hundred bytes of Python objects
 #: (~1 kB measured with tracemalloc), so a million is ~1 GB
@@ -27,8 +27,11 @@ def predict(
                                               "'0.9;0.8'; empty = the model's default), draft (empty = mtp). Optional "
                                               "disaggregated serving rows (phase serving): deployment "
                                               "(aggregated|disaggregated), prefill_plan, prefill_workers, "
-                                              "decode_plan, decode_workers (TTFT includes the KV transfer).")],
-    out: OutOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
+                                              "decode_plan, decode_workers (TTFT includes the KV transfer). Optional "
+                                              "engine (trtllm, sglang, vllm...): the row is priced calibrated with "
+                                              "its chip's profile for that engine.")],
+    out: OutOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, engine: EngineOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Predict many cases in one process (vectorised per deployment): step, compute, memory and
     communication time, bound, tokens/s; for 'serving' rows the steady-state TPOT, TTFT and
@@ -41,12 +44,12 @@ def predict(
         from ..files import check_output
 
         check_output(out, field="out", suffixes=(".csv",))
-    mode_name, prof = _fidelity(mode, profile)  # each case's accelerator picks its default profile
+    mode_name, prof = _fidelity(mode, profile, None, engine)  # each case's accelerator picks its profile
     rows = read_cases(cases)
     if len(rows) > MAX_CASES:
         _fail(f"{cases}: {len(rows):,} cases, more than the {MAX_CASES:,} predict takes in one run; split the file")
     t0 = time.perf_counter()
-    result = predict_cases(rows, mode=mode_name, profile=prof, where=cases)
+    result = predict_cases(rows, mode=mode_name, profile=prof, where=cases, engine=engine)
     elapsed = time.perf_counter() - t0
     text = write_cases(result, out)
     if as_json:
@@ -265,8 +268,8 @@ def _silicon_report(path, scheme, models, chips, engines, configs, quiet):
                               fix="give aiconfigurator's silicon CSV with agg rows of models that have a config")
     known_models = {r.model for r in rows} | {group_of(r) for r in rows}
     pick_m = _names("models", models, known_models, "model")
-    pick_c = _names("chips", chips, set(CHIPS.values()), "chip")
-    pick_e = _names("engines", engines, set(ENGINES), "engine")
+    pick_c = _names("chips", chips, set(CHIPS.values()) | {r.chip for r in rows}, "chip")
+    pick_e = _names("engines", engines, set(ENGINES) | {r.engine for r in rows}, "engine")
     with _Bar("fitting engine terms", quiet) as bar:
         got = silicon_holdout(rows, scheme, models=pick_m, chips=pick_c, engines=pick_e, progress=bar)
     if not got.evaluated.any():
@@ -316,7 +319,8 @@ def _pct(v: float) -> str:
     return "–" if v is None or not math.isfinite(v) else f"{v:.1%}"
 
 
-BY_TITLES = {"all": "all rows", "chip": "per chip", "model": "per held-out model", "engine": "per engine",
+BY_TITLES = {"all": "all rows", "vendor": "per vendor", "vendor/engine": "per vendor and engine",
+             "chip": "per chip", "model": "per held-out model", "engine": "per engine",
              "chip/engine": "per chip and engine", "concurrency": "per concurrency band"}
 
 
@@ -328,6 +332,10 @@ def _print_holdout(console, report, where: str) -> None:
               "chip": "leave one chip out", "none": "in-sample (not an accuracy claim)"}[report.holdout]
     console.print(f"llmecon validate: {report.rows:,} rows of {where} ({report.source}); {scheme}; errors "
                   "|pred/meas - 1| of held-out predictions")
+    vendors = {c.group for c in report.cells if c.by == "vendor"}
+    for vendor in ("NVIDIA", "AMD"):  # both always named: a vendor without rows says so
+        if report.source == "silicon" and vendor not in vendors:
+            console.print(f"per vendor: no {vendor} rows in {where}")
     for by in BY_TITLES:
         mine = [c for c in report.cells if c.by == by]
         groups = sorted({c.group for c in mine})
@@ -337,11 +345,12 @@ def _print_holdout(console, report, where: str) -> None:
             console.print(f"{BY_TITLES[by]}: only {groups[0]} (as all rows)")
             continue
         heads = ("quantity",) + (() if by == "all" else (by,))
-        table = Table(*heads, "rows", "predicted", "median", "p90", "ideal <= meas", title=BY_TITLES[by],
+        table = Table(*heads, "rows", "predicted", "coverage", "median", "p90", "ideal <= meas", title=BY_TITLES[by],
                       title_justify="left")
         for c in mine:
             table.add_row(c.quantity, *(() if by == "all" else (c.group,)), f"{c.rows:,}", f"{c.predicted:,}",
-                          _pct(c.median), _pct(c.p90), _pct(c.ideal_below) if c.ideal_rows else "–")
+                          _pct(c.predicted / c.rows if c.rows else float("nan")), _pct(c.median), _pct(c.p90),
+                          _pct(c.ideal_below) if c.ideal_rows else "–")
         console.print(table)
     for note in report.notes:
         console.print(f"  note: {note}")
