@@ -140,7 +140,7 @@ def _engine_of(row: dict, default: str | None, profile, where: str) -> str:
         return ""
     if profile is not None:
         raise CatalogError(f"{where} engine: {name!r} given with a profile; the engine picks the chip's profile",
-                           fix="drop --profile, or empty the engine column")
+                           fix="drop {profile}, or empty the engine column")
     try:
         return check_engine(name)
     except LlmeconError as exc:
