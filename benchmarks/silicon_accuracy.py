@@ -41,6 +41,8 @@ from llmecon.fidelity.holdout import stats  # noqa: E402
 from llmecon.fidelity.holdout_silicon import group_of  # noqa: E402
 from llmecon.fidelity.silicon import predict_silicon, read_silicon  # noqa: E402
 
+DATE = "2026-11-28"
+"""The date of this run's results file and of the engine-terms notes ``--write-profiles`` writes."""
 ENGINE_NOTE = r" Engine terms \((?:(?! Engine terms \().)*?silicon_accuracy_\d{4}-\d{2}-\d{2}\.md(?:\.|(?=; ))"
 """One engine-terms note in a profile's derivation, ending its sentence or followed by a later note's
 "; ..." (``--write-profiles`` replaces them all with one at the end)."""
@@ -56,7 +58,7 @@ def without_engine_notes(derivation: str) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--write-profiles", action="store_true")
-    ap.add_argument("--out", default=str(ROOT / "benchmarks/results/silicon_accuracy_2026-11-26.md"))
+    ap.add_argument("--out", default=str(ROOT / f"benchmarks/results/silicon_accuracy_{DATE}.md"))
     args = ap.parse_args()
     rows, skipped = read_silicon()
     n = len(rows)
@@ -169,13 +171,13 @@ def write_profiles(shipped: dict, rows, rowless: set = frozenset()) -> None:
                     f"{hs.MIN_TRAIN} of them priced (plans llmecon refuses count as unpriced), so the per-chip "
                     f"terms stay kernel-only (fidelity.engine_fit.BASE){shared.replace('; ', ', and ', 1)} "
                     "(fidelity.holdout_silicon.rowless_terms, as a leave-one-chip-out fold gives a chip without "
-                    "rows; written by benchmarks/silicon_accuracy.py 2026-11-26, errors in "
-                    "benchmarks/results/silicon_accuracy_2026-11-26.md.")
+                    f"rows; written by benchmarks/silicon_accuracy.py {DATE}, errors in "
+                    f"benchmarks/results/silicon_accuracy_{DATE}.md.")
         else:
-            note = (f" Engine terms ({', '.join(PARAMS)}) fitted by benchmarks/silicon_accuracy.py (2026-11-26, "
+            note = (f" Engine terms ({', '.join(PARAMS)}) fitted by benchmarks/silicon_accuracy.py ({DATE}, "
                     f"fidelity.engine_fit; {held} held, not fitted{shared}) on {k} "
                     f"aggregated serving rows of aiconfigurator's silicon_dev.csv ({'; '.join(models)}); "
-                    "leave-one-model-out error in benchmarks/results/silicon_accuracy_2026-11-26.md.")
+                    f"leave-one-model-out error in benchmarks/results/silicon_accuracy_{DATE}.md.")
         # every earlier engine-terms note goes (each ends at its results file), the new one is appended; the
         # MLA / GDN / MXFP4 / all-to-all notes between them stay
         text = re.sub(r'^(derivation = ".*)"$', lambda m: without_engine_notes(m.group(1)) + note + '"', text,

@@ -12,7 +12,7 @@ from .catalog.hardware import get_system
 from .catalog.models import get_model
 from .dtypes import get_dtype
 from .econ.batching import smallest_plan
-from .errors import CatalogError, require_choice, with_field
+from .errors import CatalogError, SpecError, require_choice, with_field
 from .spec.deployment import Deployment
 from .spec.efficiency import IDEAL, MODES, EfficiencyProfile
 from .spec.hardware import System
@@ -21,15 +21,26 @@ from .spec.speculation import speculation_for
 
 
 def fidelity(mode: str, profile: str | EfficiencyProfile | None = None,
-             system: System | None = None) -> tuple[str, EfficiencyProfile | None]:
-    """(mode name, profile) from a mode and an optional profile: a profile (file path or object)
-    implies calibrated; calibrated without one uses ``system``'s shipped profile (an error names the
-    fix when none exists), or, with no system (searches over many systems or rows), None: each is
-    resolved where it is used. ``auto`` (issue 35; the CLI's default for analyze and cost): calibrated with
+             system: System | None = None, engine: str | None = None) -> tuple[str, EfficiencyProfile | None]:
+    """(mode name, profile) from a mode, an optional profile and an optional serving engine: a profile
+    (file path or object) implies calibrated; an engine implies calibrated with ``system``'s profile for
+    that engine (``fidelity.engines.engine_profile``: the shipped chip x engine profile, else one
+    transferred from the engine's other chips, labelled with its expected error); calibrated without
+    either uses ``system``'s default profile (an error names the fix when none exists), or, with no
+    system (searches over many systems or rows), None: each is resolved where it is used (an engine is
+    then only checked here). ``auto`` (issue 35; the CLI's default for analyze and cost): calibrated with
     the chip's shipped profile (measured, or transferred and labelled with its expected error) where it
     has one, else ideal; with no system, "auto" is returned for the caller to resolve per system
     (``auto_profile``)."""
     require_choice("mode", mode, (*MODES, AUTO))
+    if engine is not None:
+        from .fidelity.engines import check_engine, engine_profile
+
+        if profile is not None:
+            raise SpecError("give {engine} or {profile}, not both", field="engine", value=engine,
+                            fix="drop {profile} (the engine picks the chip's profile) or drop {engine}")
+        check_engine(engine)
+        return "calibrated", None if system is None else engine_profile(system.accelerator, engine)
     if profile is not None:
         return "calibrated", load_profile(profile) if isinstance(profile, str) else profile
     if mode == AUTO:
@@ -60,11 +71,12 @@ def deployment(model: str, system: str, *, tp: int | None = None, ep: int | None
                adp: int | None = None, weight_dtype: str | None = None, kv_dtype: str | None = None,
                mode: str = "ideal", profile: str | EfficiencyProfile | None = None,
                auto: bool = False, redundant_experts: int | None = None, spec_tokens: int | None = None,
-               acceptance=None, draft: str | None = None) -> Deployment:
+               acceptance=None, draft: str | None = None, engine: str | None = None) -> Deployment:
     """Resolve names into a validated Deployment; with ``auto`` and no degree given (nor redundant
     experts), the smallest plan that holds the weights in half of HBM (``batching.smallest_plan``).
     ``spec_tokens``/``acceptance``/``draft``: speculative decoding (``spec.speculation.speculation_for``:
-    None/0 = none; acceptance None = the model family's published default)."""
+    None/0 = none; acceptance None = the model family's published default); ``engine``: the serving
+    engine whose chip profile prices it (``fidelity``)."""
     m, s = get_model(model), get_system(system)
     for field, dt in (("weight_dtype", weight_dtype), ("kv_dtype", kv_dtype)):
         if dt is not None:
@@ -78,17 +90,23 @@ def deployment(model: str, system: str, *, tp: int | None = None, ep: int | None
     if plan is None:
         plan = Plan(tp=1 if tp is None else tp, ep=1 if ep is None else ep, pp=1 if pp is None else pp, adp=adp,
                     redundant_experts=redundant_experts or 0)
-    _, prof = fidelity(mode, profile, s)
+    _, prof = fidelity(mode, profile, s, engine)
     return Deployment(model=m, system=s, plan=plan, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                       profile=prof or IDEAL, speculation=speculation_for(m, k=spec_tokens, acceptance=acceptance,
                                                                          draft=draft))
 
 
-def profiles_for(mode: str, profile: str | EfficiencyProfile | None, systems) -> dict[str, EfficiencyProfile]:
+def profiles_for(mode: str, profile: str | EfficiencyProfile | None, systems,
+                 engine: str | None = None) -> dict[str, EfficiencyProfile]:
     """Each system's efficiency profile for a search over ``systems`` (planner): IDEAL in ideal
-    mode; calibrated: ``profile`` for every system, or each accelerator's shipped profile (an error
-    names the system without one)."""
-    _, given = fidelity(mode, profile)
+    mode; calibrated: ``profile`` for every system, each accelerator's profile for ``engine``
+    (``fidelity.engines.engine_profile``), or each accelerator's shipped default (an error names the
+    system without one)."""
+    _, given = fidelity(mode, profile, None, engine)
+    if engine is not None:
+        from .fidelity.engines import engine_profile
+
+        return {s.name: engine_profile(s.accelerator, engine) for s in systems}
     if given is None and mode == "ideal":
         return {s.name: IDEAL for s in systems}
     if given is None and mode == AUTO:

@@ -173,3 +173,27 @@ def test_no_fit_sees_its_held_out_group(silicon, monkeypatch, scheme, key):
             assert {getattr(rows[i], key) for i in train}.isdisjoint({getattr(rows[i], key) for i in idx})
         fits = []
     assert np.isfinite(got.held_tpot_s).all()  # every row predicted from a fit that never saw it
+
+
+def test_silicon_rows_of_other_vendors_are_scored_apart(tmp_path):
+    """Rows of a catalogue system of another vendor (mi300x-8) in the same CSV format are read, priced with the
+    chip's profile for their engine (a transferred one here) and reported per vendor and per vendor/engine."""
+    path, configs = _silicon(tmp_path)
+    text = open(path).read().replace(",trtllm,", ",vllm,")
+    amd = [line.replace("h200_sxm", "mi300x-8").replace("r", "a", 1) for line in text.splitlines()
+           if ",h200_sxm," in line and ",agg," in line]
+    with open(path, "w") as f:
+        f.write(text + "\n".join(amd) + "\n")
+    got = _json(["validate", path, "--configs", configs, "--holdout", "chip"])
+    cells = {(c["quantity"], c["by"], c["group"]): c for c in got["cells"]}
+    assert {("TPOT", "vendor", "NVIDIA"), ("TPOT", "vendor", "AMD"), ("TPOT", "vendor/engine", "AMD/vllm"),
+            ("TTFT c<=8", "vendor", "AMD"), ("TPOT", "chip", "mi300x")} <= set(cells)
+    assert cells[("TPOT", "vendor", "AMD")]["rows"] == 16 and cells[("TPOT", "vendor", "AMD")]["predicted"] > 0
+    code, out = invoke(["validate", path, "--configs", configs, "--holdout", "none", "--chips", "mi300x,h200"])
+    assert code == 0 and "per vendor and engine" in out and "coverage" in out and "AMD/vllm" in out
+
+
+def test_a_file_without_amd_rows_says_so(silicon):
+    path, configs = silicon
+    code, out = invoke(["validate", path, "--configs", configs, "--holdout", "none", "--chips", "b200"])
+    assert code == 0 and "no AMD rows" in out

@@ -106,6 +106,29 @@ def test_hand_solved_fixed_point():
     assert (t_d, t_p) == pytest.approx((4.841e-3, 7.840e-3), rel=1e-3)
 
 
+def test_cohort_share_prices_the_prefills_ahead_in_a_cohort():
+    """``prefill_cohort_share`` q = 1 (step 5): every newcomer arrives with the other B running requests and
+    waits for the cohort's prompts ahead of it, prefilled one after another: on average (B+1)/(2B) of one
+    prefill of B prompts, P_B. By hand at B = C = 8, P = 2048 (llama-3.1-8b, ideal terms otherwise, no
+    queueing): TTFT = T_it + (9/16)·P_8, whatever the arrivals per iteration x; q = 0 is the default
+    (the prompts of the iteration a request joins)."""
+    import dataclasses
+
+    C, P, O = 8, 2048, 256
+    cohort = Deployment(model=LLAMA8.model, system=LLAMA8.system, plan=LLAMA8.plan,
+                        profile=dataclasses.replace(IDEAL, name="cohort", prefill_cohort_share=1.0))
+    ss = steady_state(cohort, concurrency=C, prompt_tokens=P, output_tokens=O)
+    p_8 = _f(prefill_of(cohort, batch=8, prompt_tokens=P).latency_s)
+    assert _f(ss.queue_s) == 0.0 and _f(ss.effective_batch) == C
+    assert _f(ss.ttft_s) == pytest.approx(_f(ss.iteration_s) + 9 / 16 * p_8, rel=1e-12)
+    alone = steady_state(dataclasses.replace(cohort, profile=dataclasses.replace(cohort.profile, name="alone",
+                                                                                 prefill_cohort_share=0.0)),
+                         concurrency=C, prompt_tokens=P, output_tokens=O)  # q = 0
+    assert _f(alone.ttft_s) < _f(ss.ttft_s)
+    with pytest.raises(SpecError, match="prefill_cohort_share"):
+        dataclasses.replace(IDEAL, name="bad", prefill_cohort_share=1.5)
+
+
 def test_broadcasts_like_scalar_calls():
     C = np.array([[1.0], [8.0], [64.0]])
     P = np.array([128.0, 2048.0])

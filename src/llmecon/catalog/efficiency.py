@@ -15,7 +15,7 @@ from ._strict import check_keys, read_toml
 
 
 _TOP = (("name", "accelerators", "derivation", "source") + _FRACTIONS + _TIMES
-        + ("matmul_m_half", "prefill_stall_factor", "ttft_prefill_factor", "attention_floor_s",
+        + ("matmul_m_half", "prefill_stall_factor", "ttft_prefill_factor", "prefill_cohort_share", "attention_floor_s",
            "engine"))
 _TABLES = ("gemm", "moe", "moe_skew") + ATTENTION_TABLES
 _TIER_KEYS = ("op_overhead_s", "p2p_overhead_s", "step_latency_s", "bandwidth_fraction")
@@ -126,18 +126,19 @@ def default_profiles() -> tuple[EfficiencyProfile, ...]:
                  for f in sorted(folder.iterdir(), key=lambda f: f.name) if f.name.endswith(".toml"))
 
 
-DEFAULT_ENGINE = {"h100-sxm": None, "h200": "trtllm", "b200": "trtllm", "b300": "trtllm", "gb200": "trtllm",
-                  "gb300": "trtllm", "mi300x": "vllm", "mi325x": "vllm", "mi355x": "vllm"}
+def _default_engines() -> dict[str, str | None]:
+    from .engines import engine_catalog
+
+    return {chip: d.engine or None for chip, d in engine_catalog().defaults.items()}
+
+
+DEFAULT_ENGINE = _default_engines()
 """The engine whose kernel-table profile is a chip's default in calibrated mode (None: the chip's
-legacy profile stays the default). TensorRT-LLM's tables cover every family on every chip except
-Blackwell MoE (only a w4a8 table), where its profile takes MoE from SGLang's or vLLM's table, as
-its ``derivation`` says. Engine terms fitted on the silicon rows (``fidelity.engine_fit``) are in
-the profiles that have aggregated rows (not b300/trtllm, gb200/sglang, gb200/vllm, gb300); h100-sxm
-keeps its vidur + serving fitted profile as default until the kernel-table one is validated against it.
-AMD (mi300x, mi325x, mi355x): vLLM, the only engine with AMD serving measurements in the shared data (MI300X
-vLLM batch latency, ``fidelity.amd_serving``); mi300x/vllm is measured (aiter kernels + served terms),
-mi325x/vllm and mi355x/vllm are labelled transferred from it (``fidelity.amd_profiles``), so the default
-falls through to them as the chip's only profile."""
+legacy profile stays the default), read from ``catalog/engines.toml``, where each choice says why and
+cites its source (``catalog.engines``). Engine terms fitted on the silicon rows (``fidelity.engine_fit``)
+are in the profiles that have aggregated rows (not b300/trtllm, gb200/sglang, gb200/vllm, gb300). AMD
+(mi300x, mi325x, mi355x): vLLM, the only engine with AMD serving measurements in the shared data
+(``fidelity.amd_serving``, ``fidelity.amd_profiles``)."""
 
 
 def named_profile(name: str) -> EfficiencyProfile:

@@ -7,8 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from .options import (DEFAULT_MODE, DEFAULT_MODEL, DEFAULT_SYSTEM, AcceptanceOpt, AdpOpt, DraftOpt, EpOpt,
-                      JsonOpt, KvDtypeOpt,
+from .options import (DEFAULT_MODE, DEFAULT_MODEL, DEFAULT_SYSTEM, AcceptanceOpt, AdpOpt, DraftOpt, EngineOpt,
+                      EpOpt, JsonOpt, KvDtypeOpt,
                       Mode, ModeOpt, ModelOpt, Phase, PpOpt, ProfileOpt, RedundantOpt, SpecTokensOpt, SystemOpt,
                       TpOpt, WeightDtypeOpt, _check_plot_path,
                       _console, _deployment, _emit_json, _kv_table, app, catalog_app)
@@ -22,7 +22,8 @@ def analyze(
                                                                          "batch, memory limit)).")] = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
     pp: PpOpt = None, adp: AdpOpt = None, redundant_experts: RedundantOpt = None, mode: ModeOpt = DEFAULT_MODE,
-    profile: ProfileOpt = None, spec_tokens: SpecTokensOpt = None, acceptance: AcceptanceOpt = None,
+    profile: ProfileOpt = None, engine: EngineOpt = None, spec_tokens: SpecTokensOpt = None,
+    acceptance: AcceptanceOpt = None,
     draft: DraftOpt = None,
     as_json: JsonOpt = False,
     report: Annotated[Optional[str], typer.Option("--report", help="Also write a self-contained HTML report "
@@ -41,6 +42,7 @@ def analyze(
 
         report_path = check_html_path(report, "--report")
     dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, adp=adp, profile=profile,
+                      engine=engine,
                       redundant_experts=redundant_experts, spec_tokens=spec_tokens, acceptance=acceptance,
                       draft=draft)
     a = analyze_deployment(dep, context=context, batch=batch)
@@ -98,7 +100,8 @@ def step(
                                                                    "prompt tokens.")] = 4096,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
     pp: PpOpt = None, adp: AdpOpt = None, redundant_experts: RedundantOpt = None, mode: ModeOpt = Mode.ideal,
-    profile: ProfileOpt = None, spec_tokens: SpecTokensOpt = None, acceptance: AcceptanceOpt = None,
+    profile: ProfileOpt = None, engine: EngineOpt = None, spec_tokens: SpecTokensOpt = None,
+    acceptance: AcceptanceOpt = None,
     draft: DraftOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -114,6 +117,7 @@ def step(
     from ..units import fmt_bytes, fmt_seconds
 
     dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, adp=adp, profile=profile,
+                      engine=engine,
                       redundant_experts=redundant_experts, spec_tokens=spec_tokens, acceptance=acceptance,
                       draft=draft)
     chosen = _chosen_plan(dep, tp, ep, pp, adp, redundant_experts)
@@ -168,7 +172,8 @@ def batch_cmd(
     = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
     pp: PpOpt = None, adp: AdpOpt = None, redundant_experts: RedundantOpt = None, mode: ModeOpt = Mode.ideal,
-    profile: ProfileOpt = None, spec_tokens: SpecTokensOpt = None, acceptance: AcceptanceOpt = None,
+    profile: ProfileOpt = None, engine: EngineOpt = None, spec_tokens: SpecTokensOpt = None,
+    acceptance: AcceptanceOpt = None,
     draft: DraftOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -186,6 +191,7 @@ def batch_cmd(
     if plot:
         _check_plot_path(plot)
     dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, adp=adp, profile=profile,
+                      engine=engine,
                       redundant_experts=redundant_experts, spec_tokens=spec_tokens, acceptance=acceptance,
                       draft=draft)
     chosen = _chosen_plan(dep, tp, ep, pp, adp, redundant_experts)

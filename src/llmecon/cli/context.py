@@ -11,7 +11,7 @@ import typer
 
 from .options import (DEFAULT_MODE, DEFAULT_MODEL, DEFAULT_SYSTEM, PowerBasisChoice, PowerBasisOpt, PriceBasis,
                       PriceBasisOpt,
-                      AcceptanceOpt, DraftOpt, EpOpt, JsonOpt, KvDtypeOpt, Mode,
+                      AcceptanceOpt, DraftOpt, EngineOpt, EpOpt, JsonOpt, KvDtypeOpt, Mode,
     ModelOpt, ModeOpt, PpOpt, ProfileOpt, SpecTokensOpt, SystemOpt, TcoOpt, TpOpt, WeightDtypeOpt, _check_plot_path,
     _chip_hour_price, _console, _deployment, _emit_json, _fail, _kv_table, app, catalog_app)
 
@@ -34,11 +34,11 @@ KvShareOpt = Annotated[int, typer.Option("--kv-share", help="What-if: every N ad
 
 
 def _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, kv_share: int = 1, profile=None, spec_tokens=None,
-         acceptance=None, draft=None):
+         acceptance=None, draft=None, engine=None):
     from dataclasses import replace
 
     dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, profile=profile,
-                      spec_tokens=spec_tokens, acceptance=acceptance, draft=draft)
+                      spec_tokens=spec_tokens, acceptance=acceptance, draft=draft, engine=engine)
     if kv_share != 1:
         dep = replace(dep, model=dep.model.with_kv_sharing(kv_share))
     return dep
@@ -88,7 +88,8 @@ def context_cmd(
     utilization: UtilOpt = 1.0, kv_share: KvShareOpt = 1,
     plot: Annotated[Optional[str], typer.Option("--plot", help="Write cost-vs-context figure (PNG/SVG/PDF).")] = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
+    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, engine: EngineOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """KV economics against context length: KV bytes per token, crossover context, memory wall, and
     cost per input and output token from 256 tokens to the longest context that fits."""
@@ -98,7 +99,7 @@ def context_cmd(
 
     if plot:
         _check_plot_path(plot)
-    dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, kv_share, profile=profile)
+    dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, kv_share, profile=profile, engine=engine)
     price_per_chip_hour, rate = _chip_hour_price(dep.system, price_per_chip_hour, tco, default=price_basis)
     usd_per_mtok(0.0, price_per_chip_hour=price_per_chip_hour or 0.0, utilization=utilization)  # validate early
     e = context_economics(dep, batch=batch, batch_cap=max_batch)
@@ -160,7 +161,8 @@ def cost_cmd(
                                                                          "that fits).")] = None,
     utilization: UtilOpt = 1.0, provider: ProviderOpt = None, price_model: PriceModelOpt = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, mode: ModeOpt = DEFAULT_MODE, profile: ProfileOpt = None, spec_tokens: SpecTokensOpt = None,
+    pp: PpOpt = None, mode: ModeOpt = DEFAULT_MODE, profile: ProfileOpt = None, engine: EngineOpt = None,
+    spec_tokens: SpecTokensOpt = None,
     acceptance: AcceptanceOpt = None, draft: DraftOpt = None, cache_hit: CacheHitOpt = None,
     cached_prefix: CachedPrefixOpt = None, cache_hold: CacheHoldOpt = 300.0, as_json: JsonOpt = False,
 ) -> None:
@@ -171,7 +173,8 @@ def cost_cmd(
     from ..report.context import cost_dict
     from ..units import fmt_seconds
 
-    dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, profile=profile, spec_tokens=spec_tokens,
+    dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, profile=profile, engine=engine,
+               spec_tokens=spec_tokens,
                acceptance=acceptance, draft=draft)
     price_per_chip_hour, rate = _chip_hour_price(dep.system, price_per_chip_hour, tco, required=True,
                                                  default=price_basis)
@@ -301,7 +304,8 @@ def cache_cmd(
                                                                "(llmecon catalog tiers).")] = [],
     model: ModelOpt = DEFAULT_MODEL, system: SystemOpt = DEFAULT_SYSTEM,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
+    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, engine: EngineOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Where to keep a KV/prefix cache: each memory tier (hold + read-back cost, drain time) against
     recomputing it by prefill; the tier Gray's five-minute rule picks from the tiers' prices."""
@@ -310,7 +314,7 @@ def cache_cmd(
     from ..units import fmt_bytes, fmt_seconds, parse
 
     hold_s = parse(hold, "s", field="--hold")
-    dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, profile=profile)
+    dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, profile=profile, engine=engine)
     tiers = priced_tiers(dep, price_per_chip_hour=price_per_chip_hour, tier_prices=_parse_tier_prices(tier_price),
                          extra=_parse_devices(device))
     p = cache_placement(dep, tiers, sequences=sequences, context=context, hold_s=hold_s,

@@ -8,8 +8,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from .options import (EpOpt, JsonOpt, KvDtypeOpt, Mode, ModeOpt, PpOpt, ProfileOpt, TpOpt, WeightDtypeOpt, _console,
-                      _emit_json, _fail, _fidelity, app)
+from .options import (EngineOpt, EpOpt, JsonOpt, KvDtypeOpt, Mode, ModeOpt, PpOpt, ProfileOpt, TpOpt,
+                      WeightDtypeOpt, _console, _emit_json, _fail, _fidelity, app)
 
 #: most rows ``predict`` prints (to stdout, or inside --json): they are held in memory (~1 kB each,
 #: measured with tracemalloc); more are refused with the fix, --out FILE, which streams any number
@@ -30,8 +30,11 @@ def predict(
                                               "disaggregated serving rows (phase serving): deployment "
                                               "(aggregated|disaggregated), prefill_plan, prefill_workers, "
                                               "decode_plan, decode_workers (TTFT includes the KV transfer; "
-                                              "spec_tokens apply to the decode workers).")],
-    out: OutOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
+                                              "spec_tokens apply to the decode workers). Optional engine "
+                                              "(trtllm, sglang, vllm...): the row is priced calibrated with "
+                                              "its chip's profile for that engine.")],
+    out: OutOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, engine: EngineOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Predict many cases in one process (vectorised per deployment): step, compute, memory and
     communication time, bound, tokens/s; for 'serving' rows the steady-state TPOT, TTFT and
@@ -44,12 +47,12 @@ def predict(
         from ..files import check_output
 
         check_output(out, field="out", suffixes=(".csv", ".parquet"))
-    mode_name, prof = _fidelity(mode, profile)  # each case's accelerator picks its default profile
+    mode_name, prof = _fidelity(mode, profile, None, engine)  # each case's accelerator picks its profile
     t0 = time.perf_counter()
     if out is not None:  # streamed: memory flat in rows (fidelity.predict_stream)
         from ..fidelity.predict_stream import predict_file
 
-        n = predict_file(cases, out, mode=mode_name, profile=prof, where=cases)
+        n = predict_file(cases, out, mode=mode_name, profile=prof, where=cases, engine=engine)
         elapsed = time.perf_counter() - t0
         if as_json:
             _emit_json({"cases": n, "mode": mode_name, "seconds": elapsed, "out": out, "rows": None})
@@ -57,7 +60,7 @@ def predict(
             _console().print(f"llmecon predict: {n:,} cases in {elapsed:.2f} s ({mode_name}) -> {out}")
         return
     rows = _printable_cases(cases)
-    result = predict_cases(rows, mode=mode_name, profile=prof, where=cases)
+    result = predict_cases(rows, mode=mode_name, profile=prof, where=cases, engine=engine)
     elapsed = time.perf_counter() - t0
     if as_json:
         _emit_json({"cases": len(result), "mode": mode_name, "seconds": elapsed, "out": out,
@@ -382,8 +385,8 @@ def _silicon_report(path, scheme, models, chips, engines, configs, quiet):
                               fix="give aiconfigurator's silicon CSV with agg rows of models that have a config")
     known_models = {r.model for r in rows} | {group_of(r) for r in rows}
     pick_m = _names("models", models, known_models, "model")
-    pick_c = _names("chips", chips, set(CHIPS.values()), "chip")
-    pick_e = _names("engines", engines, set(ENGINES), "engine")
+    pick_c = _names("chips", chips, set(CHIPS.values()) | {r.chip for r in rows}, "chip")
+    pick_e = _names("engines", engines, set(ENGINES) | {r.engine for r in rows}, "engine")
     with _Bar("fitting engine terms", quiet) as bar:
         got = silicon_holdout(rows, scheme, models=pick_m, chips=pick_c, engines=pick_e, progress=bar)
     if not got.evaluated.any():
@@ -437,7 +440,8 @@ def _pct(v: float) -> str:
     return "–" if v is None or not math.isfinite(v) else f"{v:.1%}"
 
 
-BY_TITLES = {"all": "all rows", "chip": "per chip", "model": "per held-out model", "engine": "per engine",
+BY_TITLES = {"all": "all rows", "vendor": "per vendor", "vendor/engine": "per vendor and engine",
+             "chip": "per chip", "model": "per held-out model", "engine": "per engine",
              "chip/engine": "per chip and engine", "concurrency": "per concurrency band"}
 
 
@@ -449,6 +453,10 @@ def _print_holdout(console, report, where: str) -> None:
               "chip": "leave one chip out", "none": "in-sample (not an accuracy claim)"}[report.holdout]
     console.print(f"llmecon validate: {report.rows:,} rows of {where} ({report.source}); {scheme}; errors "
                   "|pred/meas - 1| of held-out predictions")
+    vendors = {c.group for c in report.cells if c.by == "vendor"}
+    for vendor in ("NVIDIA", "AMD"):  # both always named: a vendor without rows says so
+        if report.source == "silicon" and vendor not in vendors:
+            console.print(f"per vendor: no {vendor} rows in {where}")
     for by in BY_TITLES:
         mine = [c for c in report.cells if c.by == by]
         groups = sorted({c.group for c in mine})
@@ -458,11 +466,12 @@ def _print_holdout(console, report, where: str) -> None:
             console.print(f"{BY_TITLES[by]}: only {groups[0]} (as all rows)")
             continue
         heads = ("quantity",) + (() if by == "all" else (by,))
-        table = Table(*heads, "rows", "predicted", "median", "p90", "ideal <= meas", title=BY_TITLES[by],
+        table = Table(*heads, "rows", "predicted", "coverage", "median", "p90", "ideal <= meas", title=BY_TITLES[by],
                       title_justify="left")
         for c in mine:
             table.add_row(c.quantity, *(() if by == "all" else (c.group,)), f"{c.rows:,}", f"{c.predicted:,}",
-                          _pct(c.median), _pct(c.p90), _pct(c.ideal_below) if c.ideal_rows else "–")
+                          _pct(c.predicted / c.rows if c.rows else float("nan")), _pct(c.median), _pct(c.p90),
+                          _pct(c.ideal_below) if c.ideal_rows else "–")
         console.print(table)
     for note in report.notes:
         console.print(f"  note: {note}")

@@ -9,7 +9,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, JsonOpt, KvDtypeOpt, Mode, ModelOpt, ModeOpt, ProfileOpt,
+from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, EngineOpt, JsonOpt, KvDtypeOpt, Mode, ModelOpt, ModeOpt,
+                      ProfileOpt,
                       SystemOpt, WeightDtypeOpt, _check_plot_path, _console, _emit_json, _fail, _fidelity, _kv_table,
                       app)
 
@@ -70,7 +71,7 @@ def moe_cmd(
                                                              "docs/routed_scaling.md); default: the lecture's "
                                                              "one-parameter power fit.")] = None,
     plot: Annotated[Optional[str], typer.Option("--plot", help="Write the EP figure (PNG/SVG/PDF).")] = None,
-    mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
+    mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, engine: EngineOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """MoE on racks: sparsity, where expert parallelism across scale-up domains stops paying, whether a
     pipeline across domains is viable, pipeline stages for inference, and what the expert count buys."""
@@ -97,7 +98,7 @@ def moe_cmd(
                         field="context", value=context, fix=f"keep it <= {m.max_context:,}")
     summary = moe_summary(m, s, batch_per_chip=batch_per_chip, context=context, weight_dtype=weight_dtype,
                           kv_dtype=kv_dtype, dispatch_dtype=dispatch_dtype, expert_imbalance=expert_imbalance,
-                          max_ep=max_ep, law=the_law, profile=_fidelity(mode, profile, s)[1] or IDEAL)
+                          max_ep=max_ep, law=the_law, profile=_fidelity(mode, profile, s, engine)[1] or IDEAL)
     hundred = float(effective_ratio(m.params.active, 100, the_law))
     if plot:
         plot_moe(summary, s.chips, plot)

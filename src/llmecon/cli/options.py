@@ -1,5 +1,5 @@
 """The typer app and the options every command shares: --model, --system, --weight-dtype,
---kv-dtype, --tp, --ep, --pp, --adp, --redundant-experts, --mode, --profile, --spec-tokens, --acceptance,
+--kv-dtype, --tp, --ep, --pp, --adp, --redundant-experts, --mode, --profile, --engine, --spec-tokens, --acceptance,
 --draft, --json, and the helpers that turn them into
 a Deployment, print tables and fail with one line. Command modules import from here; nothing here
 imports a command module (``cli/__init__.py`` registers them)."""
@@ -76,6 +76,13 @@ ProfileOpt = Annotated[Optional[str], typer.Option("--profile", help="Efficiency
                                                                      "default engine) or a TOML file (llmecon "
                                                                      "calibrate writes one); implies --mode "
                                                                      "calibrated.")]
+EngineOpt = Annotated[Optional[str], typer.Option("--engine", help="Serving engine (trtllm, sglang, vllm; others by "
+                                                                   "their own names once a profile measures them): "
+                                                                   "the chip's profile for that engine, or one "
+                                                                   "transferred from the engine's other chips, "
+                                                                   "labelled with its expected error; implies --mode "
+                                                                   "calibrated. Default: the chip's default engine "
+                                                                   "(catalog/engines.toml says which and why).")]
 SpecTokensOpt = Annotated[Optional[int], typer.Option("--spec-tokens", help="Speculative decoding: draft tokens per "
                                                                          "verify step k (default 0 = none).")]
 AcceptanceOpt = Annotated[Optional[str], typer.Option("--acceptance", help="Speculative decoding: acceptance of "
@@ -103,20 +110,20 @@ def _emit_json(obj: dict) -> None:
 
 def _deployment(model: str, system: str, tp, ep, pp, weight_dtype, kv_dtype, mode: Mode, *, auto: bool = False,
                 adp=None, profile: str | None = None, redundant_experts=None, spec_tokens=None, acceptance=None,
-                draft=None):
+                draft=None, engine=None):
     """Resolve names into a Deployment (``resolve.deployment``, shared with the web API)."""
     from ..resolve import deployment
 
     return deployment(model, system, tp=tp, ep=ep, pp=pp, adp=adp, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                       mode=mode.value, profile=profile, auto=auto, redundant_experts=redundant_experts,
-                      spec_tokens=spec_tokens, acceptance=acceptance, draft=draft)
+                      spec_tokens=spec_tokens, acceptance=acceptance, draft=draft, engine=engine)
 
 
-def _fidelity(mode: Mode, profile: str | None, system=None):
-    """(mode name, profile) from --mode/--profile (``resolve.fidelity``)."""
+def _fidelity(mode: Mode, profile: str | None, system=None, engine: str | None = None):
+    """(mode name, profile) from --mode/--profile/--engine (``resolve.fidelity``)."""
     from ..resolve import fidelity
 
-    return fidelity(mode.value, profile, system)
+    return fidelity(mode.value, profile, system, engine)
 
 
 PIPE_WIDTH = 160  # text width when stdout is not a terminal and COLUMNS is unset (rich's default is 80)

@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from .options import (DEFAULT_MODEL, AcceptanceOpt, DraftOpt, JsonOpt, KvDtypeOpt, Mode, ModelOpt, ModeOpt,
-    ProfileOpt, WeightDtypeOpt, _check_plot_path, _console, _emit_json, _kv_table, app)
+    EngineOpt, ProfileOpt, WeightDtypeOpt, _check_plot_path, _console, _emit_json, _kv_table, app)
 
 PLAN_SYSTEMS = "gb200-nvl72,hgx-h100"
 PIPE_WIDTH = 120  # text width when stdout is not a terminal and COLUMNS is unset
@@ -122,7 +122,7 @@ def plan_cmd(
     interactivity: Annotated[Optional[float], typer.Option(
         "--interactivity", help="With --frontier: tokens/s per user to compare systems at (default 1 / "
                                 "--tpot).")] = None,
-    mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None,
+    mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, engine: EngineOpt = None,
     cache_hit: Annotated[Optional[float], typer.Option(
         "--cache-hit", help="Prefix-cache hit rate in [0, 1]: blends the best prefill plan's input $/Mtok over "
                             "hits (a hit prefills only the uncached tokens).")] = None,
@@ -177,7 +177,7 @@ def plan_cmd(
                             max_chips_by_system=_budgets(max_chips_per_system, names),
                             layouts=layouts or ("engine" if frontier else "any"),
                             dispatch_dtype=dispatch_dtype, expert_imbalance=expert_imbalance,
-                            profiles=profiles_for(mode.value, profile, found),
+                            profiles=profiles_for(mode.value, profile, found, engine),
                             speculation=speculation_candidates(m, max_k=spec_tokens, acceptance=acceptance,
                                                                draft=draft))
     for dt in (weight_dtype, kv_dtype, dispatch_dtype):

@@ -10,7 +10,7 @@ import typer
 from .context import (CacheHitOpt, OptPriceOpt, PriceModelOpt, PriceOpt, ProviderOpt, UtilOpt, _dep, _money,
                       _parse_devices, _parse_tier_prices, _sheet, _tokens)
 from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, EpOpt, JsonOpt, KvDtypeOpt, Mode, ModelOpt, ModeOpt, PpOpt,
-                      ProfileOpt, SystemOpt, TpOpt, WeightDtypeOpt, _console, _emit_json, _fail, app)
+                      EngineOpt, ProfileOpt, SystemOpt, TpOpt, WeightDtypeOpt, _console, _emit_json, _fail, app)
 
 prices_app = typer.Typer(add_completion=False, no_args_is_help=True,
                          help="API price sheets: list them, read them backwards, design context tiers.")
@@ -231,7 +231,8 @@ def prices_tiers(
     output_step: Annotated[float, typer.Option("--output-step", help="Output multiplier per tier.")] = 1.5,
     utilization: UtilOpt = 1.0, provider: ProviderOpt = None, price_model: PriceModelOpt = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
+    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, engine: EngineOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Design context-length price tiers that never sell below cost on a given deployment, and check a
     provider's published tiers against the same cost curve."""
@@ -245,7 +246,7 @@ def prices_tiers(
         _fail("--base-input and --base-output go together")
     if base_input is not None and boundaries:
         _fail("give either --boundary (fixed boundaries) or --base-input/--base-output (fixed prices), not both")
-    dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, profile=profile)
+    dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, profile=profile, engine=engine)
     sheet = _sheet(provider, price_model)
     e = context_economics(dep)
     c = e.curve

@@ -8,7 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, AcceptanceOpt, DraftOpt, EpOpt, JsonOpt, KvDtypeOpt, Mode,
-    ModelOpt, ModeOpt, PpOpt, ProfileOpt, SpecTokensOpt, SystemOpt, TcoOpt, TpOpt, WeightDtypeOpt, _check_plot_path,
+    ModelOpt, ModeOpt, PpOpt, EngineOpt, ProfileOpt, SpecTokensOpt, SystemOpt, TcoOpt, TpOpt, WeightDtypeOpt,
+    _check_plot_path,
     _chip_hour_price, _console, _deployment, _emit_json, _kv_table, _power_basis, app)
 
 PROGRESS_MIN_REQUESTS = 50_000
@@ -127,7 +128,8 @@ def simulate_cmd(
     requests_out: Annotated[Optional[str], _opt("Write the per-request table (.csv, or .parquet with pyarrow).",
                                                 "--requests-out")] = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, as_json: JsonOpt = False,
+    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, engine: EngineOpt = None,
+    as_json: JsonOpt = False,
     spec_tokens: SpecTokensOpt = None, acceptance: AcceptanceOpt = None, draft: DraftOpt = None,
 ) -> None:
     """Simulate serving traffic: continuous batching, train schedule, adaptive dispatch or
@@ -202,7 +204,7 @@ def simulate_cmd(
                        n=requests, duration_s=None if requests is not None else duration, arrival=arrival,
                        cv=1.0 if cv is None else cv, classes=_mix(class_mix))
     dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, profile=profile,
-                      spec_tokens=spec_tokens, acceptance=acceptance, draft=draft)
+                      spec_tokens=spec_tokens, acceptance=acceptance, draft=draft, engine=engine)
     wl.require_within_context(dep.model.max_context, model_name=dep.model.name)  # before sizing tables by it
     longest = int((wl.prompt_tokens + wl.output_tokens).max()) if wl.n else 0
     require_memory(simulation_bytes(requests=wl.n, longest_tokens=longest, replicas=n_replicas, batch_slots=slots),

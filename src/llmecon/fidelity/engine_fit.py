@@ -16,7 +16,8 @@ term                       scales with                                          
 =========================  ====================================================  ================
 
 Fit (``fit_terms``): the steady-state predictions (``silicon.predict_silicon``) are linearised in
-the five fitted terms around the kernel-only profile ``BASE`` (finite differences, ``jacobian``), and the
+the five fitted terms around the kernel-only profile ``BASE`` (finite differences,
+``holdout_silicon.jacobian``), and the
 terms minimise the robust (soft-L1, scale 0.1) relative error of TPOT on every row plus TTFT on
 rows of concurrency <= ``TTFT_MAX_CONCURRENCY`` (larger ones are queueing at the batch/KV limit,
 the README warns), within ``BOUNDS``, by ``scipy.optimize.least_squares``. The linearisation only
@@ -48,11 +49,15 @@ PARAMS = ("engine_floor_scale", "step_overhead_s", "layer_overhead_s", "ttft_pre
 FIXED = {"prefill_stall_factor": 1.0}
 """Engine terms held at their physical value, not fitted (module docstring); ``fit_terms`` returns them too."""
 BASE = {"engine_floor_scale": 1.0, "step_overhead_s": 0.0, "layer_overhead_s": 0.0, "prefill_stall_factor": 1.0,
-        "ttft_prefill_factor": 1.0, "request_overhead_s": 0.0}
+        "ttft_prefill_factor": 1.0, "prefill_cohort_share": 0.0, "request_overhead_s": 0.0}
 STEPS = {"engine_floor_scale": -0.5, "step_overhead_s": 1e-3, "layer_overhead_s": 2e-5, "prefill_stall_factor": 1.0,
-         "ttft_prefill_factor": 1.0, "request_overhead_s": 1e-2}
+         "ttft_prefill_factor": 1.0, "prefill_cohort_share": 0.25, "request_overhead_s": 1e-2}
 BOUNDS = {"engine_floor_scale": (0.01, 1.0), "step_overhead_s": (0.0, 0.05), "layer_overhead_s": (0.0, 1e-3),
-          "prefill_stall_factor": (1.0, 20.0), "ttft_prefill_factor": (1.0, 20.0), "request_overhead_s": (0.0, 2.0)}
+          "prefill_stall_factor": (1.0, 20.0), "ttft_prefill_factor": (1.0, 20.0), "prefill_cohort_share": (0.0, 1.0),
+          "request_overhead_s": (0.0, 2.0)}
+# prefill_cohort_share (serving.steady_state step 5) is in BASE/STEPS/BOUNDS so that a fit can name it (PARAMS
+# or ``hold``), but PARAMS keeps ttft_prefill_factor: fitted per engine in its place (2026-11-28), the cohort
+# share priced held-out TTFT worse (28% / 71% against 26% / 57%, docs/engines.md).
 TTFT_MAX_CONCURRENCY = 8
 PRIOR_WEIGHT = float(__import__("os").environ.get("LLMECON_ENGINE_PRIOR", "1.0"))
 """Weight of the pull towards ``BASE`` (no engine cost), in relative-error units per ``STEPS`` of
@@ -62,31 +67,6 @@ a term: a ridge that keeps a term at its kernel-only value unless many rows ask 
 def with_terms(profile, terms: dict):
     """``profile`` with the engine terms ``terms`` (names of ``PARAMS``)."""
     return dataclasses.replace(profile, **{k: float(v) for k, v in terms.items()})
-
-
-def jacobian(rows, at: dict[str, dict] | None = None):
-    """(TPOT, TTFT, dTPOT, dTTFT) of ``rows`` at the terms ``at`` (per profile name; default
-    ``BASE``): values (n,) and finite-difference derivatives (n, len(PARAMS))."""
-    from ..catalog.efficiency import named_profile
-    from .silicon import predict_silicon
-
-    names = sorted({r.profile for r in rows})
-    at = at or {n: BASE for n in names}
-    base_profiles = {n: with_terms(named_profile(n), at[n]) for n in names}
-    tpot0, ttft0, _ = predict_silicon(rows, profiles=base_profiles)
-    d_tpot = np.zeros((len(rows), len(PARAMS)))
-    d_ttft = np.zeros_like(d_tpot)
-    for j, p in enumerate(PARAMS):
-        profs = {}
-        for n in names:
-            lo, hi = BOUNDS[p]
-            x, h = at[n][p], STEPS[p]
-            v = next(v for v in (x + h, x - h, x + h / 4, x - h / 4) if lo <= v <= hi)
-            profs[n] = (with_terms(base_profiles[n], {p: v}), v - at[n][p])
-        tpot, ttft, _ = predict_silicon(rows, profiles={n: pv[0] for n, pv in profs.items()})
-        h = np.array([profs[r.profile][1] for r in rows])
-        d_tpot[:, j], d_ttft[:, j] = (tpot - tpot0) / h, (ttft - ttft0) / h
-    return tpot0, ttft0, d_tpot, d_ttft
 
 
 def fit_terms(idx, rows, lin, at: dict, hold: dict | None = None) -> dict:

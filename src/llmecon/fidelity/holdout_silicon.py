@@ -42,9 +42,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InfeasibleError
-from .engine_fit import BASE, PARAMS, TTFT_MAX_CONCURRENCY, fit_terms, jacobian, with_terms
+from .engine_fit import BASE, BOUNDS, PARAMS, STEPS, TTFT_MAX_CONCURRENCY, fit_terms, with_terms
 from .holdout import Fold, HoldoutReport, band_of, cells, run_folds
-from .silicon import predict_silicon
+from .silicon import predict_silicon, row_profile
 
 FAMILY = {"deepseek-ai/DeepSeek-R1": "DeepSeek-V3 arch", "deepseek-ai/DeepSeek-V3": "DeepSeek-V3 arch",
           "nvidia/DeepSeek-V3.1-NVFP4": "DeepSeek-V3 arch"}
@@ -55,6 +55,29 @@ SCHEMES = ("model", "chip", "none")
 def group_of(row) -> str:
     """The leave-one-model-out group of a row (``FAMILY``, else its model path)."""
     return FAMILY.get(row.model, row.model)
+
+
+def jacobian(rows, at: dict[str, dict] | None = None):
+    """(TPOT, TTFT, dTPOT, dTTFT) of ``rows`` at the terms ``at`` (per profile name; default
+    ``BASE``): values (n,) and finite-difference derivatives (n, len(PARAMS))."""
+
+    names = sorted({r.profile for r in rows})
+    at = at or {n: BASE for n in names}
+    base_profiles = {n: with_terms(row_profile(n), at[n]) for n in names}
+    tpot0, ttft0, _ = predict_silicon(rows, profiles=base_profiles)
+    d_tpot = np.zeros((len(rows), len(PARAMS)))
+    d_ttft = np.zeros_like(d_tpot)
+    for j, p in enumerate(PARAMS):
+        profs = {}
+        for n in names:
+            lo, hi = BOUNDS[p]
+            x, h = at[n][p], STEPS[p]
+            v = next(v for v in (x + h, x - h, x + h / 4, x - h / 4) if lo <= v <= hi)
+            profs[n] = (with_terms(base_profiles[n], {p: v}), v - at[n][p])
+        tpot, ttft, _ = predict_silicon(rows, profiles={n: pv[0] for n, pv in profs.items()})
+        h = np.array([profs[r.profile][1] for r in rows])
+        d_tpot[:, j], d_ttft[:, j] = (tpot - tpot0) / h, (ttft - ttft0) / h
+    return tpot0, ttft0, d_tpot, d_ttft
 
 
 def fit_fold(train, rows, lin0, hold: dict | None = None) -> dict:
@@ -165,10 +188,8 @@ def pooled_model_folds(rows, base_tpot) -> list[Fold]:
 
 
 def _predict(rows, held, terms):
-    from ..catalog.efficiency import named_profile
-
     sub = [rows[i] for i in held]
-    tpot, ttft, _ = predict_silicon(sub, profiles={r.profile: with_terms(named_profile(r.profile), terms)
+    tpot, ttft, _ = predict_silicon(sub, profiles={r.profile: with_terms(row_profile(r.profile), terms)
                                                    for r in sub})
     return tpot, ttft
 
@@ -260,7 +281,9 @@ class SiliconHoldout:
 
     def report(self) -> HoldoutReport:
         rows = self.rows
-        labels = {"chip": [r.chip for r in rows], "model": [group_of(r) for r in rows],
+        vendors = [vendor_of(r.chip) for r in rows]
+        labels = {"vendor": vendors, "vendor/engine": [f"{v}/{r.engine}" for v, r in zip(vendors, rows)],
+                  "chip": [r.chip for r in rows], "model": [group_of(r) for r in rows],
                   "engine": [r.engine for r in rows], "chip/engine": [r.profile for r in rows],
                   "concurrency": [band_of(r.concurrency) for r in rows]}
         low = np.array([r.concurrency <= TTFT_MAX_CONCURRENCY for r in rows], bool)
@@ -271,12 +294,17 @@ class SiliconHoldout:
                              cells=tuple(out), notes=self.notes)
 
 
+def vendor_of(chip: str) -> str:
+    """The catalogue vendor of a chip in capitals (NVIDIA, AMD), for the per-vendor split of ``validate``."""
+    from ..catalog.hardware import get_accelerator
+
+    return get_accelerator(chip).vendor.upper()
+
+
 def base_tpot(rows) -> np.ndarray:
     """Kernel-only TPOT (the profiles at ``BASE``): which rows llmecon prices (NaN: plan refused)."""
-    from ..catalog.efficiency import named_profile
-
     names = {r.profile for r in rows}
-    return predict_silicon(rows, profiles={n: with_terms(named_profile(n), BASE) for n in names})[0]
+    return predict_silicon(rows, profiles={n: with_terms(row_profile(n), BASE) for n in names})[0]
 
 
 def silicon_holdout(rows, holdout: str = "model", *, models=None, chips=None, engines=None,

@@ -30,6 +30,12 @@ reports the iteration (verify + draft) as ``step_s``, the verify step's compute/
 steady state with speculative iterations (``serving.steady_state`` step 6), its step columns those of
 the iteration at the effective batch (step_s verify + draft, the rest the verify step's).
 
+Serving engine (optional column ``engine``, or the command's ``--engine`` for rows where it is empty):
+``trtllm``, ``sglang``, ``vllm`` (and any engine a shipped profile names); the row is priced in calibrated
+mode with its chip's profile for that engine (``fidelity.engines.engine_profile``: the shipped
+``<chip>-<engine>`` profile, else one transferred from the engine's other chips, whose ``transferred`` and
+``expected_tpot_error`` columns say so), whatever ``mode`` says; not with a ``profile``.
+
 Disaggregated serving (optional columns ``deployment``, ``prefill_plan``, ``prefill_workers``, ``decode_plan``,
 ``decode_workers``; ``fidelity.predict_disagg``): a ``deployment`` ``disaggregated`` row is phase serving on
 separate prefill and decode workers, TTFT including the KV transfer over the scale-out network
@@ -60,7 +66,7 @@ from .predict_disagg import disaggregated_of, predict_disaggregated
 
 INPUT_COLUMNS = ("model", "system", "phase", "batch", "context", "prompt_tokens", "output_tokens", "tp", "ep", "pp",
                  "adp", "weight_dtype", "kv_dtype")
-OPTIONAL_COLUMNS = ("id", "plan", "spec_tokens", "acceptance", "draft") + DISAGG_COLUMNS
+OPTIONAL_COLUMNS = ("id", "plan", "engine", "spec_tokens", "acceptance", "draft") + DISAGG_COLUMNS
 OUTPUT_COLUMNS = ("step_s", "compute_s", "memory_s", "comm_s", "bound", "tokens_per_s", "tpot_s", "ttft_s",
                   "effective_batch", "mode", "profile", "chips", "transferred", "expected_tpot_error",
                   "tokens_per_step")
@@ -133,6 +139,23 @@ def _group_key(row: dict, where: str) -> tuple:
             row.get("kv_dtype") or None, _spec_of(row, where))
 
 
+def _engine_of(row: dict, default: str | None, profile, where: str) -> str:
+    """The row's serving engine ('' = none: the mode's and profile's choice): its ``engine`` column, else
+    ``default``; checked against the engines with measured profiles (``fidelity.engines.check_engine``)."""
+    from .engines import check_engine
+
+    name = (row.get("engine") or "").strip() or (default or "")
+    if not name:
+        return ""
+    if profile is not None:
+        raise CatalogError(f"{where} engine: {name!r} given with a profile; the engine picks the chip's profile",
+                           fix="drop {profile}, or empty the engine column")
+    try:
+        return check_engine(name)
+    except LlmeconError as exc:
+        raise CatalogError(f"{where} {exc}") from None
+
+
 def _spec_of(row: dict, where: str) -> tuple:
     """(k, acceptance text, draft) of the row: k 0 (empty) = plain decoding; acceptance empty = the
     model family's published default ('0.9;0.8' or a quoted '0.9,0.8' per position); draft empty = mtp."""
@@ -164,16 +187,17 @@ def _plan_of(row: dict, where: str) -> Plan:
 
 
 def predict_cases(rows: list[dict], *, mode: str = "ideal", profile: EfficiencyProfile | None = None,
-                  where: str = "cases", first_line: int = 2) -> list[dict]:
+                  where: str = "cases", first_line: int = 2, engine: str | None = None) -> list[dict]:
     """Predictions for parsed case rows (``parse_cases``), in input order: each row's input
     columns plus ``OUTPUT_COLUMNS`` (floats; '' where a column does not apply). ``first_line``: the
-    file line of ``rows[0]``, for messages (a streamed chunk starts further down)."""
+    file line of ``rows[0]``, for messages (a streamed chunk starts further down). ``engine``: the
+    serving engine of rows whose ``engine`` column is empty (module docstring)."""
     groups: dict[tuple, list[int]] = defaultdict(list)
     shapes = []
     limits: dict[str, int] = {}
     for i, row in enumerate(rows):
         at = f"{where} line {i + first_line}"
-        key = _group_key(row, at)
+        key = _group_key(row, at) + (_engine_of(row, engine, profile, at),)
         groups[key].append(i)
         phase = key[2]
         shapes.append({col: _num(row, col, at, default=0.0 if col == "context" and phase != "decode" else None)
@@ -184,8 +208,16 @@ def predict_cases(rows: list[dict], *, mode: str = "ideal", profile: EfficiencyP
     out: list[dict] = [dict(r) for r in rows]
     for key, idx in groups.items():
         first = f"{where} line {idx[0] + first_line}"
+        key, eng = key[:-1], key[-1]
         try:
-            _predict_group(key, idx, shapes, out, mode=mode, profile=profile)
+            g_mode, g_prof = mode, profile
+            if eng:  # an engine picks the chip's profile for it (fidelity.engines), calibrated
+                from .engines import engine_profile
+
+                g_mode, g_prof = "calibrated", engine_profile(get_system(key[1]).accelerator, eng)
+                for i in idx:
+                    out[i]["engine"] = eng
+            _predict_group(key, idx, shapes, out, mode=g_mode, profile=g_prof)
         except LlmeconError as exc:
             raise type(exc)(f"{first} ({len(idx)} case(s) of {key[0]} on {key[1]}, {key[2]}): {exc}") from exc
     return out

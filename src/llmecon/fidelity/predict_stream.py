@@ -46,22 +46,28 @@ class _Fallback(Exception):
     """Arrow cannot read the file as plain CSV: read it with Python's csv module instead."""
 
 
-def predict_file(path: str | Path, out: str | Path, *, mode: str, profile=None, where: str | None = None) -> int:
-    """Predict every case of CSV ``path`` into ``out`` (.csv or .parquet); the number of cases."""
+def predict_file(path: str | Path, out: str | Path, *, mode: str, profile=None, where: str | None = None,
+                 engine: str | None = None) -> int:
+    """Predict every case of CSV ``path`` into ``out`` (.csv or .parquet); the number of cases. ``engine``
+    (or an ``engine`` column) picks each row's chip x engine profile: such files take the exact
+    row-by-row path (``predict_cases``), which resolves it per group."""
     from ..files import atomic_path, check_input
 
     p = check_input(path, field="cases", what="cases file")
     where = where or str(p)
     header = _header(p, where)
     disagg = "deployment" in header and _any_disaggregated(p, where)
-    columns = [c for c in OPTIONAL_COLUMNS + INPUT_COLUMNS if c in header] + list(OUTPUT_COLUMNS)
+    columns = [c for c in OPTIONAL_COLUMNS + INPUT_COLUMNS
+               if c in header or (c == "engine" and engine is not None)] + list(OUTPUT_COLUMNS)
     columns += list(DISAGG_OUTPUT_COLUMNS) if disagg else []
     parquet = Path(out).suffix.lower() == ".parquet"
     with atomic_path(out) as tmp:
         try:
+            if engine is not None or "engine" in header:
+                raise _Fallback
             n = _write(_fast_tables(p, header, columns, where, mode, profile, parquet), tmp, parquet)
         except _Fallback:
-            n = _write(_slow_tables(p, header, columns, where, mode, profile, parquet), tmp, parquet)
+            n = _write(_slow_tables(p, header, columns, where, mode, profile, parquet, engine), tmp, parquet)
         if n == 0:
             raise CatalogError(f"{where}: no cases after the header")
     return n
@@ -231,13 +237,13 @@ def _rows_table(rows: list[dict], columns: list[str], parquet: bool):
     return _table(columns, text_in, floats, texts, chips, transferred, parquet)
 
 
-def _slow_tables(p, header, columns, where, mode, profile, parquet):
+def _slow_tables(p, header, columns, where, mode, profile, parquet, engine=None):
     from ..files import csv_dict_chunks
 
     for _, rows, start in csv_dict_chunks(p, where, CHUNK_ROWS):
         if rows:
-            yield _rows_table(predict_cases(rows, mode=mode, profile=profile, where=where, first_line=start + 2),
-                              columns, parquet)
+            yield _rows_table(predict_cases(rows, mode=mode, profile=profile, where=where, first_line=start + 2,
+                                            engine=engine), columns, parquet)
 
 
 # ---- the fast path: Arrow blocks, rows grouped by their key text ------------------------------------

@@ -155,6 +155,24 @@ def read_silicon(path: str | Path | None = None, configs: str | Path | None = No
                          disaggregated=disaggregated, speculative=speculative)
 
 
+def _system_of(name: str, seen: dict) -> tuple[str, str] | str:
+    """(catalogue system, accelerator) of a CSV ``system``: aiconfigurator's names (``SYSTEMS``), else a
+    catalogue system by its own name (e.g. ``mi300x-8``: rows of other vendors in the same format), else
+    the reason the row is skipped."""
+    if name not in seen:
+        if name in SYSTEMS:
+            seen[name] = (SYSTEMS[name], CHIPS[name])
+        else:
+            from ..catalog.hardware import get_system
+
+            try:
+                s = get_system(name)
+                seen[name] = (s.name, s.accelerator.name)
+            except LlmeconError:
+                seen[name] = f"unknown system {name!r}"
+    return seen[name]
+
+
 def _int(raw: str, default: int) -> int:
     """A parallel degree; empty or 0 (some rows write 0 for 'not used') -> ``default``."""
     v = int(float(raw)) if raw.strip() else 0
@@ -233,8 +251,11 @@ def parse_silicon(text: str, configs: str | Path, *, where: str = "silicon_dev.c
     if missing:
         raise CatalogError(f"{where}: missing column(s) {', '.join(missing)}")
     configs = Path(configs)
+    from .engines import measured_engines
+
     models: dict[str, object] = {}
     blocks: dict[Path, str] = {}
+    systems: dict[str, tuple[str, str] | str] = {}
     rows, skipped = [], []
     for line, r in enumerate(reader, start=2):
         rid = r["id"] or f"line {line}"
@@ -249,11 +270,12 @@ def parse_silicon(text: str, configs: str | Path, *, where: str = "silicon_dev.c
                  "engine terms are fitted on aggregated rows only" if r["mode"] == "disagg"
                  else f"unknown mode {r['mode']!r}")
             continue
-        if r["system"] not in SYSTEMS:
-            skip(f"unknown system {r['system']!r}")
+        where_run = _system_of(r["system"], systems)
+        if isinstance(where_run, str):
+            skip(where_run)
             continue
-        if r["backend"] not in ENGINES:
-            skip(f"unknown backend {r['backend']!r}")
+        if r["backend"] not in ENGINES and r["backend"] not in measured_engines():
+            skip(f"unknown backend {r['backend']!r} (no shipped profile measures it)")
             continue
         ran_mtp = r["model_path"] in SPECULATIVE_RUNS.get((r["backend"], (r.get("backend_version") or "").strip()), ())
         if speculative != ran_mtp:
@@ -299,14 +321,24 @@ def parse_silicon(text: str, configs: str | Path, *, where: str = "silicon_dev.c
             continue
         where_plan = plan if disaggregated else (
             {"plan": plan_label(plan)} if plan[4] else dict(zip(("tp", "ep", "pp", "adp"), (str(v) for v in plan))))
-        case = {"id": rid, "model": str(cfg), "system": SYSTEMS[r["system"]], "phase": "serving", "batch": str(c),
+        case = {"id": rid, "model": str(cfg), "system": where_run[0], "phase": "serving", "batch": str(c),
                 "context": "", "prompt_tokens": str(isl), "output_tokens": str(osl), **where_plan,
                 "weight_dtype": _WEIGHTS.get(quant, ""),
                 "kv_dtype": "fp8" if r["backend"] == "trtllm" and _WEIGHTS.get(quant) in ("nvfp4", "fp8") else "",
                 **({"spec_tokens": str(SPECULATIVE_DRAFT_TOKENS)} if speculative else {})}
-        rows.append(SiliconRow(id=rid, model=r["model_path"], chip=CHIPS[r["system"]], engine=r["backend"],
+        rows.append(SiliconRow(id=rid, model=r["model_path"], chip=where_run[1], engine=r["backend"],
                                concurrency=c, case=case, ttft_s=ttft, tpot_s=tpot))
     return rows, skipped
+
+
+def row_profile(name: str):
+    """The profile of a row's ``chip/engine`` (``fidelity.engines.engine_profile``: the shipped one, else one
+    transferred from the engine's other chips, e.g. an AMD chip's rows of an engine it has no profile for)."""
+    from ..catalog.hardware import get_accelerator
+    from .engines import engine_profile
+
+    chip, engine = name.split("/", 1)
+    return engine_profile(get_accelerator(chip), engine)
 
 
 _PLAN_KEYS = ("plan", "tp", "ep", "pp", "adp", "prefill_plan", "prefill_workers", "decode_plan", "decode_workers")
@@ -316,7 +348,6 @@ def predict_silicon(rows: list[SiliconRow], *, mode: str = "calibrated", profile
     """Predicted (TPOT, TTFT) arrays in row order (NaN where not predicted) and {reason: count} of
     the rows llmecon refused. ``profiles`` maps ``chip/engine`` to a profile (default: the shipped
     one by name); ``mode`` 'ideal' prices with datasheet peaks."""
-    from ..catalog.efficiency import named_profile
     from .predict import predict_cases
 
     tpot = np.full(len(rows), np.nan)
@@ -329,9 +360,9 @@ def predict_silicon(rows: list[SiliconRow], *, mode: str = "calibrated", profile
                 c.get("spec_tokens"), c.get("acceptance"))].append(i)
     for key, idx in groups.items():
         prof = None
-        if mode != "ideal":
-            prof = (profiles or {}).get(key[0]) or named_profile(key[0])
         try:
+            if mode != "ideal":
+                prof = (profiles or {}).get(key[0]) or row_profile(key[0])
             out = predict_cases([rows[i].case for i in idx], mode=mode, profile=prof, where=key[0])
         except LlmeconError as exc:
             problems[str(exc).split(": ", 1)[-1].splitlines()[0][:160]] += len(idx)

@@ -21,9 +21,22 @@ the client measures is not one decode step:
    ``TPOT = T_it + s·min(x, 1)·P_x`` (``s`` = ``prefill_stall_factor``).
 4. **Little's law** closes the loop: ``λ = B / (TTFT_run + (O-1)·TPOT)``, so
    ``x = B / ((O-1) + TTFT_run/TPOT)``; solved by fixed-point iteration.
-5. **TTFT** = the iteration the prompt joins, ``T_it + a·P_x`` (``a`` = ``ttft_prefill_factor``;
-   in a closed loop a replacement request arrives when its predecessor finishes, at an
-   iteration boundary) + queueing: the ``C - B`` waiting requests leave at rate λ, so a
+5. **TTFT** = the iteration the prompt joins (the scheduler's wait: in a closed loop a replacement
+   request arrives when its predecessor finishes, at an iteration boundary) + the prefill it waits
+   for, ``T_it + a·((1-q)·P_x + q·(B+1)/(2B)·P_B)`` + queueing. ``a`` = ``ttft_prefill_factor`` (a
+   multiplier fitted per engine). ``q`` = ``prefill_cohort_share`` (0 in every shipped profile: fitted per
+   engine in place of ``a`` it priced held-out TTFT worse, docs/engines.md): the share of
+   requests that arrive in step with the other B running ones. A benchmark whose requests all have
+   the same output length keeps its clients in step (they finish in the same iteration and return
+   together), so a newcomer waits for the cohort's prompts ahead of it: prefilled one after another
+   as they reach the scheduler, the i-th of B is done at i/B of the cohort's prefill ``P_B`` (one
+   prefill of B prompts), (B+1)/(2B)·P_B on average. The engines' prefill token budgets (vLLM
+   ``max_num_batched_tokens``, SGLang ``chunked_prefill_size``, TensorRT-LLM ``max_num_tokens``)
+   would let a cohort of 8 prompts of 1,024 tokens run as one batch (every prompt then waits
+   ``P_B``): NVIDIA's silicon rows measure 0.57·P_8 at concurrency 8 (median, TensorRT-LLM and vLLM,
+   kernel-only P_8, 2026-11-28: docs/engines.md), the one-after-another figure
+   (0.5625), not the one-batch one (1). ``q`` = 0 is a request arriving alone (``P_x``: the prompts of
+   the iteration it joins). Then queueing: the ``C - B`` waiting requests leave at rate λ, so a
    newcomer waits ``(C - B)/λ``; plus the profile's ``request_overhead_s`` once per request
    (admission, tokenisation, first-token return; 0 in ideal mode). It is not in the loop's λ:
    it overlaps other requests' iterations.
@@ -128,13 +141,20 @@ def steady_state(dep: Deployment, *, concurrency, prompt_tokens, output_tokens) 
         t_dec = np.asarray(speculative_of(dep, batch=b_safe, context=p + (o - 1) / 2).step_s, dtype=float)
     t_it = t_dec + prof.iteration_overhead_s
 
+    q = prof.prefill_cohort_share
+    cohort = 0.0  # step 5: the mean wait of a prompt in a cohort of B prefilled one after another
+    if q:
+        cohort = (b_safe + 1) / (2 * b_safe) * np.asarray(prefill_of(dep, batch=b_safe, prompt_tokens=p).latency_s,
+                                                          dtype=float)
+
     def latencies(x):
         """(TTFT in the engine, TPOT) when x prompts arrive per iteration (steps 3, 5 and 6)."""
         pf = prefill_of(dep, batch=np.maximum(x, 1.0), prompt_tokens=p)
         p_x = np.asarray(pf.step_s, dtype=float)  # what the prefill iteration stalls decode for
         wait = np.asarray(pf.latency_s, dtype=float)  # what its prompts wait: + the pipeline fill when pp > 1
         iteration = t_it + prof.prefill_stall_factor * np.minimum(x, 1.0) * p_x
-        return t_it + prof.ttft_prefill_factor * wait, iteration if spec is None else iteration / spec.tokens_per_step
+        ttft = t_it + prof.ttft_prefill_factor * ((1.0 - q) * wait + q * cohort)
+        return ttft, iteration if spec is None else iteration / spec.tokens_per_step
 
     x = np.zeros_like(t_it)
     for _ in range(ITERATIONS):

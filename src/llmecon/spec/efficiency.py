@@ -19,7 +19,13 @@ comm): a lower bound. A profile says how far real kernels fall short, per accele
   one kernel at a time, eagerly) that a whole step still pays in an engine that captures its
   steps as CUDA graphs and uses its own all-reduce (fitted on step-level data; 1 = eager);
 * ``iteration_overhead_s``, ``prefill_stall_factor`` and ``ttft_prefill_factor``: the serving
-  loop (``serving.steady_state``);
+  loop (``serving.steady_state``); ``ttft_prefill_factor`` multiplies the prefill a newcomer waits
+  for (fitted per engine on the silicon rows);
+* ``prefill_cohort_share``: the share of a closed loop's requests that arrive in step with the
+  other running ones (a benchmark of fixed output length keeps its clients in step) and so wait
+  for the prefills of the cohort ahead of them, in [0, 1] (0, every shipped profile: each arrives
+  alone; ``serving.steady_state`` step 5; fitted in place of ``ttft_prefill_factor`` it priced held-out
+  TTFT worse, docs/engines.md);
 * per network tier (``scale_up``, ``scale_out``): a per-call overhead, a per-algorithm-step latency
   and the achieved share of the link bandwidth. These come on top of the catalogue's per-operation
   latency floor, which ideal mode charges alone (one collective: ``op_overhead_s + latency floor +
@@ -200,6 +206,7 @@ class EfficiencyProfile:
     iteration_overhead_s: float = 0.0
     prefill_stall_factor: float = 1.0
     ttft_prefill_factor: float = 1.0
+    prefill_cohort_share: float = 0.0
     scale_up: LinkEfficiency = field(default_factory=LinkEfficiency)
     scale_out: LinkEfficiency = field(default_factory=LinkEfficiency)
     all_to_all: LinkEfficiency | None = None
@@ -233,6 +240,7 @@ class EfficiencyProfile:
             require_number(name, getattr(self, name), minimum=0, owner=owner)
         for name in ("prefill_stall_factor", "ttft_prefill_factor"):
             require_number(name, getattr(self, name), minimum=1, owner=owner)
+        require_number("prefill_cohort_share", self.prefill_cohort_share, minimum=0, maximum=1, owner=owner)
         for tier in TIERS + (("all_to_all",) if self.all_to_all is not None else ()):
             e = getattr(self, tier)
             require_number(f"{tier}.bandwidth_fraction", e.bandwidth_fraction, minimum=0, exclusive=True, maximum=1,
@@ -360,7 +368,7 @@ class EfficiencyProfile:
                     "iteration_overhead_s",
                     "prefill_stall_factor", "ttft_prefill_factor"):
             lines.append(f"{key} = {getattr(self, key)!r}")
-        for key in ("layer_overhead_s", "request_overhead_s"):  # written only when set (engine-fitted profiles)
+        for key in ("layer_overhead_s", "request_overhead_s", "prefill_cohort_share"):  # only when set (engine fits)
             if getattr(self, key):
                 lines.append(f"{key} = {getattr(self, key)!r}")
         for tier in TIERS + (("all_to_all",) if self.all_to_all is not None else ()):

@@ -110,7 +110,7 @@ def _dep(body: S.DeploymentIn):
     return deployment(body.model, body.system, tp=body.tp, ep=body.ep, pp=body.pp, adp=body.adp,
                       weight_dtype=body.weight_dtype, kv_dtype=body.kv_dtype, mode=body.mode, auto=True,
                       redundant_experts=body.redundant_experts, spec_tokens=body.spec_tokens,
-                      acceptance=body.acceptance, draft=body.draft)
+                      acceptance=body.acceptance, draft=body.draft, engine=body.engine)
 
 
 def _without_speculation(dep, what: str):
@@ -362,7 +362,7 @@ def create_app(*, allowed_hosts: frozenset[str] | None = None) -> FastAPI:
         from ..spec.speculation import speculation_candidates
 
         options = SearchOptions(max_chips=body.max_chips, weight_dtype=body.weight_dtype, kv_dtype=body.kv_dtype,
-                                profiles=profiles_for(body.mode, None, found),
+                                profiles=profiles_for(body.mode, None, found, body.engine),
                                 speculation=speculation_candidates(m, max_k=body.spec_tokens,
                                                                    acceptance=body.acceptance, draft=body.draft))
         from ..econ.tco import power_for

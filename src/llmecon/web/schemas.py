@@ -52,6 +52,19 @@ SYSTEM_DOC = "Catalogue system (GET /api/catalog)."
 SIMULATED_TOKENS_MAX = 2_000_000
 
 
+def _engine_names() -> tuple[str, ...]:
+    """Engines with a measured profile on some chip (``fidelity.engines.measured_engines``), as ``--engine``
+    takes them."""
+    from ..fidelity.engines import measured_engines
+
+    return measured_engines()
+
+
+EngineName = Literal[_engine_names()]
+ENGINE_DOC = ("Serving engine: the chip's profile for it, or one transferred from the engine's other chips "
+              "(labelled with its expected error); implies calibrated. Default: the chip's default engine.")
+
+
 class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, protected_namespaces=())
 
@@ -71,6 +84,7 @@ class DeploymentIn(_Body):
     kv_dtype: Optional[DtypeName] = DtypeOpt
     mode: Literal["ideal", "calibrated"] = Field("ideal", description="ideal = datasheet peaks (a lower bound); "
                                                                       "calibrated = the chip's efficiency profile.")
+    engine: Optional[EngineName] = Field(None, description=ENGINE_DOC)
     spec_tokens: Optional[int] = Field(None, ge=0, le=16, description="Speculative decoding: draft tokens per "
                                        "verify step (default 0 = none).")
     acceptance: Optional[list[float]] = Field(None, min_length=1, max_length=16,
@@ -184,6 +198,7 @@ class PlanIn(_Body):
     weight_dtype: Optional[DtypeName] = DtypeOpt
     kv_dtype: Optional[DtypeName] = DtypeOpt
     mode: Literal["ideal", "calibrated"] = "ideal"
+    engine: Optional[EngineName] = Field(None, description=ENGINE_DOC)
     spec_tokens: Optional[int] = Field(None, ge=0, le=8, description="Speculative decoding: search k = 0..K draft "
                                        "tokens per verify step (default 0 = plain decoding only).")
     acceptance: Optional[list[float]] = Field(None, min_length=1, max_length=16,
