@@ -52,6 +52,30 @@ def _pattern_kinds(f, n_layers: int, where: str) -> list[str] | None:
     return out
 
 
+def normalize_layer_types(f, n_layers: int, where: str, assumptions: list[str]) -> None:
+    """Make ``layer_types`` explicit when a config gives the pattern another way, and cross-check
+    when it gives both: ``full_attention_interval`` k (Qwen3-Next / Qwen3.5, transformers
+    ``Qwen3NextConfig``: layer i is full attention iff (i + 1) % k == 0, else Gated DeltaNet
+    ``linear_attention``). When both fields are set and disagree, refuse naming both."""
+    if not f.has("full_attention_interval"):
+        return
+    k = f.get("full_attention_interval", int, minimum=1)
+    derived = ["full_attention" if (i + 1) % k == 0 else "linear_attention" for i in range(n_layers)]
+    if not f.has("layer_types"):
+        if not f.has("linear_num_value_heads"):
+            raise CatalogError(f"{where}: full_attention_interval = {k} without the linear-attention fields "
+                               "(linear_num_value_heads, ...): the layers between full-attention ones are not "
+                               "described; add them or layer_types")
+        f.config["layer_types"] = derived
+        assumptions.append(f"layer_types absent: every {k}th layer full attention, the other "
+                           f"{derived.count('linear_attention')} Gated DeltaNet (full_attention_interval)")
+        return
+    given = f.get("layer_types", list)
+    if len(given) == n_layers and [t == "full_attention" for t in given] != [t == "full_attention" for t in derived]:
+        raise CatalogError(f"{where}: field 'layer_types' and field 'full_attention_interval' = {k} disagree on "
+                           "which layers are full attention; fix one of them")
+
+
 def read_structure(f, *, n_layers: int, d: int, attention: Attention, windows: list[int], moe_mask: list[bool],
                    dense_width: int | None, where: str, assumptions: list[str]) -> dict:
     """Per-layer Model fields beyond windows and MoE mask (which may be replaced here)."""

@@ -89,6 +89,7 @@ class Model:
     source: str = ""
     assumptions: tuple[str, ...] = ()
     unrecognized_fields: tuple[str, ...] = ()
+    ignored_fields: tuple[str, ...] = ()
     extra_layers_not_counted: int = 0
     encoder_params: int = 0
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
