@@ -13,9 +13,12 @@ def attention_block(f: Fields, family: dict, defaults: dict, d: int, n_heads: in
                     assumptions: list[str]) -> Attention:
     bias = f.get("attention_bias", bool)
     qkv_bias = family.get("qkv_bias", False) if bias is None else bias
-    if f.has("qkv_bias"):
-        qkv_bias = f.get("qkv_bias", bool)
+    for key in ("qkv_bias", "use_qkv_bias"):  # StableLM: use_qkv_bias
+        if f.has(key):
+            qkv_bias = f.get(key, bool)
     o_bias = family.get("o_bias", False) if bias is None else (bias and family.get("o_bias", True))
+    if f.has("attention_out_bias"):  # Seed-OSS: the output projection's bias apart from q, k, v
+        o_bias = f.get("attention_out_bias", bool)
     qk_field = family.get("qk_norm_field")
     if qk_field:
         qk_norm = f.get(qk_field, bool, default=defaults.get(qk_field, False))
@@ -51,7 +54,10 @@ def attention_block(f: Fields, family: dict, defaults: dict, d: int, n_heads: in
                             "and no head_dim is given; add head_dim")
         head_dim = d // n_heads
     kind = "mha" if n_kv == n_heads else ("mqa" if n_kv == 1 else "gqa")
-    gate = bool(f.get("attn_output_gate", bool, default=False) or f.get("attention_output_gate", bool, default=False))
+    # Qwen3-Next / Qwen3.5 attention always gates its output (q_proj emits query and gate,
+    # transformers Qwen3NextAttention): a family fact, the config fields can only confirm it.
+    gate = bool(f.get("attn_output_gate", bool, default=family.get("output_gate", False))
+                or f.get("attention_output_gate", bool, default=False))
     return Attention(kind=kind, n_heads=n_heads, n_kv_heads=n_kv, head_dim=head_dim, output_gate=gate,
                      v_head_dim=f.get("v_head_dim", int, default=head_dim, minimum=1),
                      **block_sparse_index(f, where, assumptions), **common)
@@ -121,7 +127,7 @@ def _moe_mask(f: Fields, defaults: dict, n_layers: int, where: str, assumptions:
 
 def windows(f: Fields, family: dict, defaults: dict, n_layers: int, where: str,
             assumptions: list[str]) -> list[int]:
-    window = f.get("sliding_window", int, minimum=1)
+    window = f.get("sliding_window", int, minimum=0) or None  # 0: no window (Qwen2-MoE default)
     if f.has("layer_types"):
         types = f.get("layer_types", list)
         if len(types) != n_layers:
@@ -134,13 +140,14 @@ def windows(f: Fields, family: dict, defaults: dict, n_layers: int, where: str,
                 if window is None:
                     raise CatalogError(f"{where}: layer_types[{i}] is sliding_attention but 'sliding_window' is unset")
                 out.append(window)
-            elif t in ("linear_attention", "deepseek_sparse_attention"):
+            elif t in ("linear_attention", "deepseek_sparse_attention", "indexed_attention"):
                 out.append(0)  # linear layers hold no window; DSA layers attend the full context
             elif t == "chunked_attention":
                 out.append(f.get("attention_chunk_size", int, required=True, minimum=1))
             else:
                 raise CatalogError(f"{where}: layer_types[{i}] = {t!r} is not full_attention, sliding_attention, "
-                                   "chunked_attention, linear_attention or deepseek_sparse_attention")
+                                   "chunked_attention, linear_attention, deepseek_sparse_attention or "
+                                   "indexed_attention")
         return out
     if f.has("hybrid_layer_pattern"):
         # MiMo-V2: 1 = sliding-window layer (its own swa_* heads), 0 = full attention

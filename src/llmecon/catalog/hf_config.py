@@ -51,9 +51,15 @@ def model_from_hf_config(config: Mapping, *, name: str = "custom", where: str | 
     harmless for this model; they are read as absent and listed in ``Model.ignored_fields``."""
     where = where or f"config for {name}"
     flat = flatten(config, where)
-    ignored, unrecognized = check_fields(flat, where, tuple(ignore_fields))
+    text = config.get("text_config") if isinstance(config, Mapping) else None
+    wrapper = frozenset(k for k in config if k not in text) if isinstance(text, Mapping) else frozenset()
+    ignored, unrecognized = check_fields(flat, where, tuple(ignore_fields), wrapper)
     f = Fields(flat, where)
     assumptions: list[str] = []
+    vouched = [k for k in ignore_fields if k in ignored]
+    if vouched:
+        assumptions.append(f"ignore_fields (--ignore-field): {', '.join(vouched)} read as absent; the user vouches "
+                           "they change nothing llmecon computes")
     arch, family = family_of(f, where, assumptions)
     d, n_layers, n_heads, vocab = _sizes(f, family, arch, where, assumptions)
     defaults = family.get("defaults", {})
@@ -87,7 +93,7 @@ def model_from_hf_config(config: Mapping, *, name: str = "custom", where: str | 
         dense_ffn_dim=dense_width or 0, ffn_gated=family["gated"],
         ffn_bias=family.get("ffn_bias", False) or mlp_bias, moe=moe, **structure, local_attention=local,
         tie_embeddings=tie, norm=family["norm"],
-        norms_per_layer=norms, lm_head_bias=family.get("lm_head_bias", False),
+        norms_per_layer=norms, lm_head_bias=f.get("lm_head_bias", bool, default=family.get("lm_head_bias", False)),
         weight_dtype=weight_dtype, expert_weight_dtype=expert_dtype, ffn_weight_dtype=ffn_dtype,
         max_context=f.get("max_position_embeddings", int, default=0) or 0, source=source,
         assumptions=tuple(assumptions), unrecognized_fields=unrecognized, ignored_fields=ignored,

@@ -70,10 +70,16 @@ def flatten(config: Mapping, where: str) -> dict:
     if text is not None:
         if not isinstance(text, Mapping):
             raise CatalogError(f"{where}: field 'text_config' must be an object")
-        flat.update({k: v for k, v in text.items() if k != "model_type" or "model_type" not in flat})
+        flat.update({k: v for k, v in text.items() if (k != "model_type" or "model_type" not in flat)
+                     and not str(k).startswith("_")})
     # legacy GPT-style names (phi-msft, GPT-2)
     for old, new in (("n_embd", "hidden_size"), ("n_layer", "num_hidden_layers"), ("n_head", "num_attention_heads"),
                      ("n_inner", "intermediate_size"), ("n_positions", "max_position_embeddings")):
+        if old in flat and new not in flat:
+            flat[new] = flat.pop(old)
+    # the same quantity under another family's name (transformers AriaTextConfig.moe_num_experts,
+    # Ernie4_5_MoeConfig.moe_k): read as the common name when that is absent
+    for old, new in (("moe_num_experts", "num_local_experts"), ("moe_k", "num_experts_per_tok")):
         if old in flat and new not in flat:
             flat[new] = flat.pop(old)
     return flat

@@ -109,13 +109,7 @@ def read_structure(f, *, n_layers: int, d: int, attention: Attention, windows: l
         width = f.first(("dense_intermediate_size", "intermediate_size"), int, minimum=1)
         ffn = [0 if m else (width or 0) for m in moe_mask]
     if f.has("mlp_layer_types"):
-        types = f.get("mlp_layer_types", list)
-        table = {"dense": False, "sparse": True}
-        if len(types) != n_layers or any(t not in table for t in types):
-            raise CatalogError(f"{where}: field 'mlp_layer_types' must list 'dense' or 'sparse' for each of "
-                               f"{n_layers} layers")
-        if [table[t] for t in types] != moe_mask:
-            raise CatalogError(f"{where}: field 'mlp_layer_types' disagrees with first_k_dense_replace/moe_layer_freq")
+        moe_mask, ffn = _mlp_layer_types(f, n_layers, moe_mask, dense_width, where)
     if f.has("block_configs"):
         mixers, ffn, kv_heads = _decilm_blocks(f, n_layers, d, where)
         out["decilm_kv_heads"] = kv_heads
@@ -125,6 +119,31 @@ def read_structure(f, *, n_layers: int, d: int, attention: Attention, windows: l
         assumptions.append(f"{mixers.count('none')} layers without attention (no-op blocks)")
     out["layer_sparsity"] = _sparsity(f, n_layers, attention, where)
     return out
+
+
+_MOE_PATTERN_FIELDS = ("first_k_dense_replace", "moe_layer_freq", "decoder_sparse_step", "mlp_only_layers",
+                       "moe_layers", "interleave_moe_layer_step")
+
+
+def _mlp_layer_types(f, n_layers: int, moe_mask: list[bool], dense_width: int | None,
+                     where: str) -> tuple[list[bool], list[int]]:
+    """``mlp_layer_types`` ('dense' / 'sparse' per layer) decides which layers are MoE; when the
+    config also sets a pattern field (first_k_dense_replace, ...) the two must agree, else refused
+    naming both. A pattern field the config does not set is not checked against (its default is
+    not the config's statement)."""
+    types = f.get("mlp_layer_types", list)
+    table = {"dense": False, "sparse": True, "moe": True}
+    if len(types) != n_layers or any(t not in table for t in types):
+        raise CatalogError(f"{where}: field 'mlp_layer_types' must list 'dense' or 'sparse' for each of "
+                           f"{n_layers} layers")
+    mask = [table[t] for t in types]
+    given = [k for k in _MOE_PATTERN_FIELDS if f.has(k)]
+    if given and mask != moe_mask:
+        raise CatalogError(f"{where}: field 'mlp_layer_types' and field '{given[0]}' = {f.config[given[0]]!r} "
+                           "disagree on which layers are MoE; fix one of them")
+    if any(not m for m in mask) and not dense_width:
+        raise CatalogError(f"{where}: mlp_layer_types lists dense layers but 'intermediate_size' is unset")
+    return mask, [0 if m else (dense_width or 0) for m in mask]
 
 
 def _sparsity(f, n_layers: int, attention: Attention, where: str) -> tuple[str, ...] | tuple:

@@ -8,6 +8,7 @@ computes and are listed in ``Model.ignored_fields``; any other key is refused, n
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping
 
 from ..errors import CatalogError
@@ -47,6 +48,8 @@ USED_FIELDS = {
     "mamba_ssm_cache_dtype", "mamba_ssm_dtype",
     # DeepSeek-V4 (catalog/hf_dsv4.py)
     "compress_ratios", "o_lora_rank", "o_groups", "hc_mult", "num_hash_layers", "expert_dtype",
+    # issue 33: more names for the same facts
+    "attention_out_bias", "lm_head_bias", "use_qkv_bias",
 }
 # Fields known to exist and known not to change counts, bytes or FLOPs.
 IGNORED_FIELDS = {
@@ -69,14 +72,74 @@ IGNORED_FIELDS = {
 }
 
 
-def check_fields(flat: dict, where: str, ignore: tuple[str, ...] = ()) -> tuple[tuple[str, ...], tuple[str, ...]]:
+# Categories of fields that change no parameter, byte or FLOP llmecon computes, decided from what the
+# field does in transformers' config classes (docstrings of LlamaConfig, Gemma2Config, GraniteConfig,
+# Phi3Config, MixtralConfig, ...), and from the value's kind: a category applies only to values of
+# the kinds listed (a whole number named like a scale is a size, and is refused). First match wins.
+_NUM = (int, float)
+HARMLESS_CATEGORIES: tuple[tuple[str, re.Pattern, tuple[type, ...], str], ...] = (
+    ("positional", re.compile(r".*(rope|rotary|yarn|alibi|position_embedding_type|original_max_position"
+                              r"|max_position|pos_emb).*"), (int, float, str, bool, dict, list),
+     "RoPE/ALiBi settings and length extensions: rotary tables and biases have no weights; the cost of "
+     "applying them is omitted everywhere in llmecon"),
+    ("length hint", re.compile(r".*(max_length|max_seq|seq_length|model_max_length|context_length"
+                               r"|max_sequence).*"), (int,),
+     "tokenizer/serving length hints; the context is llmecon's input, not the config's"),
+    ("scalar multiplier", re.compile(r".*(multiplier|_scale|_scaling|scaling_factor|softcap|softcapping"
+                                     r"|temperature|logit_scale|_alpha|_beta|_gamma)$"), (float, bool),
+     "a scalar that multiplies or caps activations, logits or embeddings: values, not shapes"),
+    ("scalar multiplier", re.compile(r".*(multiplier|_scale|_scaling|softcap|softcapping)$"), (type(None),),
+     "an unset scalar multiplier"),
+    ("numerics", re.compile(r".*(eps|epsilon|_std|std_dev|init_.*|.*_init|initializer.*|_range)$"),
+     (float, int, str), "norm epsilons and initialisation: no shape"),
+    ("numerics", re.compile(r".*(clip.*|_lower_bound|_upper_bound|_magnitude|_max|_min|_limit|fp32.*|_in_fp32)$"),
+     (float, bool, type(None)),
+     "a clamp, bound or precision choice applied to values (clip_qkv, a_log_max, softmax in fp32): no shape"),
+    ("residual dataflow", re.compile(r"(use_parallel_residual|parallel_attn|parallel_block"
+                                     r"|apply_residual_connection_post_layernorm)"), (bool,),
+     "where the residual adds (parallel or sequential blocks): the same weights and matmuls"),
+    ("kernel tiling", re.compile(r"(mamba|ssm|linear|scan|conv)_chunk_size"), (int,),
+     "the chunk length of a chunked scan kernel: the same recurrence"),
+    ("training", re.compile(r".*(loss|aux|dropout.*|_pdrop|jitter|noise|z_coef|balance|_coef"
+                            r"|gradient_checkpointing|capacity_factor|drop_.*|.*_drop|dropout_prob)$"),
+     (float, int, bool, str, type(None)),
+     "training-only terms (losses, dropout, capacity); serving runs none of them"),
+    ("router numerics", re.compile(r".*(router|routing|topk_method|scoring|norm_topk|gating_func"
+                                   r"|expert_selection).*"),
+     (float, bool, str),
+     "how router scores are computed or normalised; the router's d x E matrix is counted from the expert "
+     "count (a router bias or per-expert scalar is < 0.01% of parameters)"),
+    ("activation", re.compile(r".*(_act|activation|act_fn|hidden_act.*)$"), (str,),
+     "the activation function; gated or not is an architecture fact (hf_families), not this field"),
+    ("kernel choice", re.compile(r"^(use_.*(kernel|kernels|flash.*|fused.*|cache|triton|cuda|fast_path|impl)"
+                                 r"|.*_implementation|.*_impl|fused_.*|cache_.*|torch_dtype_.*)$"),
+     (bool, str, type(None)),
+     "which kernel or cache implementation runs: the same math"),
+    ("tokenizer", re.compile(r".*(token|tokenizer|vocab_file|chat_template|special).*"), (int, str, list, bool),
+     "tokenizer settings and special-token ids (the vocabulary size is read from vocab_size)"),
+)
+
+
+def harmless_category(key: str, value) -> tuple[str, str] | None:
+    """(category, why) when ``key`` with ``value`` cannot change what llmecon computes, else None."""
+    for name, pattern, kinds, why in HARMLESS_CATEGORIES:
+        if pattern.fullmatch(key) and isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds
+                                                                       and int in kinds):
+            return name, why
+    return None
+
+
+def check_fields(flat: dict, where: str, ignore: tuple[str, ...] = (),
+                 wrapper_keys: frozenset[str] = frozenset()) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(every key of ``flat`` llmecon does not read, the unknown-but-cosmetic ones among them), sorted,
     after refusing what it must.
 
     ``ignore``: keys the caller vouches for; they are removed from ``flat`` (read as absent) and
     listed. A near miss of a read key is a typo ("did you mean"); a key neither read nor known
     harmless (``IGNORED_FIELDS``, ``hf_formats.COSMETIC_FIELDS`` / ``COSMETIC_PATTERNS``) may change
-    the math and is refused, naming it and the workaround."""
+    the math and is refused, naming it and the workaround. ``wrapper_keys``: keys of a multimodal
+    wrapper's top level (beside ``text_config``): they describe the processor, the encoders and the
+    projector, which llmecon counts apart, so they are ignored and listed."""
     for key in ignore:
         if not isinstance(key, str) or not key:
             raise CatalogError(f"{where}: ignore_fields entries must be field names, got {key!r}")
@@ -93,7 +156,7 @@ def check_fields(flat: dict, where: str, ignore: tuple[str, ...] = ()) -> tuple[
             if close:
                 raise CatalogError(f"{where}: unknown field '{key}' (did you mean '{close[0]}'?); fix the name, "
                                    f"or pass --ignore-field {key} if it is harmless")
-            if not is_cosmetic(key):
+            if not is_cosmetic(key) and harmless_category(key, flat[key]) is None and key not in wrapper_keys:
                 raise CatalogError(f"{where}: unknown field '{key}' = {_short(flat[key])} is not read and may change "
                                    "parameters, bytes or FLOPs; llmecon would need to model it; if you know it "
                                    f"does not, pass --ignore-field {key} (ignore_fields=('{key}',))")

@@ -33,6 +33,7 @@ def model_dict(model: Model, kv_dtype: str | None = None) -> dict:
         "weight_bytes": model.weight_bytes().total, "max_context": model.max_context,
         "extra_layers_not_counted": model.extra_layers_not_counted,
         "assumptions": list(model.assumptions), "unrecognized_fields": list(model.unrecognized_fields),
+        "ignored_fields": list(model.ignored_fields),
         "source": model.source,
         "layers": model.layer_breakdown(), "mtp_layers": model.mtp_layers, "mtp_params": p.mtp,
         "encoder_params": model.encoder_params, "ffn_weight_dtype": model.ffn_weight_dtype or None,
