@@ -111,6 +111,13 @@ def _moe_mask(f: Fields, defaults: dict, n_layers: int, where: str, assumptions:
         step = f.get("decoder_sparse_step", int, default=1, minimum=1)
         only = set(f.get("mlp_only_layers", list, default=[]))
         return [i not in only and (i + 1) % step == 0 for i in range(n_layers)]
+    if f.has("moe_layer_start_index") or f.has("moe_layer_end_index") or f.has("moe_layer_interval"):
+        # Ernie 4.5 MoE (Ernie4_5_MoeDecoderLayer): MoE iff start <= layer <= end and (layer + 1) % interval == 0
+        start = f.get("moe_layer_start_index", int, default=0, minimum=0)
+        end = f.get("moe_layer_end_index", int, default=n_layers - 1)
+        end = n_layers - 1 if end < 0 else end
+        step = f.get("moe_layer_interval", int, default=1, minimum=1)
+        return [start <= i <= end and (i + 1) % step == 0 for i in range(n_layers)]
     if f.has("moe_layers"):
         layers = f.get("moe_layers", list)
         if not all(isinstance(i, int) and 0 <= i < n_layers for i in layers):

@@ -88,6 +88,8 @@ def model_from_hf_config(config: Mapping, *, name: str = "custom", where: str | 
     mlp_bias = bool(f.get("mlp_bias", bool, default=False))
     structure.pop("decilm_kv_heads", None)
     norms = structure.pop("norms_per_layer", family["norms_per_layer"])
+    if f.get("use_post_norm", bool, default=False):  # HyperCLOVA X: post-norms after both blocks (4 per layer)
+        norms = 4
     return Model(
         name=name, d_model=d, n_layers=n_layers, vocab_size=vocab, attention=attention,
         dense_ffn_dim=dense_width or 0, ffn_gated=family["gated"],

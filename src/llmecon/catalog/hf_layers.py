@@ -38,7 +38,9 @@ def _pattern_kinds(f, n_layers: int, where: str) -> list[str] | None:
         key = "hybrid_override_pattern"
     elif f.has("layers_block_type"):
         pattern = f.get("layers_block_type", list)
-        table = {"mamba": "mamba", "attention": "attention", "mlp": "mlp", "moe": "moe"}
+        # transformers 5 NemotronHConfig spells Mamba-2 and attention blocks linear_attention / full_attention
+        table = {"mamba": "mamba", "attention": "attention", "mlp": "mlp", "moe": "moe", "linear_attention": "mamba",
+                 "full_attention": "attention"}
         key = "layers_block_type"
     else:
         return None
@@ -57,6 +59,8 @@ def normalize_layer_types(f, n_layers: int, where: str, assumptions: list[str]) 
     when it gives both: ``full_attention_interval`` k (Qwen3-Next / Qwen3.5, transformers
     ``Qwen3NextConfig``: layer i is full attention iff (i + 1) % k == 0, else Gated DeltaNet
     ``linear_attention``). When both fields are set and disagree, refuse naming both."""
+    if f.has("global_attn_every_n_layers"):
+        _global_every(f, n_layers, where, assumptions)
     if not f.has("full_attention_interval"):
         return
     k = f.get("full_attention_interval", int, minimum=1)
@@ -74,6 +78,20 @@ def normalize_layer_types(f, n_layers: int, where: str, assumptions: list[str]) 
     if len(given) == n_layers and [t == "full_attention" for t in given] != [t == "full_attention" for t in derived]:
         raise CatalogError(f"{where}: field 'layer_types' and field 'full_attention_interval' = {k} disagree on "
                            "which layers are full attention; fix one of them")
+
+
+def _global_every(f, n_layers: int, where: str, assumptions: list[str]) -> None:
+    """``global_attn_every_n_layers`` k (AfmoeConfig): layer i attends globally iff (i + 1) % k == 0,
+    the others through ``sliding_window``; checked against ``layer_types`` when both are given."""
+    k = f.get("global_attn_every_n_layers", int, minimum=1)
+    derived = ["full_attention" if (i + 1) % k == 0 else "sliding_attention" for i in range(n_layers)]
+    if not f.has("layer_types"):
+        f.config["layer_types"] = derived
+        assumptions.append(f"layer_types absent: every {k}th layer global, the rest sliding "
+                           "(global_attn_every_n_layers)")
+    elif [t == "full_attention" for t in f.get("layer_types", list)] != [t == "full_attention" for t in derived]:
+        raise CatalogError(f"{where}: field 'layer_types' and field 'global_attn_every_n_layers' = {k} disagree on "
+                           "which layers attend globally; fix one of them")
 
 
 def read_structure(f, *, n_layers: int, d: int, attention: Attention, windows: list[int], moe_mask: list[bool],

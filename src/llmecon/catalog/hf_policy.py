@@ -49,7 +49,8 @@ USED_FIELDS = {
     # DeepSeek-V4 (catalog/hf_dsv4.py)
     "compress_ratios", "o_lora_rank", "o_groups", "hc_mult", "num_hash_layers", "expert_dtype",
     # issue 33: more names for the same facts
-    "attention_out_bias", "lm_head_bias", "use_qkv_bias",
+    "attention_out_bias", "lm_head_bias", "use_qkv_bias", "global_attn_every_n_layers", "moe_layer_start_index",
+    "moe_layer_end_index", "moe_layer_interval", "use_post_norm",
 }
 # Fields known to exist and known not to change counts, bytes or FLOPs.
 IGNORED_FIELDS = {
@@ -88,8 +89,8 @@ HARMLESS_CATEGORIES: tuple[tuple[str, re.Pattern, tuple[type, ...], str], ...] =
     ("scalar multiplier", re.compile(r".*(multiplier|_scale|_scaling|scaling_factor|softcap|softcapping"
                                      r"|temperature|logit_scale|_alpha|_beta|_gamma)$"), (float, bool),
      "a scalar that multiplies or caps activations, logits or embeddings: values, not shapes"),
-    ("scalar multiplier", re.compile(r".*(multiplier|_scale|_scaling|softcap|softcapping)$"), (type(None),),
-     "an unset scalar multiplier"),
+    ("scalar multiplier", re.compile(r"(scale_.*|.*_scale|.*_scaling)"), (bool,),
+     "a switch for a scalar multiplier (embeddings scaled by sqrt(d), attention scaling): values, not shapes"),
     ("numerics", re.compile(r".*(eps|epsilon|_std|std_dev|init_.*|.*_init|initializer.*|_range)$"),
      (float, int, str), "norm epsilons and initialisation: no shape"),
     ("numerics", re.compile(r".*(clip.*|_lower_bound|_upper_bound|_magnitude|_max|_min|_limit|fp32.*|_in_fp32)$"),
@@ -111,6 +112,10 @@ HARMLESS_CATEGORIES: tuple[tuple[str, re.Pattern, tuple[type, ...], str], ...] =
      "count (a router bias or per-expert scalar is < 0.01% of parameters)"),
     ("activation", re.compile(r".*(_act|activation|act_fn|hidden_act.*)$"), (str,),
      "the activation function; gated or not is an architecture fact (hf_families), not this field"),
+    ("numerics", re.compile(r"(dim_model_base|scale_emb|scale_depth|mup_enabled|use_mup)"), (int, float, bool),
+     "muP width/depth scalars (MiniCPM, AFMoE): they scale activations and logits, no shape"),
+    ("bookkeeping", re.compile(r"(classifier_.*|layerdrop|slow_but_exact)"), (int, float, bool, str),
+     "a task-head setting, training-time layer drop, or an exactness switch of a kernel"),
     ("kernel choice", re.compile(r"^(use_.*(kernel|kernels|flash.*|fused.*|cache|triton|cuda|fast_path|impl)"
                                  r"|.*_implementation|.*_impl|fused_.*|cache_.*|torch_dtype_.*)$"),
      (bool, str, type(None)),
@@ -151,12 +156,15 @@ def check_fields(flat: dict, where: str, ignore: tuple[str, ...] = (),
     for key in flat:
         if key in known and key not in IGNORED_FIELDS:
             continue
+        if key not in known and flat[key] is None:  # null: the config states nothing (its default is not read)
+            unread.append(key)
+            continue
         if key not in known:
             close = difflib.get_close_matches(key, sorted(USED_FIELDS), n=1, cutoff=0.88)
             if close:
                 raise CatalogError(f"{where}: unknown field '{key}' (did you mean '{close[0]}'?); fix the name, "
                                    f"or pass --ignore-field {key} if it is harmless")
-            if not is_cosmetic(key) and harmless_category(key, flat[key]) is None and key not in wrapper_keys:
+            if not (is_cosmetic(key) or harmless_category(key, flat[key]) or key in wrapper_keys):
                 raise CatalogError(f"{where}: unknown field '{key}' = {_short(flat[key])} is not read and may change "
                                    "parameters, bytes or FLOPs; llmecon would need to model it; if you know it "
                                    f"does not, pass --ignore-field {key} (ignore_fields=('{key}',))")
