@@ -98,7 +98,8 @@ def meta_model(cfg):
 
     with torch.device("meta"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return AutoModelForCausalLM.from_config(cfg)
+        # bf16: the reference (torch) kernels of some linear-attention layers require it in forward
+        return AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
 
 
 def count_params(model) -> tuple[int, int]:
@@ -128,21 +129,38 @@ def cache_elements(model, cfg) -> tuple[float | None, float | None, str]:
     if cache is None:
         return None, None, "no cache returned"
     kv = state = 0.0
+    missing = 0
     layers = getattr(cache, "layers", None)
     if layers is None:
         return None, None, f"cache type {type(cache).__name__} not read"
     for layer in layers:
+        holds_state = any(hasattr(layer, n) for n in ("conv_states", "recurrent_states", "ssm_states"))
+        if holds_state and not any(getattr(layer, n, None) for n in ("conv_states", "recurrent_states", "ssm_states")):
+            missing += 1
         for name in ("keys", "values"):
             t = getattr(layer, name, None)
             if isinstance(t, torch.Tensor) and t.dim() >= 3:
                 kv += t.numel() / PROMPT
         for name in ("conv_states", "recurrent_states", "ssm_states", "conv_state", "recurrent_state"):
-            t = getattr(layer, name, None)
-            if isinstance(t, torch.Tensor):
-                state += t.numel()
-            elif isinstance(t, (list, tuple)):
-                state += sum(x.numel() for x in t if isinstance(x, torch.Tensor))
+            state += _state_numel(getattr(layer, name, None), conv=name.startswith("conv"))
+    if missing:
+        return kv, None, f"{missing} linear/SSM layers return no state on meta (KV compared only)"
     return kv, state, ""
+
+
+def _state_numel(value, *, conv: bool) -> float:
+    """Elements of a cache layer's state (a tensor, or a dict/list of them). transformers keeps the
+    last ``kernel`` conv inputs (its last dimension); llmecon counts the ``kernel - 1`` a causal conv
+    needs (vLLM's layout), so conv states are compared as numel·(kernel-1)/kernel."""
+    import torch
+
+    items = value.values() if isinstance(value, dict) else (value if isinstance(value, (list, tuple)) else [value])
+    total = 0.0
+    for t in items:
+        if isinstance(t, torch.Tensor):
+            k = t.shape[-1] if conv and t.dim() >= 2 else 0
+            total += t.numel() * (k - 1) / k if k > 1 else t.numel()
+    return total
 
 
 def llmecon_read(config: dict, model_type: str, ignore: tuple[str, ...] = ()):
@@ -191,7 +209,7 @@ def check_type(model_type: str, *, cache: bool = True) -> Row:
         if kv is not None:
             row.kv_oracle, row.state_oracle = kv, state
             row.kv_llmecon = m.kv_bytes_per_token("bf16") / 2.0
-            row.state_llmecon = _state_elements(m)
+            row.state_llmecon = _state_elements(m) if state is not None else None
     row.seconds = time.perf_counter() - t0
     return row
 
@@ -262,7 +280,18 @@ def _close(a: float | None, b: float | None) -> bool:
 
 
 def _cache_ok(r: Row) -> bool:
-    return _close(r.kv_oracle, r.kv_llmecon) and _close(r.state_oracle, r.state_llmecon)
+    state_ok = r.state_oracle is None or _close(r.state_oracle, r.state_llmecon)
+    return _close(r.kv_oracle, r.kv_llmecon) and state_ok
+
+
+BASE_KEYS = frozenset({
+    # keys every transformers config writes (PretrainedConfig.to_dict) plus the usual special-token ids,
+    # init and dropout: left out of a row's note (listed in --json)
+    "architectures", "attention_dropout", "bos_token_id", "chunk_size_feed_forward", "dtype", "eos_token_id",
+    "id2label", "initializer_range", "is_encoder_decoder", "label2id", "output_attentions", "output_hidden_states",
+    "pad_token_id", "problem_type", "return_dict", "transformers_version", "use_cache", "hidden_act",
+    "rms_norm_eps", "layer_norm_eps", "rope_parameters", "tie_word_embeddings", "tokenizer_class", "prefix",
+    "sep_token_id", "decoder_start_token_id", "task_specific_params", "torchscript", "max_position_embeddings"})
 
 
 def markdown(rows: list[Row], title: str) -> str:
@@ -270,11 +299,13 @@ def markdown(rows: list[Row], title: str) -> str:
              "state el/seq (hf / llmecon) | note |", "|---|---|---:|---:|---:|---|---|---|"]
     for r in rows:
         diff = f"{r.rel:+.2%}" if r.rel is not None else ""
-        kv = f"{r.kv_oracle:g} / {r.kv_llmecon:g}" if r.kv_oracle is not None else r.cache_note[:60]
-        st = f"{r.state_oracle:g} / {r.state_llmecon:g}" if r.state_oracle is not None else ""
+        kv = f"{r.kv_oracle:g} / {r.kv_llmecon:g}" if r.kv_oracle is not None else r.cache_note[:70]
+        st = (f"{r.state_oracle:g} / {r.state_llmecon:g}" if r.state_oracle is not None
+              else (r.cache_note[:70] if r.kv_oracle is not None else ""))
         note = r.note.replace("|", "/")
-        if r.ignored:
-            note += f" (ignored: {', '.join(r.ignored)})"
+        notable = [k for k in r.ignored if k not in BASE_KEYS]
+        if notable:
+            note += f" (ignored: {', '.join(notable)})"
         enc = f" (+{r.encoder_params:,} encoder)" if r.encoder_params else ""
         lines.append(f"| {r.model_type} | {r.status} | {r.oracle_params:,}{enc} | {r.llmecon_params:,} | {diff} | "
                      f"{kv} | {st} | {note} |")
