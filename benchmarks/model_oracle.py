@@ -83,10 +83,21 @@ def default_config(model_type: str):
     return AutoConfig.for_model(model_type)
 
 
+# Causal-LM model types that are not decoder-only language models, by what their modeling code is
+# (listed in the report as "not decoder", never counted): encoders run with a causal mask, and the
+# decoder halves of encoder-decoder models (they cross-attend an encoder's output).
+NOT_DECODER = {
+    "xlnet": "two-stream permutation-LM encoder", "xlm": "cross-lingual masked-LM encoder",
+    "bert-generation": "BERT encoder run with a causal mask", "trocr": "decoder half of an image-to-text "
+    "encoder-decoder", "git": "image-captioning decoder over a vision encoder's tokens (the whole model is one "
+    "stack)",
+}
+
+
 def is_decoder_type(cfg) -> bool:
-    """Decoder-style: not encoder-decoder, and not a bidirectional encoder used as a decoder (BERT-style
-    configs carry ``type_vocab_size``, token-type embeddings of an encoder)."""
-    if getattr(cfg, "is_encoder_decoder", False):
+    """Decoder-style: not encoder-decoder, not in ``NOT_DECODER``, and not a bidirectional encoder used
+    as a decoder (BERT-style configs carry ``type_vocab_size``, token-type embeddings of an encoder)."""
+    if getattr(cfg, "is_encoder_decoder", False) or getattr(cfg, "model_type", "") in NOT_DECODER:
         return False
     text = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
     return getattr(text, "type_vocab_size", None) is None
@@ -180,7 +191,8 @@ def check_type(model_type: str, *, cache: bool = True) -> Row:
         row.status, row.note = "no oracle", f"AutoConfig.for_model failed: {type(exc).__name__}"
         return row
     if not is_decoder_type(cfg):
-        row.status, row.note = "not decoder", "encoder-decoder or BERT-style encoder"
+        row.status = "not decoder"
+        row.note = NOT_DECODER.get(model_type, "encoder-decoder or BERT-style encoder")
         return row
     config = json.loads(cfg.to_json_string(use_diff=False))
     try:
@@ -319,6 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-cache", action="store_true", help="skip the forward-on-meta cache comparison")
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--save-json", default="", help="also write the rows as JSON to this file")
     args = parser.parse_args(argv)
     import transformers
 
@@ -330,9 +343,11 @@ def main(argv: list[str] | None = None) -> int:
             f"{s['match']} read within 1% ({s['match_share']:.1%}), {s['off']} off, {s['refused']} refused; "
             f"{s['no oracle']} without an oracle, {s['not decoder']} not decoder-style; cache compared for "
             f"{s['cache_compared']}, {s['cache_within_1pct']} within 1%")
+    doc = {"summary": s, "rows": [r.as_dict() for r in rows], "shared": [r.as_dict() for r in shared]}
+    if args.save_json:
+        Path(args.save_json).write_text(json.dumps(doc, indent=1))
     if args.json:
-        print(json.dumps({"summary": s, "rows": [r.as_dict() for r in rows],
-                          "shared": [r.as_dict() for r in shared]}, indent=1))
+        print(json.dumps(doc, indent=1))
         return 0
     print(head)
     if args.markdown:

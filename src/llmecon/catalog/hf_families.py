@@ -164,5 +164,8 @@ FAMILIES_BY_TYPE.update({
     "codegen": {"gated": False, "norm": "layer", "norms_per_layer": 1, "tie": False, "ffn_bias": True,
                 "lm_head_bias": True, "ffn_width_default_mult": 4},
     "gpt_bigcode": FAMILIES["GPT2LMHeadModel"],         # GPT-2 layout, multi_query -> one KV head
+    # BLOOM: ALiBi (no weights), biased fused qkv / dense / MLP, LayerNorms, tied embeddings; one more
+    # LayerNorm on the word embeddings (2·d, omitted: < 0.001%).
+    "bloom": {**_BIASED_LN, "tie": True, "ffn_width_default_mult": 4},
 })
 
