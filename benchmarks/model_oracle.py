@@ -266,7 +266,8 @@ def _shared_row(path: Path) -> Row:
             del cfg.quantization_config
         model = meta_model(cfg)
     except Exception as exc:
-        row.status, row.note = "no oracle", f"{type(exc).__name__}: {str(exc).splitlines()[0][:100] if str(exc) else ''}"
+        first = str(exc).splitlines()[0][:100] if str(exc) else ""
+        row.status, row.note = "no oracle", f"{type(exc).__name__}: {first}"
         return row
     row.oracle_params, row.encoder_params = count_params(model)
     row.rel = row.llmecon_params / row.oracle_params - 1

@@ -81,8 +81,9 @@ def flatten(config: Mapping, where: str) -> dict:
     # Ernie4_5_MoeConfig.moe_k): read as the common name when that is absent
     # Ernie4_5_MoeConfig.moe_num_shared_experts, AfmoeConfig.num_dense_layers (layer < k is dense,
     # as DeepSeek's first_k_dense_replace)
-    for old, new in (("moe_num_experts", "num_local_experts"), ("moe_k", "num_experts_per_tok"), ("moe_topk", "num_experts_per_tok"),
-                     ("moe_num_shared_experts", "num_shared_experts"), ("num_dense_layers", "first_k_dense_replace")):
+    for old, new in (("moe_num_experts", "num_local_experts"), ("moe_k", "num_experts_per_tok"),
+                     ("moe_topk", "num_experts_per_tok"), ("moe_num_shared_experts", "num_shared_experts"),
+                     ("num_dense_layers", "first_k_dense_replace")):
         if old in flat and new not in flat:
             flat[new] = flat.pop(old)
     return flat
