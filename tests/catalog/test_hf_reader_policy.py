@@ -196,3 +196,17 @@ def test_cli_ignore_field_on_a_model_command(tmp_path):
     ok = run("model", str(path), "--ignore-field", "frobnicate_heads", "--json")
     assert ok.returncode == 0, ok.stderr
     assert "frobnicate_heads" in json.loads(ok.stdout)["ignored_fields"]
+
+
+def test_mimo_v2_flash_sliding_layers_hold_twice_the_kv_heads_without_swa_fields():
+    """transformers' MiMoV2FlashAttention: sliding layers have 2 x num_key_value_heads (and sinks) when the
+    config has no swa_* fields. Default config: 48 layers, layer 0 and every 6th full (9), 39 sliding;
+    full 4 KV heads x (192 + 128), sliding 8 x (192 + 128): 9·1280 + 39·2560 = 111,360 KV elements per
+    token, as transformers' cache holds after a forward on the meta device (the reader gave 61,440)."""
+    types = ["full_attention" if (i == 0 or not (i + 1) % 6) else "sliding_attention" for i in range(48)]
+    config = {"model_type": "mimo_v2_flash", "hidden_size": 4096, "num_hidden_layers": 48,
+              "num_attention_heads": 64, "num_key_value_heads": 4, "head_dim": 192, "v_head_dim": 128,
+              "layer_types": types, "sliding_window": 129, "intermediate_size": 16384, "vocab_size": 152576}
+    m = _read(config)
+    assert m.kv_bytes_per_token("bf16") / 2 == 9 * 4 * 320 + 39 * 8 * 320 == 111_360
+    assert m.local_attention.sinks and not m.attention.sinks

@@ -18,6 +18,7 @@ listed in ``Model.ignored_fields``.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import CatalogError
@@ -77,6 +78,11 @@ def model_from_hf_config(config: Mapping, *, name: str = "custom", where: str | 
         structure["layer_ffn_dims"] = (dense_width or 0,) * n_layers
         assumptions.append("MoE layers also run a dense MLP of intermediate_size in parallel (Gemma 4)")
     attention, local = layer_attention(f, attention, structure, where)
+    if local is None and family.get("swa_kv_heads_mult") and any(structure["layer_windows"]):
+        n_kv = attention.n_kv_heads * family["swa_kv_heads_mult"]
+        local = replace(attention, n_kv_heads=n_kv, kind="mqa" if n_kv == 1 else "gqa", sinks=True)
+        assumptions.append(f"sliding layers: {n_kv} KV heads and a sink per head, {family['swa_kv_heads_mult']} x "
+                           "num_key_value_heads (transformers MiMoV2FlashAttention; no swa_* fields given)")
     n_mtp = mtp_layers(f, where, assumptions)
     if dsv4:
         v4, moe = hf_dsv4.structure(f, n_layers=n_layers, n_mtp=n_mtp, att=attention, moe=moe, where=where,

@@ -58,7 +58,9 @@ FAMILIES: dict[str, dict] = {
     # Gemma 4: Gemma 3 layout; global layers have their own KV heads and head dim (K = V).
     "Gemma4ForConditionalGeneration": {**_LLAMA, "norms_per_layer": 4, "qk_norm": True, "tie": True,
                                        "multimodal": "vision and audio", "moe_plus_dense": True},
-    "MiMoV2FlashForCausalLM": {**_LLAMA, "router_bias": True},
+    # MiMo-V2-Flash: transformers' MiMoV2FlashAttention gives sliding layers 2 x num_key_value_heads
+    # and a sink per head when the config has no swa_* fields (the hub config states them).
+    "MiMoV2FlashForCausalLM": {**_LLAMA, "router_bias": True, "swa_kv_heads_mult": 2},
     "MiMoForCausalLM": _LLAMA,
     "DeciLMForCausalLM": _LLAMA,
     "KimiLinearForCausalLM": {**_LLAMA, "router_bias": True},
@@ -133,7 +135,9 @@ FAMILIES_BY_TYPE.update({
     # q_norm / k_norm RMSNorms (Qwen3-style); OLMo-2/3 and OLMoE normalise the full q/k width (n·h
     # weights, not h: under 0.1% of parameters, counted as per-head norms here).
     **{t: _QKN for t in ("olmo2", "olmo3", "olmoe", "flex_olmo", "exaone4", "exaone_moe", "mellum", "laguna",
-                         "hy_v3", "inkling_text", "minimax_m3_vl_text", "flint", "afmoe", "beam", "kolibri1")},
+                         "hy_v3", "inkling_text", "minimax_m3_vl_text", "flint", "beam", "kolibri1")},
+    # AFMoE: q/k norms, a sigmoid output gate (gate_proj d x n·h), pre and post norms around both blocks
+    "afmoe": {**_QKN, "output_gate": True, "norms_per_layer": 4},
     "seed_oss": {**_LLAMA, "qkv_bias": True},
     "glm": {**_LLAMA, "qkv_bias": True}, "glm4": {**_LLAMA, "qkv_bias": True, "norms_per_layer": 4},
     # Gemma: gated GeGLU, tied embeddings; Gemma 2 adds pre/post norms around both blocks (4 per layer).
