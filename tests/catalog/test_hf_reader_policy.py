@@ -210,3 +210,21 @@ def test_mimo_v2_flash_sliding_layers_hold_twice_the_kv_heads_without_swa_fields
     m = _read(config)
     assert m.kv_bytes_per_token("bf16") / 2 == 9 * 4 * 320 + 39 * 8 * 320 == 111_360
     assert m.local_attention.sinks and not m.attention.sinks
+
+
+def test_mamba2_layers_written_as_linear_attention_read_as_mamba2():
+    """transformers' GraniteMoeHybridConfig writes its Mamba-2 layers as layer_types 'linear_attention'
+    with mamba_* fields (no Gated DeltaNet fields): the mixer the fields describe is read. Mamba-2 in_proj
+    d -> 2·H·P + 2·G·N + H, conv over H·P + 2·G·N channels (kernel 4, biased), dt_bias, A_log, D, a
+    gated norm of H·P and out_proj H·P -> d."""
+    d, heads, head, groups, state = 1024, 16, 64, 1, 128
+    config = {"model_type": "granitemoehybrid", "hidden_size": d, "num_hidden_layers": 2,
+              "num_attention_heads": 8, "num_key_value_heads": 8, "vocab_size": 1000, "intermediate_size": 2048,
+              "layer_types": ["linear_attention", "full_attention"], "mamba_n_heads": heads, "mamba_d_head": head,
+              "mamba_n_groups": groups, "mamba_d_state": state, "mamba_d_conv": 4, "mamba_conv_bias": True,
+              "mamba_expand": 1}
+    m = _read(config)
+    inner, conv_ch = heads * head, heads * head + 2 * groups * state
+    mixer = d * (2 * inner + 2 * groups * state + heads) + conv_ch * 4 + conv_ch + 3 * heads + inner + inner * d
+    assert m.linear.kind == "mamba2" and m.params.linear_mixers == mixer
+    assert m.state_bytes_per_sequence() == heads * head * state * 4 + 3 * conv_ch * 2

@@ -64,7 +64,7 @@ def model_from_hf_config(config: Mapping, *, name: str = "custom", where: str | 
     arch, family = family_of(f, where, assumptions)
     d, n_layers, n_heads, vocab = _sizes(f, family, arch, where, assumptions)
     defaults = family.get("defaults", {})
-    normalize_layer_types(f, n_layers, where, assumptions)
+    normalize_layer_types(f, n_layers, where, assumptions, family)
     dsv4 = hf_dsv4.is_dsv4(f)
     attention = (hf_dsv4.attention(f, d, n_heads, where, assumptions) if dsv4
                  else attention_block(f, family, defaults, d, n_heads, n_layers, where, assumptions))

@@ -171,5 +171,8 @@ FAMILIES_BY_TYPE.update({
     # BLOOM: ALiBi (no weights), biased fused qkv / dense / MLP, LayerNorms, tied embeddings; one more
     # LayerNorm on the word embeddings (2·d, omitted: < 0.001%).
     "bloom": {**_BIASED_LN, "tie": True, "ffn_width_default_mult": 4},
+    # Mamba-2 / attention hybrids with a gated MLP or MoE after every mixer, 2 RMSNorms per layer
+    # (Bamba: BambaConfig.layers_block_type puts Mamba-2 wherever attn_layer_indices does not say attention)
+    "bamba": {**_LLAMA, "mamba_default": True}, "granitemoehybrid": _LLAMA,
 })
 

@@ -83,7 +83,11 @@ def flatten(config: Mapping, where: str) -> dict:
     # as DeepSeek's first_k_dense_replace)
     for old, new in (("moe_num_experts", "num_local_experts"), ("moe_k", "num_experts_per_tok"),
                      ("moe_topk", "num_experts_per_tok"), ("moe_num_shared_experts", "num_shared_experts"),
-                     ("num_dense_layers", "first_k_dense_replace")):
+                     ("num_dense_layers", "first_k_dense_replace"),
+                     # Bamba / GraniteMoeHybrid Mamba-2 mixers (transformers BambaConfig names)
+                     ("mamba_n_heads", "mamba_num_heads"), ("mamba_d_head", "mamba_head_dim"),
+                     ("mamba_n_groups", "n_groups"), ("mamba_d_state", "ssm_state_size"),
+                     ("mamba_d_conv", "conv_kernel"), ("mamba_conv_bias", "use_conv_bias")):
         if old in flat and new not in flat:
             flat[new] = flat.pop(old)
     return flat

@@ -54,13 +54,20 @@ def _pattern_kinds(f, n_layers: int, where: str) -> list[str] | None:
     return out
 
 
-def normalize_layer_types(f, n_layers: int, where: str, assumptions: list[str]) -> None:
+def normalize_layer_types(f, n_layers: int, where: str, assumptions: list[str], family: dict | None = None) -> None:
     """Make ``layer_types`` explicit when a config gives the pattern another way, and cross-check
     when it gives both: ``full_attention_interval`` k (Qwen3-Next / Qwen3.5, transformers
     ``Qwen3NextConfig``: layer i is full attention iff (i + 1) % k == 0, else Gated DeltaNet
     ``linear_attention``). When both fields are set and disagree, refuse naming both."""
     if f.has("global_attn_every_n_layers"):
         _global_every(f, n_layers, where, assumptions)
+    if f.has("mamba_num_heads") and not f.has("layer_types") and not f.has("hybrid_override_pattern") \
+            and not f.has("layers_block_type") and (f.has("attn_layer_indices") or (family or {}).get("mamba_default")):
+        # Bamba (BambaConfig.layers_block_type): attention at attn_layer_indices, Mamba-2 elsewhere
+        attn = set(_int_list(f, "attn_layer_indices", None, where)) if f.has("attn_layer_indices") else set()
+        f.config["layer_types"] = ["full_attention" if i in attn else "linear_attention" for i in range(n_layers)]
+        assumptions.append(f"layer_types absent: attention at layers {sorted(attn)}, Mamba-2 elsewhere "
+                           "(attn_layer_indices)")
     if not f.has("full_attention_interval"):
         return
     k = f.get("full_attention_interval", int, minimum=1)
@@ -118,7 +125,9 @@ def read_structure(f, *, n_layers: int, d: int, attention: Attention, windows: l
             raise CatalogError(f"{where}: field 'layer_types' has {len(types)} entries for {n_layers} layers")
         if "linear_attention" in types:
             mixers = ["linear" if t == "linear_attention" else "attention" for t in types]
-            out["linear"] = _gated_deltanet(f, where)
+            # the linear mixer the config's fields describe: Gated DeltaNet (Qwen3-Next) or Mamba-2
+            # (GraniteMoeHybrid / Bamba: transformers writes their Mamba-2 layers as linear_attention)
+            out["linear"] = _mamba2(f, d, where) if f.has("mamba_num_heads") else _gated_deltanet(f, where)
     if f.has("linear_attn_config"):
         mixers, linear = _kimi_linear(f, n_layers, where)
         out["linear"] = linear

@@ -50,7 +50,7 @@ USED_FIELDS = {
     "compress_ratios", "o_lora_rank", "o_groups", "hc_mult", "num_hash_layers", "expert_dtype",
     # issue 33: more names for the same facts
     "attention_out_bias", "lm_head_bias", "use_qkv_bias", "global_attn_every_n_layers", "moe_layer_start_index",
-    "moe_layer_end_index", "moe_layer_interval", "use_post_norm",
+    "moe_layer_end_index", "moe_layer_interval", "use_post_norm", "attn_layer_indices", "mamba_expand",
 }
 # Fields known to exist and known not to change counts, bytes or FLOPs.
 IGNORED_FIELDS = {
@@ -101,7 +101,7 @@ HARMLESS_CATEGORIES: tuple[tuple[str, re.Pattern, tuple[type, ...], str], ...] =
      "where the residual adds (parallel or sequential blocks): the same weights and matmuls"),
     ("kernel tiling", re.compile(r"(mamba|ssm|linear|scan|conv)_chunk_size"), (int,),
      "the chunk length of a chunked scan kernel: the same recurrence"),
-    ("training", re.compile(r".*(loss|aux|dropout.*|_pdrop|jitter|noise|z_coef|balance|_coef"
+    ("training", re.compile(r".*(loss|_loss_.*|aux|dropout.*|_pdrop|jitter|noise|z_coef|balance|_coef"
                             r"|gradient_checkpointing|capacity_factor|drop_.*|.*_drop|dropout_prob)$"),
      (float, int, bool, str, type(None)),
      "training-only terms (losses, dropout, capacity); serving runs none of them"),
