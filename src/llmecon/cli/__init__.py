@@ -172,8 +172,10 @@ def _one_line_usage_errors(main):
     import sys
 
     def run(*args, standalone_mode: bool = True, **kwargs):
-        if "args" in kwargs or args:  # --ignore-field NAME, wherever it stands (the one shared --model option)
-            argv = list(kwargs.pop("args") if "args" in kwargs else args[0])
+        given = kwargs.get("args") if "args" in kwargs else (args[0] if args else None)
+        if given is not None:  # --ignore-field NAME, wherever it stands (the one shared --model option)
+            kwargs.pop("args", None)
+            argv = list(given)
             if args:
                 args = args[1:]
             try:
