@@ -77,12 +77,12 @@ IGNORED_FIELDS = {
 # field does in transformers' config classes (docstrings of LlamaConfig, Gemma2Config, GraniteConfig,
 # Phi3Config, MixtralConfig, ...), and from the value's kind: a category applies only to values of
 # the kinds listed (a whole number named like a scale is a size, and is refused). First match wins.
-_NUM = (int, float)
 HARMLESS_CATEGORIES: tuple[tuple[str, re.Pattern, tuple[type, ...], str], ...] = (
     ("positional", re.compile(r".*(rope|rotary|yarn|alibi|position_embedding_type|original_max_position"
                               r"|max_position|pos_emb).*"), (int, float, str, bool, dict, list),
      "RoPE/ALiBi settings and length extensions: rotary tables and biases have no weights; the cost of "
-     "applying them is omitted everywhere in llmecon"),
+     "applying them is omitted everywhere in llmecon (a learned absolute table, position_embedding_type "
+     "'absolute', is not counted either: GPT-2's is 0.6% of its parameters)"),
     ("length hint", re.compile(r".*(max_length|max_seq|seq_length|model_max_length|context_length"
                                r"|max_sequence).*"), (int,),
      "tokenizer/serving length hints; the context is llmecon's input, not the config's"),
@@ -120,7 +120,8 @@ HARMLESS_CATEGORIES: tuple[tuple[str, re.Pattern, tuple[type, ...], str], ...] =
                                  r"|.*_implementation|.*_impl|fused_.*|cache_.*|torch_dtype_.*)$"),
      (bool, str, type(None)),
      "which kernel or cache implementation runs: the same math"),
-    ("tokenizer", re.compile(r".*(token|tokenizer|vocab_file|chat_template|special).*"), (int, str, list, bool),
+    ("tokenizer", re.compile(r"(.*_token|.*_token_ids?|.*_token_index|tokenizer.*|vocab_file|chat_template"
+                             r"|.*special_tokens?.*)"), (int, str, list, bool),
      "tokenizer settings and special-token ids (the vocabulary size is read from vocab_size)"),
 )
 
