@@ -92,8 +92,8 @@ def family_of(f, where: str, assumptions: list[str]) -> tuple[str, dict]:
         return "", _LLAMA
     raise CatalogError(f"{where}: architecture {arch or '(none)'!s} / model_type {model_type or '(none)'!r} is not "
                        "known to llmecon: whether its MLP is gated, its norms and biases are modelling-code facts "
-                       "the config does not state; workaround: --ignore-field architectures --ignore-field "
-                       "model_type reads it as a Llama-style decoder (gated MLP, 2 RMSNorms, no biases)")
+                       "the config does not state; workaround: {ignore_field} architectures and {ignore_field} "
+                       "model_type read it as a Llama-style decoder (gated MLP, 2 RMSNorms, no biases)")
 
 
 # model_type -> architecture of FAMILIES, for configs without ``architectures`` (transformers'

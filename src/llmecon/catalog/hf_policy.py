@@ -164,11 +164,11 @@ def check_fields(flat: dict, where: str, ignore: tuple[str, ...] = (),
             close = difflib.get_close_matches(key, sorted(USED_FIELDS), n=1, cutoff=0.88)
             if close:
                 raise CatalogError(f"{where}: unknown field '{key}' (did you mean '{close[0]}'?); fix the name, "
-                                   f"or pass --ignore-field {key} if it is harmless")
+                                   f"or pass {{ignore_field}} {key} if it is harmless")
             if not (is_cosmetic(key) or harmless_category(key, flat[key]) or key in wrapper_keys):
                 raise CatalogError(f"{where}: unknown field '{key}' = {_short(flat[key])} is not read and may change "
                                    "parameters, bytes or FLOPs; llmecon would need to model it; if you know it "
-                                   f"does not, pass --ignore-field {key} (ignore_fields=('{key}',))")
+                                   f"does not, pass {{ignore_field}} {key}")
             cosmetic.append(key)
         unread.append(key)
     check_refused(flat, where)
