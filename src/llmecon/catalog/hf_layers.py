@@ -13,7 +13,6 @@ prediction modules. Field policy and weight formats: ``hf_formats``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 
 from ..errors import CatalogError
 from dataclasses import replace
@@ -38,7 +37,9 @@ def _pattern_kinds(f, n_layers: int, where: str) -> list[str] | None:
         key = "hybrid_override_pattern"
     elif f.has("layers_block_type"):
         pattern = f.get("layers_block_type", list)
-        table = {"mamba": "mamba", "attention": "attention", "mlp": "mlp", "moe": "moe"}
+        # transformers 5 NemotronHConfig spells Mamba-2 and attention blocks linear_attention / full_attention
+        table = {"mamba": "mamba", "attention": "attention", "mlp": "mlp", "moe": "moe", "linear_attention": "mamba",
+                 "full_attention": "attention"}
         key = "layers_block_type"
     else:
         return None
@@ -50,6 +51,53 @@ def _pattern_kinds(f, n_layers: int, where: str) -> list[str] | None:
             raise CatalogError(f"{where}: {key}[{i}] = {c!r} is not one of {', '.join(map(repr, table))}")
         out.append(table[c])
     return out
+
+
+def normalize_layer_types(f, n_layers: int, where: str, assumptions: list[str], family: dict | None = None) -> None:
+    """Make ``layer_types`` explicit when a config gives the pattern another way, and cross-check
+    when it gives both: ``full_attention_interval`` k (Qwen3-Next / Qwen3.5, transformers
+    ``Qwen3NextConfig``: layer i is full attention iff (i + 1) % k == 0, else Gated DeltaNet
+    ``linear_attention``). When both fields are set and disagree, refuse naming both."""
+    if f.has("global_attn_every_n_layers"):
+        _global_every(f, n_layers, where, assumptions)
+    if f.has("mamba_num_heads") and not f.has("layer_types") and not f.has("hybrid_override_pattern") \
+            and not f.has("layers_block_type") and (f.has("attn_layer_indices") or (family or {}).get("mamba_default")):
+        # Bamba (BambaConfig.layers_block_type): attention at attn_layer_indices, Mamba-2 elsewhere
+        attn = set(_int_list(f, "attn_layer_indices", None, where)) if f.has("attn_layer_indices") else set()
+        f.config["layer_types"] = ["full_attention" if i in attn else "linear_attention" for i in range(n_layers)]
+        assumptions.append(f"layer_types absent: attention at layers {sorted(attn)}, Mamba-2 elsewhere "
+                           "(attn_layer_indices)")
+    if not f.has("full_attention_interval"):
+        return
+    k = f.get("full_attention_interval", int, minimum=1)
+    derived = ["full_attention" if (i + 1) % k == 0 else "linear_attention" for i in range(n_layers)]
+    if not f.has("layer_types"):
+        if not f.has("linear_num_value_heads"):
+            raise CatalogError(f"{where}: full_attention_interval = {k} without the linear-attention fields "
+                               "(linear_num_value_heads, ...): the layers between full-attention ones are not "
+                               "described; add them or layer_types")
+        f.config["layer_types"] = derived
+        assumptions.append(f"layer_types absent: every {k}th layer full attention, the other "
+                           f"{derived.count('linear_attention')} Gated DeltaNet (full_attention_interval)")
+        return
+    given = f.get("layer_types", list)
+    if len(given) == n_layers and [t == "full_attention" for t in given] != [t == "full_attention" for t in derived]:
+        raise CatalogError(f"{where}: field 'layer_types' and field 'full_attention_interval' = {k} disagree on "
+                           "which layers are full attention; fix one of them")
+
+
+def _global_every(f, n_layers: int, where: str, assumptions: list[str]) -> None:
+    """``global_attn_every_n_layers`` k (AfmoeConfig): layer i attends globally iff (i + 1) % k == 0,
+    the others through ``sliding_window``; checked against ``layer_types`` when both are given."""
+    k = f.get("global_attn_every_n_layers", int, minimum=1)
+    derived = ["full_attention" if (i + 1) % k == 0 else "sliding_attention" for i in range(n_layers)]
+    if not f.has("layer_types"):
+        f.config["layer_types"] = derived
+        assumptions.append(f"layer_types absent: every {k}th layer global, the rest sliding "
+                           "(global_attn_every_n_layers)")
+    elif [t == "full_attention" for t in f.get("layer_types", list)] != [t == "full_attention" for t in derived]:
+        raise CatalogError(f"{where}: field 'layer_types' and field 'global_attn_every_n_layers' = {k} disagree on "
+                           "which layers attend globally; fix one of them")
 
 
 def read_structure(f, *, n_layers: int, d: int, attention: Attention, windows: list[int], moe_mask: list[bool],
@@ -76,7 +124,9 @@ def read_structure(f, *, n_layers: int, d: int, attention: Attention, windows: l
             raise CatalogError(f"{where}: field 'layer_types' has {len(types)} entries for {n_layers} layers")
         if "linear_attention" in types:
             mixers = ["linear" if t == "linear_attention" else "attention" for t in types]
-            out["linear"] = _gated_deltanet(f, where)
+            # the linear mixer the config's fields describe: Gated DeltaNet (Qwen3-Next) or Mamba-2
+            # (GraniteMoeHybrid / Bamba: transformers writes their Mamba-2 layers as linear_attention)
+            out["linear"] = _mamba2(f, d, where) if f.has("mamba_num_heads") else _gated_deltanet(f, where)
     if f.has("linear_attn_config"):
         mixers, linear = _kimi_linear(f, n_layers, where)
         out["linear"] = linear
@@ -85,13 +135,7 @@ def read_structure(f, *, n_layers: int, d: int, attention: Attention, windows: l
         width = f.first(("dense_intermediate_size", "intermediate_size"), int, minimum=1)
         ffn = [0 if m else (width or 0) for m in moe_mask]
     if f.has("mlp_layer_types"):
-        types = f.get("mlp_layer_types", list)
-        table = {"dense": False, "sparse": True}
-        if len(types) != n_layers or any(t not in table for t in types):
-            raise CatalogError(f"{where}: field 'mlp_layer_types' must list 'dense' or 'sparse' for each of "
-                               f"{n_layers} layers")
-        if [table[t] for t in types] != moe_mask:
-            raise CatalogError(f"{where}: field 'mlp_layer_types' disagrees with first_k_dense_replace/moe_layer_freq")
+        moe_mask, ffn = _mlp_layer_types(f, n_layers, moe_mask, dense_width, where)
     if f.has("block_configs"):
         mixers, ffn, kv_heads = _decilm_blocks(f, n_layers, d, where)
         out["decilm_kv_heads"] = kv_heads
@@ -101,6 +145,31 @@ def read_structure(f, *, n_layers: int, d: int, attention: Attention, windows: l
         assumptions.append(f"{mixers.count('none')} layers without attention (no-op blocks)")
     out["layer_sparsity"] = _sparsity(f, n_layers, attention, where)
     return out
+
+
+_MOE_PATTERN_FIELDS = ("first_k_dense_replace", "moe_layer_freq", "decoder_sparse_step", "mlp_only_layers",
+                       "moe_layers", "interleave_moe_layer_step")
+
+
+def _mlp_layer_types(f, n_layers: int, moe_mask: list[bool], dense_width: int | None,
+                     where: str) -> tuple[list[bool], list[int]]:
+    """``mlp_layer_types`` ('dense' / 'sparse' per layer) decides which layers are MoE; when the
+    config also sets a pattern field (first_k_dense_replace, ...) the two must agree, else refused
+    naming both. A pattern field the config does not set is not checked against (its default is
+    not the config's statement)."""
+    types = f.get("mlp_layer_types", list)
+    table = {"dense": False, "sparse": True, "moe": True}
+    if len(types) != n_layers or any(t not in table for t in types):
+        raise CatalogError(f"{where}: field 'mlp_layer_types' must list 'dense' or 'sparse' for each of "
+                           f"{n_layers} layers")
+    mask = [table[t] for t in types]
+    given = [k for k in _MOE_PATTERN_FIELDS if f.has(k)]
+    if given and mask != moe_mask:
+        raise CatalogError(f"{where}: field 'mlp_layer_types' and field '{given[0]}' = {f.config[given[0]]!r} "
+                           "disagree on which layers are MoE; fix one of them")
+    if any(not m for m in mask) and not dense_width:
+        raise CatalogError(f"{where}: mlp_layer_types lists dense layers but 'intermediate_size' is unset")
+    return mask, [0 if m else (dense_width or 0) for m in mask]
 
 
 def _sparsity(f, n_layers: int, attention: Attention, where: str) -> tuple[str, ...] | tuple:

@@ -8,6 +8,8 @@ to a config.json is read from disk.
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -17,6 +19,20 @@ from .hf_config import load_config_file, model_from_hf_config
 from ..spec.model import Model
 
 DEFAULT_MODEL = "deepseek-v3"
+
+# Config fields the user vouches for as harmless (``--ignore-field``): read as absent by every
+# ``get_model`` in the context (hf_config ``ignore_fields``; listed in ``Model.ignored_fields``).
+_IGNORE_FIELDS: ContextVar[tuple[str, ...]] = ContextVar("llmecon_ignore_fields", default=())
+
+
+@contextmanager
+def ignoring_fields(names):
+    """Within the block, ``get_model`` reads configs with ``ignore_fields=names``."""
+    token = _IGNORE_FIELDS.set(tuple(names))
+    try:
+        yield
+    finally:
+        _IGNORE_FIELDS.reset(token)
 
 
 @cache
@@ -41,13 +57,19 @@ def _catalog_model(name: str) -> Model:
                                 source=str(config.get("_source", "")))
 
 
-def get_model(name_or_path: str) -> Model:
-    """A catalogue model by name (``deepseek-v3``), or a config.json by path."""
+def get_model(name_or_path: str, *, ignore_fields: tuple[str, ...] | None = None) -> Model:
+    """A catalogue model by name (``deepseek-v3``), or a config.json by path. ``ignore_fields``
+    (default: those of an enclosing ``ignoring_fields``): config keys read as absent."""
+    ignore = _IGNORE_FIELDS.get() if ignore_fields is None else tuple(ignore_fields)
     if name_or_path in model_names():
+        if ignore:
+            config = raw_config(name_or_path)
+            return model_from_hf_config(config, name=name_or_path, where=f"catalogue model {name_or_path}",
+                                        source=str(config.get("_source", "")), ignore_fields=ignore)
         return _catalog_model(name_or_path)
     path = Path(name_or_path)
     if path.suffix == ".json" or path.exists() or "/" in name_or_path:
         if path.is_dir():
             path = path / "config.json"
-        return load_config_file(path)
+        return load_config_file(path, ignore_fields=ignore)
     raise unknown_name("model", name_or_path, model_names())

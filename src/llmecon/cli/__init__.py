@@ -30,6 +30,10 @@ COMMANDS = {"analyze": ("analyze",), "step": ("analyze",), "batch": ("analyze",)
 
 def _invoked(argv) -> str | None:
     """The command word of ``argv`` (its first argument not starting with '-'), or None."""
+    try:
+        argv = split_ignore_fields(list(argv))[0]
+    except ValueError:
+        pass
     return next((a for a in argv if not a.startswith("-")), None)
 
 
@@ -143,6 +147,27 @@ def command(argv: list[str] | None = None):
     return cmd
 
 
+def split_ignore_fields(argv: list[str]) -> tuple[list[str], tuple[str, ...]]:
+    """(argv without its ``--ignore-field NAME`` / ``--ignore-field=NAME`` pairs, the names). The option
+    belongs to every command that reads ``--model``: config fields the user knows to be harmless are read
+    as absent (``catalog.models.ignoring_fields``) and listed in ``ignored_fields``."""
+    out, names, i = [], [], 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--ignore-field":
+            if i + 1 >= len(argv) or argv[i + 1].startswith("-"):
+                raise ValueError("--ignore-field needs a config field name (e.g. --ignore-field logit_scale)")
+            names.append(argv[i + 1])
+            i += 2
+            continue
+        if a.startswith("--ignore-field="):
+            names.append(a.split("=", 1)[1])
+        else:
+            out.append(a)
+        i += 1
+    return out, tuple(names)
+
+
 def _one_line_usage_errors(main):
     """``main`` with click's own input errors (an unknown option or choice, a value of the wrong type: raised
     while parsing, before ``guarded`` runs) shown as one ``error:`` line, exit 2, instead of click's usage block,
@@ -150,6 +175,26 @@ def _one_line_usage_errors(main):
     import sys
 
     def run(*args, standalone_mode: bool = True, **kwargs):
+        given = kwargs.get("args") if "args" in kwargs else (args[0] if args else None)
+        if given is not None:  # --ignore-field NAME, wherever it stands (the one shared --model option)
+            kwargs.pop("args", None)
+            argv = list(given)
+            if args:
+                args = args[1:]
+            try:
+                argv, ignore = split_ignore_fields(argv)
+            except ValueError as exc:
+                _one_line(str(exc))
+                sys.exit(2)
+            from ..catalog.models import ignoring_fields
+
+            with ignoring_fields(ignore):
+                return _run(argv, *args, standalone_mode=standalone_mode, **kwargs)
+        return _run(None, *args, standalone_mode=standalone_mode, **kwargs)
+
+    def _run(argv, *args, standalone_mode: bool = True, **kwargs):
+        if argv is not None:
+            kwargs["args"] = argv
         if not standalone_mode:
             return main(*args, standalone_mode=False, **kwargs)
         try:
@@ -174,4 +219,5 @@ def main(argv: list[str] | None = None) -> None:
     bad input into one line and exit code 2."""
     import sys
 
-    command(sys.argv[1:] if argv is None else argv).main(args=argv, prog_name="llmecon", standalone_mode=True)
+    args = sys.argv[1:] if argv is None else argv
+    command(args).main(args=list(args), prog_name="llmecon", standalone_mode=True)

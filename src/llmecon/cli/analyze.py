@@ -296,8 +296,9 @@ def model_cmd(
     console.print(_kv_table(f"llmecon model {m.name}", rows))
     for note in m.assumptions:
         console.print(f"[dim]assumption: {note}[/dim]")
-    if m.unrecognized_fields:
-        console.print(f"[dim]ignored config fields: {', '.join(m.unrecognized_fields)}[/dim]")
+    if m.ignored_fields:
+        console.print(f"[dim]config fields not read (harmless by category, or named by --ignore-field): "
+                      f"{', '.join(m.ignored_fields)}[/dim]")
 
 
 @catalog_app.command("accelerators")

@@ -53,7 +53,10 @@ DEFAULT_MODE = Mode.auto
 
 
 ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Catalogue name (llmecon catalog models) or path to a "
-                                                               "Hugging Face config.json.")]
+                                                               "Hugging Face config.json. --ignore-field NAME "
+                                                               "(repeatable) reads a config field you know to be "
+                                                               "harmless as absent; it is listed in "
+                                                               "ignored_fields.")]
 SystemOpt = Annotated[str, typer.Option("--system", "-s", help="Catalogue system (llmecon catalog systems).")]
 WeightDtypeOpt = Annotated[Optional[str], typer.Option("--weight-dtype", help="Weight format (bf16, fp8, fp4, "
                                                                               "mxfp4, int4...); default: the model's.")]

@@ -33,6 +33,7 @@ def model_dict(model: Model, kv_dtype: str | None = None) -> dict:
         "weight_bytes": model.weight_bytes().total, "max_context": model.max_context,
         "extra_layers_not_counted": model.extra_layers_not_counted,
         "assumptions": list(model.assumptions), "unrecognized_fields": list(model.unrecognized_fields),
+        "ignored_fields": list(model.ignored_fields),
         "source": model.source,
         "layers": model.layer_breakdown(), "mtp_layers": model.mtp_layers, "mtp_params": p.mtp,
         "encoder_params": model.encoder_params, "ffn_weight_dtype": model.ffn_weight_dtype or None,
@@ -73,6 +74,7 @@ def step_dict(result: StepResult, dep: Deployment) -> dict:
         "hbm_per_chip_bytes": result.hbm_per_chip_bytes, "fits": bool(np.all(result.fits)),
         "compute_dtype": result.compute_dtype,
         "weight_dtype": dep.weight_dtype or dep.model.weight_dtype, "kv_dtype": dep.kv_dtype or dep.model.kv_dtype,
+        "ignored_fields": list(dep.model.ignored_fields),
     }
 
 
@@ -263,7 +265,8 @@ def analysis_dict(a: Analysis, *, page: bool = False, price_per_chip_hour: float
         out["headline"] = [{"label": k, "value": v} for k, v in headline_lines(dep, e, a.step, a.batch)]
         out["roofline"] = roofline_dict(e.curve, dep, at=a.step)
     out["model_facts"] = {"total_params": dep.model.params.total, "active_params": dep.model.params.active,
-                          "attention": dep.model.attention_label, "is_moe": dep.model.is_moe}
+                          "attention": dep.model.attention_label, "is_moe": dep.model.is_moe,
+                          "ignored_fields": list(dep.model.ignored_fields)}
     if page:
         out["assumptions"] = list(dep.model.assumptions)
     return out

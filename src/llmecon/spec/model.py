@@ -55,7 +55,9 @@ class Model:
     """A decoder-only transformer. ``layer_windows[i]`` is 0 for full attention, else the number of
     most recent tokens layer i attends to (sliding window, or chunk size for chunked attention).
     ``encoder_params``: a multimodal wrapper's vision encoder (estimated by the reader), reported
-    apart and never in ``params`` (serving cost is the language model's)."""
+    apart and never in ``params`` (serving cost is the language model's). ``ignored_fields``: the
+    config keys the reader did not read (harmless by category, null, a wrapper's processor keys, or
+    named by the caller's ``ignore_fields``; docs/model_reader.md)."""
 
     name: str
     d_model: int
@@ -89,6 +91,7 @@ class Model:
     source: str = ""
     assumptions: tuple[str, ...] = ()
     unrecognized_fields: tuple[str, ...] = ()
+    ignored_fields: tuple[str, ...] = ()
     extra_layers_not_counted: int = 0
     encoder_params: int = 0
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
