@@ -102,8 +102,8 @@ def plan_cmd(
                               "plain decoding only).")] = None,
     acceptance: AcceptanceOpt = None, draft: DraftOpt = None,
     frontier: Annotated[bool, typer.Option(
-        "--frontier", help="Compare systems: each one's whole decode frontier (tokens/s per chip vs tokens/s per "
-                           "user, at --context; no latency target), every point, and its tokens/s per chip and "
+        "--frontier", help="Compare systems: each one's frontier (tokens/s per chip vs tokens/s per user, of "
+                           "what --view pays for; no latency target), every point, and its tokens/s per chip and "
                            "$/Mtok at --interactivity; --plot draws one line per system.")] = False,
     view: Annotated[str, typer.Option(
         "--view", help="With --frontier: what tokens/s per chip pays for: whole (default: whole requests of "
