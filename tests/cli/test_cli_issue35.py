@@ -38,8 +38,10 @@ def test_analyze_default_is_calibrated_with_the_ideal_floor():
 
 
 def test_auto_on_a_chip_without_measurements_is_transferred_and_labelled():
-    d = run_json("analyze", "-m", "llama-3.1-8b", "-s", "mi300x-8")
+    # mi325x: no measurement of its own (its vLLM profile is mi300x's, transferred); mi300x is measured now
+    d = run_json("analyze", "-m", "llama-3.1-8b", "-s", "mi325x-8")
     assert d["mode"] == "calibrated" and d["transferred"] is True and d["expected_error"]
+    assert run_json("analyze", "-m", "llama-3.1-8b", "-s", "mi300x-8")["transferred"] is False
 
 
 def test_cost_default_prices_calibrated_from_sourced_defaults():
