@@ -171,7 +171,6 @@ def cost_cmd(
     --cache-hit, input is blended over prefix-cache hits and misses (docs/assumptions.md)."""
     from ..econ.pricing import serving_cost
     from ..report.context import cost_dict
-    from ..units import fmt_seconds
 
     dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, profile=profile, engine=engine,
                spec_tokens=spec_tokens,
@@ -207,8 +206,17 @@ def cost_cmd(
     if as_json:
         _emit_json(d)
         return
+    _print_cost(dep, c, d, rate=rate, floor=floor, hit=hit, sheet=sheet, cache_hit=cache_hit,
+                price_per_chip_hour=price_per_chip_hour, utilization=utilization, context=context,
+                power_basis=power_basis.value)
+
+
+def _print_cost(dep, c, d, *, rate, floor, hit, sheet, cache_hit, price_per_chip_hour, utilization, context,
+                power_basis) -> None:
+    """``cost``'s table: the deployment, prices, power, the ideal floor, cache hits and a list price's margin."""
     from ..econ.tco import power_for
     from ..report.tco import mw_text, tco_line
+    from ..units import fmt_seconds
 
     rows = [("deployment", f"{dep.model.name} on {dep.system.name}, {dep.plan.label()} ({c.chips} chips), "
                            f"{dep.fidelity}"),
@@ -220,8 +228,7 @@ def cost_cmd(
                             f"TPOT {fmt_seconds(c.tpot_s)})")),
             ("input (prefill)", f"{_money(c.input_usd_per_mtok)} per million tokens"),
             ("output (decode)", f"{_money(c.output_usd_per_mtok)} per million tokens"),
-            ("output tokens/s per MW", mw_text(d["tokens_per_s_per_mw"], power_for(dep.system, rate,
-                                                                                 power_basis.value))),
+            ("output tokens/s per MW", mw_text(d["tokens_per_s_per_mw"], power_for(dep.system, rate, power_basis))),
             *((("ideal floor", f"{_money(floor.input_usd_per_mtok)} in / {_money(floor.output_usd_per_mtok)} out "
                                f"per million tokens at batch {floor.batch:,.0f}: the roofline lower bound "
                                f"(calibrated is {c.output_usd_per_mtok / floor.output_usd_per_mtok:.2f}x it on "

@@ -252,8 +252,6 @@ def validate(
     kernel families. Time (measured on a shared 2-core machine): the whole silicon CSV ~1 min of CPU
     (model or chip); one kernel chip/engine 15 s (model) to 30 s (chip), so the 18 pairs of the whole
     kernel tables take several minutes: narrow with --chips/--engines."""
-    from pathlib import Path
-
     paths, measurements = measurements, measurements[0]
     kind = _input_kind(measurements)
     if kind != "measurements" and len(paths) > 1:
@@ -277,29 +275,40 @@ def validate(
         if profile is not None or mode != Mode.calibrated:
             _fail(f"--profile/--mode: {measurements} is a {kind} input, scored with each chip/engine's kernel-table "
                   "profile fitted out of sample; leave --profile and --mode out")
-        scheme = (holdout or Holdout.model).value
-        if kind == "silicon":
-            if families is not None:
-                _fail("--families: applies to a kernel-tables folder; a silicon CSV scores TPOT and TTFT")
-            report = _silicon_report(measurements, scheme, models, chips, engines, configs, as_json)
-        else:
-            if models is not None:
-                _fail("--models: kernel tables have no model column; use --holdout model (shape groups) and --chips")
-            report = _kernel_report(Path(measurements), scheme, chips, engines, families, as_json)
-        if as_json:
-            _emit_json(report.as_dict())
-            return
-        _print_holdout(_console(), report, measurements)
+        _validate_holdout(measurements, kind, holdout, models, chips, engines, configs, families, as_json)
         return
     extra = [f for f, v in (("--holdout", holdout), ("--models", models), ("--chips", chips), ("--engines", engines),
                             ("--configs", configs), ("--families", families)) if v is not None]
     if extra:
         _fail(f"{extra[0]}: applies to a silicon CSV or a kernel-tables folder; {measurements} is a measurement CSV "
               "(its split column holds rows out)")
+    rows = _measurement_rows(paths, model, system, tp, ep, pp, weight_dtype, kv_dtype)
+    _validate_measurements(rows, ", ".join(paths), mode, profile, as_json)
+
+
+def _validate_holdout(measurements, kind, holdout, models, chips, engines, configs, families, as_json) -> None:
+    """``validate`` on a silicon CSV or a kernel-tables folder: out-of-sample errors by ``holdout``."""
+    from pathlib import Path
+
+    scheme = (holdout or Holdout.model).value
+    if kind == "silicon":
+        if families is not None:
+            _fail("--families: applies to a kernel-tables folder; a silicon CSV scores TPOT and TTFT")
+        report = _silicon_report(measurements, scheme, models, chips, engines, configs, as_json)
+    else:
+        if models is not None:
+            _fail("--models: kernel tables have no model column; use --holdout model (shape groups) and --chips")
+        report = _kernel_report(Path(measurements), scheme, chips, engines, families, as_json)
+    if as_json:
+        _emit_json(report.as_dict())
+        return
+    _print_holdout(_console(), report, measurements)
+
+
+def _validate_measurements(rows, measurements: str, mode, profile, as_json) -> None:
+    """``validate`` on measurement rows: ideal and calibrated errors on their fit and hold-out splits."""
     from ..fidelity.accuracy import evaluate
 
-    rows = _measurement_rows(paths, model, system, tp, ep, pp, weight_dtype, kv_dtype)
-    measurements = ", ".join(paths)
     ev = evaluate(rows, _fidelity(mode, profile)[1])
     if not any(splits["all"]["n"] for modes in ev.metrics.values() for splits in modes.values()):
         from ..errors import InfeasibleError
