@@ -198,11 +198,7 @@ def cost_cmd(
 
         floor = serving_cost(roofline_twin(dep), context=context, price_per_chip_hour=price_per_chip_hour,
                              utilization=utilization, batch=batch)
-    d = cost_dict(c, dep, sheet, hit, rate, power_basis=power_basis.value)
-    d["mode_requested"] = mode.value
-    d["ideal_floor"] = None if floor is None else {
-        "mode": "ideal", "batch": floor.batch, "decode_step_s": floor.step_s,
-        "input_usd_per_mtok": floor.input_usd_per_mtok, "output_usd_per_mtok": floor.output_usd_per_mtok}
+    d = cost_dict(c, dep, sheet, hit, rate, power_basis=power_basis.value, mode_requested=mode.value, floor=floor)
     if as_json:
         _emit_json(d)
         return

@@ -141,10 +141,13 @@ def plot_context(e: ContextEconomics, dep: Deployment, path: str | Path, *, pric
 
 
 def cost_dict(c: ServingCost, dep: Deployment, sheet: PriceSheet | None = None, hit=None, rate=None,
-              power_basis: str = "facility") -> dict:
+              power_basis: str = "facility", *, mode_requested: str | None = None,
+              floor: ServingCost | None = None) -> dict:
     """``llmecon cost --json``; ``hit`` (an ``econ.cache_hit.CacheHitCost``) adds ``cache_hit`` and the
     blended list price; ``rate`` (an ``econ.tco.TcoRate`` or ``Rent``) says where the price came from. Output
-    tokens/s per MW divide by the facility power (``econ.tco.power_for``) or, ``power_basis`` "tdp", the TDP."""
+    tokens/s per MW divide by the facility power (``econ.tco.power_for``) or, ``power_basis`` "tdp", the TDP.
+    ``mode_requested`` (given: the key is added) is the mode asked for; ``floor``, the same deployment's ideal
+    cost beside a calibrated one (``ideal_floor``, null when the cost is ideal)."""
     from ..econ.tco import power_for
     from .tco import priced_fields
 
@@ -187,6 +190,11 @@ def cost_dict(c: ServingCost, dep: Deployment, sheet: PriceSheet | None = None, 
                                          cached_fraction=hit.cached_prefix_tokens / hit.prompt_tokens)
             lp.update(cached_input_multiplier=m, usd_per_mtok_input_blended=blended,
                       input_margin_blended=1.0 - hit.input_usd_per_mtok_blended / blended)
+    if mode_requested is not None:
+        out["mode_requested"] = mode_requested
+        out["ideal_floor"] = None if floor is None else {
+            "mode": "ideal", "batch": floor.batch, "decode_step_s": floor.step_s,
+            "input_usd_per_mtok": floor.input_usd_per_mtok, "output_usd_per_mtok": floor.output_usd_per_mtok}
     return out
 
 
