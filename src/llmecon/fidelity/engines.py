@@ -5,9 +5,10 @@ Rule (``engine_profile``), in order:
 1. no engine: the chip's default profile (``catalog.efficiency.default_profile``; each chip's default
    engine and why in ``catalog/engines.toml``);
 2. a shipped profile of the chip for the engine (``catalog/profiles/<chip>-<engine>.toml``; a shipped
-   transferred profile whose ``engine`` is it, e.g. ``mi300x-transferred.toml`` for vllm);
+   transferred profile whose ``engine`` is it, e.g. ``tpu-v6e-transferred.toml`` for vllm);
 3. otherwise a profile transferred to the chip from the engine's measured profiles on other chips
-   (``fidelity.transfer``: 'nearest' for a chip of a measured vendor, 'pooled' for the others),
+   (``fidelity.transfer``: 'nearest' when the chip's vendor has a measured chip for that engine,
+   'pooled' otherwise),
    labelled with its expected error: the leave-one-chip-out error of that (method, engine) stored in
    ``catalog/engines.toml`` (``benchmarks/transfer_accuracy.py``).
 
