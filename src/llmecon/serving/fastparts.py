@@ -8,13 +8,7 @@ from __future__ import annotations
 import math
 
 from ._jit import njit
-
-# per-replica int rows (``rint``)
-R_G, R_N, R_S, R_STINT, R_STOPPED, R_VERSION, R_FINLEN, R_CROSSLEN, R_ORDERLEN, R_GLEN = range(10)
-N_RINT = 10
-# per-replica float rows (``rflt``)
-R_SCHED, R_LASTEND = 0, 1
-N_RFLT = 2
+from .fastlayout import R_CROSSLEN, R_FINLEN, R_G, R_GLEN, R_N, R_ORDERLEN, R_S, R_STINT
 
 
 @njit
@@ -28,19 +22,40 @@ def _max3(a, b, c):
 
 
 @njit
-def sum_max_affine(la, lb, k):
-    """``batchstate.sum_max_affine`` over the lines (la[i], lb[i]), i = 0..2."""
+def max_first(la, nl):
+    """max of la[0..nl-1] (the first of equal values, as CPython's ``max``)."""
+    m = la[0]
+    for i in range(1, nl):
+        if la[i] > m:
+            m = la[i]
+    return m
+
+
+@njit
+def max_affine_at(la, lb, nl, j):
+    """``batchstate.max_affine_at``: max_i (la[i] + lb[i]·j)."""
+    m = la[0] + lb[0] * j
+    for i in range(1, nl):
+        v = la[i] + lb[i] * j
+        if v > m:
+            m = v
+    return m
+
+
+@njit
+def sum_max_affine(la, lb, nl, k):
+    """``batchstate.sum_max_affine`` over the lines (la[i], lb[i]), i = 0..nl-1."""
     if k <= 1:
         if k == 1:
-            return _max3(la[0], la[1], la[2])
+            return max_first(la, nl)
         return 0.0
     a, b = la[0], lb[0]
-    for i in range(3):
+    for i in range(nl):
         a2, b2 = la[i], lb[i]
         if a2 > a or (a2 == a and b2 > b):
             a, b = a2, b2
     steepest = True
-    for i in range(3):
+    for i in range(nl):
         if lb[i] > b:
             steepest = False
             break
@@ -50,13 +65,13 @@ def sum_max_affine(la, lb, k):
     total = 0.0
     while j < k:
         a, b = la[0], lb[0]
-        for i in range(3):
+        for i in range(nl):
             a2, b2 = la[i], lb[i]
             v, top = a2 + b2 * j, a + b * j
             if v > top or (v == top and b2 > b):
                 a, b = a2, b2
         nxt = k
-        for i in range(3):
+        for i in range(nl):
             a2, b2 = la[i], lb[i]
             if b2 > b:
                 x = (a - a2) / (b2 - b)
@@ -69,17 +84,17 @@ def sum_max_affine(la, lb, k):
 
 
 @njit
-def first_k_reaching(la, lb, kmax, gap, out):
+def first_k_reaching(la, lb, nl, kmax, gap, out):
     """``batchstate.first_k_reaching``: writes (k, sum) to ``out``."""
-    first = _max3(la[0], la[1], la[2])
+    first = max_first(la, nl)
     q = gap / first
     c = kmax if q >= 4.0e18 else int(math.ceil(q))
     hi = min(kmax, max(1, c))
-    t_hi = sum_max_affine(la, lb, hi)
+    t_hi = sum_max_affine(la, lb, nl, hi)
     if t_hi < gap or hi == 1:
         out[0], out[1] = hi, t_hi
         return
-    t_lo = sum_max_affine(la, lb, hi - 1)
+    t_lo = sum_max_affine(la, lb, nl, hi - 1)
     if t_lo < gap:
         out[0], out[1] = hi, t_hi
         return
@@ -87,7 +102,7 @@ def first_k_reaching(la, lb, kmax, gap, out):
     hi, t_hi = hi - 1, t_lo
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        t = sum_max_affine(la, lb, mid)
+        t = sum_max_affine(la, lb, nl, mid)
         if t < gap:
             lo = mid
         else:
@@ -96,13 +111,13 @@ def first_k_reaching(la, lb, kmax, gap, out):
 
 
 @njit
-def last_k_within(la, lb, kmax, gap):
-    if sum_max_affine(la, lb, kmax) <= gap:
+def last_k_within(la, lb, nl, kmax, gap):
+    if sum_max_affine(la, lb, nl, kmax) <= gap:
         return kmax
     lo, hi = 0, kmax
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if sum_max_affine(la, lb, mid) <= gap:
+        if sum_max_affine(la, lb, nl, mid) <= gap:
             lo = mid
         else:
             hi = mid
@@ -266,6 +281,26 @@ def run_sums(r, rint, nb, sb, coef, kc, rs):
         h += ah * below
         dh += ah * nbj
     rs[0], rs[1], rs[2], rs[3], rs[4], rs[5] = c, dc, k, dk, h, dh
+
+
+@njit
+def verify_sums(r, rint, nb, sb, vcoef, vkc, vs):
+    """``DecodeSet.verify_sums`` (and ``draft_sums``: the draft model's coefficients) into vs = (c, dc, k, dk)."""
+    n, S = rint[r, R_N], rint[r, R_S]
+    fc0, ac, fk0, ak = vcoef[0], vcoef[1], vcoef[2], vcoef[3]
+    c = n * fc0 + ac * S
+    dc = ac * n
+    k = n * fk0 + ak * S
+    dk = ak * n
+    for j in range(vkc.shape[0]):
+        th, ac, ak = vkc[j, 0], vkc[j, 1], vkc[j, 2]
+        nbj = nb[r, j]
+        below = sb[r, j] + th * (n - nbj)
+        c += ac * below
+        dc += ac * nbj
+        k += ak * below
+        dk += ak * nbj
+    vs[0], vs[1], vs[2], vs[3] = c, dc, k, dk
 
 
 @njit
