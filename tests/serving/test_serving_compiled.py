@@ -1,6 +1,8 @@
 """The compiled event loop (``serving.compiled``/``fastloop``, numba) against the pure-Python loop:
 the same ``SimResult``, bit for bit, on every array (NaN-aware, dtype included), the summary, the
-pools' counters and the event count; and when each loop is chosen."""
+pools' counters and the event count, for every policy it runs (continuous, chunked prefill,
+adaptive; plain, MTP and draft-model speculative decoding); when each loop is chosen, and the note
+a large run that falls back carries."""
 
 from __future__ import annotations
 
@@ -20,7 +22,9 @@ from llmecon.catalog.hardware import get_system
 from llmecon.catalog.models import get_model
 from llmecon.econ.batching import smallest_plan
 from llmecon.errors import SpecError
-from llmecon.serving import (SLO, Continuous, PrefixCache, SimConfig, Train, lognormal, simulate, synthetic)
+from llmecon.resolve import deployment
+from llmecon.serving import (SLO, Adaptive, Continuous, Disaggregated, PrefixCache, SimConfig, Train, lognormal,
+                             simulate, synthetic)
 from llmecon.serving import compiled
 from llmecon.serving.metrics import SimResult
 from llmecon.spec.deployment import Deployment
@@ -41,6 +45,15 @@ LLAMA_CAL = _dep("llama-3.1-8b", "h100-sxm", calibrated=True)
 GEMMA = _dep("gemma-3-27b", "gb200-nvl72")  # sliding windows: kink crossings; a host tier: swap
 DSV3 = _dep("deepseek-v3", "gb200-nvl72")
 DSV32 = _dep("deepseek-v3.2-exp", "gb200-nvl72")  # DSA top-k kink
+# speculative decoding: DeepSeek-V3's MTP head (k = 3, decaying acceptance), and a draft model
+MTP = deployment("deepseek-v3", "gb200-nvl72", tp=4, ep=4, pp=None, mode="ideal", spec_tokens=3,
+                 acceptance="0.9,0.8,0.7")
+MTP_DSA = deployment("deepseek-v3.2-exp", "gb200-nvl72", tp=4, ep=4, pp=None, mode="ideal", spec_tokens=2,
+                     acceptance="0.8")  # the verify step's kinks next to the DSA top-k one
+DRAFT = deployment("llama-3.1-70b", "h100-sxm", tp=4, ep=None, pp=None, mode="ideal", spec_tokens=3,
+                   acceptance="0.8", draft="llama-3.1-8b")
+DRAFT_CAL = deployment("gpt-oss-120b", "gb200-nvl72", tp=None, auto=True, mode="calibrated", spec_tokens=3,
+                       acceptance="0.7", draft="gpt-oss-20b")  # sliding windows; the loop overhead out of the draft
 
 
 def _workload(n: int, rate: float, seed: int = 1):
@@ -81,6 +94,23 @@ CASES = [
     (GEMMA, 60.0, dict(hbm_fraction=0.3, replicas=2, policy=Continuous(preemption="recompute"))),
     (DSV3, 40.0, {}),
     (DSV32, 40.0, dict(horizon_s=30.0)),
+    # chunked prefill
+    (LLAMA, 20.0, dict(policy=Continuous(chunk_tokens=2048))),
+    (LLAMA_CAL, 20.0, dict(policy=Continuous(chunk_tokens=600, batch_cap=64), replicas=2, horizon_s=40.0)),
+    (GEMMA, 60.0, dict(hbm_fraction=0.3, policy=Continuous(chunk_tokens=2048, preemption="swap"))),
+    (GEMMA, 60.0, dict(hbm_fraction=0.3, replicas=2, policy=Continuous(chunk_tokens=1024, batch_cap=64,
+                                                                       preemption="recompute"))),
+    # adaptive batching (static batches of up to 256 prompts: prefills far beyond the step table)
+    (LLAMA, 20.0, dict(policy=Adaptive())),
+    (GEMMA, 60.0, dict(hbm_fraction=0.3, replicas=2, policy=Adaptive(batch_cap=64, deadline_s=0.2))),
+    (LLAMA, 20.0, dict(policy=Adaptive(batch_cap=8, deadline_s=0.0), max_queue=6, horizon_s=30.0)),
+    # speculative decoding
+    (MTP, 40.0, {}),
+    (MTP, 40.0, dict(policy=Adaptive(batch_cap=32), horizon_s=20.0)),
+    (MTP_DSA, 80.0, dict(hbm_fraction=0.25)),  # preemptions (swap)
+    (MTP, 40.0, dict(replicas=2, horizon_s=20.0)),
+    (DRAFT, 10.0, {}),
+    (DRAFT_CAL, 20.0, dict(replicas=2)),
 ]
 
 
@@ -106,6 +136,9 @@ def test_growth_paths(monkeypatch):
     monkeypatch.setattr(compiled, "_SMALL_BUFFERS", True)
     both(GEMMA, _workload(800, 60.0), SimConfig(hbm_fraction=0.3, replicas=2))
     both(LLAMA, _workload(800, 20.0), SimConfig(policy=Continuous(batch_cap=16, max_batched_tokens=1024)))
+    both(GEMMA, _workload(800, 60.0), SimConfig(hbm_fraction=0.3, replicas=2, policy=Continuous(chunk_tokens=2048)))
+    both(LLAMA, _workload(800, 20.0), SimConfig(policy=Adaptive(batch_cap=16)))
+    both(MTP, _workload(800, 40.0), SimConfig(horizon_s=10.0))
 
 
 @needs_numba
@@ -131,19 +164,64 @@ def test_random_runs_identical(n, rate, seed, cap, budget, replicas, hbm, horizo
     both(dep, _workload(n, rate, seed), cfg)
 
 
+@needs_numba
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(n=st.integers(1, 300), rate=st.floats(1.0, 200.0), seed=st.integers(0, 10_000),
+       policy=st.sampled_from(["chunked", "adaptive", "mtp", "mtp-adaptive"]), cap=st.integers(1, 64),
+       chunk=st.integers(65, 4096), deadline=st.sampled_from([0.0, 0.01, 0.3]), replicas=st.integers(1, 3),
+       hbm=st.sampled_from([1.0, 0.5, 0.3]), horizon=st.sampled_from([None, 5.0]), drain=st.booleans(),
+       max_queue=st.sampled_from([None, 1, 3]), gemma=st.booleans())
+def test_random_policies_identical(n, rate, seed, policy, cap, chunk, deadline, replicas, hbm, horizon, drain,
+                                   max_queue, gemma):
+    """Chunked prefill, adaptive batching and speculative decoding on random workloads and settings."""
+    if policy.startswith("mtp"):
+        dep = MTP_DSA if gemma else MTP
+        hbm = 0.25 if hbm == 0.3 else hbm  # (0.25: preemptions; DeepSeek's weights take most of the rest)
+    else:
+        dep = GEMMA if gemma else LLAMA
+    pol = (Continuous(batch_cap=cap, chunk_tokens=max(chunk, cap + 1)) if policy == "chunked" else
+           Adaptive(batch_cap=cap, deadline_s=deadline) if policy.endswith("adaptive") else Continuous(batch_cap=cap))
+    cfg = SimConfig(policy=pol, replicas=replicas, hbm_fraction=hbm, horizon_s=horizon, drain=drain,
+                    max_queue=max_queue)
+    both(dep, _workload(n, rate, seed), cfg)
+
+
 # ---- which loop runs ---------------------------------------------------------------------------
 
 
 def test_unsupported_runs_take_the_python_loop():
     wl = _workload(50, 20.0)
     res = simulate(LLAMA, wl, SimConfig(policy=Train()))  # auto: the Python loop, no error
-    assert res.policy == "train"
-    for cfg, what in ((SimConfig(policy=Train()), "train"), (SimConfig(policy=Continuous(chunk_tokens=2048)), "chunk"),
-                      (SimConfig(closed_form_runs=False), "closed_form_runs")):
+    assert res.policy == "train" and res.engine_note is None  # (a small run: no note)
+    for cfg, what in ((SimConfig(policy=Train()), "train"), (SimConfig(closed_form_runs=False), "closed_form_runs"),
+                      (SimConfig(policy=Disaggregated()), "more than one pool")):
         if compiled.numba_available():
             with pytest.raises(SpecError, match=what) as e:
                 simulate(LLAMA, wl, cfg, compiled=True)
             assert e.value.field == "compiled"
+
+
+def test_large_fallback_says_so(monkeypatch):
+    """A run at or above ``AUTO_MIN_REQUESTS`` that had to take the Python loop carries one note naming why;
+    one that chose its loop by request, or ran compiled, carries none (the threshold lowered to 40 here)."""
+    from llmecon.report.serving import simulation_dict
+
+    monkeypatch.setattr(compiled, "AUTO_MIN_REQUESTS", 40)
+    monkeypatch.delenv(compiled.ENV, raising=False)
+    wl = _workload(60, 20.0)
+    res = simulate(LLAMA, wl, SimConfig(policy=Train()))
+    assert res.engine_note.startswith("the Python event loop ran (")
+    assert ("the train policy" if compiled.numba_available() else "numba is not installed") in res.engine_note
+    assert res.summary()["engine_note"] == res.engine_note
+    notes = simulation_dict(LLAMA, wl, res)["notes"]
+    assert notes.count(res.engine_note) == 1
+    assert simulate(LLAMA, wl, SimConfig(policy=Train()), compiled=False).engine_note is None
+    assert simulate(LLAMA, _workload(30, 20.0), SimConfig(policy=Train())).engine_note is None
+    monkeypatch.setenv(compiled.ENV, "0")  # the Python loop asked for
+    assert simulate(LLAMA, wl, SimConfig(policy=Train())).engine_note is None
+    if compiled.numba_available():
+        monkeypatch.delenv(compiled.ENV)
+        assert simulate(LLAMA, wl, SimConfig(policy=Continuous(chunk_tokens=2048))).engine_note is None
 
 
 def test_auto_choice(monkeypatch):

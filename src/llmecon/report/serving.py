@@ -43,6 +43,8 @@ def simulation_dict(dep, workload, res: SimResult, rate=None) -> dict:
     m = dep.model
     notes = [] if m.max_context else [f"{m.name}'s trained context is unknown (its config gives no "
                                       "max_position_embeddings): request lengths were not checked against it"]
+    if res.engine_note:  # a large run that fell back to the Python event loop says so
+        notes.append(res.engine_note)
     return {"model": m.name, "system": dep.system.name, "plan": dep.plan.as_dict(), "mode": dep.mode,
             "fidelity": dep.fidelity, **dep.fidelity_fields,
             "workload": workload.source, "model_max_context": m.max_context or None,

@@ -78,6 +78,7 @@ class SimResult:
     slo_tpot_s: float | None
     class_price: dict
     events: int
+    engine_note: str | None = None  # set when a large run fell back to the slower Python loop (compiled.fallback_note)
 
     # ---- request sets --------------------------------------------------------------------------
     @property
@@ -186,6 +187,7 @@ class SimResult:
                        "usd": p.usd} for p in self.pools],
             "classes": self._classes(),
             "engine_events": self.events,
+            "engine_note": self.engine_note,
         }
         return d
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..spec.deployment import Deployment
 from ..errors import SpecError
-from .compiled import run as run_compiled, use_compiled
+from .compiled import fallback_note, run as run_compiled, use_compiled
 from .config import SimConfig
 from .engine import Engine
 from .metrics import SECONDS_PER_HOUR, PoolStats, SimResult, check_accounting, expand_itl
@@ -49,9 +49,12 @@ def simulate(dep: Deployment | None, workload: Workload, config: SimConfig | Non
     gc.disable()
     try:
         eng = Engine(models, workload, cfg, progress=progress)
-        if not (use_compiled(eng, compiled) and run_compiled(eng, progress, fallback=compiled is None)):
+        ran = use_compiled(eng, compiled) and run_compiled(eng, progress, fallback=compiled is None)
+        if not ran:
             eng.run()
-        return _result(eng)
+        res = _result(eng)
+        note = fallback_note(eng, compiled, ran)
+        return res if note is None else replace(res, engine_note=note)
     finally:
         if enabled:
             gc.enable()
