@@ -255,24 +255,35 @@ def test_small_run_does_not_import_numba():
 
 
 def test_jit_falls_back_without_a_cache_location(monkeypatch):
-    """numba refuses ``cache=True`` when no cache directory is writable: compile uncached instead."""
+    """numba refuses ``cache=True`` when no cache directory is writable: compile uncached instead (and
+    with reference counting when numba refuses ``_nrt``)."""
     pytest.importorskip("numba")
     from llmecon.serving import _jit
 
     class NoCacheNumba:
-        calls: list = []
+        def __init__(self, known):
+            self.calls, self.known = [], known
 
         def njit(self, f=None, **kw):
             self.calls.append(kw)
+            if set(kw) - self.known:
+                raise KeyError(next(iter(set(kw) - self.known)))
             if kw.get("cache"):
                 raise RuntimeError("cannot cache function 'f': no locator available for file")
-            return ("compiled", f)
-
-    fake = NoCacheNumba()
-    monkeypatch.setattr(_jit, "numba", fake)
+            return lambda g: ("compiled", g)
 
     def f():
         return 1
 
+    fake = NoCacheNumba({"cache", "_nrt"})
+    monkeypatch.setattr(_jit, "numba", fake)
     assert _jit.njit(f) == ("compiled", f)
+    assert fake.calls == [{"cache": True, "_nrt": False}, {"_nrt": False}]
+    old = NoCacheNumba({"cache"})
+    monkeypatch.setattr(_jit, "numba", old)
+    assert _jit.njit(f) == ("compiled", f)
+    assert old.calls == [{"cache": True, "_nrt": False}, {"cache": True}, {}]
+    fake.calls.clear()
+    monkeypatch.setattr(_jit, "numba", fake)
+    assert _jit.njit_alloc(f) == ("compiled", f)
     assert fake.calls == [{"cache": True}, {}]

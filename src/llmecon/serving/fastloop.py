@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from ._jit import njit
+from ._jit import njit, njit_alloc
 from .fastlayout import (ADAPTIVE, CHUNKED, DONE, F_BUSY, F_SUM_ARR, F_SUM_DEP, GROW, I_ARRIVED, I_DEPARTED,
                          I_EVENTS, I_EVLEN, I_GAPLEN, I_ITER, I_NEXT, I_QHEAD, I_QLEN, I_RUNLEN, I_SPECLEN, I_TLLEN,
                          I_TOKENS, KV_CAPACITY, NEED, P_BUDGET, P_CAP, P_CAPKV, P_CHIPS, P_CHUNK, P_DEADLINE, P_H0,
@@ -267,7 +267,7 @@ def chunked_iteration(r, t, q, m, s, rp, o, x):
     return True
 
 
-@njit
+@njit_alloc
 def expand_runs(first_v, first_w, runs, nrows, spec):
     """``metrics.expand_itl`` for runs of back-to-back decode steps (kind 0, and kind 2: speculative, whose draft
     lines are the next 6 floats of ``spec``): the recorded first gaps, then steps 1..k-1 of every run."""
