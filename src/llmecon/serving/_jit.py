@@ -9,6 +9,7 @@ named tuples of arrays from call to call, and counted references cost an atomic 
 decrement per array per call (measured: ~200 ns against ~9 ns per call of a 20-array tuple). They
 allocate nothing (every array comes from the caller), which is what running without it requires;
 ``njit_alloc`` keeps it for the one function that allocates its result (``fastloop.expand_runs``).
+``njit_inline`` marks the steps of the loop that numba inlines into it.
 A numba that refuses the option compiles with reference counting (slower, the same results).
 """
 
@@ -24,11 +25,18 @@ def _compile(f, **opts):
         return numba.njit(**opts)(f)
 
 
-def njit(f):
+def njit(f, **opts):
     try:
-        return _compile(f, _nrt=False)
+        return _compile(f, _nrt=False, **opts)
     except (KeyError, TypeError, ValueError):  # an option this numba does not know
-        return _compile(f)
+        return _compile(f, **opts)
+
+
+def njit_inline(f):
+    """``njit``, inlined into every caller by numba (``inline="always"``): the loop's steps pass whole named
+    tuples, which a call flattens into hundreds of scalar arguments; inlined, the compiled loop is one
+    function again, as fast as the single-function kernel it was split from."""
+    return njit(f, inline="always")
 
 
 def njit_alloc(f):

@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from ._jit import njit, njit_alloc
+from ._jit import njit, njit_alloc, njit_inline
 from .fastlayout import (ADAPTIVE, CHUNKED, DONE, F_BUSY, F_SUM_ARR, F_SUM_DEP, GROW, I_ARRIVED, I_DEPARTED,
                          I_EVENTS, I_EVLEN, I_GAPLEN, I_ITER, I_NEXT, I_QHEAD, I_QLEN, I_RUNLEN, I_SPECLEN, I_TLLEN,
                          I_TOKENS, KV_CAPACITY, NEED, P_BUDGET, P_CAP, P_CAPKV, P_CHIPS, P_CHUNK, P_DEADLINE, P_H0,
@@ -79,7 +79,7 @@ def run(q, m, s, rp, o, x, stop_i):
             return NEED
 
 
-@njit
+@njit_inline
 def must_grow(m, s, rp, o):
     """Whether the next event could overflow a buffer (compacting admission orders first)."""
     isc, cap = o.isc, m.pi[P_CAP]
@@ -98,7 +98,7 @@ def must_grow(m, s, rp, o):
     return False
 
 
-@njit
+@njit_inline
 def arrive(i, t, q, m, s, rp, o):
     """``Engine._arrive`` (and ``_reject``)."""
     isc, fsc = o.isc, o.fsc
@@ -118,7 +118,7 @@ def arrive(i, t, q, m, s, rp, o):
     wake(t, q, m, s, rp, o)
 
 
-@njit
+@njit_inline
 def wake(t, q, m, s, rp, o):
     """The policy's ``wake``: schedule an idle replica's next decision (``Continuous``: now; ``Adaptive``: when
     the batch is full or the oldest request's deadline passes)."""
@@ -144,7 +144,7 @@ def wake(t, q, m, s, rp, o):
         return
 
 
-@njit
+@njit_inline
 def act(r, t, q, m, s, rp, o, x):
     """The policy's ``act``: one decision of replica ``r`` at ``t``. False: a prefill's terms are missing
     (nothing was changed)."""
@@ -166,7 +166,7 @@ def act(r, t, q, m, s, rp, o, x):
     return True
 
 
-@njit
+@njit_inline
 def act_adaptive(r, t, q, m, s, rp, o, x):
     """``Adaptive.act``: decode the static batch; once it is empty, dispatch the next one when full or when
     the oldest request has waited the deadline."""
@@ -191,7 +191,7 @@ def act_adaptive(r, t, q, m, s, rp, o, x):
             return True  # (na == 0 cannot happen: a lone request's KV always fits; the Python loop would recurse)
 
 
-@njit
+@njit_inline
 def chunked_iteration(r, t, q, m, s, rp, o, x):
     """``Continuous._chunked_iteration``: decodes first, then prefill chunks under the token budget. False when
     there is nothing to prefill (the caller runs plain decodes)."""

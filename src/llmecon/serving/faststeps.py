@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from ._jit import njit
+from ._jit import njit_inline
 from .fastlayout import (ADAPTIVE, COMPLETED, F_BUSY, F_SUM_DEP, I_ARRIVED, I_DEPARTED, I_EVLEN, I_GAPLEN, I_ITER,
                          I_NEED, I_QHEAD, I_QLEN, I_RUNLEN, I_SEQ, I_SPECLEN, I_TOKENS, I_XLEN, P_CAP, P_CAPKV,
                          P_CHIPS, P_DRAFT, P_H0, P_HORIZON, P_K1, P_MULTI, P_OVER, P_POLICY, P_SD, P_SV, P_SWAPBW,
@@ -20,7 +20,7 @@ from .fastparts import (_max3, ds_add, ds_advance, ds_remove, ev_push, find_extr
                         sum_max_affine, total_held1, verify_sums)
 
 
-@njit
+@njit_inline
 def schedule(r, t, rp, o):
     """``Engine.schedule``: replica ``r`` decides next at ``t``."""
     rint, isc = rp.rint, o.isc
@@ -30,7 +30,7 @@ def schedule(r, t, rp, o):
     isc[I_EVLEN] = ev_push(o.et, o.ei, isc[I_EVLEN], t, isc[I_SEQ], r, rint[r, R_VERSION])
 
 
-@njit
+@njit_inline
 def push_front(rid, s, o):
     """``deque.appendleft`` on the FCFS queue."""
     isc = o.isc
@@ -39,7 +39,7 @@ def push_front(rid, s, o):
     s.queue[isc[I_QHEAD]] = rid
 
 
-@njit
+@njit_inline
 def held_sum(r, q, m, rp):
     """KV after the next decode step of ``r``'s running batch and chunked prefills (``admit``'s ``used``)."""
     pf = m.pf
@@ -53,7 +53,7 @@ def held_sum(r, q, m, rp):
     return used
 
 
-@njit
+@njit_inline
 def admit(r, t, budget, room, q, m, s, rp, o, x):
     """``Engine.admit`` (``room`` < 0: the batch cap's free slots, and a prefill iteration follows) into
     ``x.adm``; returns the count, or (room < 0) -1 with the admission undone and ``I_NEED`` set when a
@@ -99,7 +99,7 @@ def admit(r, t, budget, room, q, m, s, rp, o, x):
     return na
 
 
-@njit
+@njit_inline
 def prefill_iteration(r, t, na, q, m, s, rp, o, x):
     """``Engine.prefill_iteration`` of the ``na`` rids in ``x.adm``: True when the replica's next act is
     settled (iteration scheduled, or stopped at the horizon)."""
@@ -151,7 +151,7 @@ def prefill_iteration(r, t, na, q, m, s, rp, o, x):
     return True
 
 
-@njit
+@njit_inline
 def prefilled(rid, end, s):
     """``RequestOps.prefilled``: the prefill ending at ``end`` emitted the next token."""
     s.gen[rid] += 1
@@ -159,7 +159,7 @@ def prefilled(rid, end, s):
         s.t_first[rid] = end
 
 
-@njit
+@njit_inline
 def join(r, rid, t, q, m, s, rp, o):
     """``Engine.join``: start (or resume) decoding; finish if it has all its tokens."""
     s.resume[rid] = PREFILL
@@ -176,7 +176,7 @@ def join(r, rid, t, q, m, s, rp, o):
     group_add(r, t, rp.rint, rp.gk, rp.gc)
 
 
-@njit
+@njit_inline
 def preempt(r, q, m, s, rp, o):
     """``Engine.preempt``: newest first until the next step's KV fits; returns the swap-out stall."""
     pf, rint = m.pf, rp.rint
@@ -199,7 +199,7 @@ def preempt(r, q, m, s, rp, o):
     return stall
 
 
-@njit
+@njit_inline
 def first_token_gaps(r, t_token, rp, o):
     """``RequestOps.first_token_gaps``: each group's gap to the token at ``t_token``."""
     ng = rp.rint[r, R_GLEN]
@@ -210,7 +210,7 @@ def first_token_gaps(r, t_token, rp, o):
     o.isc[I_GAPLEN] = g + ng
 
 
-@njit
+@njit_inline
 def advance_decodes(r, k, end, q, m, s, rp, o, x):
     """``Engine.advance_decodes``: ``k`` steps ending at ``end``; finished requests complete."""
     rint = rp.rint
@@ -235,7 +235,7 @@ def advance_decodes(r, k, end, q, m, s, rp, o, x):
     o.isc[I_DEPARTED] += nd
 
 
-@njit
+@njit_inline
 def spec_lines(r, n, m, rp, x):
     """``speculative.spec_lines``: the nine lines (verify + draft) / E of a speculative run into ``x.la``/``x.lb``
     (which hold the plain decode step's three), the verify and draft lines apart into ``x.sp``."""
@@ -255,7 +255,7 @@ def spec_lines(r, n, m, rp, x):
             la[3 * i + j], lb[3 * i + j] = sp[2 * i] + sp[6 + 2 * j], sp[2 * i + 1] + sp[7 + 2 * j]
 
 
-@njit
+@njit_inline
 def decode_run(r, t, q, m, s, rp, o, x):
     """``Engine.decode_run``: as many identical-composition decode steps as no event separates, in closed form."""
     pf, pi, isc, rint, rs, la, lb = m.pf, m.pi, o.isc, rp.rint, x.rs, x.la, x.lb
@@ -307,7 +307,7 @@ def decode_run(r, t, q, m, s, rp, o, x):
     schedule(r, end, rp, o)
 
 
-@njit
+@njit_inline
 def record_run(k, n, l0, dc, l1, dk, xx, spec, o, x):
     """``Engine.record_run`` (kind 0) or ``speculative.record_spec_run`` (kind 2: the verify lines, the draft's
     in ``o.spec``)."""
