@@ -136,13 +136,16 @@ def test_unknown_draft_model_names_draft():
     assert e.value.field == "draft"
 
 
-def test_compiled_loop_is_not_used_and_refuses_when_required():
+def test_compiled_loop_runs_speculative_decoding():
+    """The compiled loop runs speculative decoding, bit for bit as the Python loop (randomized cases in
+    tests/serving/test_serving_compiled.py)."""
+    pytest.importorskip("numba")
     dep = _dep(k=1)
     wl = _wl([0.0, 0.1], [100, 200], [5, 9])
-    with pytest.raises(SpecError) as e:
-        simulate(dep, wl, SimConfig(drain=True), compiled=True)
-    assert e.value.field == "compiled"
-    assert simulate(dep, wl, SimConfig(drain=True), compiled=None).generated_tokens.tolist() == [5, 9]
+    jit = simulate(dep, wl, SimConfig(drain=True), compiled=True)
+    py = simulate(dep, wl, SimConfig(drain=True), compiled=False)
+    assert jit.generated_tokens.tolist() == [5, 9]
+    assert jit.done_s.tolist() == py.done_s.tolist() and jit.itl_values.tolist() == py.itl_values.tolist()
 
 
 @settings(max_examples=15, deadline=None, derandomize=True)
