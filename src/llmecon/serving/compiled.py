@@ -93,7 +93,7 @@ def fallback_note(eng, compiled: bool | None, ran_compiled: bool) -> str | None:
     else:
         why = why_not(eng)
         why = "numba failed to load" if why is None else f"the compiled loop does not support {why}"
-    return f"the Python event loop ran ({why}): about 10x slower than the compiled one"
+    return f"the Python event loop ran ({why}): 10-30x slower than the compiled one"
 
 
 def _table(m) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
