@@ -56,9 +56,10 @@ def kernel_causes(rows) -> dict[str, tuple[float, float, float]]:
     return out
 
 
-def dump(holdout: str, out: str) -> None:
+def dump(holdout: str, out: str, engines=None) -> None:
     rows, _ = read_silicon()
-    got = silicon_holdout(rows, holdout, progress=lambda d, t, n: print(f"{d}/{t} {n}", file=sys.stderr, flush=True))
+    got = silicon_holdout(rows, holdout, engines=engines,
+                          progress=lambda d, t, n: print(f"{d}/{t} {n}", file=sys.stderr, flush=True))
     causes = kernel_causes(rows)
     nan = (float("nan"),) * 3
     with open(out, "w", newline="") as fh:
@@ -129,10 +130,14 @@ def main() -> None:
     a = sub.add_parser("dump")
     a.add_argument("--holdout", default="chip", choices=("chip", "model", "none"))
     a.add_argument("--out", required=True)
+    a.add_argument("--engines", help="score only these engines (comma-separated); the fits use every row")
     b = sub.add_parser("table")
     b.add_argument("path")
     args = ap.parse_args()
-    dump(args.holdout, args.out) if args.cmd == "dump" else table(args.path)
+    if args.cmd == "dump":
+        dump(args.holdout, args.out, set(args.engines.split(",")) if args.engines else None)
+    else:
+        table(args.path)
 
 
 if __name__ == "__main__":
