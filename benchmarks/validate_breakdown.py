@@ -2,6 +2,7 @@
 
     PYTHONPATH=src python benchmarks/validate_breakdown.py dump --holdout chip --out /tmp/rows_chip.csv
     PYTHONPATH=src python benchmarks/validate_breakdown.py table /tmp/rows_chip.csv
+    PYTHONPATH=src python benchmarks/validate_breakdown.py compare BEFORE.csv AFTER.csv
 
 ``dump`` runs ``fidelity.holdout_silicon.silicon_holdout`` (the computation behind ``llmecon validate
 --holdout chip|model``: no row is scored by terms fitted on it) over the aggregated rows of
@@ -124,6 +125,30 @@ def table(path: str) -> None:
                               "rows)" for k, n in share.most_common(6)))
 
 
+def _stat(pred, meas, m) -> str:
+    ok = m & np.isfinite(pred)
+    if not ok.any():
+        return "– | –"
+    e = np.abs(pred[ok] / meas[ok] - 1)
+    return f"{np.median(e):.1%} / {np.quantile(e, 0.9):.1%} | {ok.sum()} / {m.sum()}"
+
+
+def compare(before: str, after: str) -> None:
+    """Markdown: median / p90 and predicted / rows of two dumps of the same rows, per engine and chip/engine."""
+    b, a = read(before), read(after)
+    if list(b["id"]) != list(a["id"]):
+        raise SystemExit("the two dumps hold different rows")
+    b["chip/engine"] = np.array([f"{c}/{e}" for c, e in zip(b["chip"], b["engine"])], dtype=object)
+    b["all"] = np.array(["all"] * len(b["id"]), dtype=object)
+    for q, low in (("tpot", np.ones(len(b["id"]), bool)), ("ttft", b["concurrency"] <= TTFT_MAX_CONCURRENCY)):
+        print(f"\n**{q.upper()}{' c<=8' if q == 'ttft' else ''}**\n\n| group | before: median / p90 | predicted / rows "
+              "| after: median / p90 | predicted / rows |\n|---|---:|---:|---:|---:|")
+        for lab in ("all", "engine", "chip/engine"):
+            for v in sorted(set(b[lab][low])):
+                m = low & (b[lab] == v)
+                print(f"| {v} | {_stat(b[f'held_{q}_s'], b[f'{q}_s'], m)} | {_stat(a[f'held_{q}_s'], a[f'{q}_s'], m)} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -133,9 +158,14 @@ def main() -> None:
     a.add_argument("--engines", help="score only these engines (comma-separated); the fits use every row")
     b = sub.add_parser("table")
     b.add_argument("path")
+    c = sub.add_parser("compare")
+    c.add_argument("before")
+    c.add_argument("after")
     args = ap.parse_args()
     if args.cmd == "dump":
         dump(args.holdout, args.out, set(args.engines.split(",")) if args.engines else None)
+    elif args.cmd == "compare":
+        compare(args.before, args.after)
     else:
         table(args.path)
 

@@ -67,8 +67,9 @@ UNPENALISED = ("ttft_prefill_factor", "request_overhead_s")
 chip's rows (256-394 TTFT rows per engine in silicon_dev.csv) and holds in the per-chip fits. The ridge's
 scale for ``request_overhead_s`` is its finite-difference step, 10 ms, and SGLang's measured first-token
 cost over the kernel-only prefill is 150-270 ms (b200, h200, b300 at concurrency 4-8): the ridge held it
-at 0.13 s and priced held-out (leave one chip out) SGLang TTFT 34% too fast at the median, 38% median error;
-without it 25% (2026-11-29, benchmarks/results/validate_2026-11-29.md)."""
+at 0.13 s and priced held-out (leave one chip out) SGLang TTFT 34% too fast at the median, 37.9% median error;
+without it 18% too fast, 24.3% (all engines 31.4% -> 26.5%; 2026-11-29, benchmarks/results/validate_2026-11-29.md,
+where the choice's optimism is noted)."""
 
 
 def with_terms(profile, terms: dict):
