@@ -51,13 +51,12 @@ def write(terms: dict[str, dict[str, float]]) -> None:
         for engine, (a_old, r_old) in OLD.items():
             if f"ttft_prefill_factor = {a_old}\n" not in text or f"request_overhead_s = {r_old}\n" not in text:
                 continue
-            t = terms[engine]
-            text = text.replace(f"ttft_prefill_factor = {a_old}\n", f"ttft_prefill_factor = {t['ttft_prefill_factor']:.4g}\n")
-            text = text.replace(f"request_overhead_s = {r_old}\n", f"request_overhead_s = {t['request_overhead_s']:.4g}\n")
+            a_new, r_new = f"{terms[engine]['ttft_prefill_factor']:.4g}", f"{terms[engine]['request_overhead_s']:.4g}"
+            text = text.replace(f"ttft_prefill_factor = {a_old}\n", f"ttft_prefill_factor = {a_new}\n")
+            text = text.replace(f"request_overhead_s = {r_old}\n", f"request_overhead_s = {r_new}\n")
             note = (f" TTFT terms refitted 2026-11-29 (benchmarks/refit_ttft_terms.py): ttft_prefill_factor "
-                    f"{a_old} -> {t['ttft_prefill_factor']:.4g}, request_overhead_s {r_old} -> "
-                    f"{t['request_overhead_s']:.4g} s, fitted over every NVIDIA chip's {engine} rows without the ridge "
-                    "(fidelity.engine_fit.UNPENALISED); other terms as before.")
+                    f"{a_old} -> {a_new}, request_overhead_s {r_old} -> {r_new} s, fitted over every NVIDIA chip's "
+                    f"{engine} rows without the ridge (fidelity.engine_fit.UNPENALISED); other terms as before.")
             text = re.sub(r'^(derivation = ".*)"$', lambda m: m.group(1) + note + '"', text, count=1, flags=re.M)
             path.write_text(text)
             print(f"wrote {path.name} ({engine})")

@@ -146,7 +146,8 @@ def compare(before: str, after: str) -> None:
         for lab in ("all", "engine", "chip/engine"):
             for v in sorted(set(b[lab][low])):
                 m = low & (b[lab] == v)
-                print(f"| {v} | {_stat(b[f'held_{q}_s'], b[f'{q}_s'], m)} | {_stat(a[f'held_{q}_s'], a[f'{q}_s'], m)} |")
+                before_, after_ = (_stat(x[f"held_{q}_s"], x[f"{q}_s"], m) for x in (b, a))
+                print(f"| {v} | {before_} | {after_} |")
 
 
 def main() -> None:
