@@ -46,7 +46,7 @@ from llmecon.fidelity.kernel_tables import CHIPS, ENGINES, default_root  # noqa:
 from llmecon.fidelity.silicon import predict_silicon, read_silicon  # noqa: E402
 from llmecon.fidelity.transfer import SHIPPED_ENGINE, method_for, rank_sources, transfer  # noqa: E402
 
-DATE = "2026-11-26"
+DATE = "2026-11-29"
 METHODS = ("nearest", "pooled")
 FAMILIES = ("gemm", "attention", "moe")
 OUT = ROOT / "benchmarks" / "results" / f"transfer_accuracy_{DATE}.md"

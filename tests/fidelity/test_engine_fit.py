@@ -121,3 +121,21 @@ def test_held_terms_are_returned_and_the_others_fitted_around_them(monkeypatch):
     # a wrong held value is kept as given; three free terms need only three rows
     got = fit_terms(range(3), rows, lin, BASE, {**hold, "request_overhead_s": 0.2})
     assert got["request_overhead_s"] == 0.2 and got["ttft_prefill_factor"] == TRUTH["ttft_prefill_factor"]
+
+
+@pytest.mark.parametrize("ridge_on_ttft_terms", [False, True])
+def test_engine_shared_ttft_terms_are_not_pulled_towards_zero(monkeypatch, ridge_on_ttft_terms):
+    """An SGLang-like first-token cost of 0.2 s is 20 ridge scales (STEPS: 10 ms) from "no engine cost". With the
+    per-chip terms held (as holdout_silicon fits the engine-shared TTFT terms), the fit recovers it exactly
+    because the TTFT terms carry no ridge (engine_fit.UNPENALISED); with the ridge on them it stops short."""
+    truth = {**TRUTH, "request_overhead_s": 0.2, "ttft_prefill_factor": 2.0}
+    rows, lin = _problem(truth)
+    if ridge_on_ttft_terms:
+        monkeypatch.setattr(engine_fit, "UNPENALISED", ())
+    hold = {p: truth[p] for p in ("engine_floor_scale", "step_overhead_s", "layer_overhead_s")}
+    got = fit_terms(range(len(rows)), rows, lin, BASE, hold=hold)
+    if ridge_on_ttft_terms:
+        assert got["request_overhead_s"] < 0.2 * (1 - 1e-3)
+    else:
+        assert got["request_overhead_s"] == pytest.approx(0.2, rel=1e-4)
+        assert got["ttft_prefill_factor"] == pytest.approx(2.0, rel=1e-4)

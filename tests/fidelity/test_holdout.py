@@ -201,3 +201,19 @@ def test_kernel_kfold_and_loco_recover_the_generating_terms(monkeypatch):
                            "model")
     assert len(seen) == hk.FOLDS and all(tr + te == 72 for _, _, tr, te in seen)  # each row held out once
     assert kf.report().cells[0].predicted == 72 and kf.report().cells[0].p90 < 0.02
+
+
+def test_provenance_notes_name_measured_and_transferred_profiles_per_vendor():
+    """b200/vllm ships measured (catalog/profiles/b200-vllm.toml); mi325x has no sglang profile, so its rows are
+    priced with one transferred from the sglang chips (fidelity.engines rule 3), named with its expected error;
+    an unscored row's profile is not listed."""
+    from llmecon.fidelity.holdout_silicon import ENGINE_TERMS, provenance_notes
+
+    rows = [SimpleNamespace(profile="b200/vllm"), SimpleNamespace(profile="mi325x/sglang"),
+            SimpleNamespace(profile="h200/trtllm")]
+    notes = provenance_notes(rows, np.array([True, True, False]), "chip")
+    assert notes[0].startswith("AMD profiles of the scored rows: transferred (1): mi325x, transferred from ")
+    assert "% TPOT" in notes[0]
+    assert notes[1] == "NVIDIA profiles of the scored rows: measured from the chip's own kernel tables (1): b200/vllm"
+    assert notes[2] == f"engine terms in this run (chip): {ENGINE_TERMS['chip']}"
+    assert provenance_notes(rows, np.zeros(3, bool), "model") == ()

@@ -294,6 +294,35 @@ class SiliconHoldout:
                              cells=tuple(out), notes=self.notes)
 
 
+ENGINE_TERMS = {"model": "fitted per chip and engine on its own rows of the other models (where a profile has too "
+                          "few: on the engine's rows of the other chips, noted above); TTFT terms per engine over "
+                          "every chip's rows of the other models",
+                "chip": "fitted on the same engine's rows of the other chips only; per-chip terms (floor, step and "
+                        "layer overheads) at kernel-only, TTFT terms from those chips",
+                "none": "fitted on every row (in-sample)"}
+"""Where a row's engine terms come from under each scheme (``provenance_notes``)."""
+
+
+def provenance_notes(rows, scored, holdout: str) -> tuple[str, ...]:
+    """Per vendor, what the scored rows' profiles measure and what they borrow: kernel terms from the chip's own
+    measured kernel tables, or a profile transferred from other chips (with its expected error); and where the
+    engine terms of this run come from (``ENGINE_TERMS``)."""
+    names = sorted({rows[i].profile for i in np.flatnonzero(scored)})
+    by: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for name in names:
+        prof = row_profile(name)
+        kind = "transferred" if prof.transferred else "measured"
+        by[vendor_of(name.split("/")[0])][kind].append(name if kind == "measured" else prof.label)
+    out = []
+    for vendor, kinds in sorted(by.items()):
+        parts = [f"{k} from the chip's own kernel tables ({len(v)}): {', '.join(v)}" if k == "measured"
+                 else f"{k} ({len(v)}): {'; '.join(v)}" for k, v in sorted(kinds.items())]
+        out.append(f"{vendor} profiles of the scored rows: " + "; ".join(parts))
+    if names:
+        out.append(f"engine terms in this run ({holdout}): {ENGINE_TERMS[holdout]}")
+    return tuple(out)
+
+
 def vendor_of(chip: str) -> str:
     """The catalogue vendor of a chip in capitals (NVIDIA, AMD), for the per-vendor split of ``validate``."""
     from ..catalog.hardware import get_accelerator
@@ -348,7 +377,7 @@ def silicon_holdout(rows, holdout: str = "model", *, models=None, chips=None, en
         t, f, _ = predict_silicon([rows[i] for i in idx], mode="ideal")
         ideal_tpot[idx], ideal_ttft[idx] = t, f
     unpriced = int(np.sum(scored & ~np.isfinite(held_tpot)))
-    text = tuple(f"{k}: {v}" for k, v in sorted(notes.items()))
+    text = tuple(f"{k}: {v}" for k, v in sorted(notes.items())) + provenance_notes(rows, scored, holdout)
     if unpriced:
         text += (f"{unpriced} scored rows not predicted (plan refused or profile not fitted)",)
     return SiliconHoldout(holdout=holdout, rows=tuple(rows), evaluated=scored,

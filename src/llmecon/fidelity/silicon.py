@@ -79,7 +79,7 @@ import json
 import math
 import re
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -244,91 +244,122 @@ def parse_silicon(text: str, configs: str | Path, *, where: str = "silicon_dev.c
                   speculative: bool = False):
     """(rows, skipped) of a silicon CSV's text: the aggregated rows, or with ``disaggregated`` the disagg rows
     only (the other mode is neither read nor listed as skipped then); see the module docstring."""
-    from ..catalog.models import get_model
-
     reader = csv.DictReader(io.StringIO(text))
     missing = [c for c in NEEDED if c not in (reader.fieldnames or [])]
     if missing:
         raise CatalogError(f"{where}: missing column(s) {', '.join(missing)}")
-    configs = Path(configs)
-    from .engines import measured_engines
-
-    models: dict[str, object] = {}
-    blocks: dict[Path, str] = {}
-    systems: dict[str, tuple[str, str] | str] = {}
+    seen = _Seen(configs=Path(configs))
     rows, skipped = [], []
     for line, r in enumerate(reader, start=2):
         rid = r["id"] or f"line {line}"
-
-        def skip(reason: str) -> None:
-            skipped.append(SiliconSkip(id=rid, reason=reason))
-
-        if disaggregated and r["mode"] != "disagg":
-            continue
-        if not disaggregated and r["mode"] != "agg":
-            skip(f"mode {r['mode']}: disaggregated rows are read apart (read_silicon(..., disaggregated=True)); "
-                 "engine terms are fitted on aggregated rows only" if r["mode"] == "disagg"
-                 else f"unknown mode {r['mode']!r}")
-            continue
-        where_run = _system_of(r["system"], systems)
-        if isinstance(where_run, str):
-            skip(where_run)
-            continue
-        if r["backend"] not in ENGINES and r["backend"] not in measured_engines():
-            skip(f"unknown backend {r['backend']!r} (no shipped profile measures it)")
-            continue
-        ran_mtp = r["model_path"] in SPECULATIVE_RUNS.get((r["backend"], (r.get("backend_version") or "").strip()), ())
-        if speculative != ran_mtp:
-            if speculative:
-                continue
-            skip(f"speculative decoding (MTP) ran: {r['backend']} {r['backend_version']} {r['model_path']} rows decode "
-                 "at about half the one-token step (fidelity.silicon.SPECULATIVE_RUNS)")
-            continue
-        mp = MODEL_ALIASES.get(r["model_path"], r["model_path"])
-        cfg = configs / (mp.replace("/", "--") + "_config.json")
-        if mp not in models:
-            try:
-                models[mp] = get_model(str(cfg)) if cfg.is_file() else f"no config {cfg.name} in {configs}"
-            except LlmeconError as exc:
-                models[mp] = f"config {cfg.name} not read: {str(exc).splitlines()[0]}"
-        model = models[mp]
-        if isinstance(model, str):
-            skip(model)
-            continue
-        quant = r["gemm_quant_mode"] or r["precision"]
-        if quant and quant not in _WEIGHTS:
-            skip(f"unknown precision {quant!r}")
-            continue
-        native = _checkpoint_quant(cfg, blocks)
-        if _WEIGHTS.get(quant) == "fp8" and "fp8_block" in (r.get("moe_quant_mode"), native):
-            quant = "fp8_block"
-        elif _WEIGHTS.get(quant) == "nvfp4" and native == "mxfp4":
-            quant = ""  # the checkpoint's own formats (gpt-oss: bf16 attention, MXFP4 experts)
-        try:
-            plan = _disaggregated_case(r, model) if disaggregated else _plan(r, "", model)
-            isl, osl = int(r["isl"]), int(r["osl"])
-            c = 0 if disaggregated and isinstance(plan, str) else _concurrency(
-                r, 1 if disaggregated or isinstance(plan, str) else plan[3])
-            ttft, tpot = float(r["silicon_ttft_ms"]) * 1e-3, float(r["silicon_tpot_ms"]) * 1e-3
-        except ValueError as exc:
-            skip(f"unreadable number: {exc}")
-            continue
-        if not (np.isfinite(ttft) and np.isfinite(tpot) and ttft > 0 and tpot > 0):
-            skip("no measured TTFT/TPOT")
-            continue
-        if isinstance(plan, str):
-            skip(plan)
-            continue
-        where_plan = plan if disaggregated else (
-            {"plan": plan_label(plan)} if plan[4] else dict(zip(("tp", "ep", "pp", "adp"), (str(v) for v in plan))))
-        case = {"id": rid, "model": str(cfg), "system": where_run[0], "phase": "serving", "batch": str(c),
-                "context": "", "prompt_tokens": str(isl), "output_tokens": str(osl), **where_plan,
-                "weight_dtype": _WEIGHTS.get(quant, ""),
-                "kv_dtype": "fp8" if r["backend"] == "trtllm" and _WEIGHTS.get(quant) in ("nvfp4", "fp8") else "",
-                **({"spec_tokens": str(SPECULATIVE_DRAFT_TOKENS)} if speculative else {})}
-        rows.append(SiliconRow(id=rid, model=r["model_path"], chip=where_run[1], engine=r["backend"],
-                               concurrency=c, case=case, ttft_s=ttft, tpot_s=tpot))
+        got = _read_row(r, rid, seen, disaggregated=disaggregated, speculative=speculative)
+        if isinstance(got, str):
+            skipped.append(SiliconSkip(id=rid, reason=got))
+        elif got is not None:
+            rows.append(got)
     return rows, skipped
+
+
+@dataclass
+class _Seen:
+    """What ``parse_silicon`` has looked up once per file: model configs, checkpoint quantisation, systems."""
+
+    configs: Path
+    models: dict = field(default_factory=dict)
+    blocks: dict = field(default_factory=dict)
+    systems: dict = field(default_factory=dict)
+
+    def model(self, path: str):
+        """(config path, model) of a CSV ``model_path``, or (config path, the reason it is skipped)."""
+        from ..catalog.models import get_model
+
+        mp = MODEL_ALIASES.get(path, path)
+        cfg = self.configs / (mp.replace("/", "--") + "_config.json")
+        if mp not in self.models:
+            try:
+                self.models[mp] = get_model(str(cfg)) if cfg.is_file() else f"no config {cfg.name} in {self.configs}"
+            except LlmeconError as exc:
+                self.models[mp] = f"config {cfg.name} not read: {str(exc).splitlines()[0]}"
+        return cfg, self.models[mp]
+
+
+def _mode_skip(r: dict, disaggregated: bool) -> str | bool:
+    """Why a row of the other mode is not read: True (silently: the other read takes it), a reason (listed as
+    skipped), or False (read it)."""
+    if disaggregated and r["mode"] != "disagg":
+        return True
+    if not disaggregated and r["mode"] != "agg":
+        return (f"mode {r['mode']}: disaggregated rows are read apart (read_silicon(..., disaggregated=True)); "
+                "engine terms are fitted on aggregated rows only" if r["mode"] == "disagg"
+                else f"unknown mode {r['mode']!r}")
+    return False
+
+
+def _engine_skip(r: dict, speculative: bool) -> str | bool:
+    """Why a row of an unknown engine or of the other speculation read is not read (as ``_mode_skip``)."""
+    from .engines import measured_engines
+
+    if r["backend"] not in ENGINES and r["backend"] not in measured_engines():
+        return f"unknown backend {r['backend']!r} (no shipped profile measures it)"
+    ran_mtp = r["model_path"] in SPECULATIVE_RUNS.get((r["backend"], (r.get("backend_version") or "").strip()), ())
+    if speculative != ran_mtp:
+        return True if speculative else (
+            f"speculative decoding (MTP) ran: {r['backend']} {r['backend_version']} {r['model_path']} rows decode "
+            "at about half the one-token step (fidelity.silicon.SPECULATIVE_RUNS)")
+    return False
+
+
+def _weights(r: dict, cfg: Path, seen: _Seen) -> str | None:
+    """The row's weight quantisation as read (module docstring), or None where it is unknown."""
+    quant = r["gemm_quant_mode"] or r["precision"]
+    if quant and quant not in _WEIGHTS:
+        return None
+    native = _checkpoint_quant(cfg, seen.blocks)
+    if _WEIGHTS.get(quant) == "fp8" and "fp8_block" in (r.get("moe_quant_mode"), native):
+        return "fp8_block"
+    if _WEIGHTS.get(quant) == "nvfp4" and native == "mxfp4":
+        return ""  # the checkpoint's own formats (gpt-oss: bf16 attention, MXFP4 experts)
+    return quant
+
+
+def _read_row(r: dict, rid: str, seen: _Seen, *, disaggregated: bool, speculative: bool) -> SiliconRow | str | None:
+    """One CSV row as a ``SiliconRow``, the reason it is skipped, or None (the other read's row)."""
+    why = _mode_skip(r, disaggregated)
+    if why:
+        return None if why is True else why
+    where_run = _system_of(r["system"], seen.systems)
+    if isinstance(where_run, str):
+        return where_run
+    why = _engine_skip(r, speculative)
+    if why:
+        return None if why is True else why
+    cfg, model = seen.model(r["model_path"])
+    if isinstance(model, str):
+        return model
+    quant = _weights(r, cfg, seen)
+    if quant is None:
+        return f"unknown precision {r['gemm_quant_mode'] or r['precision']!r}"
+    try:
+        plan = _disaggregated_case(r, model) if disaggregated else _plan(r, "", model)
+        isl, osl = int(r["isl"]), int(r["osl"])
+        c = 0 if disaggregated and isinstance(plan, str) else _concurrency(
+            r, 1 if disaggregated or isinstance(plan, str) else plan[3])
+        ttft, tpot = float(r["silicon_ttft_ms"]) * 1e-3, float(r["silicon_tpot_ms"]) * 1e-3
+    except ValueError as exc:
+        return f"unreadable number: {exc}"
+    if not (np.isfinite(ttft) and np.isfinite(tpot) and ttft > 0 and tpot > 0):
+        return "no measured TTFT/TPOT"
+    if isinstance(plan, str):
+        return plan
+    where_plan = plan if disaggregated else (
+        {"plan": plan_label(plan)} if plan[4] else dict(zip(("tp", "ep", "pp", "adp"), (str(v) for v in plan))))
+    case = {"id": rid, "model": str(cfg), "system": where_run[0], "phase": "serving", "batch": str(c),
+            "context": "", "prompt_tokens": str(isl), "output_tokens": str(osl), **where_plan,
+            "weight_dtype": _WEIGHTS.get(quant, ""),
+            "kv_dtype": "fp8" if r["backend"] == "trtllm" and _WEIGHTS.get(quant) in ("nvfp4", "fp8") else "",
+            **({"spec_tokens": str(SPECULATIVE_DRAFT_TOKENS)} if speculative else {})}
+    return SiliconRow(id=rid, model=r["model_path"], chip=where_run[1], engine=r["backend"], concurrency=c,
+                      case=case, ttft_s=ttft, tpot_s=tpot)
 
 
 def row_profile(name: str):
