@@ -45,7 +45,7 @@ import numpy as np
 REACHABLE_SHARE = 0.85
 ORDER_AT = 50.0
 TTFT_TARGET_S = 2.0
-TERMS = ("model", "kernel", "shipped")
+TERMS = ("floor", "model", "kernel", "shipped")
 DEFAULT_BATCHES = np.unique(np.round(np.logspace(0, math.log10(2 ** 17), 128)))
 """The planner's default decode batch grid (``planner._grid``), cut at the measured concurrency."""
 
@@ -154,6 +154,8 @@ def predicted_frontier(pts: list[Measured], *, terms: str = "kernel", view: str 
             prof = with_terms(prof, held_out_terms().get((f"{p0.chip}/{engine}", _group(p0.model)), BASE))
         elif terms == "kernel":
             prof = with_terms(prof, BASE)
+        elif terms == "floor":
+            prof = with_terms(prof, {**BASE, **held_out_floor(f"{p0.chip}/{engine}", _group(p0.model))})
         budget = max(p.replica_gpus for p in pts if p.engine == engine)
         batches = ()
         if cap:  # the batches the benchmarks ran: the default grid up to the largest measured concurrency
@@ -209,6 +211,20 @@ def held_out_terms(path=None, configs=None) -> dict:
         out[(r0.profile, group_of(r0))] = terms
     _HELD[key] = out
     return out
+
+
+def held_out_floor(profile: str, group: str, path=None, configs=None) -> dict:
+    """The low-batch floor terms (``fidelity.floor_fit``) of ``profile`` fitted without model ``group``'s rows
+    ({} where its engine has no aggregated row: kernel-only); the fit is about a minute of CPU, cached per
+    process."""
+    from .floor_fit import FLOOR_PARAMS, floor_for, held_out_floors
+    from .silicon import read_silicon
+
+    key = ("floor", str(path), str(configs))
+    if key not in _HELD:
+        _HELD[key] = held_out_floors(read_silicon(path, configs)[0])
+    got = floor_for(_HELD[key], profile, group)
+    return {} if got is None else {p: got[p] for p in FLOOR_PARAMS}
 
 
 def score_group(key, pts, *, terms: str = "kernel", view: str = "whole", layouts: str = "engine",
