@@ -45,7 +45,7 @@ import numpy as np
 REACHABLE_SHARE = 0.85
 ORDER_AT = 50.0
 TTFT_TARGET_S = 2.0
-TERMS = ("floor", "model", "kernel", "shipped")
+TERMS = ("floor", "model", "kernel", "shipped", "ideal")
 DEFAULT_BATCHES = np.unique(np.round(np.logspace(0, math.log10(2 ** 17), 128)))
 """The planner's default decode batch grid (``planner._grid``), cut at the measured concurrency."""
 
@@ -152,6 +152,7 @@ def predicted_frontier(pts: list[Measured], *, terms: str = "kernel", view: str 
     from ..catalog.models import get_model
     from ..econ.planner import PlanTargets, SearchOptions
     from ..econ.serving_frontier import serving_frontier
+    from ..spec.efficiency import IDEAL
     from ..spec.speculation import speculation_candidates
     from .engine_fit import BASE, with_terms
 
@@ -166,6 +167,8 @@ def predicted_frontier(pts: list[Measured], *, terms: str = "kernel", view: str 
             prof = with_terms(prof, held_out_terms().get((f"{p0.chip}/{engine}", _group(p0.model)), BASE))
         elif terms == "kernel":
             prof = with_terms(prof, BASE)
+        elif terms == "ideal":  # datasheet peaks: a throughput bound, no measured point should pass it
+            prof = IDEAL
         elif terms == "floor":
             prof = with_terms(prof, {**BASE, **held_out_floor(f"{p0.chip}/{engine}", _group(p0.model))})
         budget = max(p.replica_gpus for p in pts if p.engine == engine)
