@@ -85,6 +85,16 @@ def test_validate_frontier_end_to_end(csv_path):
     assert text.returncode == 0 and "median pred/meas" in text.stdout
 
 
+def test_validate_frontier_measured_view_and_floor_terms(csv_path):
+    """``--view measured --terms floor`` end to end: the tiny CSV has one low-concurrency row, too few to fit a
+    floor on, so the group is priced with kernel terms (``floor_for`` None) and still scored."""
+    proc = run("validate", str(csv_path), "--frontier", "--terms", "floor", "--view", "measured", "--json")
+    assert proc.returncode == 0, proc.stderr
+    d = json.loads(proc.stdout)
+    assert d["terms"] == "floor" and d["view"] == "measured" and d["points"] == 3
+    assert d["groups"][0]["max_tokens_per_s_per_user_predicted"] > 0
+
+
 @pytest.mark.parametrize("args, field", [(("--terms", "fitted"), "terms"), (("--view", "prefill"), "view"),
                                          (("--chips", "h300"), "chips")])
 def test_validate_frontier_bad_input(csv_path, args, field):

@@ -142,11 +142,12 @@ def groups_of(points) -> dict:
 
 
 def predicted_frontier(pts: list[Measured], *, terms: str = "kernel", view: str = "whole", layouts: str = "engine",
-                       cap: bool = True, mtp: int = 0):
+                       cap: bool = True, mtp: int = 0, source: tuple = (None, None)):
     """(per_user, per_chip) arrays of the union of the group's engines' whole-request frontiers; with ``cap``,
     batches per replica up to the largest concurrency measured per replica (module docstring); with ``mtp`` K,
     speculative decoding with k = 1..K MTP draft tokens searched beside plain decoding (the frontier with
-    speculation, ``serving_frontier``), at the model family's default acceptance (``spec.speculation``)."""
+    speculation, ``serving_frontier``), at the model family's default acceptance (``spec.speculation``).
+    ``source`` = (silicon CSV, configs) the held-out terms ('model', 'floor') are fitted on (None: the shared)."""
     from ..catalog.efficiency import named_profile
     from ..catalog.hardware import get_system
     from ..catalog.models import get_model
@@ -164,13 +165,13 @@ def predicted_frontier(pts: list[Measured], *, terms: str = "kernel", view: str 
     for engine in sorted({p.engine for p in pts}):
         prof = named_profile(f"{p0.chip}/{engine}")
         if terms == "model":
-            prof = with_terms(prof, held_out_terms().get((f"{p0.chip}/{engine}", _group(p0.model)), BASE))
+            prof = with_terms(prof, held_out_terms(*source).get((f"{p0.chip}/{engine}", _group(p0.model)), BASE))
         elif terms == "kernel":
             prof = with_terms(prof, BASE)
         elif terms == "ideal":  # datasheet peaks: a throughput bound, no measured point should pass it
             prof = IDEAL
         elif terms == "floor":
-            prof = with_terms(prof, {**BASE, **held_out_floor(f"{p0.chip}/{engine}", _group(p0.model))})
+            prof = with_terms(prof, {**BASE, **held_out_floor(f"{p0.chip}/{engine}", _group(p0.model), *source)})
         budget = max(p.replica_gpus for p in pts if p.engine == engine)
         batches = ()
         if cap:  # the batches the benchmarks ran: the default grid up to the largest measured concurrency
@@ -254,11 +255,12 @@ def held_out_floor(profile: str, group: str, path=None, configs=None) -> dict:
 
 
 def score_group(key, pts, *, terms: str = "kernel", view: str = "whole", layouts: str = "engine",
-                cap: bool = True, mtp: int = 0) -> GroupScore:
+                cap: bool = True, mtp: int = 0, source: tuple = (None, None)) -> GroupScore:
     chip, model, wdt, p, o = key
     mu, mg = np.array([q.per_user for q in pts]), np.array([q.per_gpu for q in pts])
     try:
-        pu, pc = predicted_frontier(pts, terms=terms, view=view, layouts=layouts, cap=cap, mtp=mtp)
+        pu, pc = predicted_frontier(pts, terms=terms, view=view, layouts=layouts, cap=cap, mtp=mtp,
+                                    source=source)
     except Exception as exc:  # noqa: BLE001 - a refused group is scored as unpredicted, with its reason
         from ..errors import LlmeconError
 
@@ -318,7 +320,8 @@ def frontier_validation(path=None, configs=None, *, terms: str = "kernel", view:
     for i, (key, g) in enumerate(groups.items()):
         if progress is not None:
             progress(i, len(groups), f"{key[0]} {key[1]} {key[3]}/{key[4]}")
-        scores.append(score_group(key, g, terms=terms, view=view, layouts=layouts, cap=cap, mtp=mtp))
+        scores.append(score_group(key, g, terms=terms, view=view, layouts=layouts, cap=cap, mtp=mtp,
+                                  source=(path, configs)))
     return {"terms": terms, "view": view, "layouts": layouts, "cap": cap, "speculative": speculative, "mtp": mtp,
             "points": len(pts), "groups": scores,
             "order": chip_order(scores),
