@@ -79,7 +79,8 @@ def mtp_and_amd() -> None:
               f"{a['median_ratio']:.2f} | {a['reachable']:.0%} | {tops} |")
     print("\n### AMD MI300X (vLLM, TP8, batch-latency runs; decode view, measured layout and batches; kernel: "
           "aiter kernel terms only, out of sample; shipped: mi300x/vllm engine terms fitted on 32 of these rows)\n")
-    print("| terms | model | P/O | points | median predicted / measured envelope | reachable | top tok/s/user meas / pred |")
+    print("| terms | model | P/O | points | median predicted / measured envelope | reachable "
+          "| top tok/s/user meas / pred |")
     print("|---|---|---|---:|---:|---:|---|")
     for terms in ("kernel", "shipped"):
         r = amd_validation(terms=terms)

@@ -9,7 +9,9 @@ tokens/s (each client waits for its request, then sends the next); per GPU over 
 user = 1 / TPOT. Groups: (chip, model path, weight format, P, O); the measured envelope at u is the most
 tokens/s per GPU of any point of the group at u or faster.
 
-Predicted, per group: the whole-request frontier (view 'whole': aggregated and disaggregated) on the row's
+Predicted, per group: the whole-request frontier (view 'whole': aggregated and disaggregated; 'measured': the
+serving each engine's rows ran, aggregated, disaggregated or both, as a sweep that ran aggregated only measured
+nothing about disaggregated serving; 'decode': decode steps only) on the row's
 catalogue system with each engine of the group's rows (its ``chip/engine`` profile, the engine's layouts,
 ``SearchOptions.layouts`` 'engine'), the envelope of their union, the GPU budget of one replica = the largest
 replica measured in the group (aggregated: its GPUs; disaggregated: a decode worker's), decode batches up to the
@@ -21,16 +23,19 @@ Engine terms (``terms``): 'model' (leave one model out, the engine terms a group
 get when fitted without that model's rows, ``holdout_silicon.model_folds`` and its fit, shared terms and
 other-chip fallback as there; a (chip, engine) with no aggregated fold, e.g. disaggregated-only, falls back to
 'kernel'), 'kernel' (the default, a minute instead of several: kernel-table fits only, engine terms at
-``engine_fit.BASE``: no serving row enters, out of sample by construction) or 'shipped' (the shipped profiles,
-whose engine terms were fitted on these rows' aggregated subset: in sample, not an accuracy claim).
+``engine_fit.BASE``: no serving row enters, out of sample by construction), 'floor' (kernel terms with the
+low-batch floor terms of ``fidelity.floor_fit`` fitted without the group's model), 'shipped' (the shipped
+profiles, whose engine terms were fitted on these rows' aggregated subset: in sample, not an accuracy claim) or
+'ideal' (datasheet peaks: a bound no measured point should pass). ``layouts`` 'measured' keeps the search to the
+layouts the group's rows ran (``SearchOptions.only_layouts``: a diagnostic of layout choice); ``speculative``
+scores the MTP runs (``silicon.SPECULATIVE_RUNS``) against the frontier with ``mtp`` K draft tokens searched.
 
 Scores per group (``GroupScore``): the median over its measured points of predicted / measured envelope at the
 point's tokens/s per user; the share of points reachable (the predicted frontier reaches the point's tokens/s
 per user with at least ``REACHABLE_SHARE`` of its tokens/s per GPU); Kendall's tau of the chips' order at
 ``ORDER_AT`` tokens/s per user per (model, format, workload) with three or more chips measured there.
-Omitted: the AMD serving tables in ``../shared/validation/non_nvidia`` (offline throughput and batch latency:
-no tokens/s per user at a load, so no envelope), speculative runs (``silicon.SPECULATIVE_RUNS``, skipped by
-the reader), disaggregated rows without worker counts (GPUs unknown).
+Omitted: the AMD tables other than MI300X's batch-latency runs (``fidelity.frontier_amd``: offline throughput
+has no tokens/s per user at a load), disaggregated rows without worker counts (GPUs unknown).
 """
 
 from __future__ import annotations
