@@ -7,8 +7,9 @@ layouts each benchmark ran, ideal mode's bound), all with batches capped at the 
 MTP runs (``silicon.SPECULATIVE_RUNS``) against the frontier without and with speculation (k <= 1, k <= 3), and
 AMD MI300X's batch-latency runs (``fidelity.frontier_amd``).
 Prints markdown: per chip, per band of tokens/s per user, the chip order per workload.
-Run: PYTHONPATH=src python benchmarks/frontier_accuracy.py [--quick] (--quick: kernel settings only; the full
-run is a few minutes of CPU, 'model' adds about two minutes of fitting, 'floor' about one)."""
+Run: PYTHONPATH=src python benchmarks/frontier_accuracy.py [--quick | --terms kernel,floor,ideal] (--quick: kernel
+settings only; the full run is a few minutes of CPU on an idle machine, 'floor' adds about one minute of fitting,
+'model' many: it refits the engine terms fold by fold)."""
 
 from __future__ import annotations
 
@@ -92,10 +93,12 @@ def mtp_and_amd() -> None:
 
 
 def main() -> None:
-    quick = "--quick" in sys.argv
+    keep = ("kernel",) if "--quick" in sys.argv else tuple({t for *_, t in SETTINGS})
+    if "--terms" in sys.argv:
+        keep = tuple(sys.argv[sys.argv.index("--terms") + 1].split(","))
     groups = groups_of(measured_points())
     for label, view, layouts, terms in SETTINGS:
-        if quick and terms != "kernel":
+        if terms not in keep:
             continue
         t0 = time.time()
         r = frontier_validation(terms=terms, view=view, layouts=layouts)
