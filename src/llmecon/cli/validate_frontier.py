@@ -25,7 +25,8 @@ def validate_frontier(path: str, *, terms: str, view: str, chips, models, config
 
     console = _console()
     sample = {"kernel": "out of sample: kernel tables only", "model": "out of sample: leave one model out",
-              "floor": "out of sample: low-batch floor fitted leaving the model out"}.get(terms, "in sample")
+              "floor": "out of sample: low-batch floor fitted leaving the model out",
+              "ideal": "datasheet peaks: a bound"}.get(terms, "in sample")
     console.print(f"llmecon validate --frontier: {r['points']:,} measured points of {path}; view {view}; engine terms "
                   f"{terms} ({sample}); "
                   f"reachable = predicted >= {REACHABLE_SHARE:.0%} of the point at its tokens/s per user")
