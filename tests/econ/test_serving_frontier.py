@@ -158,3 +158,26 @@ def test_calibrated_gb200_slower_than_b200_names_its_term():
     if top[gb.name] < top[b.name]:
         assert "engine_floor_scale" in slower_terms(pg, pb)
     assert math.isfinite(top[gb.name])
+
+
+def test_speculation_is_an_option_with_both_frontiers_labelled():
+    """Issue 37 item 3: with MTP searched, ``frontiers`` spans plain and speculative points (each labelled with
+    its k) and ``without_speculation`` holds plain decoding alone: every point there has k = 0, and at each of
+    its speeds the frontier with speculation allowed carries at least as much per chip (a superset's envelope);
+    without speculation searched there is no second frontier."""
+    from llmecon.spec.speculation import speculation_candidates
+
+    v3 = get_model("deepseek-v3")
+    b200 = get_system("hgx-b200")
+    targets = PlanTargets(context=1536, prompt_tokens=1024, output_tokens=1024, ttft_s=None)
+    base = SearchOptions(max_chips=8, batches=(1, 4, 16, 64))
+    spec = dataclasses.replace(base, speculation=tuple(speculation_candidates(v3, max_k=2)))
+    f = serving_frontier(v3, [b200], targets=targets, options=spec)
+    both, plain = f.frontiers["hgx-b200"], f.without_speculation["hgx-b200"]
+    assert plain and all(p.spec_tokens == 0 for p in plain)
+    assert any(p.spec_tokens > 0 for p in both)
+    u, c = np.array([p.tokens_per_s_per_user for p in plain]), np.array([p.tokens_per_s_per_chip for p in plain])
+    bu, bc = np.array([p.tokens_per_s_per_user for p in both]), np.array([p.tokens_per_s_per_chip for p in both])
+    assert all(bc[bu >= ui].max() >= ci * (1 - 1e-12) for ui, ci in zip(u, c))
+    assert bu.max() > u.max()  # ideal mode: a drafted token at acceptance > 0 raises the top speed
+    assert serving_frontier(v3, [b200], targets=targets, options=base).without_speculation == {}

@@ -85,8 +85,48 @@ def test_validate_frontier_end_to_end(csv_path):
     assert text.returncode == 0 and "median pred/meas" in text.stdout
 
 
+def test_validate_frontier_measured_view_and_floor_terms(csv_path):
+    """``--view measured --terms floor`` end to end: the tiny CSV has one low-concurrency row, too few to fit a
+    floor on, so the group is priced with kernel terms (``floor_for`` None) and still scored."""
+    proc = run("validate", str(csv_path), "--frontier", "--terms", "floor", "--view", "measured", "--json")
+    assert proc.returncode == 0, proc.stderr
+    d = json.loads(proc.stdout)
+    assert d["terms"] == "floor" and d["view"] == "measured" and d["points"] == 3
+    assert d["groups"][0]["max_tokens_per_s_per_user_predicted"] > 0
+
+
 @pytest.mark.parametrize("args, field", [(("--terms", "fitted"), "terms"), (("--view", "prefill"), "view"),
                                          (("--chips", "h300"), "chips")])
 def test_validate_frontier_bad_input(csv_path, args, field):
     proc = run("validate", str(csv_path), "--frontier", *args)
     assert proc.returncode == 2 and field in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_measured_view_follows_the_serving_each_engine_ran():
+    """``view='measured'``: aggregated where an engine's rows all ran aggregated, disaggregated where all ran
+    disaggregated, whole where both; other views pass through."""
+    from llmecon.fidelity.frontier_check import _view_of
+
+    class P:
+        def __init__(self, engine, mode):
+            self.engine, self.mode = engine, mode
+
+    pts = [P("vllm", "agg"), P("trtllm", "agg"), P("trtllm", "disagg"), P("sglang", "disagg")]
+    assert _view_of("measured", pts, "vllm") == "aggregated"
+    assert _view_of("measured", pts, "trtllm") == "whole"
+    assert _view_of("measured", pts, "sglang") == "disaggregated"
+    assert _view_of("whole", pts, "vllm") == "whole" and _view_of("decode", pts, "sglang") == "decode"
+
+
+def test_only_layouts_keeps_the_search_to_the_layouts_named():
+    """``SearchOptions.only_layouts`` (the measured-layouts diagnostic): every searched plan is one named."""
+    from llmecon.catalog.hardware import get_system
+    from llmecon.catalog.models import get_model
+    from llmecon.econ.planner import SearchOptions, searched_plans
+
+    system = get_system("hgx-h100")
+    every = searched_plans(get_model("llama-3.1-8b"), [system], SearchOptions(max_chips=8))[system.name]
+    kept = searched_plans(get_model("llama-3.1-8b"), [system],
+                          SearchOptions(max_chips=8, only_layouts=((2, 1, 1, 1), (4, 1, 1, 1))))[system.name]
+    assert len(every) > len(kept) > 0
+    assert {(int(t), int(p), int(a)) for t, p, a in zip(kept.tp, kept.pp, kept.adp)} == {(2, 1, 1), (4, 1, 1)}

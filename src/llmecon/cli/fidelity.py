@@ -241,9 +241,11 @@ def validate(
     terms: Annotated[str, typer.Option(
         "--terms", help="With --frontier: kernel (engine terms at their kernel-only values: no serving row "
                         "enters, out of sample), model (engine terms fitted without the group's model: leave one "
-                        "model out, minutes of fitting) or shipped (fitted on these rows: in sample).")] = "kernel",
-    view: Annotated[str, typer.Option("--view", help="With --frontier: whole (default) or decode (the decode-only "
-                                                     "view, for comparison).")] = "whole",
+                        "model out, minutes of fitting), floor (kernel terms + the low-batch floor fitted without the "
+                        "group's model) or shipped (fitted on these rows: in sample).")] = "kernel",
+    view: Annotated[str, typer.Option("--view", help="With --frontier: whole (default), measured (the serving each "
+                                                     "group ran: aggregated, disaggregated or both) or decode (the "
+                                                     "decode-only view, for comparison).")] = "whole",
 ) -> None:
     """Error of predictions against measurements: median and 90th-percentile |pred/meas - 1| and the
     share of rows ideal mode keeps at or below the measurement. A measurement CSV: ideal and

@@ -308,7 +308,7 @@ def _frontier(m, found, *, targets, options, prices, plot, console, interactivit
     from ..econ.serving_frontier import serving_frontier
 
     decode_frontier = partial(serving_frontier, view=view, token_budget=token_budget)
-    from ..report.frontier import at_line, frontier_dict, plot_frontiers, system_rows
+    from ..report.frontier import at_line, frontier_dict, plot_frontiers, speculation_line, system_rows
     from ..report.tco import mw_text, tco_line
 
     names = [s.name for s in found]
@@ -358,6 +358,9 @@ def _frontier(m, found, *, targets, options, prices, plot, console, interactivit
         per_chip, power = f.at[name].tokens_per_s_per_chip, powers[name]
         mw = "" if per_chip is None else f"; {mw_text(power.tokens_per_s_per_mw(per_chip), power)}"
         console.print("  " + at_line(f.at[name]) + mw, soft_wrap=True, markup=False, highlight=False)
+    for name in names:  # speculation searched: both frontiers, labelled (issue 37)
+        if (line := speculation_line(f, name)) is not None:
+            console.print("  " + line, soft_wrap=True, markup=False, highlight=False)
     for name, rate in (rates or {}).items():
         console.print(f"  {name} TCO: {tco_line(rate)}", soft_wrap=True, markup=False, highlight=False)
     if not priced:

@@ -13,7 +13,7 @@ def validate_frontier(path: str, *, terms: str, view: str, chips, models, config
     from ..report.frontier_check import chip_rows, group_rows, order_rows, validation_dict
 
     require_choice("terms", terms, TERMS)
-    require_choice("view", view, ("whole", "decode"))
+    require_choice("view", view, ("whole", "measured", "decode"))
     pick_m = None if models is None else {x.strip() for x in models.split(",") if x.strip()}
     with bar("frontiers", as_json) as progress:
         r = frontier_validation(path, configs, terms=terms, view=view, chips=chips, models=pick_m, progress=progress)
@@ -24,7 +24,9 @@ def validate_frontier(path: str, *, terms: str, view: str, chips, models, config
     from rich.table import Table
 
     console = _console()
-    sample = "out of sample: kernel tables only" if terms == "kernel" else "in sample: fitted on these rows"
+    sample = {"kernel": "out of sample: kernel tables only", "model": "out of sample: leave one model out",
+              "floor": "out of sample: low-batch floor fitted leaving the model out",
+              "ideal": "datasheet peaks: a bound"}.get(terms, "in sample")
     console.print(f"llmecon validate --frontier: {r['points']:,} measured points of {path}; view {view}; engine terms "
                   f"{terms} ({sample}); "
                   f"reachable = predicted >= {REACHABLE_SHARE:.0%} of the point at its tokens/s per user")

@@ -90,6 +90,9 @@ class Frontier:
     speculation: tuple = ()
     view: str = "decode"                     # what per-chip throughput pays for (``serving_frontier.VIEWS``)
     token_budget: float | None = None        # aggregated views: prompt tokens per engine step per attention group
+    # with speculation searched: system -> the frontier of plain decoding alone (k = 0), beside ``frontiers``
+    # (plain and speculative points together, each with its ``spec_tokens``); empty when none was searched
+    without_speculation: dict = field(default_factory=dict)
 
 
 def interpolate(per_user, per_chip, target: float) -> tuple[float, int, int] | None:

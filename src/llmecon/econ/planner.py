@@ -88,6 +88,9 @@ class SearchOptions:
     # "any": every plan of the search space; "engine": the layouts the system's profile's engine runs, pp only
     # where pp = 1 does not fit (``econ.engine_layouts``)
     layouts: str = "any"
+    # (tp, ep, pp, adp) tuples the search keeps to, () = every plan (``fidelity.frontier_check``'s diagnostic:
+    # the layouts a benchmark ran)
+    only_layouts: tuple = ()
 
     def profile_for(self, system: System) -> EfficiencyProfile:
         return self.profiles.get(system.name, IDEAL)
@@ -508,4 +511,8 @@ def _fitting(model: Model, system: System, table: PlanArray, options: SearchOpti
         from .engine_layouts import engine_mask, pipeline_mask
 
         fit = fit & engine_mask(table, options.engine_for(system), moe=model.is_moe) & pipeline_mask(table, fit)
+    if options.only_layouts:
+        keep = {tuple(int(v) for v in lay) for lay in options.only_layouts}
+        fit = fit & np.array([(int(t), int(e), int(p), int(a)) in keep
+                              for t, e, p, a in zip(table.tp, table.ep, table.pp, table.adp)], dtype=bool)
     return table.take(np.flatnonzero(fit))

@@ -24,6 +24,13 @@ layouts its engine runs) becomes up to two whole-request points:
 The frontier per system is the non-dominated set of the union (``view`` 'whole'), or of one kind
 ('aggregated', 'disaggregated'), or the decode-only view ('decode': the decode steps alone, labelled so).
 
+Speculative decoding (MTP) is a frontier option (issue 37 item 3): with ``SearchOptions.speculation`` the
+frontier spans plain (k = 0) and speculative points together (each point's ``spec_tokens`` says which), and
+``Frontier.without_speculation`` keeps each system's frontier of plain decoding alone, so both curves are
+there to compare, labelled. A speculative point's tokens/s per user is E / iteration (``planner``, E the
+expected tokens per verify step at the candidate's acceptance, an input: ``spec.speculation``); its prefill
+is priced as plain decoding's (the draft module's prefill is omitted: one layer of 61 for DeepSeek-V3's MTP).
+
 Omitted (each makes the figures optimistic or pessimistic as said): overlap inside a mixed prefill+decode step
 (priced as the sum of the two, pessimistic by up to one weight read per chunk); the prefilling sequences' KV in
 the decode batch's memory (optimistic); queueing and TTFT in the aggregated view (a closed-loop benchmark's
@@ -78,28 +85,37 @@ def serving_frontier(model: Model, systems: list, *, targets: PlanTargets | None
         raise InfeasibleError("no decode point was evaluated", fix="raise {max_chips}")
     kinds = _views(model, systems, plans, a, plan_list, view=view, targets=open_t, options=options, prices=prices,
                    token_budget=token_budget)
-    fronts = {}
     per_chip = np.concatenate([k["per_chip"] for _, k in kinds])
     per_user = np.concatenate([k["per_user"] for _, k in kinds])
     usable = np.concatenate([a["fits"] & np.isfinite(k["per_chip"]) & (k["per_chip"] > 0) for _, k in kinds])
     system_of = np.tile(a["sys"], len(kinds))
-    n = a["step"].size
+    plain = np.tile(a["spec"] == 0, len(kinds)) if "spec" in a else np.ones(system_of.size, bool)
+    fronts, without = {}, {}
     for si, system in enumerate(systems):
-        pts = []
-        idx = np.flatnonzero(usable & (system_of == si))
-        for j in pareto_front(per_chip[idx], per_user[idx]):
-            flat = int(idx[j])
-            label, k = kinds[flat // n]
-            pts.append(dataclasses.replace(_point({**a, **k}, flat % n, plan_list), serving=label,
-                                           engine=options.engine_for(system)))
-        fronts[system.name] = tuple(sorted(pts, key=lambda p: -p.tokens_per_s_per_user))
+        pick = dict(a=a, kinds=kinds, plan_list=plan_list, per_chip=per_chip, per_user=per_user,
+                    engine=options.engine_for(system))
+        fronts[system.name] = _front(usable & (system_of == si), **pick)
+        if options.speculation:
+            without[system.name] = _front(usable & plain & (system_of == si), **pick)
     at = {} if interactivity is None else {
         s.name: at_interactivity(fronts[s.name], interactivity, system=s.name, price=prices.get(s.name))
         for s in systems}
     return Frontier(model=model.name, systems=tuple(s.name for s in systems), targets=open_t, prices=prices,
                     frontiers=fronts, interactivity=interactivity, at=at, fidelity=options.fidelity(systems),
                     fidelity_fields=options.fidelity_fields(systems), speculation=tuple(options.speculation),
-                    view=view, token_budget=float(token_budget))
+                    view=view, token_budget=float(token_budget), without_speculation=without)
+
+
+def _front(sel, *, a, kinds, plan_list, per_chip, per_user, engine) -> tuple:
+    """The non-dominated points among ``sel`` (over the stacked views ``kinds``), fastest per user first."""
+    n = a["step"].size
+    idx = np.flatnonzero(sel)
+    pts = []
+    for j in pareto_front(per_chip[idx], per_user[idx]):
+        flat = int(idx[j])
+        label, k = kinds[flat // n]
+        pts.append(dataclasses.replace(_point({**a, **k}, flat % n, plan_list), serving=label, engine=engine))
+    return tuple(sorted(pts, key=lambda p: -p.tokens_per_s_per_user))
 
 
 def _views(model, systems, plans, a, plan_list, *, view, targets, options, prices, token_budget) -> list:

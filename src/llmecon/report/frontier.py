@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..econ.frontier import AtInteractivity, Frontier
+from ..econ.frontier import AtInteractivity, Frontier, at_interactivity
 from ..econ.planner import Point
 from ..units import json_num
 from .figure import pyplot, save_figure
@@ -71,6 +71,8 @@ def frontier_dict(f: Frontier, *, interactivity_source: str = "--interactivity",
             "tokens_per_s_per_user": f.interactivity, "source": interactivity_source,
             "systems": {s: at_dict(f.at[s], pw.get(s)) for s in f.systems}},
         "speculation_searched": [sp.as_dict() for sp in f.speculation],
+        "frontier_without_speculation": None if not f.without_speculation else {
+            s: [frontier_point_dict(p, pw.get(s)) for p in f.without_speculation[s]] for s in f.systems},
         "mode": "ideal" if f.fidelity == "ideal" else "calibrated", "fidelity": f.fidelity, **f.fidelity_fields,
         "assumptions": [VIEW_ASSUMPTIONS[f.view], *ASSUMPTIONS, *model_assumptions],
     }
@@ -82,6 +84,23 @@ def system_rows(points, *, priced: bool, spec: bool = False) -> list[tuple[str, 
              f"{p.batch:,.0f}", fmt_rate(p.tokens_per_s_per_user),
              fmt_rate(p.tokens_per_s_per_chip), *((fmt_usd_per_mtok(p.usd_per_mtok),) if priced else ()), p.bound,
              *((str(p.spec_tokens),) if spec else ())) for p in points]
+
+
+def speculation_line(f: Frontier, system: str) -> str | None:
+    """With speculation searched: one system's top speed and, at the interactivity, tokens/s per chip with
+    and without it (the two frontiers, ``Frontier.without_speculation``); None when none was searched."""
+    plain = f.without_speculation.get(system)
+    if not plain:
+        return None
+    both = f.frontiers[system]
+    top = (f"{system}: top {fmt_rate(both[0].tokens_per_s_per_user)} tok/s/user with speculation "
+           f"(k={both[0].spec_tokens}), {fmt_rate(plain[0].tokens_per_s_per_user)} without")
+    if f.interactivity is None:
+        return top
+    with_ = at_interactivity(both, f.interactivity, system=system, price=None).tokens_per_s_per_chip
+    without = at_interactivity(plain, f.interactivity, system=system, price=None).tokens_per_s_per_chip
+    rate = (lambda x: "unreachable" if x is None else f"{fmt_rate(x)} tok/s/chip")
+    return f"{top}; at {fmt_rate(f.interactivity)} tok/s/user: {rate(with_)} with, {rate(without)} without"
 
 
 def at_line(a: AtInteractivity) -> str:
