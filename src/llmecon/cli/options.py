@@ -41,6 +41,11 @@ class Phase(str, Enum):
     prefill = "prefill"
 
 
+class Objective(str, Enum):
+    cost = "cost"
+    throughput = "throughput"
+
+
 class Mode(str, Enum):
     ideal = "ideal"
     calibrated = "calibrated"
@@ -211,3 +216,64 @@ def _power_basis(system, rate=None, basis="facility"):
     from ..econ.tco import power_for
 
     return power_for(system, rate, getattr(basis, "value", basis))
+
+
+# ---- options generated from the request classes (commands.args: each option declared once) ----------------
+
+#: the CLI's type of each value kind the front-ends spell differently (``commands.args``)
+_KINDS = {"mode": Mode, "phase": Phase, "price_basis": PriceBasis, "power_basis": PowerBasisChoice,
+          "acceptance": Optional[str], "tco": Optional[str], "systems": str, "duration": str, "prices": Optional[str],
+          "objective": Optional[Objective]}
+
+
+def request_params(cls, *, exclude=(), defaults=None) -> list:
+    """The typer parameters of request class ``cls``: one option per field the CLI offers (its flags, help,
+    default and type from the field's ``commands.args.Opt``), ``exclude`` left out, ``defaults`` overriding."""
+    import dataclasses
+    import inspect
+    from typing import get_type_hints
+
+    from ..commands.args import flags_of, opt_of
+
+    hints = get_type_hints(cls)
+    params = []
+    for f in dataclasses.fields(cls):
+        opt = opt_of(f)
+        if opt is None or not opt.cli or f.name in exclude:
+            continue
+        typ = _KINDS.get(opt.kind, hints[f.name])
+        default = (defaults or {}).get(f.name, f.default)
+        if isinstance(typ, type) and issubclass(typ, Enum) and default is not None:
+            default = typ(default)
+        params.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                                        annotation=Annotated[typ, typer.Option(*flags_of(f.name, opt),
+                                                                               help=opt.help)]))
+    return params
+
+
+def takes(cls, *, exclude=(), **defaults):
+    """Decorator of a CLI command ``fn(req, **front_end_options)``: its options are request class ``cls``'s
+    fields (``request_params``) followed by ``fn``'s own (``--json``, ``--plot``...); the values parsed
+    become ``cls(...)`` (enums as their values), passed as ``req``."""
+    import inspect
+    from typing import get_type_hints
+
+    def deco(fn):
+        own = list(inspect.signature(fn).parameters.values())[1:]
+        hints = get_type_hints(fn, include_extras=True)
+        own = [p.replace(annotation=hints.get(p.name, p.annotation), kind=inspect.Parameter.KEYWORD_ONLY)
+               for p in own]
+        fields = request_params(cls, exclude=exclude, defaults=defaults)
+        names = {p.name for p in fields}
+
+        def command(**kw):
+            req = cls(**{k: getattr(kw[k], "value", kw[k]) if isinstance(kw[k], Enum) else kw[k] for k in names})
+            return fn(req, **{k: v for k, v in kw.items() if k not in names})
+
+        params = fields + own
+        command.__signature__ = inspect.Signature(params)
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        command.__name__, command.__doc__, command.__module__ = fn.__name__, fn.__doc__, fn.__module__
+        return command
+
+    return deco

@@ -7,14 +7,24 @@ from typing import Annotated, Optional
 
 import typer
 
-from .context import (CacheHitOpt, OptPriceOpt, PriceModelOpt, PriceOpt, ProviderOpt, UtilOpt, _dep, _money,
-                      _parse_devices, _parse_tier_prices, _sheet, _tokens)
+from ..commands.args import DeploymentArgs
+from ..commands.deployment import price_sheet as _sheet
+from .context import PriceOpt, _money, _parse_devices, _parse_tier_prices, _tokens
 from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, EpOpt, JsonOpt, KvDtypeOpt, Mode, ModelOpt, ModeOpt, PpOpt,
                       EngineOpt, ProfileOpt, SystemOpt, TpOpt, WeightDtypeOpt, _console, _emit_json, _fail, app)
 
 prices_app = typer.Typer(add_completion=False, no_args_is_help=True,
                          help="API price sheets: list them, read them backwards, design context tiers.")
 app.add_typer(prices_app, name="prices")
+
+OptPriceOpt = Annotated[Optional[float], typer.Option("--price-per-chip-hour",
+                                                      help="Rent of one accelerator, USD per hour (adds $ columns).")]
+UtilOpt = Annotated[float, typer.Option("--utilization", help="Share of paid time the chips serve at this "
+                                                              "batch (0-1]; cost is divided by it.")]
+ProviderOpt = Annotated[Optional[str], typer.Option("--provider", help="Price-sheet provider (llmecon prices list).")]
+PriceModelOpt = Annotated[Optional[str], typer.Option("--price-model", help="Model name on the provider's sheet.")]
+CacheHitOpt = Annotated[Optional[float], typer.Option("--cache-hit", help="Prefix-cache hit rate in [0, 1]: adds the "
+                                                  "blended input $/Mtok (a hit prefills only the uncached tokens).")]
 
 
 @prices_app.command("list")
@@ -246,7 +256,8 @@ def prices_tiers(
         _fail("--base-input and --base-output go together")
     if base_input is not None and boundaries:
         _fail("give either --boundary (fixed boundaries) or --base-input/--base-output (fixed prices), not both")
-    dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, profile=profile, engine=engine)
+    dep = DeploymentArgs(model=model, system=system, tp=tp, ep=ep, pp=pp, weight_dtype=weight_dtype,
+                         kv_dtype=kv_dtype, mode=mode.value, profile=profile, engine=engine).deployment()
     sheet = _sheet(provider, price_model)
     e = context_economics(dep)
     c = e.curve

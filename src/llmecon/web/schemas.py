@@ -41,9 +41,6 @@ DtypeName = _name(tuple(DTYPES))
 DraftName = _name(("mtp", *model_names()))
 Provider = _name(tuple(sorted({p for p, _ in price_sheets()})))
 
-Degree = Field(None, ge=1, le=4096, description="Parallel degree (default: 1, or the smallest plan that fits).")
-DtypeOpt = Field(None, description="Number format; default: the model's.")
-Price = Field(None, ge=0, le=1e4, allow_inf_nan=False, description="Rent of one accelerator, USD per hour.")
 MODEL_DOC = "Catalogue model (GET /api/catalog)."
 SYSTEM_DOC = "Catalogue system (GET /api/catalog)."
 #: requests x output tokens of one simulation: keeps a request near a second in the worst case
@@ -69,61 +66,65 @@ class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, protected_namespaces=())
 
 
-class DeploymentIn(_Body):
-    """A deployment: model, system, plan degrees, formats and fidelity (as the CLI's flags)."""
+# ---- bodies generated from the request classes (commands.args: each option declared once) ----------------
 
-    model: ModelName = Field("deepseek-v3", description=MODEL_DOC)
-    system: SystemName = Field("gb200-nvl72", description=SYSTEM_DOC)
-    tp: Optional[int] = Degree
-    ep: Optional[int] = Degree
-    pp: Optional[int] = Degree
-    adp: Optional[int] = Degree
-    redundant_experts: Optional[int] = Field(None, ge=0, le=65536, description="MoE: extra routed-expert copies "
-                                             "spread over the ep groups (E + r divisible by ep). Default 0.")
-    weight_dtype: Optional[DtypeName] = DtypeOpt
-    kv_dtype: Optional[DtypeName] = DtypeOpt
-    mode: Literal["ideal", "calibrated"] = Field("ideal", description="ideal = datasheet peaks (a lower bound); "
-                                                                      "calibrated = the chip's efficiency profile.")
-    engine: Optional[EngineName] = Field(None, description=ENGINE_DOC)
-    spec_tokens: Optional[int] = Field(None, ge=0, le=16, description="Speculative decoding: draft tokens per "
-                                       "verify step (default 0 = none).")
-    acceptance: Optional[list[float]] = Field(None, min_length=1, max_length=16,
-                                              description="Acceptance of each drafted position, in (0, 1); one "
-                                              "value = every position; default: the model family's published "
-                                              "figure.")
-    draft: Optional[DraftName] = Field(None, description="'mtp' (the model's MTP modules, default) or a draft "
-                                                         "model from the catalogue.")
+#: the web's type of each value kind the front-ends spell differently (``commands.args``)
+KINDS = {"model": ModelName, "system": SystemName, "dtype": Optional[DtypeName],
+         "mode": Literal["ideal", "calibrated"], "engine": Optional[EngineName],
+         "acceptance": Optional[list[float]], "draft": Optional[DraftName], "phase": Literal["decode", "prefill"]}
 
 
-def _tco(name: str, text: str | None = None):
-    """A TCO input within ``econ.tco.BOUNDS``, the bounds ``TcoInputs`` checks for the CLI and Python too."""
-    from ..econ.tco import BOUNDS
+def body_of(cls, name: str, *, exclude=(), base=None, doc: str | None = None):
+    """The pydantic body of request class ``cls``: one field per field the web offers (type, default,
+    bounds and description from its ``commands.args.Opt``; floats finite), ``exclude`` left out."""
+    import dataclasses
+    from typing import get_type_hints
 
-    low, exclusive, high, fix = BOUNDS[name]
-    finite = {} if isinstance(low, int) else {"allow_inf_nan": False}  # whole numbers are finite
-    return Field(None, **({"gt": low} if exclusive else {"ge": low}), le=high, **finite, description=text or fix)
+    from pydantic import create_model
+
+    from ..commands.args import UNSET, opt_of
+
+    hints = get_type_hints(cls)
+    fields = {}
+    for f in dataclasses.fields(cls):
+        opt = opt_of(f)
+        if opt is None or not opt.web or f.name in exclude:
+            continue
+        typ = Optional[TcoIn] if opt.kind == "tco" else KINDS.get(opt.kind, hints[f.name])
+        default = f.default if opt.web_default is UNSET else opt.web_default
+        bounds = dict(opt.bounds)
+        if typ in (float, Optional[float]):
+            bounds["allow_inf_nan"] = False
+        fields[f.name] = (typ, Field(default, description=opt.web_help or opt.help, **bounds))
+    model = create_model(name, __base__=base or _Body, **fields)
+    model.__doc__ = doc or cls.__doc__
+    return model
 
 
-class TcoIn(_Body):
-    """TCO inputs (``llmecon tco``; docs/tco.md): every one but ``watts_per_chip`` (default: the chip's
-    catalogue TDP) and ``power_utilization`` (default 1.0) must be given; nothing else has a default."""
+def request_of(cls, body: BaseModel):
+    """The request ``cls`` a web body asks for: the body's fields, the others at their web defaults; a
+    ``tco`` object as its values."""
+    import dataclasses
 
-    chip_capex_usd: Optional[float] = _tco("chip_capex_usd", "Purchase price of one accelerator, USD.")
-    system_capex_usd: Optional[float] = _tco("system_capex_usd", "Everything of one system but its accelerators, USD.")
-    amortisation_years: Optional[float] = _tco("amortisation_years")
-    cost_of_capital: Optional[float] = _tco("cost_of_capital", "Annual rate as a fraction (0.08 = 8%).")
-    watts_per_chip: Optional[float] = _tco("watts_per_chip")
-    power_utilization: Optional[float] = _tco("power_utilization")
-    pue: Optional[float] = _tco("pue")
-    usd_per_kwh: Optional[float] = _tco("usd_per_kwh")
-    hosting_usd_per_rack_month: Optional[float] = _tco("hosting_usd_per_rack_month",
-                                                       "Hosting per rack and month, power excluded, USD.")
-    chips_per_rack: Optional[int] = _tco("chips_per_rack")
-    hosting_usd_per_chip_month: Optional[float] = _tco("hosting_usd_per_chip_month",
-                                                       "Hosting per chip and month, power excluded, USD.")
+    from ..commands.args import UNSET, opt_of
+
+    given = body.model_dump()
+    out = {}
+    for f in dataclasses.fields(cls):
+        if f.name in given:
+            out[f.name] = given[f.name]
+        elif (opt := opt_of(f)) is not None and opt.web_default is not UNSET:
+            out[f.name] = opt.web_default
+    return cls(**out)
 
 
-TcoOpt = Field(None, description="TCO inputs in place of price_per_chip_hour (not both).")
+from ..commands import args as _args  # noqa: E402
+from ..commands import deployment as _deployment  # noqa: E402
+
+TcoIn = body_of(_args.TcoArgs, "TcoIn", doc="TCO inputs (``llmecon tco``; docs/tco.md): every one but "
+                "``watts_per_chip`` (default: the chip's catalogue TDP) and ``power_utilization`` (default 1.0) "
+                "must be given; nothing else has a default.")
+TcoOpt = Field(None, description=_args.TCO_WEB)
 
 
 class TcoRequestIn(TcoIn):
@@ -132,53 +133,19 @@ class TcoRequestIn(TcoIn):
     system: SystemName = Field("gb200-nvl72", description=SYSTEM_DOC)
 
 
-class AnalyzeIn(DeploymentIn):
-    """``llmecon analyze``: headline numbers, the batch curve and the roofline."""
-
-    context: float = Field(4096, ge=0, le=1e8, allow_inf_nan=False, description="KV tokens per sequence.")
-    batch: Optional[float] = Field(None, ge=1, le=1e7, allow_inf_nan=False,
-                                   description="Batch to show (default: min(balance batch, memory limit)).")
-    price_per_chip_hour: Optional[float] = Price
-    tco: Optional[TcoIn] = TcoOpt
-
-
-CacheHit = Field(None, ge=0, le=1, allow_inf_nan=False, description="Prefix-cache hit rate in [0, 1]: blends input "
-                 "$/Mtok over hits (a hit prefills only the uncached tokens).")
-CachedPrefix = Field(None, ge=0, le=1e7, allow_inf_nan=False, description="Prompt tokens cached on a hit (needs "
-                     "cache_hit; default: all but the last).")
-
-
-class CostIn(DeploymentIn):
-    """``llmecon cost``: $ per million input and output tokens, blended over cache hits."""
-
-    price_per_chip_hour: Optional[float] = Field(None, ge=0, le=1e4, allow_inf_nan=False,
-                                                 description="Rent of one accelerator, USD per hour (or tco).")
-    tco: Optional[TcoIn] = TcoOpt
-    context: float = Field(4096, ge=1, le=1e8, allow_inf_nan=False, description="Prompt / KV tokens per sequence.")
-    batch: Optional[float] = Field(None, ge=1, le=1e7, allow_inf_nan=False,
-                                   description="Decode batch (default: the largest that fits).")
-    utilization: float = Field(1.0, gt=0, le=1, allow_inf_nan=False)
-    cache_hit: Optional[float] = CacheHit
-    cached_prefix: Optional[float] = CachedPrefix
-
-
-class StepIn(DeploymentIn):
-    """``llmecon step``: one decode or prefill step."""
-
-    phase: Literal["decode", "prefill"] = "decode"
-    batch: float = Field(1, ge=1, le=1e7, allow_inf_nan=False)
-    context: float = Field(4096, ge=0, le=1e8, allow_inf_nan=False)
-
-
-class ContextIn(DeploymentIn):
-    """``llmecon context``: KV economics against context length."""
-
-    batch: Optional[float] = Field(None, ge=1, le=1e7, allow_inf_nan=False,
-                                   description="Fixed decode batch (default: the largest that fits).")
-    max_batch: Optional[float] = Field(None, ge=1, le=1e7, allow_inf_nan=False)
-    price_per_chip_hour: Optional[float] = Price
-    tco: Optional[TcoIn] = TcoOpt
-    utilization: float = Field(1.0, gt=0, le=1, allow_inf_nan=False)
+DeploymentIn = body_of(_args.DeploymentArgs, "DeploymentIn", doc="A deployment: model, system, plan degrees, "
+                       "formats and fidelity (as the CLI's flags).")
+AnalyzeIn = body_of(_deployment.AnalyzeRequest, "AnalyzeIn",
+                    doc="``llmecon analyze``: headline numbers, the batch curve and the roofline.")
+CostIn = body_of(_deployment.CostRequest, "CostIn",
+                 doc="``llmecon cost``: $ per million input and output tokens, blended over cache hits.")
+StepIn = body_of(_deployment.StepRequest, "StepIn", doc="``llmecon step``: one decode or prefill step.")
+ContextIn = body_of(_deployment.ContextRequest, "ContextIn", doc="``llmecon context``: KV economics against context "
+                    "length.")
+CacheHit = Field(None, ge=0, le=1, allow_inf_nan=False, description=_deployment.CACHE_HIT_HELP)
+CachedPrefix = Field(None, ge=0, le=1e7, allow_inf_nan=False, description=_deployment.CACHED_PREFIX_WEB)
+Price = Field(None, ge=0, le=1e4, allow_inf_nan=False, description="Rent of one accelerator, USD per hour.")
+DtypeOpt = Field(None, description="Number format; default: the model's.")
 
 
 class PlanIn(_Body):
