@@ -41,6 +41,21 @@ class Phase(str, Enum):
     prefill = "prefill"
 
 
+class Schedule(str, Enum):
+    gpipe = "gpipe"
+    one_f_one_b = "1f1b"
+    interleaved = "interleaved"
+    zero_bubble = "zero-bubble"
+    dualpipe = "dualpipe"
+
+
+class Recompute(str, Enum):
+    none = "none"
+    selective = "selective"
+    full = "full"
+    reversible = "reversible"
+
+
 class Objective(str, Enum):
     cost = "cost"
     throughput = "throughput"
@@ -223,7 +238,8 @@ def _power_basis(system, rate=None, basis="facility"):
 #: the CLI's type of each value kind the front-ends spell differently (``commands.args``)
 _KINDS = {"mode": Mode, "phase": Phase, "price_basis": PriceBasis, "power_basis": PowerBasisChoice,
           "acceptance": Optional[str], "tco": Optional[str], "systems": str, "duration": str, "prices": Optional[str],
-          "objective": Optional[Objective]}
+          "objective": Optional[Objective], "lengths": Optional[str], "repeated": list[str], "policy": str,
+          "optional_mode": Optional[Mode], "schedule": Schedule, "recompute": Recompute}
 
 
 def request_params(cls, *, exclude=(), defaults=None) -> list:
@@ -245,6 +261,8 @@ def request_params(cls, *, exclude=(), defaults=None) -> list:
         default = (defaults or {}).get(f.name, f.default)
         if isinstance(typ, type) and issubclass(typ, Enum) and default is not None:
             default = typ(default)
+        elif isinstance(default, tuple):
+            default = list(default)
         params.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=default,
                                         annotation=Annotated[typ, typer.Option(*flags_of(f.name, opt),
                                                                                help=opt.help)]))
@@ -253,13 +271,13 @@ def request_params(cls, *, exclude=(), defaults=None) -> list:
 
 def takes(cls, *, exclude=(), **defaults):
     """Decorator of a CLI command ``fn(req, **front_end_options)``: its options are request class ``cls``'s
-    fields (``request_params``) followed by ``fn``'s own (``--json``, ``--plot``...); the values parsed
-    become ``cls(...)`` (enums as their values), passed as ``req``."""
+    fields (``request_params``) followed by ``fn``'s own (``--json``, ``--plot``, a ``typer.Context``...); the
+    values parsed become ``cls(...)`` (enums as their values), passed as ``req``."""
     import inspect
     from typing import get_type_hints
 
     def deco(fn):
-        own = list(inspect.signature(fn).parameters.values())[1:]
+        own = [p for p in inspect.signature(fn).parameters.values() if p.name != "req"]
         hints = get_type_hints(fn, include_extras=True)
         own = [p.replace(annotation=hints.get(p.name, p.annotation), kind=inspect.Parameter.KEYWORD_ONLY)
                for p in own]
@@ -268,7 +286,7 @@ def takes(cls, *, exclude=(), **defaults):
 
         def command(**kw):
             req = cls(**{k: getattr(kw[k], "value", kw[k]) if isinstance(kw[k], Enum) else kw[k] for k in names})
-            return fn(req, **{k: v for k, v in kw.items() if k not in names})
+            return fn(req=req, **{k: v for k, v in kw.items() if k not in names})
 
         params = fields + own
         command.__signature__ = inspect.Signature(params)

@@ -141,13 +141,12 @@ def prices_infer(
     """Read a price sheet backwards: KV bytes per token from a long-context price step, the operating
     point its output/input ratio implies, memory tiers consistent with its cache prices, and the
     batch ratio behind a fast-mode premium. Every assumption is printed."""
-    from ..catalog.prices import get_price_sheet
-    from ..report.price_sheet import infer_sheet
+    from ..commands.prices import infer
 
-    out = infer_sheet(get_price_sheet(provider, model), active_params=active_params, chips=chip, dtypes=dtype,
-                      system=system, extra_tiers=_parse_devices(device), kv_bytes_per_token=kv_bytes_per_token,
-                      price_per_chip_hour=price_per_chip_hour, tier_prices=_parse_tier_prices(tier_price),
-                      cache_hit_rate=cache_hit, cached_fraction=cached_fraction)
+    out = infer(provider=provider, model=model, active_params=active_params, chips=chip, dtypes=dtype, system=system,
+                extra_tiers=_parse_devices(device), kv_bytes_per_token=kv_bytes_per_token,
+                price_per_chip_hour=price_per_chip_hour, tier_prices=_parse_tier_prices(tier_price),
+                cache_hit_rate=cache_hit, cached_fraction=cached_fraction)
     if as_json:
         _emit_json(out)
         return

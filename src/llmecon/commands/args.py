@@ -44,13 +44,15 @@ class Opt:
     web_default: Any = UNSET
     cli: bool = True
     web: bool = True
+    web_name: Optional[str] = None  # the web body's key where it has always differed from the field's name
 
 
 def arg(default, help: str, *, flags: tuple[str, ...] = (), kind: str | None = None, bounds: dict | None = None,
-        web_help: str | None = None, web_default=UNSET, cli: bool = True, web: bool = True):
+        web_help: str | None = None, web_default=UNSET, cli: bool = True, web: bool = True,
+        web_name: str | None = None):
     """A request field with its front-end metadata (``Opt``)."""
     opt = Opt(help=help, flags=flags, kind=kind, bounds=dict(bounds or {}), web_help=web_help,
-              web_default=web_default, cli=cli, web=web)
+              web_default=web_default, cli=cli, web=web, web_name=web_name)
     return field(default=default, metadata={"opt": opt})
 
 

@@ -17,12 +17,10 @@ _D = DeploymentArgs.__dataclass_fields__
 
 def _inherit(name: str, **changes):
     """A ``DeploymentArgs`` field declared again for ``plan`` (same help and kind, ``changes`` applied)."""
-    from dataclasses import replace
+    from dataclasses import field, replace
 
     f = _D[name]
-    opt = replace(f.metadata["opt"], **changes)
-    return arg(f.default, opt.help, flags=opt.flags, kind=opt.kind, bounds=opt.bounds, web_help=opt.web_help,
-               web_default=opt.web_default, cli=opt.cli, web=opt.web)
+    return field(default=f.default, metadata={"opt": replace(f.metadata["opt"], **changes)})
 
 
 @dataclass(frozen=True)

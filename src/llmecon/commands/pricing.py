@@ -22,6 +22,7 @@ def tco_parts(tco) -> tuple[str | None, dict | None]:
 def priced(req, systems, *, default: str | None = None, required: bool = False) -> tuple[dict, dict]:
     """({system: USD per chip-hour}, {system: TcoRate or Rent}) for ``systems`` from the request's
     ``price_per_chip_hour`` and ``tco``; ``default``: the catalogue basis used when neither is given."""
+    from ..catalog.hardware import get_system
     from ..errors import LlmeconError
     from ..resolve import chip_hour_price
 
@@ -29,6 +30,7 @@ def priced(req, systems, *, default: str | None = None, required: bool = False) 
     try:
         prices, rates = {}, {}
         for s in systems:
+            s = get_system(s) if isinstance(s, str) else s
             price, rate = chip_hour_price(s, price_per_chip_hour=getattr(req, "price_per_chip_hour", None),
                                           tco_path=path, tco_values=values, required=required, default=default)
             if price is not None:
