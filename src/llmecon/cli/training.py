@@ -4,12 +4,11 @@ library call -> report (see cli/__init__.py)."""
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import Annotated, Optional
 
 import typer
 
-from ..commands.train import TrainRequest
+from ..commands.train import OvertrainRequest, TrainRequest
 from .options import JsonOpt, _check_plot_path, _console, _emit_json, _kv_table, app, catalog_app, takes
 
 
@@ -114,62 +113,26 @@ def catalog_training_runs(as_json: JsonOpt = False) -> None:
 
 
 @app.command("overtrain")
-def overtrain_cmd(
-    active_params: Annotated[float, typer.Option("--active-params", help="Active parameters N_a.")] = 100e9,
-    inference_tokens_per_s: Annotated[float, typer.Option("--inference-tokens-per-s",
-                                                          help="Tokens served per "
-                                                               "second, all users.")] = 50e6,
-    deployment_days: Annotated[float, typer.Option("--deployment-days", help="How long the model serves.")] = 60.0,
-    inference_efficiency: Annotated[float, typer.Option("--inference-efficiency", help="Inference hardware "
-                                                                                       "utilisation relative to "
-                                                                                       "training (η_inf).")] = 1 / 3,
-    rl_tokens: Annotated[Optional[float], typer.Option("--rl-tokens", help="RL tokens (default: the equal "
-                                                                           "split's).")] = None,
-    rl_flops_per_param_token: Annotated[float, typer.Option("--rl-flops-per-param-token", help="r in [2, 6]: "
-                                                                                               "FLOPs per parameter "
-                                                                                               "per RL token.")] = 3.0,
-    rl_efficiency: Annotated[float, typer.Option("--rl-efficiency", help="RL utilisation relative to "
-                                                                         "training (η_RL).")] = 1 / 3,
-    tokens_per_param: Annotated[float, typer.Option("--tokens-per-param", help="Chinchilla rule.")] = 20.0,
-    plot: PlotOpt = None, as_json: JsonOpt = False,
-) -> None:
+@takes(OvertrainRequest)
+def overtrain_cmd(req: OvertrainRequest, plot: PlotOpt = None, as_json: JsonOpt = False) -> None:
     """How far past Chinchilla to pretrain: the equal three-way split of lifetime compute (pretraining,
     RL, inference; SPEC F22) and the true optimum at the same loss under the Chinchilla law."""
-    from ..report.training import overtrain_dict, plot_overtrain
-    from ..econ.training import (CHINCHILLA, chinchilla_tokens, inference_tokens, lifetime_cost, lifetime_optimum,
-        pretrain_tokens_matching_inference)
+    from ..commands.train import overtrain
+    from ..report.training import plot_overtrain
     from ..units import fmt_count
-
-    from ..errors import require_number
 
     if plot:
         _check_plot_path(plot)
-    # checked here, in the user's terms: the closed forms name their own parameters (params, seconds)
-    for name, value in (("active_params", active_params), ("inference_tokens_per_s", inference_tokens_per_s),
-                        ("deployment_days", deployment_days), ("inference_efficiency", inference_efficiency),
-                        ("rl_flops_per_param_token", rl_flops_per_param_token), ("rl_efficiency", rl_efficiency),
-                        ("tokens_per_param", tokens_per_param)) + ((("rl_tokens", rl_tokens),) if rl_tokens is not None
-                                                                    else ()):
-        require_number(name, value, minimum=0, exclusive=True)
-    d_inf = float(inference_tokens(tokens_per_s=inference_tokens_per_s, seconds=deployment_days * 86400.0))
-    d_pre = float(pretrain_tokens_matching_inference(inference_tokens=d_inf, inference_efficiency=inference_efficiency))
-    d_rl = 6.0 * rl_efficiency * d_pre / rl_flops_per_param_token if rl_tokens is None else rl_tokens
-    kw = dict(inference_tokens=d_inf, inference_efficiency=inference_efficiency, rl_tokens=d_rl,
-              rl_flops_per_param_token=rl_flops_per_param_token, rl_efficiency=rl_efficiency)
-    thirds = lifetime_cost(params=active_params, pretrain_tokens=d_pre, **kw)
-    best, curve = lifetime_optimum(target_loss=float(thirds.loss), **kw)
-    chin = float(chinchilla_tokens(params=active_params, tokens_per_param=tokens_per_param))
-    inputs = {"active_params": active_params, "inference_tokens_per_s": inference_tokens_per_s,
-              "deployment_days": deployment_days, "inference_efficiency": inference_efficiency,
-              "rl_flops_per_param_token": rl_flops_per_param_token, "rl_efficiency": rl_efficiency,
-              "tokens_per_param": tokens_per_param}
-    d = overtrain_dict(params=active_params, inference_tokens=d_inf, pretrain_tokens=d_pre, chinchilla_tokens=chin,
-                       rl_tokens=d_rl, thirds=thirds, optimum=best, law=CHINCHILLA, inputs=inputs)
+    r = overtrain(req)
     if plot:
-        plot_overtrain(curve, thirds, best, plot)
+        plot_overtrain(r.curve, r.thirds, r.optimum, plot)
+    d = r.view
     if as_json:
         _emit_json(d)
         return
+    d_inf, d_pre, d_rl, chin, thirds = r.inference_tokens, r.pretrain_tokens, r.rl_tokens, r.chinchilla_tokens, r.thirds
+    inference_tokens_per_s, deployment_days = req.inference_tokens_per_s, req.deployment_days
+    tokens_per_param, rl_tokens = req.tokens_per_param, req.rl_tokens
     o = d["optimum_at_same_loss"]
     sh = o["shares"]
     rows = [("inference tokens", f"{fmt_count(d_inf)} ({fmt_count(inference_tokens_per_s)} tok/s × "

@@ -212,3 +212,10 @@ class TcoArgs:
 def values(req, cls) -> dict:
     """The fields of group ``cls`` in ``req`` (a request that includes the group)."""
     return {f.name: getattr(req, f.name) for f in dataclasses.fields(cls)}
+
+
+def inherit(cls, name: str, **changes):
+    """Field ``name`` of request class ``cls`` declared again in another request (its default and ``Opt``,
+    ``changes`` applied to the ``Opt``): one declaration of an option several commands take."""
+    f = cls.__dataclass_fields__[name]
+    return field(default=f.default, metadata={"opt": dataclasses.replace(f.metadata["opt"], **changes)})

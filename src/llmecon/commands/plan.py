@@ -8,26 +8,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from .args import DEFAULT_MODEL, DeploymentArgs, PRICE_BOUNDS, arg, tco_arg
+from .args import DeploymentArgs, PRICE_BOUNDS, arg, inherit, tco_arg
 from .deployment import CACHE_HIT_HELP
 
 PLAN_SYSTEMS = "gb200-nvl72,hgx-h100"
-_D = DeploymentArgs.__dataclass_fields__
-
-
-def _inherit(name: str, **changes):
-    """A ``DeploymentArgs`` field declared again for ``plan`` (same help and kind, ``changes`` applied)."""
-    from dataclasses import field, replace
-
-    f = _D[name]
-    return field(default=f.default, metadata={"opt": replace(f.metadata["opt"], **changes)})
-
-
 @dataclass(frozen=True)
 class PlanRequest:
     """``llmecon plan`` / ``POST /api/plan``."""
 
-    model: str = _inherit("model")
+    model: str = inherit(DeploymentArgs, "model")
     systems: Any = arg(PLAN_SYSTEMS, "Comma-separated catalogue systems to search (llmecon catalog systems).",
                        flags=("--systems", "-s"), kind="systems", bounds={"min_length": 1, "max_length": 6},
                        web_default=["hgx-h100", "gb200-nvl72"], web_help=None)
@@ -49,24 +38,24 @@ class PlanRequest:
                    web_help=tco_arg().metadata["opt"].web_help)
     objective: Optional[str] = arg(None, "cost ($/Mtok) or throughput (tokens/s per chip); default cost when "
                                    "priced, else throughput.", kind="objective")
-    weight_dtype: Optional[str] = _inherit("weight_dtype")
-    kv_dtype: Optional[str] = _inherit("kv_dtype")
+    weight_dtype: Optional[str] = inherit(DeploymentArgs, "weight_dtype")
+    kv_dtype: Optional[str] = inherit(DeploymentArgs, "kv_dtype")
     dispatch_dtype: Optional[str] = arg(None, "MoE all-to-all dispatch format (e.g. fp8); combine stays bf16.",
                                         web=False)
     expert_imbalance: float = arg(1.0, "Routing skew: the busiest expert group's tokens over what uniform routing "
                                   "gives it (>= 1; 1 = uniform; scales its reads, FLOPs and all-to-all).", web=False)
     top: Optional[int] = arg(None, "Frontier rows shown, spread along the frontier (fastest per user first); "
                              "default 10, and with --frontier every point.", web=False)
-    mode: str = _inherit("mode")
-    profile: Optional[str] = _inherit("profile")
-    engine: Optional[str] = _inherit("engine")
+    mode: str = inherit(DeploymentArgs, "mode")
+    profile: Optional[str] = inherit(DeploymentArgs, "profile")
+    engine: Optional[str] = inherit(DeploymentArgs, "engine")
     spec_tokens: Optional[int] = arg(None, "Speculative decoding: search draft tokens per verify step k = 0..K "
                                      "(default 0 = plain decoding only).", bounds={"ge": 0, "le": 8},
                                      web_help="Speculative decoding: search k = 0..K draft tokens per verify step "
                                      "(default 0 = plain decoding only).")
-    acceptance: Any = _inherit("acceptance", web_help="Acceptance per drafted position (one value = every "
+    acceptance: Any = inherit(DeploymentArgs, "acceptance", web_help="Acceptance per drafted position (one value = every "
                                "position); default: the model family's published figure.")
-    draft: Optional[str] = _inherit("draft", web_help="'mtp' (default) or a draft model from the catalogue.")
+    draft: Optional[str] = inherit(DeploymentArgs, "draft", web_help="'mtp' (default) or a draft model from the catalogue.")
     cache_hit: Optional[float] = arg(None, "Prefix-cache hit rate in [0, 1]: blends the best prefill plan's input "
                                      "$/Mtok over hits (a hit prefills only the uncached tokens).",
                                      bounds={"ge": 0, "le": 1}, web_help=CACHE_HIT_HELP)

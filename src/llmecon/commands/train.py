@@ -247,3 +247,61 @@ def _train(p: dict, run, changed: tuple, layout_changed: bool, max_walk, profile
         d["published"] = published_dict(run, changed, d)
     return TrainOutcome(st, m, s, plan, p, gp, rate, power, eff, prof, run, d)
 
+
+
+# ---- overtrain --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OvertrainRequest:
+    active_params: float = arg(100e9, "Active parameters N_a.")
+    inference_tokens_per_s: float = arg(50e6, "Tokens served per second, all users.")
+    deployment_days: float = arg(60.0, "How long the model serves.")
+    inference_efficiency: float = arg(1 / 3, "Inference hardware utilisation relative to training (η_inf).")
+    rl_tokens: Optional[float] = arg(None, "RL tokens (default: the equal split's).")
+    rl_flops_per_param_token: float = arg(3.0, "r in [2, 6]: FLOPs per parameter per RL token.")
+    rl_efficiency: float = arg(1 / 3, "RL utilisation relative to training (η_RL).")
+    tokens_per_param: float = arg(20.0, "Chinchilla rule.")
+
+
+@dataclass(frozen=True)
+class OvertrainOutcome:
+    inference_tokens: float
+    pretrain_tokens: float
+    rl_tokens: float
+    chinchilla_tokens: float
+    thirds: Any  # econ.training.LifetimeCost of the equal split
+    optimum: Any
+    curve: Any
+    view: dict  # ``overtrain --json``
+
+
+def overtrain(req: OvertrainRequest) -> OvertrainOutcome:
+    """How far past Chinchilla to pretrain: the equal three-way split of lifetime compute (pretraining, RL,
+    inference; SPEC F22) and the true optimum at the same loss (``econ.training``)."""
+    import dataclasses
+
+    from ..econ.training import (CHINCHILLA, chinchilla_tokens, inference_tokens, lifetime_cost, lifetime_optimum,
+                                 pretrain_tokens_matching_inference)
+    from ..errors import require_number
+    from ..report.training import overtrain_dict
+
+    # checked here, in the user's terms: the closed forms name their own parameters (params, seconds)
+    for f in dataclasses.fields(req):
+        if f.name != "rl_tokens" or req.rl_tokens is not None:
+            require_number(f.name, getattr(req, f.name), minimum=0, exclusive=True)
+    d_inf = float(inference_tokens(tokens_per_s=req.inference_tokens_per_s, seconds=req.deployment_days * 86400.0))
+    d_pre = float(pretrain_tokens_matching_inference(inference_tokens=d_inf,
+                                                     inference_efficiency=req.inference_efficiency))
+    d_rl = (6.0 * req.rl_efficiency * d_pre / req.rl_flops_per_param_token if req.rl_tokens is None
+            else req.rl_tokens)
+    kw = dict(inference_tokens=d_inf, inference_efficiency=req.inference_efficiency, rl_tokens=d_rl,
+              rl_flops_per_param_token=req.rl_flops_per_param_token, rl_efficiency=req.rl_efficiency)
+    thirds = lifetime_cost(params=req.active_params, pretrain_tokens=d_pre, **kw)
+    best, curve = lifetime_optimum(target_loss=float(thirds.loss), **kw)
+    chin = float(chinchilla_tokens(params=req.active_params, tokens_per_param=req.tokens_per_param))
+    inputs = {k: v for k, v in dataclasses.asdict(req).items() if k != "rl_tokens"}
+    d = overtrain_dict(params=req.active_params, inference_tokens=d_inf, pretrain_tokens=d_pre,
+                       chinchilla_tokens=chin, rl_tokens=d_rl, thirds=thirds, optimum=best, law=CHINCHILLA,
+                       inputs=inputs)
+    return OvertrainOutcome(d_inf, d_pre, d_rl, chin, thirds, best, curve, d)
