@@ -9,13 +9,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..commands.args import DeploymentArgs
+from ..commands.cache import CacheRequest
 from ..commands.deployment import ContextRequest, CostRequest
-from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, EngineOpt, EpOpt, JsonOpt, KvDtypeOpt, Mode, ModelOpt, ModeOpt,
-                      PpOpt, ProfileOpt, SystemOpt, TpOpt, WeightDtypeOpt, _check_plot_path, _console, _emit_json,
-                      _fail, _kv_table, app, catalog_app, takes)
-
-PriceOpt = Annotated[float, typer.Option("--price-per-chip-hour", help="Rent of one accelerator, USD per hour.")]
+from .options import JsonOpt, _check_plot_path, _console, _emit_json, _kv_table, app, catalog_app, takes
 
 
 def _tokens(x: float) -> str:
@@ -187,67 +183,17 @@ def _print_cost(dep, c, d, *, rate, floor, hit, sheet, cache_hit, price_per_chip
 # ---- cache ----------------------------------------------------------------------------------
 
 
-def _parse_tier_prices(items: list[str]) -> dict[str, float]:
-    out = {}
-    for item in items:
-        name, sep, value = item.rpartition("=")
-        if name.strip() in out:
-            _fail(f"--tier-price: '{name.strip()}' given twice; give each tier's price once")
-        try:
-            out[name.strip()] = float(value)
-        except ValueError:
-            sep = ""
-        if not sep or not name.strip():
-            _fail(f"--tier-price {item!r}: expected NAME=USD_PER_HOUR, e.g. --tier-price 'host DDR5=1.5'")
-    return out
-
-
-def _parse_devices(items: list[str]):
-    """--device NAME[:COUNT] items as storage memory tiers (catalogue devices)."""
-    from ..catalog.hardware import device_tier
-
-    tiers = []
-    for item in items:
-        name, _, count = item.partition(":")
-        try:
-            n = int(count) if count else 1
-        except ValueError:
-            _fail(f"--device {item!r}: expected NAME or NAME:COUNT, e.g. --device pm1743:8")
-        tiers.append(device_tier(name.strip(), n))
-    return tiers
-
-
 @app.command("cache")
-def cache_cmd(
-    price_per_chip_hour: PriceOpt,
-    sequences: Annotated[float, typer.Option("--sequences", "-n", help="Cached sequences (prefixes).")] = 100,
-    context: Annotated[float, typer.Option("--context", "-L", help="Tokens per cached sequence.")] = 32768,
-    hold: Annotated[str, typer.Option("--hold", help="How long each is kept before it is read again, "
-                                                     "e.g. '5 min', '1 h', '30 s'.")] = "5 min",
-    tier_price: Annotated[list[str], typer.Option("--tier-price", help="NAME=USD_PER_HOUR for a tier "
-                                                                       "(repeatable); HBM is priced from the chips.")]
-    = [],
-    device: Annotated[list[str], typer.Option("--device", help="Add a storage device tier NAME[:COUNT] "
-                                                               "(llmecon catalog tiers).")] = [],
-    model: ModelOpt = DEFAULT_MODEL, system: SystemOpt = DEFAULT_SYSTEM,
-    weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, engine: EngineOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+@takes(CacheRequest)
+def cache_cmd(req: CacheRequest, as_json: JsonOpt = False) -> None:
     """Where to keep a KV/prefix cache: each memory tier (hold + read-back cost, drain time) against
     recomputing it by prefill; the tier Gray's five-minute rule picks from the tiers' prices."""
-    from ..econ.kvcache import cache_placement, priced_tiers
-    from ..report.context import placement_dict
-    from ..units import fmt_bytes, fmt_seconds, parse
+    from ..commands.cache import cache
+    from ..units import fmt_bytes, fmt_seconds
 
-    hold_s = parse(hold, "s", field="--hold")
-    dep = DeploymentArgs(model=model, system=system, tp=tp, ep=ep, pp=pp, weight_dtype=weight_dtype,
-                         kv_dtype=kv_dtype, mode=mode.value, profile=profile, engine=engine).deployment()
-    tiers = priced_tiers(dep, price_per_chip_hour=price_per_chip_hour, tier_prices=_parse_tier_prices(tier_price),
-                         extra=_parse_devices(device))
-    p = cache_placement(dep, tiers, sequences=sequences, context=context, hold_s=hold_s,
-                        price_per_chip_hour=price_per_chip_hour)
-    d = placement_dict(p, dep)
+    r = cache(req)
+    dep, p, hold_s, sequences, context = r.deployment, r.placement, r.hold_s, req.sequences, req.context
+    d = r.to_dict()
     if as_json:
         _emit_json(d)
         return

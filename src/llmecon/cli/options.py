@@ -239,7 +239,8 @@ def _power_basis(system, rate=None, basis="facility"):
 _KINDS = {"mode": Mode, "phase": Phase, "price_basis": PriceBasis, "power_basis": PowerBasisChoice,
           "acceptance": Optional[str], "tco": Optional[str], "systems": str, "duration": str, "prices": Optional[str],
           "objective": Optional[Objective], "lengths": Optional[str], "repeated": list[str], "policy": str,
-          "optional_mode": Optional[Mode], "schedule": Schedule, "recompute": Recompute}
+          "optional_mode": Optional[Mode], "schedule": Schedule, "recompute": Recompute,
+          "repeated_float": list[float]}
 
 
 def request_params(cls, *, exclude=(), defaults=None) -> list:
@@ -263,6 +264,8 @@ def request_params(cls, *, exclude=(), defaults=None) -> list:
             default = typ(default)
         elif isinstance(default, tuple):
             default = list(default)
+        if opt.required:
+            default = inspect.Parameter.empty
         params.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=default,
                                         annotation=Annotated[typ, typer.Option(*flags_of(f.name, opt),
                                                                                help=opt.help)]))

@@ -45,14 +45,15 @@ class Opt:
     cli: bool = True
     web: bool = True
     web_name: Optional[str] = None  # the web body's key where it has always differed from the field's name
+    required: bool = False  # the CLI asks for it (no default)
 
 
 def arg(default, help: str, *, flags: tuple[str, ...] = (), kind: str | None = None, bounds: dict | None = None,
         web_help: str | None = None, web_default=UNSET, cli: bool = True, web: bool = True,
-        web_name: str | None = None):
+        web_name: str | None = None, required: bool = False):
     """A request field with its front-end metadata (``Opt``)."""
     opt = Opt(help=help, flags=flags, kind=kind, bounds=dict(bounds or {}), web_help=web_help,
-              web_default=web_default, cli=cli, web=web, web_name=web_name)
+              web_default=web_default, cli=cli, web=web, web_name=web_name, required=required)
     return field(default=default, metadata={"opt": opt})
 
 
