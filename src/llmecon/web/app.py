@@ -122,8 +122,13 @@ def create_app(*, allowed_hosts: frozenset[str] | None = None) -> FastAPI:
     return app
 
 
-async def _bad_input(request: Request, exc: LlmeconError):  # the web spells fields by their library names
-    return JSONResponse(status_code=422, content={"detail": _detail(exc.field, exc.render(), type(exc).__name__)})
+async def _bad_input(request: Request, exc: LlmeconError):
+    """The web spells fields by their library names, or by the body's key where it differs (``S.WEB_NAMES``)."""
+    def spell(name: str) -> str:
+        return S.WEB_NAMES.get(name, name)
+
+    field = None if exc.field is None else spell(exc.field)
+    return JSONResponse(status_code=422, content={"detail": _detail(field, exc.render(spell), type(exc).__name__)})
 
 
 async def _invalid(request: Request, exc: RequestValidationError):

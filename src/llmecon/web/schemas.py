@@ -118,6 +118,14 @@ def body_of(cls, name: str, *, base=None, doc: str | None = None):
     return model
 
 
+def web_names(*classes) -> dict[str, str]:
+    """{request field: the web body's key} where the two differ (``Opt.web_name``)."""
+    import dataclasses
+
+    return {f.name: A.opt_of(f).web_name for cls in classes for f in dataclasses.fields(cls)
+            if A.opt_of(f) is not None and A.opt_of(f).web_name}
+
+
 def request_of(cls, body: BaseModel):
     """The request ``cls`` a web body asks for: the body's fields, the others at their web defaults; a
     ``tco`` object as its values."""
@@ -156,6 +164,10 @@ PlanIn = body_of(P.PlanRequest, "PlanIn", doc="``llmecon plan``: search systems 
 TrainIn = body_of(T.TrainRequest, "TrainIn", doc="``llmecon train``: step time, MFU, memory per GPU and days to "
                   "train of a plan. Fields are the command's options, with its defaults; ``preset`` fills every "
                   "field not given from a published run.")
+
+
+#: how the web spells a request field in an error (``web_names``; else the library's name)
+WEB_NAMES = web_names(SIM.SimulateRequest)
 
 
 class SimulateIn(body_of(SIM.SimulateRequest, "SimulateBody")):
