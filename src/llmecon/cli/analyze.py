@@ -8,7 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from ..commands.deployment import AnalyzeRequest, BatchRequest, StepRequest
-from .options import JsonOpt, KvDtypeOpt, _check_plot_path, _console, _emit_json, _kv_table, app, catalog_app, takes
+from ..commands.args import DeploymentArgs
+from .options import JsonOpt, _check_plot_path, _console, _emit_json, _kv_table, app, catalog_app, option, takes
 
 
 @app.command()
@@ -175,6 +176,9 @@ def _spec_batch_rows(d) -> list[tuple[str, str]]:
             else "pays at every batch scanned")
     return [("speculation", f"k={d['spec_tokens']} ({d['draft']}), acceptance {acc}: {d['tokens_per_step']:.3g} "
                             f"tokens per verify step; {stop}")]
+
+
+KvDtypeOpt = option(DeploymentArgs, "kv_dtype")
 
 
 @app.command("model")

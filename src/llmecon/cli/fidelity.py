@@ -8,8 +8,12 @@ from typing import Annotated, Optional
 
 import typer
 
-from .options import (EngineOpt, EpOpt, JsonOpt, KvDtypeOpt, Mode, ModeOpt, PpOpt, ProfileOpt, TpOpt,
-                      WeightDtypeOpt, _console, _emit_json, _fidelity, app)
+from ..commands.args import DeploymentArgs
+from .options import JsonOpt, Mode, _console, _emit_json, _fidelity, app, option
+
+TpOpt, EpOpt, PpOpt = (option(DeploymentArgs, n) for n in ("tp", "ep", "pp"))
+WeightDtypeOpt, KvDtypeOpt = option(DeploymentArgs, "weight_dtype"), option(DeploymentArgs, "kv_dtype")
+ModeOpt, ProfileOpt, EngineOpt = (option(DeploymentArgs, n) for n in ("mode", "profile", "engine"))
 
 OutOpt = Annotated[Optional[str], typer.Option("--out", "-o", help="Write the result to this file.")]
 

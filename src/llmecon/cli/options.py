@@ -32,10 +32,6 @@ def _root(version: Annotated[bool, typer.Option("--version", "-V", callback=_ver
 catalog_app = typer.Typer(add_completion=False, no_args_is_help=True, help="List the built-in catalogue.")
 app.add_typer(catalog_app, name="catalog")
 
-DEFAULT_MODEL = "deepseek-v3"
-DEFAULT_SYSTEM = "gb200-nvl72"
-
-
 class Phase(str, Enum):
     decode = "decode"
     prefill = "prefill"
@@ -67,54 +63,6 @@ class Mode(str, Enum):
     auto = "auto"
 
 
-#: the mode analyze and cost run in unless --mode says otherwise (issue 35): calibrated where the chip has a
-#: shipped profile (measured or transferred), else ideal, with the ideal floor printed beside it
-DEFAULT_MODE = Mode.auto
-
-
-ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Catalogue name (llmecon catalog models) or path to a "
-                                                               "Hugging Face config.json. --ignore-field NAME "
-                                                               "(repeatable) reads a config field you know to be "
-                                                               "harmless as absent; it is listed in "
-                                                               "ignored_fields.")]
-SystemOpt = Annotated[str, typer.Option("--system", "-s", help="Catalogue system (llmecon catalog systems).")]
-WeightDtypeOpt = Annotated[Optional[str], typer.Option("--weight-dtype", help="Weight format (bf16, fp8, fp4, "
-                                                                              "mxfp4, int4...); default: the model's.")]
-KvDtypeOpt = Annotated[Optional[str], typer.Option("--kv-dtype", help="KV-cache format; default bf16.")]
-TpOpt = Annotated[Optional[int], typer.Option("--tp", help="Tensor-parallel degree (default 1).")]
-EpOpt = Annotated[Optional[int], typer.Option("--ep", help="Expert-parallel degree, MoE only (default 1).")]
-PpOpt = Annotated[Optional[int], typer.Option("--pp", help="Pipeline stages (default 1).")]
-AdpOpt = Annotated[Optional[int], typer.Option("--adp", help="Attention data-parallel groups per stage (default: "
-                                                             "= --ep, DeepSeek's layout; 1 = TP attention + EP).")]
-RedundantOpt = Annotated[Optional[int], typer.Option("--redundant-experts", help="MoE: extra routed-expert copies "
-                                                                             "spread over the --ep groups (E + r "
-                                                                             "divisible by ep; DeepSeek: EP144 "
-                                                                             "with 32). Default 0.")]
-ModeOpt = Annotated[Mode, typer.Option("--mode", help="ideal = datasheet peaks, perfect overlap (a lower bound); "
-                                                      "calibrated = the accelerator's shipped efficiency profile; "
-                                                      "auto = calibrated where the chip has a profile, else ideal "
-                                                      "(analyze and cost: the default, with the ideal floor).")]
-ProfileOpt = Annotated[Optional[str], typer.Option("--profile", help="Efficiency profile: a shipped one by name "
-                                                                     "(b200/sglang = chip/engine; b200 = the chip's "
-                                                                     "default engine) or a TOML file (llmecon "
-                                                                     "calibrate writes one); implies --mode "
-                                                                     "calibrated.")]
-EngineOpt = Annotated[Optional[str], typer.Option("--engine", help="Serving engine (trtllm, sglang, vllm; others by "
-                                                                   "their own names once a profile measures them): "
-                                                                   "the chip's profile for that engine, or one "
-                                                                   "transferred from the engine's other chips, "
-                                                                   "labelled with its expected error; implies --mode "
-                                                                   "calibrated. Default: the chip's default engine "
-                                                                   "(catalog/engines.toml says which and why).")]
-SpecTokensOpt = Annotated[Optional[int], typer.Option("--spec-tokens", help="Speculative decoding: draft tokens per "
-                                                                         "verify step k (default 0 = none).")]
-AcceptanceOpt = Annotated[Optional[str], typer.Option("--acceptance", help="Speculative decoding: acceptance of "
-                                                                           "each drafted position, comma-separated "
-                                                                           "(one value = every position); default: "
-                                                                           "the model family's published figure.")]
-DraftOpt = Annotated[Optional[str], typer.Option("--draft", help="Speculative decoding: 'mtp' (the model's "
-                                                                 "multi-token-prediction modules, default) or a "
-                                                                 "draft model's catalogue name.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
 
 
@@ -129,17 +77,6 @@ def _emit_json(obj: dict) -> None:
     from ..units import to_json
 
     typer.echo(json.dumps(to_json(obj), indent=2, allow_nan=False))
-
-
-def _deployment(model: str, system: str, tp, ep, pp, weight_dtype, kv_dtype, mode: Mode, *, auto: bool = False,
-                adp=None, profile: str | None = None, redundant_experts=None, spec_tokens=None, acceptance=None,
-                draft=None, engine=None):
-    """Resolve names into a Deployment (``resolve.deployment``, shared with the web API)."""
-    from ..resolve import deployment
-
-    return deployment(model, system, tp=tp, ep=ep, pp=pp, adp=adp, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-                      mode=mode.value, profile=profile, auto=auto, redundant_experts=redundant_experts,
-                      spec_tokens=spec_tokens, acceptance=acceptance, draft=draft, engine=engine)
 
 
 def _fidelity(mode: Mode, profile: str | None, system=None, engine: str | None = None):
@@ -192,11 +129,6 @@ def _check_plot_path(path: str, field: str = "plot") -> None:
     from ..files import check_output
 
     check_output(path, field=field, suffixes=(".png", ".svg", ".pdf"))
-TcoOpt = Annotated[Optional[str], typer.Option("--tco", help="TCO inputs, a TOML file (template: docs/tco.md): "
-                                                              "$/chip-hour from capex, power and hosting, in place "
-                                                              "of --price-per-chip-hour.")]
-
-
 class PriceBasis(str, Enum):
     tco = "tco"
     rent = "rent"
@@ -205,25 +137,6 @@ class PriceBasis(str, Enum):
 class PowerBasisChoice(str, Enum):
     facility = "facility"
     tdp = "tdp"
-
-
-PriceBasisOpt = Annotated[PriceBasis, typer.Option(
-    "--price-basis", help="With no --price-per-chip-hour or --tco: tco = the catalogue's sourced TCO defaults "
-                          "(llmecon tco shows them), rent = its published rent per chip-hour.")]
-PowerBasisOpt = Annotated[PowerBasisChoice, typer.Option(
-    "--power-basis", help="Tokens/s per MW over facility power (system power per chip, hosts and network "
-                          "included, x PUE) or the chip's TDP alone (tdp, PUE 1).")]
-
-
-def _chip_hour_price(system, price_per_chip_hour=None, tco=None, *, required: bool = False,
-                     price_field: str = "price_per_chip_hour", default=None):
-    """(USD per chip-hour or None, TcoRate, Rent or None) from --price-per-chip-hour or --tco, else the
-    catalogue's ``default`` basis (tco or rent, ``resolve.default_price``) when given (``resolve.chip_hour_price``,
-    shared with the web API); ``required``: a price must result."""
-    from ..resolve import chip_hour_price
-
-    return chip_hour_price(system, price_per_chip_hour=price_per_chip_hour, tco_path=tco, required=required,
-                           price_field=price_field, default=getattr(default, "value", default))
 
 
 def _power_basis(system, rate=None, basis="facility"):
@@ -298,3 +211,9 @@ def takes(cls, *, exclude=(), **defaults):
         return command
 
     return deco
+
+
+def option(cls, name: str):
+    """The typer annotation of request field ``name`` of ``cls``, for a command that takes it beside
+    positional arguments (predict, calibrate, validate)."""
+    return next(p.annotation for p in request_params(cls) if p.name == name)
