@@ -220,3 +220,23 @@ def inherit(cls, name: str, **changes):
     ``changes`` applied to the ``Opt``): one declaration of an option several commands take."""
     f = cls.__dataclass_fields__[name]
     return field(default=f.default, metadata={"opt": dataclasses.replace(f.metadata["opt"], **changes)})
+
+
+@dataclass(frozen=True)
+class BasicDeploymentArgs:
+    """The deployment options of the commands with no attention-DP, redundant experts or speculation (cache,
+    prices tiers): ``DeploymentArgs``' fields, declared there."""
+
+    model: str = inherit(DeploymentArgs, "model")
+    system: str = inherit(DeploymentArgs, "system")
+    weight_dtype: Optional[str] = inherit(DeploymentArgs, "weight_dtype")
+    kv_dtype: Optional[str] = inherit(DeploymentArgs, "kv_dtype")
+    tp: Optional[int] = inherit(DeploymentArgs, "tp")
+    ep: Optional[int] = inherit(DeploymentArgs, "ep")
+    pp: Optional[int] = inherit(DeploymentArgs, "pp")
+    mode: str = inherit(DeploymentArgs, "mode")
+    profile: Optional[str] = inherit(DeploymentArgs, "profile")
+    engine: Optional[str] = inherit(DeploymentArgs, "engine")
+
+    def deployment(self):
+        return DeploymentArgs(**values(self, BasicDeploymentArgs)).deployment()

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..errors import SpecError
-from .args import DeploymentArgs, arg, inherit
+from .args import BasicDeploymentArgs, arg
 
 TIER_PRICE_HELP = "NAME=USD_PER_HOUR for a tier (repeatable); HBM is priced from the chips."
 DEVICE_HELP = "Add a storage device tier NAME[:COUNT] (llmecon catalog tiers)."
@@ -46,23 +46,13 @@ def device_tiers(items) -> list:
 
 
 @dataclass(frozen=True)
-class CacheRequest:
+class CacheRequest(BasicDeploymentArgs):
     price_per_chip_hour: Optional[float] = arg(None, "Rent of one accelerator, USD per hour.", required=True)
     sequences: float = arg(100, "Cached sequences (prefixes).", flags=("--sequences", "-n"))
     context: float = arg(32768, "Tokens per cached sequence.", flags=("--context", "-L"))
     hold: str = arg("5 min", "How long each is kept before it is read again, e.g. '5 min', '1 h', '30 s'.")
     tier_price: Any = arg((), TIER_PRICE_HELP, kind="repeated")
     device: Any = arg((), DEVICE_HELP, kind="repeated")
-    model: str = inherit(DeploymentArgs, "model")
-    system: str = inherit(DeploymentArgs, "system")
-    weight_dtype: Optional[str] = inherit(DeploymentArgs, "weight_dtype")
-    kv_dtype: Optional[str] = inherit(DeploymentArgs, "kv_dtype")
-    tp: Optional[int] = inherit(DeploymentArgs, "tp")
-    ep: Optional[int] = inherit(DeploymentArgs, "ep")
-    pp: Optional[int] = inherit(DeploymentArgs, "pp")
-    mode: str = inherit(DeploymentArgs, "mode")
-    profile: Optional[str] = inherit(DeploymentArgs, "profile")
-    engine: Optional[str] = inherit(DeploymentArgs, "engine")
 
 
 @dataclass(frozen=True)
@@ -82,9 +72,7 @@ def cache(req: CacheRequest) -> CacheOutcome:
     from ..units import parse
 
     hold_s = parse(req.hold, "s", field="--hold")
-    dep = DeploymentArgs(model=req.model, system=req.system, tp=req.tp, ep=req.ep, pp=req.pp,
-                         weight_dtype=req.weight_dtype, kv_dtype=req.kv_dtype, mode=req.mode, profile=req.profile,
-                         engine=req.engine).deployment()
+    dep = req.deployment()
     tiers = priced_tiers(dep, price_per_chip_hour=req.price_per_chip_hour, tier_prices=tier_prices(req.tier_price),
                          extra=device_tiers(req.device))
     p = cache_placement(dep, tiers, sequences=req.sequences, context=req.context, hold_s=hold_s,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from .args import DEFAULT_SYSTEM, DeploymentArgs, TcoArgs, arg, inherit
+from .args import DEFAULT_SYSTEM, BasicDeploymentArgs, TcoArgs, arg
 
 
 @dataclass(frozen=True)
@@ -84,10 +84,8 @@ def price_list(*, provider: str | None = None, cache_hit: float | None = None, c
 
 
 @dataclass(frozen=True)
-class TiersRequest:
+class TiersRequest(BasicDeploymentArgs):
     price_per_chip_hour: Optional[float] = arg(None, "Rent of one accelerator, USD per hour.", required=True)
-    model: str = inherit(DeploymentArgs, "model")
-    system: str = inherit(DeploymentArgs, "system")
     margin: float = arg(0.0, "Price at least (1 + margin) x cost.")
     boundaries: Any = arg((), "Fixed tier boundary in tokens (repeatable), e.g. 200000.", flags=("--boundary",),
                           kind="repeated_float")
@@ -98,14 +96,6 @@ class TiersRequest:
     utilization: float = arg(1.0, "Share of paid time the chips serve at this batch (0-1]; cost is divided by it.")
     provider: Optional[str] = arg(None, "Price-sheet provider (llmecon prices list).")
     price_model: Optional[str] = arg(None, "Model name on the provider's sheet.")
-    weight_dtype: Optional[str] = inherit(DeploymentArgs, "weight_dtype")
-    kv_dtype: Optional[str] = inherit(DeploymentArgs, "kv_dtype")
-    tp: Optional[int] = inherit(DeploymentArgs, "tp")
-    ep: Optional[int] = inherit(DeploymentArgs, "ep")
-    pp: Optional[int] = inherit(DeploymentArgs, "pp")
-    mode: str = inherit(DeploymentArgs, "mode")
-    profile: Optional[str] = inherit(DeploymentArgs, "profile")
-    engine: Optional[str] = inherit(DeploymentArgs, "engine")
 
 
 @dataclass(frozen=True)
@@ -142,9 +132,7 @@ def tiers(req: TiersRequest) -> TiersOutcome:
     if req.base_input is not None and req.boundaries:
         raise SpecError("give either --boundary (fixed boundaries) or --base-input/--base-output (fixed prices), "
                         "not both")
-    dep = DeploymentArgs(model=req.model, system=req.system, tp=req.tp, ep=req.ep, pp=req.pp,
-                         weight_dtype=req.weight_dtype, kv_dtype=req.kv_dtype, mode=req.mode, profile=req.profile,
-                         engine=req.engine).deployment()
+    dep = req.deployment()
     sheet = price_sheet(req.provider, req.price_model)
     e = context_economics(dep)
     cost_in, cost_out = _costs(dep, e, req)
