@@ -28,8 +28,9 @@ def printable_cases(cases: str) -> list[dict]:
         else:
             rows = []
     if n > MAX_CASES:
-        raise SpecError(f"{cases}: {n:,} cases, more than the {MAX_CASES:,} predict prints (to the terminal or in --json); "
-              "write them to a file with --out FILE.csv or --out FILE.parquet, which streams any number")
+        raise SpecError(f"{cases}: {n:,} cases, more than the {MAX_CASES:,} predict prints (to the terminal or in "
+                        "--json); write them to a file with --out FILE.csv or --out FILE.parquet, which streams any "
+                        "number")
     if not rows:
         raise CatalogError(f"{cases}: no cases after the header")
     return rows
@@ -45,12 +46,12 @@ def measurement_rows(paths: list[str], model, system, tp, ep, pp, weight_dtype, 
     given = [f for f, v in (("--model", model), ("--system", system), ("--tp", tp), ("--ep", ep), ("--pp", pp),
                             ("--weight-dtype", weight_dtype), ("--kv-dtype", kv_dtype)) if v is not None]
     if not bench and given:
-        raise SpecError(f"{given[0]}: applies to benchmark result files (.json, .jsonl); a measurement CSV names its deployment "
-              "on each row")
+        raise SpecError(f"{given[0]}: applies to benchmark result files (.json, .jsonl); a measurement CSV names its "
+                        "deployment on each row")
     if bench and (model is None or system is None):
-        raise SpecError(f"--{'model' if model is None else 'system'}: {bench[0]} is a benchmark result file, which does not "
-              "record the deployment; give --model and --system (and --tp/--ep/--pp, --weight-dtype, --kv-dtype as "
-              "it was served)")
+        raise SpecError(f"--{'model' if model is None else 'system'}: {bench[0]} is a benchmark result file, which "
+                        "does not record the deployment; give --model and --system (and --tp/--ep/--pp, "
+                        "--weight-dtype, --kv-dtype as it was served)")
     if bench:  # the deployment first: a bad --tp is named as such, not as unpriceable rows
         from ..resolve import deployment
 

@@ -53,9 +53,10 @@ class PlanRequest:
                                      "(default 0 = plain decoding only).", bounds={"ge": 0, "le": 8},
                                      web_help="Speculative decoding: search k = 0..K draft tokens per verify step "
                                      "(default 0 = plain decoding only).")
-    acceptance: Any = inherit(DeploymentArgs, "acceptance", web_help="Acceptance per drafted position (one value = every "
-                               "position); default: the model family's published figure.")
-    draft: Optional[str] = inherit(DeploymentArgs, "draft", web_help="'mtp' (default) or a draft model from the catalogue.")
+    acceptance: Any = inherit(DeploymentArgs, "acceptance", web_help="Acceptance per drafted position (one value = "
+                              "every position); default: the model family's published figure.")
+    draft: Optional[str] = inherit(DeploymentArgs, "draft",
+                                   web_help="'mtp' (default) or a draft model from the catalogue.")
     cache_hit: Optional[float] = arg(None, "Prefix-cache hit rate in [0, 1]: blends the best prefill plan's input "
                                      "$/Mtok over hits (a hit prefills only the uncached tokens).",
                                      bounds={"ge": 0, "le": 1}, web_help=CACHE_HIT_HELP)
