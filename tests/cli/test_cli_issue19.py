@@ -87,7 +87,7 @@ def test_sweep_ranges_and_chunks_are_bounded(tmp_path):
 
 
 def test_predict_refuses_more_cases_than_it_takes(tmp_path, monkeypatch):
-    import llmecon.cli.fidelity as fid
+    import llmecon.commands.fidelity as fid  # MAX_CASES lives in the command layer
 
     monkeypatch.setattr(fid, "MAX_CASES", 2)
     p = tmp_path / "c.csv"

@@ -203,7 +203,7 @@ def test_profile_out_uses_calibrate_fit_profile_when_present(tmp_path, tiny_conf
     arguments it accepts and writes ``as_toml()``; without it, a note and no file."""
     import types
 
-    from llmecon.cli.measure import _fit_profile
+    from llmecon.commands.measure import fit_profile as _fit_profile
 
     pytest.importorskip("torch")
     result = runner.run(model=str(tiny_config), device="cpu", accelerator="h100-sxm", system="hgx-h100",

@@ -134,7 +134,7 @@ def test_cli_parquet_out_and_json_summary(tmp_path):
 
 
 def test_printing_more_rows_than_the_cap_is_refused_with_the_fix(tmp_path, monkeypatch):
-    import llmecon.cli.fidelity as fid
+    import llmecon.commands.fidelity as fid  # MAX_CASES lives in the command layer
 
     monkeypatch.setattr(fid, "MAX_CASES", 5)
     (tmp_path / "c.csv").write_text("model,system,phase,batch,context\n" + "llama-3.1-8b,hgx-h100,decode,1,9\n" * 7)

@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 
 from cli_run import invoke_fails, invoke_json  # noqa: E402
 from llmecon.web import create_app  # noqa: E402
-from llmecon.web.train import TRAIN_WALK_MAX  # noqa: E402
+from llmecon.web.routes import TRAIN_WALK_MAX  # noqa: E402
 
 from tco_placeholders import SITE as TCO  # noqa: E402  placeholders, not facts (docs/tco.md)
 

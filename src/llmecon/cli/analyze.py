@@ -7,25 +7,15 @@ from typing import Annotated, Optional
 
 import typer
 
-from .options import (DEFAULT_MODE, DEFAULT_MODEL, DEFAULT_SYSTEM, AcceptanceOpt, AdpOpt, DraftOpt, EngineOpt,
-                      EpOpt, JsonOpt, KvDtypeOpt,
-                      Mode, ModeOpt, ModelOpt, Phase, PpOpt, ProfileOpt, RedundantOpt, SpecTokensOpt, SystemOpt,
-                      TpOpt, WeightDtypeOpt, _check_plot_path,
-                      _console, _deployment, _emit_json, _kv_table, app, catalog_app)
+from ..commands.deployment import AnalyzeRequest, BatchRequest, StepRequest
+from ..commands.args import DeploymentArgs
+from .options import JsonOpt, _check_plot_path, _console, _emit_json, _kv_table, app, catalog_app, option, takes
 
 
 @app.command()
+@takes(AnalyzeRequest)
 def analyze(
-    model: ModelOpt = DEFAULT_MODEL, system: SystemOpt = DEFAULT_SYSTEM,
-    context: Annotated[float, typer.Option("--context", "-L", help="Tokens of KV per sequence.")] = 4096,
-    batch: Annotated[Optional[float], typer.Option("--batch", "-b", help="Batch to show (default: min(balance "
-                                                                         "batch, memory limit)).")] = None,
-    weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, adp: AdpOpt = None, redundant_experts: RedundantOpt = None, mode: ModeOpt = DEFAULT_MODE,
-    profile: ProfileOpt = None, engine: EngineOpt = None, spec_tokens: SpecTokensOpt = None,
-    acceptance: AcceptanceOpt = None,
-    draft: DraftOpt = None,
-    as_json: JsonOpt = False,
+    req: AnalyzeRequest, as_json: JsonOpt = False,
     report: Annotated[Optional[str], typer.Option("--report", help="Also write a self-contained HTML report "
                                                                    "(headline numbers, figures, assumptions).")] = None,
 ) -> None:
@@ -33,41 +23,28 @@ def analyze(
 
     Without --tp/--ep/--pp the plan is the smallest that holds the weights in half of HBM.
     """
-    from ..econ.batching import analyze as analyze_deployment
-    from ..report.analyze import analysis_dict, analysis_title, headline_lines
+    from ..commands.deployment import analyze as run
+    from ..report.analyze import analysis_dict, analysis_title, floor_dict, floor_line, headline_lines
 
     report_path = None
     if report is not None:
         from ..report.html import check_html_path  # only with --report (html.entities: ~6 ms at start-up)
 
         report_path = check_html_path(report, "--report")
-    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, adp=adp, profile=profile,
-                      engine=engine,
-                      redundant_experts=redundant_experts, spec_tokens=spec_tokens, acceptance=acceptance,
-                      draft=draft)
-    a = analyze_deployment(dep, context=context, batch=batch)
-    e = a.economics
-    from ..econ.batching import roofline_twin
-    from ..step.inference import decode_of
-
-    # the ideal floor beside a calibrated answer (issue 35): the same plan and batch on the roofline
-    floor = None if dep.profile.is_ideal else decode_of(roofline_twin(dep), batch=a.batch, context=context)
+    r = run(req)
+    dep, a, floor = r.deployment, r.analysis, r.floor
     if report_path is not None:
         from ..report.analyze_html import analyze_report
         from ..report.html import write_html
 
-        write_html(report_path, analyze_report(dep, e, a.step, a.batch))
+        write_html(report_path, analyze_report(dep, a.economics, a.step, a.batch))
     if as_json:
-        from ..report.analyze import floor_dict
-
-        _emit_json({**analysis_dict(a), "mode_requested": mode.value, "ideal_floor": floor_dict(floor, a.step)})
+        _emit_json({**analysis_dict(a), "mode_requested": req.mode, "ideal_floor": floor_dict(floor, a.step)})
         return
-    from ..report.analyze import floor_line
-
     console = _console()
-    console.print(_kv_table(analysis_title(a), [*headline_lines(dep, e, a.step, a.batch),
+    console.print(_kv_table(analysis_title(a), [*headline_lines(dep, a.economics, a.step, a.batch),
                                                 *floor_line(floor, a.step, a.batch)]))
-    _print_bounds(console, e)
+    _print_bounds(console, a.economics)
     for note in dep.model.assumptions:
         console.print(f"[dim]assumption: {note}[/dim]")
     if report_path is not None:
@@ -82,66 +59,34 @@ def _print_bounds(console, e) -> None:
     console.print("[bold cyan]bound by batch[/bold cyan]  " + "; ".join(spans))
 
 
-def _chosen_plan(dep, tp, ep, pp, adp, redundant_experts) -> str | None:
-    """The line saying the plan was picked for the user (no --tp/--ep/--pp/--adp given), as analyze does."""
-    if (tp, ep, pp, adp) != (None, None, None, None) or redundant_experts:
-        return None
-    return (f"{dep.plan.label()}: the smallest that holds the weights in half of HBM (chosen for you; "
-            "give --tp/--ep/--pp to choose)")
-
-
 @app.command()
-def step(
-    model: ModelOpt = DEFAULT_MODEL, system: SystemOpt = DEFAULT_SYSTEM,
-    phase: Annotated[Phase, typer.Option("--phase", help="decode: one token per sequence; prefill: the whole "
-                                                         "prompt.")] = Phase.decode,
-    batch: Annotated[float, typer.Option("--batch", "-b", help="Sequences in the batch.")] = 1,
-    context: Annotated[float, typer.Option("--context", "-L", help="decode: cached tokens attended; prefill: "
-                                                                   "prompt tokens.")] = 4096,
-    weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, adp: AdpOpt = None, redundant_experts: RedundantOpt = None, mode: ModeOpt = Mode.ideal,
-    profile: ProfileOpt = None, engine: EngineOpt = None, spec_tokens: SpecTokensOpt = None,
-    acceptance: AcceptanceOpt = None,
-    draft: DraftOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+@takes(StepRequest)
+def step(req: StepRequest, as_json: JsonOpt = False) -> None:
     """Time of one decode or prefill step, and which of compute, memory or communication binds.
 
     Without --tp/--ep/--pp the plan is the smallest that holds the weights in half of HBM. With
     --spec-tokens k (decode): the verify step over k+1 tokens, the draft cost, TPOT per output token
     and the batch at which speculation stops paying.
     """
-    from ..econ.batching import require_fit
-    from ..step.inference import decode_of, prefill_of
-    from ..report.analyze import step_dict
-    from ..units import fmt_bytes, fmt_seconds
+    from ..commands.deployment import step as run
 
-    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, adp=adp, profile=profile,
-                      engine=engine,
-                      redundant_experts=redundant_experts, spec_tokens=spec_tokens, acceptance=acceptance,
-                      draft=draft)
-    chosen = _chosen_plan(dep, tp, ep, pp, adp, redundant_experts)
-    spec = None
-    if phase is Phase.decode:
-        result = decode_of(dep, batch=batch, context=context)
-        if dep.speculation is not None:
-            from ..report.speculation import speculation_dict
-            from ..step.speculative import breakeven_batch, speculative_of
-
-            spec = speculation_dict(speculative_of(dep, batch=batch, context=context),
-                                    breakeven_batch=breakeven_batch(dep, context=context))
-    else:
-        result = prefill_of(dep, batch=batch, prompt_tokens=context)
-    require_fit(dep, batch=batch, context=context)
-    d = step_dict(result, dep)
-    d["speculation"] = spec
+    r = run(req)
+    d = r.to_dict()
     if as_json:
         _emit_json(d)
         return
+    _print_step(req, r, d)
+
+
+def _print_step(req, r, d) -> None:
+    from ..report.speculation import speculation_rows
+    from ..units import fmt_bytes, fmt_seconds
+
+    dep = r.deployment
     calibrated = dep.mode != "ideal"
     rows = [("deployment", f"{dep.model.name} on {dep.system.name}, {dep.plan.label()}, {dep.fidelity}"),
-            *([("plan", chosen)] if chosen else []),
-            ("step", f"{phase.value}, batch {batch:g}, context {context:g}"),
+            *([("plan", r.chosen_plan)] if r.chosen_plan else []),
+            ("step", f"{req.phase}, batch {req.batch:g}, context {req.context:g}"),
             ("compute", fmt_seconds(d["compute_s"])), ("memory", fmt_seconds(d["memory_s"])),
             ("communication", fmt_seconds(d["comm_s"]))]
     if calibrated:
@@ -158,23 +103,16 @@ def step(
                 f"; its expert group computes {d['expert_load_factor']:.3g}x the mean group's token-expert pairs"
                 if dep.plan.ep > 1 else "")),
             ("memory per chip", f"{fmt_bytes(d['memory_per_chip_bytes'])} of {fmt_bytes(d['hbm_per_chip_bytes'])}")]
-    from ..report.speculation import speculation_rows
-
-    rows += speculation_rows(spec)
+    rows += speculation_rows(d["speculation"])
     _console().print(_kv_table("llmecon step", rows))
 
 
 @app.command("batch")
+@takes(BatchRequest)
 def batch_cmd(
-    model: ModelOpt = DEFAULT_MODEL, system: SystemOpt = DEFAULT_SYSTEM,
-    context: Annotated[float, typer.Option("--context", "-L", help="Tokens of KV per sequence.")] = 4096,
+    req: BatchRequest,
     plot: Annotated[Optional[str], typer.Option("--plot", help="Write latency/cost-vs-batch figure (PNG/SVG/PDF).")]
     = None,
-    weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, adp: AdpOpt = None, redundant_experts: RedundantOpt = None, mode: ModeOpt = Mode.ideal,
-    profile: ProfileOpt = None, engine: EngineOpt = None, spec_tokens: SpecTokensOpt = None,
-    acceptance: AcceptanceOpt = None,
-    draft: DraftOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Latency and cost per token against batch; balance batch, latency floor, drain time, and the
@@ -184,29 +122,33 @@ def batch_cmd(
     --spec-tokens: TPOT and cost per output token with speculative decoding beside plain decoding's,
     and the batch at which speculation stops paying.
     """
-    from ..econ.batching import batch_economics
-    from ..report.analyze import economics_dict, fmt_tokens, plot_batch_curve
-    from ..units import fmt_seconds
+    from ..commands.deployment import batch as run
+    from ..report.analyze import plot_batch_curve
 
     if plot:
         _check_plot_path(plot)
-    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, adp=adp, profile=profile,
-                      engine=engine,
-                      redundant_experts=redundant_experts, spec_tokens=spec_tokens, acceptance=acceptance,
-                      draft=draft)
-    chosen = _chosen_plan(dep, tp, ep, pp, adp, redundant_experts)
-    e = batch_economics(dep, context=context)
+    r = run(req)
     if plot:
-        plot_batch_curve(e.curve, dep, plot, economics=e)
-    d = economics_dict(e, dep)
+        plot_batch_curve(r.economics.curve, r.deployment, plot, economics=r.economics)
+    d = r.to_dict()
     if as_json:
         _emit_json(d)
         return
+    _print_batch(req, r, d)
+    if plot:
+        _console().print(f"figure written to {plot}")
+
+
+def _print_batch(req, r, d) -> None:
     from rich.table import Table
 
+    from ..report.analyze import fmt_tokens
+    from ..units import fmt_seconds
+
+    dep, e, context = r.deployment, r.economics, req.context
     console = _console()
     console.print(_kv_table(f"llmecon batch: {dep.model.name} on {dep.system.name} ({dep.plan.label()})", [
-        *([("plan", chosen)] if chosen else []),
+        *([("plan", r.chosen_plan)] if r.chosen_plan else []),
         ("balance batch", f"{e.balance_batch:,.0f} (short context), {fmt_tokens(e.balance_batch_at_context)} at "
                           f"{fmt_tokens(context)} tokens"),
         ("latency floor", fmt_seconds(e.latency_floor_s)), ("HBM drain time", fmt_seconds(e.hbm_drain_s)),
@@ -218,14 +160,12 @@ def batch_cmd(
                   *(("spec TPOT", "spec tokens/s", "spec chip-s per Mtok") if spec else ()))
     rows = d["curve"]
     stride = max(1, len(rows) // 16)
-    for r in rows[::stride] + ([rows[-1]] if (len(rows) - 1) % stride else []):
-        table.add_row(f"{r['batch']:,.0f}", fmt_seconds(r["step_s"]), r["bound"], f"{r['tokens_per_s']:,.0f}",
-                      f"{r['chip_s_per_token'] * 1e6:,.1f}",
-                      *((fmt_seconds(r["spec_tpot_s"]), f"{r['spec_tokens_per_s']:,.0f}",
-                         f"{r['spec_chip_s_per_token'] * 1e6:,.1f}") if spec else ()))
+    for row in rows[::stride] + ([rows[-1]] if (len(rows) - 1) % stride else []):
+        table.add_row(f"{row['batch']:,.0f}", fmt_seconds(row["step_s"]), row["bound"], f"{row['tokens_per_s']:,.0f}",
+                      f"{row['chip_s_per_token'] * 1e6:,.1f}",
+                      *((fmt_seconds(row["spec_tpot_s"]), f"{row['spec_tokens_per_s']:,.0f}",
+                         f"{row['spec_chip_s_per_token'] * 1e6:,.1f}") if spec else ()))
     console.print(table)
-    if plot:
-        console.print(f"figure written to {plot}")
 
 
 def _spec_batch_rows(d) -> list[tuple[str, str]]:
@@ -236,6 +176,9 @@ def _spec_batch_rows(d) -> list[tuple[str, str]]:
             else "pays at every batch scanned")
     return [("speculation", f"k={d['spec_tokens']} ({d['draft']}), acceptance {acc}: {d['tokens_per_step']:.3g} "
                             f"tokens per verify step; {stop}")]
+
+
+KvDtypeOpt = option(DeploymentArgs, "kv_dtype")
 
 
 @app.command("model")

@@ -9,49 +9,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from .options import (DEFAULT_MODE, DEFAULT_MODEL, DEFAULT_SYSTEM, PowerBasisChoice, PowerBasisOpt, PriceBasis,
-                      PriceBasisOpt,
-                      AcceptanceOpt, DraftOpt, EngineOpt, EpOpt, JsonOpt, KvDtypeOpt, Mode,
-    ModelOpt, ModeOpt, PpOpt, ProfileOpt, SpecTokensOpt, SystemOpt, TcoOpt, TpOpt, WeightDtypeOpt, _check_plot_path,
-    _chip_hour_price, _console, _deployment, _emit_json, _fail, _kv_table, app, catalog_app)
-
-PriceOpt = Annotated[float, typer.Option("--price-per-chip-hour", help="Rent of one accelerator, USD per hour.")]
-OptPriceOpt = Annotated[Optional[float], typer.Option("--price-per-chip-hour",
-                                                      help="Rent of one accelerator, USD per hour (adds $ columns).")]
-UtilOpt = Annotated[float, typer.Option("--utilization", help="Share of paid time the chips serve at this "
-                                                              "batch (0-1]; cost is divided by it.")]
-ProviderOpt = Annotated[Optional[str], typer.Option("--provider", help="Price-sheet provider (llmecon prices list).")]
-PriceModelOpt = Annotated[Optional[str], typer.Option("--price-model", help="Model name on the provider's sheet.")]
-CacheHitOpt = Annotated[Optional[float], typer.Option("--cache-hit", help="Prefix-cache hit rate in [0, 1]: adds the "
-                                                  "blended input $/Mtok (a hit prefills only the uncached tokens).")]
-CacheHoldOpt = Annotated[float, typer.Option("--cache-hold", help="With --cache-hit: seconds each prefix is held for "
-                                                                    "reuse, priced in the tier Gray's five-minute "
-                                                                    "rule picks (0: holding not priced).")]
-CachedPrefixOpt = Annotated[Optional[float], typer.Option("--cached-prefix", help="Tokens of each prompt cached on a "
-                                                          "hit (default: all but the last).")]
-KvShareOpt = Annotated[int, typer.Option("--kv-share", help="What-if: every N adjacent layers share one KV cache "
-                                                            "(cross-layer attention). 1 = as configured.")]
-
-
-def _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, kv_share: int = 1, profile=None, spec_tokens=None,
-         acceptance=None, draft=None, engine=None):
-    from dataclasses import replace
-
-    dep = _deployment(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, auto=True, profile=profile,
-                      spec_tokens=spec_tokens, acceptance=acceptance, draft=draft, engine=engine)
-    if kv_share != 1:
-        dep = replace(dep, model=dep.model.with_kv_sharing(kv_share))
-    return dep
-
-
-def _sheet(provider: str | None, model: str | None):
-    if provider is None and model is None:
-        return None
-    if provider is None or model is None:
-        _fail("--provider and --price-model go together (see llmecon prices list)")
-    from ..catalog.prices import get_price_sheet
-
-    return get_price_sheet(provider, model)
+from ..commands.cache import CacheRequest
+from ..commands.deployment import ContextRequest, CostRequest
+from .options import JsonOpt, _check_plot_path, _console, _emit_json, _kv_table, app, catalog_app, takes
 
 
 def _tokens(x: float) -> str:
@@ -79,36 +39,34 @@ def _money(x) -> str:
 
 
 @app.command("context")
+@takes(ContextRequest, exclude=("adp", "redundant_experts", "spec_tokens", "acceptance", "draft"))
 def context_cmd(
-    model: ModelOpt = DEFAULT_MODEL, system: SystemOpt = DEFAULT_SYSTEM,
-    batch: Annotated[Optional[float], typer.Option("--batch", "-b", help="Fixed decode batch (default: the "
-                                                                         "largest that fits at each context).")] = None,
-    max_batch: Annotated[Optional[float], typer.Option("--max-batch", help="Cap on the memory-limited batch.")] = None,
-    price_per_chip_hour: OptPriceOpt = None, tco: TcoOpt = None, price_basis: PriceBasisOpt = PriceBasis.tco,
-    utilization: UtilOpt = 1.0, kv_share: KvShareOpt = 1,
+    req: ContextRequest,
     plot: Annotated[Optional[str], typer.Option("--plot", help="Write cost-vs-context figure (PNG/SVG/PDF).")] = None,
-    weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, engine: EngineOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """KV economics against context length: KV bytes per token, crossover context, memory wall, and
     cost per input and output token from 256 tokens to the longest context that fits."""
-    from ..econ.context import context_economics, usd_per_mtok
-    from ..report.context import context_dict, plot_context
-    from ..units import fmt_bytes, fmt_seconds
+    from ..commands.deployment import context as run
+    from ..report.context import plot_context
 
     if plot:
         _check_plot_path(plot)
-    dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, kv_share, profile=profile, engine=engine)
-    price_per_chip_hour, rate = _chip_hour_price(dep.system, price_per_chip_hour, tco, default=price_basis)
-    usd_per_mtok(0.0, price_per_chip_hour=price_per_chip_hour or 0.0, utilization=utilization)  # validate early
-    e = context_economics(dep, batch=batch, batch_cap=max_batch)
-    d = context_dict(e, dep, price_per_chip_hour=price_per_chip_hour, utilization=utilization, rate=rate)
+    r = run(req, what="llmecon context")
+    d = r.to_dict()
     if plot:
-        plot_context(e, dep, plot, price_per_chip_hour=price_per_chip_hour, utilization=utilization)
+        plot_context(r.economics, r.deployment, plot, price_per_chip_hour=r.price_per_chip_hour,
+                     utilization=req.utilization)
     if as_json:
         _emit_json(d)
         return
+    _print_context(r, d, plot)
+
+
+def _print_context(r, d, plot) -> None:
+    from ..units import fmt_bytes, fmt_seconds
+
+    dep, e, rate, price_per_chip_hour = r.deployment, r.economics, r.rate, r.price_per_chip_hour
     from rich.table import Table
 
     from ..report.tco import tco_line
@@ -152,59 +110,21 @@ def context_cmd(
 
 
 @app.command("cost")
-def cost_cmd(
-    price_per_chip_hour: OptPriceOpt = None, tco: TcoOpt = None, price_basis: PriceBasisOpt = PriceBasis.tco,
-    power_basis: PowerBasisOpt = PowerBasisChoice.facility,
-    model: ModelOpt = DEFAULT_MODEL, system: SystemOpt = DEFAULT_SYSTEM,
-    context: Annotated[float, typer.Option("--context", "-L", help="Prompt / KV tokens per sequence.")] = 4096,
-    batch: Annotated[Optional[float], typer.Option("--batch", "-b", help="Decode batch (default: the largest "
-                                                                         "that fits).")] = None,
-    utilization: UtilOpt = 1.0, provider: ProviderOpt = None, price_model: PriceModelOpt = None,
-    weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, mode: ModeOpt = DEFAULT_MODE, profile: ProfileOpt = None, engine: EngineOpt = None,
-    spec_tokens: SpecTokensOpt = None,
-    acceptance: AcceptanceOpt = None, draft: DraftOpt = None, cache_hit: CacheHitOpt = None,
-    cached_prefix: CachedPrefixOpt = None, cache_hold: CacheHoldOpt = 300.0, as_json: JsonOpt = False,
-) -> None:
+@takes(CostRequest, exclude=("adp", "redundant_experts"))
+def cost_cmd(req: CostRequest, as_json: JsonOpt = False) -> None:
     """$ per million input and output tokens for a deployment, and the margin against a list price.
     With --spec-tokens, output tokens are decoded speculatively (E tokens per verify step); with
     --cache-hit, input is blended over prefix-cache hits and misses (docs/assumptions.md)."""
-    from ..econ.pricing import serving_cost
-    from ..report.context import cost_dict
+    from ..commands.deployment import cost as run
 
-    dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, profile=profile, engine=engine,
-               spec_tokens=spec_tokens,
-               acceptance=acceptance, draft=draft)
-    price_per_chip_hour, rate = _chip_hour_price(dep.system, price_per_chip_hour, tco, required=True,
-                                                 default=price_basis)
-    sheet = _sheet(provider, price_model)
-    if cache_hit is not None or cached_prefix is not None:
-        from ..econ.cache_hit import check_cache_hit
-
-        check_cache_hit(cache_hit_rate=cache_hit, cached_prefix_tokens=cached_prefix, prompt_tokens=context,
-                        max_context=dep.model.max_context)
-    c = serving_cost(dep, context=context, price_per_chip_hour=price_per_chip_hour, utilization=utilization,
-                     batch=batch)
-    hit = None
-    if cache_hit is not None:
-        from ..econ.cache_hit import cache_hit_cost
-
-        hit = cache_hit_cost(dep, context=context, cache_hit_rate=cache_hit, cached_prefix_tokens=cached_prefix,
-                             price_per_chip_hour=price_per_chip_hour, utilization=utilization,
-                             hold_s=cache_hold or None)
-    floor = None
-    if not dep.profile.is_ideal:  # the ideal floor beside a calibrated cost (issue 35): same plan and price
-        from ..econ.batching import roofline_twin
-
-        floor = serving_cost(roofline_twin(dep), context=context, price_per_chip_hour=price_per_chip_hour,
-                             utilization=utilization, batch=batch)
-    d = cost_dict(c, dep, sheet, hit, rate, power_basis=power_basis.value, mode_requested=mode.value, floor=floor)
+    r = run(req)
+    d = r.to_dict(power_basis=req.power_basis, mode_requested=req.mode)
     if as_json:
         _emit_json(d)
         return
-    _print_cost(dep, c, d, rate=rate, floor=floor, hit=hit, sheet=sheet, cache_hit=cache_hit,
-                price_per_chip_hour=price_per_chip_hour, utilization=utilization, context=context,
-                power_basis=power_basis.value)
+    _print_cost(r.deployment, r.cost, d, rate=r.rate, floor=r.floor, hit=r.hit, sheet=r.sheet, cache_hit=req.cache_hit,
+                price_per_chip_hour=r.price_per_chip_hour, utilization=req.utilization, context=req.context,
+                power_basis=req.power_basis)
 
 
 def _print_cost(dep, c, d, *, rate, floor, hit, sheet, cache_hit, price_per_chip_hour, utilization, context,
@@ -263,66 +183,17 @@ def _print_cost(dep, c, d, *, rate, floor, hit, sheet, cache_hit, price_per_chip
 # ---- cache ----------------------------------------------------------------------------------
 
 
-def _parse_tier_prices(items: list[str]) -> dict[str, float]:
-    out = {}
-    for item in items:
-        name, sep, value = item.rpartition("=")
-        if name.strip() in out:
-            _fail(f"--tier-price: '{name.strip()}' given twice; give each tier's price once")
-        try:
-            out[name.strip()] = float(value)
-        except ValueError:
-            sep = ""
-        if not sep or not name.strip():
-            _fail(f"--tier-price {item!r}: expected NAME=USD_PER_HOUR, e.g. --tier-price 'host DDR5=1.5'")
-    return out
-
-
-def _parse_devices(items: list[str]):
-    """--device NAME[:COUNT] items as storage memory tiers (catalogue devices)."""
-    from ..catalog.hardware import device_tier
-
-    tiers = []
-    for item in items:
-        name, _, count = item.partition(":")
-        try:
-            n = int(count) if count else 1
-        except ValueError:
-            _fail(f"--device {item!r}: expected NAME or NAME:COUNT, e.g. --device pm1743:8")
-        tiers.append(device_tier(name.strip(), n))
-    return tiers
-
-
 @app.command("cache")
-def cache_cmd(
-    price_per_chip_hour: PriceOpt,
-    sequences: Annotated[float, typer.Option("--sequences", "-n", help="Cached sequences (prefixes).")] = 100,
-    context: Annotated[float, typer.Option("--context", "-L", help="Tokens per cached sequence.")] = 32768,
-    hold: Annotated[str, typer.Option("--hold", help="How long each is kept before it is read again, "
-                                                     "e.g. '5 min', '1 h', '30 s'.")] = "5 min",
-    tier_price: Annotated[list[str], typer.Option("--tier-price", help="NAME=USD_PER_HOUR for a tier "
-                                                                       "(repeatable); HBM is priced from the chips.")]
-    = [],
-    device: Annotated[list[str], typer.Option("--device", help="Add a storage device tier NAME[:COUNT] "
-                                                               "(llmecon catalog tiers).")] = [],
-    model: ModelOpt = DEFAULT_MODEL, system: SystemOpt = DEFAULT_SYSTEM,
-    weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, engine: EngineOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+@takes(CacheRequest)
+def cache_cmd(req: CacheRequest, as_json: JsonOpt = False) -> None:
     """Where to keep a KV/prefix cache: each memory tier (hold + read-back cost, drain time) against
     recomputing it by prefill; the tier Gray's five-minute rule picks from the tiers' prices."""
-    from ..econ.kvcache import cache_placement, priced_tiers
-    from ..report.context import placement_dict
-    from ..units import fmt_bytes, fmt_seconds, parse
+    from ..commands.cache import cache
+    from ..units import fmt_bytes, fmt_seconds
 
-    hold_s = parse(hold, "s", field="--hold")
-    dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, profile=profile, engine=engine)
-    tiers = priced_tiers(dep, price_per_chip_hour=price_per_chip_hour, tier_prices=_parse_tier_prices(tier_price),
-                         extra=_parse_devices(device))
-    p = cache_placement(dep, tiers, sequences=sequences, context=context, hold_s=hold_s,
-                        price_per_chip_hour=price_per_chip_hour)
-    d = placement_dict(p, dep)
+    r = cache(req)
+    dep, p, hold_s, sequences, context = r.deployment, r.placement, r.hold_s, req.sequences, req.context
+    d = r.to_dict()
     if as_json:
         _emit_json(d)
         return

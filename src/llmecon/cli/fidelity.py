@@ -8,12 +8,12 @@ from typing import Annotated, Optional
 
 import typer
 
-from .options import (EngineOpt, EpOpt, JsonOpt, KvDtypeOpt, Mode, ModeOpt, PpOpt, ProfileOpt, TpOpt,
-                      WeightDtypeOpt, _console, _emit_json, _fail, _fidelity, app)
+from ..commands.args import DeploymentArgs
+from .options import JsonOpt, Mode, _console, _emit_json, _fidelity, app, option
 
-#: most rows ``predict`` prints (to stdout, or inside --json): they are held in memory (~1 kB each,
-#: measured with tracemalloc); more are refused with the fix, --out FILE, which streams any number
-MAX_CASES = 100_000
+TpOpt, EpOpt, PpOpt = (option(DeploymentArgs, n) for n in ("tp", "ep", "pp"))
+WeightDtypeOpt, KvDtypeOpt = option(DeploymentArgs, "weight_dtype"), option(DeploymentArgs, "kv_dtype")
+ModeOpt, ProfileOpt, EngineOpt = (option(DeploymentArgs, n) for n in ("mode", "profile", "engine"))
 
 OutOpt = Annotated[Optional[str], typer.Option("--out", "-o", help="Write the result to this file.")]
 
@@ -59,38 +59,16 @@ def predict(
         else:
             _console().print(f"llmecon predict: {n:,} cases in {elapsed:.2f} s ({mode_name}) -> {out}")
         return
-    rows = _printable_cases(cases)
+    from ..commands.fidelity import json_cell, printable_cases
+
+    rows = printable_cases(cases)
     result = predict_cases(rows, mode=mode_name, profile=prof, where=cases, engine=engine)
     elapsed = time.perf_counter() - t0
     if as_json:
         _emit_json({"cases": len(result), "mode": mode_name, "seconds": elapsed, "out": out,
-                    "rows": [{k: _json_cell(v) for k, v in r.items()} for r in result]})
+                    "rows": [{k: json_cell(v) for k, v in r.items()} for r in result]})
         return
     typer.echo(write_cases(result), nl=False)
-
-
-def _printable_cases(cases: str) -> list[dict]:
-    """The rows of ``cases`` when there are at most MAX_CASES of them (they are printed, so held in
-    memory); more are refused, counted without being held."""
-    from ..errors import CatalogError
-    from ..files import check_input, csv_dict_chunks
-    from ..fidelity.predict import check_header
-
-    p = check_input(cases, field="cases", what="cases file")
-    rows, n = [], 0
-    for header, chunk, _ in csv_dict_chunks(p, cases, 65536):
-        check_header(header, cases)
-        n += len(chunk)
-        if n <= MAX_CASES:
-            rows += chunk
-        else:
-            rows = []
-    if n > MAX_CASES:
-        _fail(f"{cases}: {n:,} cases, more than the {MAX_CASES:,} predict prints (to the terminal or in --json); "
-              "write them to a file with --out FILE.csv or --out FILE.parquet, which streams any number")
-    if not rows:
-        raise CatalogError(f"{cases}: no cases after the header")
-    return rows
 
 
 BenchModelOpt = Annotated[Optional[str], typer.Option("--model", "-m", help="Benchmark result files: the served "
@@ -100,50 +78,6 @@ BenchSystemOpt = Annotated[Optional[str], typer.Option("--system", "-s", help="B
 _BENCH_HELP = (" Or the serving benchmarks' own result files (.json/.jsonl: vllm bench serve --save-result, SGLang "
                "bench_serving --output-file, AIPerf/GenAI-Perf profile_export JSON), with the deployment given by "
                "--model, --system, --tp/--ep/--pp and --weight-dtype/--kv-dtype.")
-
-
-def _measurement_rows(paths: list[str], model, system, tp, ep, pp, weight_dtype, kv_dtype) -> list:
-    """Measurement rows of ``paths``: measurement CSVs as they are, benchmark result files (fidelity.bench_files)
-    as serving rows on the deployment the options give."""
-    from ..fidelity.bench_files import BenchDeployment, is_bench_file, read_bench_measurements
-    from ..fidelity.measurements import read_csv
-
-    bench = [p for p in paths if is_bench_file(p)]
-    given = [f for f, v in (("--model", model), ("--system", system), ("--tp", tp), ("--ep", ep), ("--pp", pp),
-                            ("--weight-dtype", weight_dtype), ("--kv-dtype", kv_dtype)) if v is not None]
-    if not bench and given:
-        _fail(f"{given[0]}: applies to benchmark result files (.json, .jsonl); a measurement CSV names its deployment "
-              "on each row")
-    if bench and (model is None or system is None):
-        _fail(f"--{'model' if model is None else 'system'}: {bench[0]} is a benchmark result file, which does not "
-              "record the deployment; give --model and --system (and --tp/--ep/--pp, --weight-dtype, --kv-dtype as "
-              "it was served)")
-    if bench:  # the deployment first: a bad --tp is named as such, not as unpriceable rows
-        from ..resolve import deployment
-
-        deployment(model, system, tp=tp, ep=ep, pp=pp, weight_dtype=weight_dtype, kv_dtype=kv_dtype)
-    rows = [r for p in paths if not is_bench_file(p) for r in read_csv(p)]
-    if bench:
-        dep = BenchDeployment(model=model, system=system, tp=tp or 1, ep=ep or 1, pp=pp or 1,
-                              weight_dtype=weight_dtype or "", kv_dtype=kv_dtype or "")
-        rows += read_bench_measurements(bench, dep)
-    return rows
-
-
-def _json_cell(value):
-    """A predict cell for JSON (issue 35): the CSV's numbers as numbers, an empty cell as null, text as text."""
-    import re
-
-    if not isinstance(value, str):
-        return value
-    text = value.strip()
-    if not text:
-        return None
-    if re.fullmatch(r"[+-]?[0-9]+", text):
-        return int(text)
-    if re.fullmatch(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", text):
-        return float(text)
-    return value
 
 
 @app.command()
@@ -162,28 +96,13 @@ def calibrate(
 ) -> None:
     """Fit an efficiency profile (bounded least squares, scipy) to measured kernel, collective,
     step and serving times; report the fit error and refuse when there are too few points."""
-    from pathlib import Path
-
-    from ..fidelity.accuracy import accelerator_of, evaluate
-    from ..fidelity.calibrate import fit_profile
+    from ..commands.fidelity import calibrate as fit
     from ..files import check_output, write_text
 
     check_output(out, field="out", suffixes=(".toml",))  # before the fit: it fails now, not after
-    rows = _measurement_rows(measurements, model, system, tp, ep, pp, weight_dtype, kv_dtype)
-    names = ", ".join(Path(p).name for p in measurements)
-    measurements = ", ".join(measurements)
-    accels = sorted({accelerator_of(r).name for r in rows})
-    if accelerator is None and len(accels) > 1:
-        _fail(f"--accelerator: {measurements} has rows of several accelerators ({', '.join(accels)}); pick one")
-    chosen = accelerator or accels[0]
-    rows = [r for r in rows if accelerator_of(r).name == chosen]
-    if not rows:
-        _fail(f"--accelerator: no rows for '{chosen}' in {measurements}; it has {', '.join(accels)}")
-    prof, report = fit_profile(rows, name=name or chosen, accelerators=(chosen,), use_split=not all_rows,
-                               derivation=f"llmecon calibrate {names} "
-                                          f"({'all rows' if all_rows else 'fit split'})")
+    rows, chosen, prof, report, ev = fit(measurements, model, system, tp, ep, pp, weight_dtype, kv_dtype,
+                                         accelerator=accelerator, name=name, all_rows=all_rows)
     write_text(out, prof.as_toml())
-    ev = evaluate(rows, prof)
     if as_json:
         _emit_json({"profile": out, "stages": report, "errors": ev.metrics})
         return
@@ -254,109 +173,49 @@ def validate(
     kernel families. Time (measured on a shared 2-core machine): the whole silicon CSV ~1 min of CPU
     (model or chip); one kernel chip/engine 15 s (model) to 30 s (chip), so the 18 pairs of the whole
     kernel tables take several minutes: narrow with --chips/--engines."""
+    from ..commands import fidelity as F
+
     paths, measurements = measurements, measurements[0]
-    kind = _input_kind(measurements)
-    if kind != "measurements" and len(paths) > 1:
-        _fail(f"measurements: {measurements} is a {kind} input, checked alone; give it without the other files")
-    bench_opts = [f for f, v in (("--model", model), ("--system", system), ("--tp", tp), ("--ep", ep), ("--pp", pp),
-                                 ("--weight-dtype", weight_dtype), ("--kv-dtype", kv_dtype)) if v is not None]
-    if kind != "measurements" and bench_opts:
-        _fail(f"{bench_opts[0]}: applies to benchmark result files (.json, .jsonl); {measurements} is a {kind} input")
+    kind = F.input_kind(measurements)
+    F.check_inputs(paths, kind, {"--model": model, "--system": system, "--tp": tp, "--ep": ep, "--pp": pp,
+                                 "--weight-dtype": weight_dtype, "--kv-dtype": kv_dtype})
     if frontier:
+        from ..fidelity.silicon import CHIPS
         from .validate_frontier import validate_frontier
 
-        if kind != "silicon":
-            _fail(f"--frontier: {measurements} is not NVIDIA's silicon CSV (aiconfigurator silicon_dev.csv)")
-        from ..fidelity.silicon import CHIPS
-
-        picked = _names("chips", chips, set(CHIPS.values()), "chip")
+        F.check_frontier(kind, measurements)
+        picked = F.names("chips", chips, set(CHIPS.values()), "chip")
         validate_frontier(measurements, terms=terms, view=view, chips=picked, models=models, configs=configs,
                           as_json=as_json, bar=_Bar)
         return
     if kind != "measurements":
-        if profile is not None or mode != Mode.calibrated:
-            _fail(f"--profile/--mode: {measurements} is a {kind} input, scored with each chip/engine's kernel-table "
-                  "profile fitted out of sample; leave --profile and --mode out")
+        F.check_holdout(kind, measurements, profile_given=profile is not None or mode != Mode.calibrated)
         _validate_holdout(measurements, kind, holdout, models, chips, engines, configs, families, as_json)
         return
-    extra = [f for f, v in (("--holdout", holdout), ("--models", models), ("--chips", chips), ("--engines", engines),
-                            ("--configs", configs), ("--families", families)) if v is not None]
-    if extra:
-        _fail(f"{extra[0]}: applies to a silicon CSV or a kernel-tables folder; {measurements} is a measurement CSV "
-              "(its split column holds rows out)")
-    rows = _measurement_rows(paths, model, system, tp, ep, pp, weight_dtype, kv_dtype)
-    _validate_measurements(rows, ", ".join(paths), mode, profile, as_json)
-
-
-def _validate_holdout(measurements, kind, holdout, models, chips, engines, configs, families, as_json) -> None:
-    """``validate`` on a silicon CSV or a kernel-tables folder: out-of-sample errors by ``holdout``."""
-    from pathlib import Path
-
-    scheme = (holdout or Holdout.model).value
-    if kind == "silicon":
-        if families is not None:
-            _fail("--families: applies to a kernel-tables folder; a silicon CSV scores TPOT and TTFT")
-        report = _silicon_report(measurements, scheme, models, chips, engines, configs, as_json)
-    else:
-        if models is not None:
-            _fail("--models: kernel tables have no model column; use --holdout model (shape groups) and --chips")
-        report = _kernel_report(Path(measurements), scheme, chips, engines, families, as_json)
-    if as_json:
-        _emit_json(report.as_dict())
-        return
-    _print_holdout(_console(), report, measurements)
-
-
-def _validate_measurements(rows, measurements: str, mode, profile, as_json) -> None:
-    """``validate`` on measurement rows: ideal and calibrated errors on their fit and hold-out splits."""
-    from ..fidelity.accuracy import evaluate
-
-    ev = evaluate(rows, _fidelity(mode, profile)[1])
-    if not any(splits["all"]["n"] for modes in ev.metrics.values() for splits in modes.values()):
-        from ..errors import InfeasibleError
-
-        why = "; ".join(f"{p} ({n}x)" for p, n in sorted(ev.problems.items(), key=lambda kv: -kv[1])[:3])
-        raise InfeasibleError(f"nothing in {measurements} could be predicted" + (f": {why}" if why else ""),
-                              fix="check the rows' model, system and plan columns (llmecon predict shows why)")
+    F.check_measurement_options(measurements, {"--holdout": holdout, "--models": models, "--chips": chips,
+                                               "--engines": engines, "--configs": configs, "--families": families})
+    rows = F.measurement_rows(paths, model, system, tp, ep, pp, weight_dtype, kv_dtype)
+    ev = F.validate_measurements(rows, ", ".join(paths), mode.value, profile)
     if as_json:
         _emit_json(ev.as_dict())
         return
     console = _console()
-    console.print(f"llmecon validate: {len(rows)} rows of {measurements}; profiles {', '.join(ev.profiles) or 'none'}")
+    console.print(f"llmecon validate: {len(rows)} rows of {', '.join(paths)}; profiles "
+                  f"{', '.join(ev.profiles) or 'none'}")
     _print_errors(console, ev)
 
 
-def _input_kind(path: str) -> str:
-    """'kernels' (a folder), 'silicon' (a CSV whose header has silicon_tpot_ms) or 'measurements'."""
-    from pathlib import Path
+def _validate_holdout(measurements, kind, holdout, models, chips, engines, configs, families, as_json) -> None:
+    """``validate`` on a silicon CSV or a kernel-tables folder: out-of-sample errors by ``holdout``."""
+    from ..commands.fidelity import holdout_report
 
-    p = Path(path)
-    if p.is_dir():
-        return "kernels"
-    if p.is_file():
-        try:
-            with open(p, encoding="utf-8-sig", errors="replace") as f:
-                head = f.readline(65536)
-        except OSError:
-            return "measurements"  # read_csv names the problem
-        if "silicon_tpot_ms" in [c.strip().strip('"') for c in head.strip().split(",")]:
-            return "silicon"
-    return "measurements"
-
-
-def _names(field: str, given: str | None, known, what: str) -> set[str] | None:
-    """The comma-separated names of --<field>, each checked against ``known``."""
-    if given is None:
-        return None
-    from ..errors import unknown_name
-
-    out = {x.strip() for x in given.split(",") if x.strip()}
-    if not out:
-        _fail(f"--{field}: no name given; give comma-separated {what}")
-    for name in sorted(out):
-        if name not in known:
-            raise unknown_name(what, name, sorted(known), field=field)
-    return out
+    with _Bar("fitting engine terms" if kind == "silicon" else "fitting kernel terms", as_json) as bar:
+        report = holdout_report(measurements, kind, (holdout or Holdout.model).value, models=models, chips=chips,
+                                engines=engines, configs=configs, families=families, bar=bar)
+    if as_json:
+        _emit_json(report.as_dict())
+        return
+    _print_holdout(_console(), report, measurements)
 
 
 class _Bar:
@@ -382,67 +241,6 @@ class _Bar:
 
     def __call__(self, done: int, total: int, name: str) -> None:
         self.bar.update(self.task, completed=done, total=total, description=name)
-
-
-def _silicon_report(path, scheme, models, chips, engines, configs, quiet):
-    from ..errors import InfeasibleError
-    from ..fidelity.holdout_silicon import group_of, silicon_holdout
-    from ..fidelity.silicon import CHIPS, ENGINES, read_silicon
-
-    rows, skipped = read_silicon(path, configs)
-    if not rows:
-        why = skipped[0].reason if skipped else "no data rows"
-        raise InfeasibleError(f"no aggregated row of {path} can be priced ({why})", field="measurements",
-                              fix="give aiconfigurator's silicon CSV with agg rows of models that have a config")
-    known_models = {r.model for r in rows} | {group_of(r) for r in rows}
-    pick_m = _names("models", models, known_models, "model")
-    pick_c = _names("chips", chips, set(CHIPS.values()) | {r.chip for r in rows}, "chip")
-    pick_e = _names("engines", engines, set(ENGINES) | {r.engine for r in rows}, "engine")
-    with _Bar("fitting engine terms", quiet) as bar:
-        got = silicon_holdout(rows, scheme, models=pick_m, chips=pick_c, engines=pick_e, progress=bar)
-    if not got.evaluated.any():
-        raise InfeasibleError("no row matches --models/--chips/--engines", field="measurements",
-                              fix="check the names against the CSV (llmecon validate without filters lists them)")
-    rep = got.report()
-    if skipped:
-        from collections import Counter
-
-        rep = type(rep)(**{**rep.__dict__, "notes": rep.notes + tuple(
-            f"{k} rows skipped: {reason}" for reason, k in Counter(s.reason for s in skipped).most_common())})
-    if any(s.reason.startswith("mode disagg") for s in skipped):
-        from ..fidelity.silicon import disaggregated_note
-
-        rep = type(rep)(**{**rep.__dict__, "notes": rep.notes + (disaggregated_note(path, configs),)})
-    if any(s.reason.startswith("speculative decoding") for s in skipped):
-        from ..fidelity.silicon import speculative_note
-
-        rep = type(rep)(**{**rep.__dict__, "notes": rep.notes + (speculative_note(path, configs),)})
-    return rep
-
-
-def _kernel_report(root, scheme, chips, engines, families, quiet):
-    from ..errors import CatalogError
-    from ..fidelity.holdout_kernels import COLLECTIVES, kernel_holdout, load_key
-    from ..fidelity.kernel_profiles import FAMILY_NAMES
-    from ..fidelity.kernel_tables import CHIPS, ENGINES
-
-    present = [folder for folder in CHIPS if (root / folder).is_dir()]
-    if not present:
-        raise CatalogError(f"folder {root} holds none of the aiconfigurator system folders "
-                           f"({', '.join(CHIPS)})", field="measurements",
-                           fix="give the kernels folder of shared/validation/aiconfigurator")
-    pick_c = _names("chips", chips, set(CHIPS.values()), "chip")
-    pick_e = _names("engines", engines, set(ENGINES), "engine")
-    pick_f = _names("families", families, {*FAMILY_NAMES, *COLLECTIVES}, "kernel family")
-    every = [(CHIPS[f], e) for f in CHIPS if f in present for e in ENGINES if pick_e is None or e in pick_e]
-    keys = [k for k in every if pick_c is None or k[0] in pick_c]
-    if not keys:
-        raise CatalogError(f"no tables of {', '.join(sorted(pick_c or ()))} in {root}", field="chips",
-                           fix=f"pick from {', '.join(CHIPS[f] for f in present)}")
-    with _Bar("fitting kernel terms", quiet) as bar:
-        got = kernel_holdout(lambda chip, engine: load_key(root, chip, engine, families=pick_f), keys, scheme,
-                             every=every, progress=bar)
-    return got.report()
 
 
 def _pct(v: float) -> str:

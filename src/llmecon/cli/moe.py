@@ -1,7 +1,7 @@
 """CLI command ``moe``: a mixture-of-experts deployment on a rack system (SPEC A1, A3, D14-D18):
 sparsity, expert parallelism inside and across scale-up domains, pipeline across domains,
 pipeline for inference, and the routed scaling law's view of the expert count. Thin: parse ->
-``moe.moe_summary`` -> report (see cli/__init__.py)."""
+``commands.moe`` -> report (see cli/__init__.py)."""
 
 from __future__ import annotations
 
@@ -9,108 +9,36 @@ from typing import Annotated, Optional
 
 import typer
 
-from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, EngineOpt, JsonOpt, KvDtypeOpt, Mode, ModelOpt, ModeOpt,
-                      ProfileOpt,
-                      SystemOpt, WeightDtypeOpt, _check_plot_path, _console, _emit_json, _fail, _fidelity, _kv_table,
-                      app)
-
-
-def _check_dtype(option: str, name: str | None) -> None:
-    from ..dtypes import get_dtype
-    from ..errors import LlmeconError
-
-    if name is not None:
-        try:
-            get_dtype(name)
-        except LlmeconError as exc:
-            _fail(f"{option}: {exc}")
-
-
-def _resolve(option: str, getter, name: str):
-    from ..errors import LlmeconError
-
-    try:
-        return getter(name)
-    except LlmeconError as exc:
-        _fail(f"{option}: {exc}")
-
-
-def _load_law(path: str | None):
-    from pathlib import Path
-
-    from ..errors import LlmeconError
-    from ..econ.routed_scaling import default_routed_law, load_routed_law
-
-    if path is None:
-        return default_routed_law()
-    try:
-        return load_routed_law(Path(path))
-    except LlmeconError as exc:
-        _fail(f"--law: {exc}")
+from ..commands.moe import MoeRequest
+from .options import JsonOpt, _check_plot_path, _console, _emit_json, _kv_table, app, takes
 
 
 @app.command("moe")
+@takes(MoeRequest)
 def moe_cmd(
-    model: ModelOpt = DEFAULT_MODEL, system: SystemOpt = DEFAULT_SYSTEM,
-    context: Annotated[float, typer.Option("--context", "-L", help="Tokens of KV per sequence.")] = 4096,
-    batch_per_chip: Annotated[Optional[float], typer.Option("--batch-per-chip", help="Sequences decoding per chip "
-                                                                                     "in the EP sweep (default: "
-                                                                                     "B*/8, capped so KV fills at "
-                                                                                     "most half of HBM).")] = None,
-    weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None,
-    dispatch_dtype: Annotated[str, typer.Option("--dispatch-dtype", help="Format of the all-to-all dispatch "
-                                                                         "(fp8 as DeepSeek-V3, or bf16); the "
-                                                                         "combine is bf16.")] = "fp8",
-    expert_imbalance: Annotated[float, typer.Option("--expert-imbalance", help="Routing skew: the busiest expert "
-                                                                               "group's tokens over what uniform "
-                                                                               "routing gives it (>= 1; 1 = uniform; "
-                                                                               "scales its reads, FLOPs and "
-                                                                               "all-to-all).")] = 1.0,
-    max_ep: Annotated[int, typer.Option("--max-ep", help="Largest expert-parallel group to sweep.")] = 1024,
-    law: Annotated[Optional[str], typer.Option("--law", help="Routed scaling-law coefficient file (TOML, "
-                                                             "docs/routed_scaling.md); default: the lecture's "
-                                                             "one-parameter power fit.")] = None,
+    req: MoeRequest,
     plot: Annotated[Optional[str], typer.Option("--plot", help="Write the EP figure (PNG/SVG/PDF).")] = None,
-    mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, engine: EngineOpt = None, as_json: JsonOpt = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """MoE on racks: sparsity, where expert parallelism across scale-up domains stops paying, whether a
     pipeline across domains is viable, pipeline stages for inference, and what the expert count buys."""
-    from ..catalog.hardware import get_system
-    from ..catalog.models import get_model
-    from ..econ.moe import moe_summary
-    from ..spec.efficiency import IDEAL
-    from ..report.moe import moe_dict, plot_moe
-    from ..econ.routed_scaling import effective_ratio
+    from ..commands.moe import check, moe
+    from ..report.moe import plot_moe
 
-    if max_ep < 1:
-        _fail(f"--max-ep {max_ep}: must be >= 1 (the largest expert-parallel group to sweep)")
-    for option, name in (("--weight-dtype", weight_dtype), ("--kv-dtype", kv_dtype),
-                         ("--dispatch-dtype", dispatch_dtype)):
-        _check_dtype(option, name)
+    check(req)
     if plot:
         _check_plot_path(plot)
-    the_law = _load_law(law)
-    m, s = _resolve("--model", get_model, model), _resolve("--system", get_system, system)
-    if m.max_context and context > m.max_context:  # as context, simulate and predict: no silent extrapolation
-        from ..errors import SpecError
-
-        raise SpecError(f"longer than {m.name}'s {m.max_context:,}-token context (max_position_embeddings)",
-                        field="context", value=context, fix=f"keep it <= {m.max_context:,}")
-    summary = moe_summary(m, s, batch_per_chip=batch_per_chip, context=context, weight_dtype=weight_dtype,
-                          kv_dtype=kv_dtype, dispatch_dtype=dispatch_dtype, expert_imbalance=expert_imbalance,
-                          max_ep=max_ep, law=the_law, profile=_fidelity(mode, profile, s, engine)[1] or IDEAL)
-    hundred = float(effective_ratio(m.params.active, 100, the_law))
+    r = moe(req)
     if plot:
-        plot_moe(summary, s.chips, plot)
+        plot_moe(r.summary, r.system.chips, plot)
     if as_json:
-        _emit_json(moe_dict(summary, law_source=getattr(the_law, "source", ""), law_file=law,
-                            hundred_expert_ratio=hundred))
+        _emit_json(r.to_dict(req.law))
         return
     console = _console()
-    _print_sparsity(console, summary)
-    _print_ep(console, summary, s, default_batch=batch_per_chip is None)
-    _print_pipeline(console, summary, s, m)
-    _print_law(console, summary, law, hundred)
+    _print_sparsity(console, r.summary)
+    _print_ep(console, r.summary, r.system, default_batch=req.batch_per_chip is None)
+    _print_pipeline(console, r.summary, r.system, r.model)
+    _print_law(console, r.summary, req.law, r.hundred_expert_ratio)
     if plot:
         console.print(f"figure written to {plot}")
 

@@ -32,13 +32,29 @@ def _root(version: Annotated[bool, typer.Option("--version", "-V", callback=_ver
 catalog_app = typer.Typer(add_completion=False, no_args_is_help=True, help="List the built-in catalogue.")
 app.add_typer(catalog_app, name="catalog")
 
-DEFAULT_MODEL = "deepseek-v3"
-DEFAULT_SYSTEM = "gb200-nvl72"
-
-
 class Phase(str, Enum):
     decode = "decode"
     prefill = "prefill"
+
+
+class Schedule(str, Enum):
+    gpipe = "gpipe"
+    one_f_one_b = "1f1b"
+    interleaved = "interleaved"
+    zero_bubble = "zero-bubble"
+    dualpipe = "dualpipe"
+
+
+class Recompute(str, Enum):
+    none = "none"
+    selective = "selective"
+    full = "full"
+    reversible = "reversible"
+
+
+class Objective(str, Enum):
+    cost = "cost"
+    throughput = "throughput"
 
 
 class Mode(str, Enum):
@@ -47,54 +63,6 @@ class Mode(str, Enum):
     auto = "auto"
 
 
-#: the mode analyze and cost run in unless --mode says otherwise (issue 35): calibrated where the chip has a
-#: shipped profile (measured or transferred), else ideal, with the ideal floor printed beside it
-DEFAULT_MODE = Mode.auto
-
-
-ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Catalogue name (llmecon catalog models) or path to a "
-                                                               "Hugging Face config.json. --ignore-field NAME "
-                                                               "(repeatable) reads a config field you know to be "
-                                                               "harmless as absent; it is listed in "
-                                                               "ignored_fields.")]
-SystemOpt = Annotated[str, typer.Option("--system", "-s", help="Catalogue system (llmecon catalog systems).")]
-WeightDtypeOpt = Annotated[Optional[str], typer.Option("--weight-dtype", help="Weight format (bf16, fp8, fp4, "
-                                                                              "mxfp4, int4...); default: the model's.")]
-KvDtypeOpt = Annotated[Optional[str], typer.Option("--kv-dtype", help="KV-cache format; default bf16.")]
-TpOpt = Annotated[Optional[int], typer.Option("--tp", help="Tensor-parallel degree (default 1).")]
-EpOpt = Annotated[Optional[int], typer.Option("--ep", help="Expert-parallel degree, MoE only (default 1).")]
-PpOpt = Annotated[Optional[int], typer.Option("--pp", help="Pipeline stages (default 1).")]
-AdpOpt = Annotated[Optional[int], typer.Option("--adp", help="Attention data-parallel groups per stage (default: "
-                                                             "= --ep, DeepSeek's layout; 1 = TP attention + EP).")]
-RedundantOpt = Annotated[Optional[int], typer.Option("--redundant-experts", help="MoE: extra routed-expert copies "
-                                                                             "spread over the --ep groups (E + r "
-                                                                             "divisible by ep; DeepSeek: EP144 "
-                                                                             "with 32). Default 0.")]
-ModeOpt = Annotated[Mode, typer.Option("--mode", help="ideal = datasheet peaks, perfect overlap (a lower bound); "
-                                                      "calibrated = the accelerator's shipped efficiency profile; "
-                                                      "auto = calibrated where the chip has a profile, else ideal "
-                                                      "(analyze and cost: the default, with the ideal floor).")]
-ProfileOpt = Annotated[Optional[str], typer.Option("--profile", help="Efficiency profile: a shipped one by name "
-                                                                     "(b200/sglang = chip/engine; b200 = the chip's "
-                                                                     "default engine) or a TOML file (llmecon "
-                                                                     "calibrate writes one); implies --mode "
-                                                                     "calibrated.")]
-EngineOpt = Annotated[Optional[str], typer.Option("--engine", help="Serving engine (trtllm, sglang, vllm; others by "
-                                                                   "their own names once a profile measures them): "
-                                                                   "the chip's profile for that engine, or one "
-                                                                   "transferred from the engine's other chips, "
-                                                                   "labelled with its expected error; implies --mode "
-                                                                   "calibrated. Default: the chip's default engine "
-                                                                   "(catalog/engines.toml says which and why).")]
-SpecTokensOpt = Annotated[Optional[int], typer.Option("--spec-tokens", help="Speculative decoding: draft tokens per "
-                                                                         "verify step k (default 0 = none).")]
-AcceptanceOpt = Annotated[Optional[str], typer.Option("--acceptance", help="Speculative decoding: acceptance of "
-                                                                           "each drafted position, comma-separated "
-                                                                           "(one value = every position); default: "
-                                                                           "the model family's published figure.")]
-DraftOpt = Annotated[Optional[str], typer.Option("--draft", help="Speculative decoding: 'mtp' (the model's "
-                                                                 "multi-token-prediction modules, default) or a "
-                                                                 "draft model's catalogue name.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
 
 
@@ -109,17 +77,6 @@ def _emit_json(obj: dict) -> None:
     from ..units import to_json
 
     typer.echo(json.dumps(to_json(obj), indent=2, allow_nan=False))
-
-
-def _deployment(model: str, system: str, tp, ep, pp, weight_dtype, kv_dtype, mode: Mode, *, auto: bool = False,
-                adp=None, profile: str | None = None, redundant_experts=None, spec_tokens=None, acceptance=None,
-                draft=None, engine=None):
-    """Resolve names into a Deployment (``resolve.deployment``, shared with the web API)."""
-    from ..resolve import deployment
-
-    return deployment(model, system, tp=tp, ep=ep, pp=pp, adp=adp, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-                      mode=mode.value, profile=profile, auto=auto, redundant_experts=redundant_experts,
-                      spec_tokens=spec_tokens, acceptance=acceptance, draft=draft, engine=engine)
 
 
 def _fidelity(mode: Mode, profile: str | None, system=None, engine: str | None = None):
@@ -172,11 +129,6 @@ def _check_plot_path(path: str, field: str = "plot") -> None:
     from ..files import check_output
 
     check_output(path, field=field, suffixes=(".png", ".svg", ".pdf"))
-TcoOpt = Annotated[Optional[str], typer.Option("--tco", help="TCO inputs, a TOML file (template: docs/tco.md): "
-                                                              "$/chip-hour from capex, power and hosting, in place "
-                                                              "of --price-per-chip-hour.")]
-
-
 class PriceBasis(str, Enum):
     tco = "tco"
     rent = "rent"
@@ -187,27 +139,81 @@ class PowerBasisChoice(str, Enum):
     tdp = "tdp"
 
 
-PriceBasisOpt = Annotated[PriceBasis, typer.Option(
-    "--price-basis", help="With no --price-per-chip-hour or --tco: tco = the catalogue's sourced TCO defaults "
-                          "(llmecon tco shows them), rent = its published rent per chip-hour.")]
-PowerBasisOpt = Annotated[PowerBasisChoice, typer.Option(
-    "--power-basis", help="Tokens/s per MW over facility power (system power per chip, hosts and network "
-                          "included, x PUE) or the chip's TDP alone (tdp, PUE 1).")]
-
-
-def _chip_hour_price(system, price_per_chip_hour=None, tco=None, *, required: bool = False,
-                     price_field: str = "price_per_chip_hour", default=None):
-    """(USD per chip-hour or None, TcoRate, Rent or None) from --price-per-chip-hour or --tco, else the
-    catalogue's ``default`` basis (tco or rent, ``resolve.default_price``) when given (``resolve.chip_hour_price``,
-    shared with the web API); ``required``: a price must result."""
-    from ..resolve import chip_hour_price
-
-    return chip_hour_price(system, price_per_chip_hour=price_per_chip_hour, tco_path=tco, required=required,
-                           price_field=price_field, default=getattr(default, "value", default))
-
-
 def _power_basis(system, rate=None, basis="facility"):
     """The watts per chip tokens/s per MW divide by (``econ.tco.power_for``)."""
     from ..econ.tco import power_for
 
     return power_for(system, rate, getattr(basis, "value", basis))
+
+
+# ---- options generated from the request classes (commands.args: each option declared once) ----------------
+
+#: the CLI's type of each value kind the front-ends spell differently (``commands.args``)
+_KINDS = {"mode": Mode, "phase": Phase, "price_basis": PriceBasis, "power_basis": PowerBasisChoice,
+          "acceptance": Optional[str], "tco": Optional[str], "systems": str, "duration": str, "prices": Optional[str],
+          "objective": Optional[Objective], "lengths": Optional[str], "repeated": list[str], "policy": str,
+          "optional_mode": Optional[Mode], "schedule": Schedule, "recompute": Recompute,
+          "repeated_float": list[float]}
+
+
+def request_params(cls, *, exclude=(), defaults=None) -> list:
+    """The typer parameters of request class ``cls``: one option per field the CLI offers (its flags, help,
+    default and type from the field's ``commands.args.Opt``), ``exclude`` left out, ``defaults`` overriding."""
+    import dataclasses
+    import inspect
+    from typing import get_type_hints
+
+    from ..commands.args import flags_of, opt_of
+
+    hints = get_type_hints(cls)
+    params = []
+    for f in dataclasses.fields(cls):
+        opt = opt_of(f)
+        if opt is None or not opt.cli or f.name in exclude:
+            continue
+        typ = _KINDS.get(opt.kind, hints[f.name])
+        default = (defaults or {}).get(f.name, f.default)
+        if isinstance(typ, type) and issubclass(typ, Enum) and default is not None:
+            default = typ(default)
+        elif isinstance(default, tuple):
+            default = list(default)
+        if opt.required:
+            default = inspect.Parameter.empty
+        params.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                                        annotation=Annotated[typ, typer.Option(*flags_of(f.name, opt),
+                                                                               help=opt.help)]))
+    return params
+
+
+def takes(cls, *, exclude=(), **defaults):
+    """Decorator of a CLI command ``fn(req, **front_end_options)``: its options are request class ``cls``'s
+    fields (``request_params``) followed by ``fn``'s own (``--json``, ``--plot``, a ``typer.Context``...); the
+    values parsed become ``cls(...)`` (enums as their values), passed as ``req``."""
+    import inspect
+    from typing import get_type_hints
+
+    def deco(fn):
+        own = [p for p in inspect.signature(fn).parameters.values() if p.name != "req"]
+        hints = get_type_hints(fn, include_extras=True)
+        own = [p.replace(annotation=hints.get(p.name, p.annotation), kind=inspect.Parameter.KEYWORD_ONLY)
+               for p in own]
+        fields = request_params(cls, exclude=exclude, defaults=defaults)
+        names = {p.name for p in fields}
+
+        def command(**kw):
+            req = cls(**{k: getattr(kw[k], "value", kw[k]) if isinstance(kw[k], Enum) else kw[k] for k in names})
+            return fn(req=req, **{k: v for k, v in kw.items() if k not in names})
+
+        params = fields + own
+        command.__signature__ = inspect.Signature(params)
+        command.__annotations__ = {p.name: p.annotation for p in params}
+        command.__name__, command.__doc__, command.__module__ = fn.__name__, fn.__doc__, fn.__module__
+        return command
+
+    return deco
+
+
+def option(cls, name: str):
+    """The typer annotation of request field ``name`` of ``cls``, for a command that takes it beside
+    positional arguments (predict, calibrate, validate)."""
+    return next(p.annotation for p in request_params(cls) if p.name == name)

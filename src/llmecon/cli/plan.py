@@ -1,135 +1,25 @@
 """CLI command ``plan``: the cheapest (or fastest) deployment of a model over systems under TPOT and
-TTFT targets, and the frontier (SPEC D). Thin: parse -> ``planner.plan_deployment`` -> report_plan."""
+TTFT targets, and the frontier (SPEC D). Thin: parse -> ``commands.plan`` -> report_plan."""
 
 from __future__ import annotations
 
 import os
-from enum import Enum
 from typing import Annotated, Optional
 
 import typer
 
-from .options import (DEFAULT_MODEL, AcceptanceOpt, DraftOpt, JsonOpt, KvDtypeOpt, Mode, ModelOpt, ModeOpt,
-    EngineOpt, ProfileOpt, WeightDtypeOpt, _check_plot_path, _console, _emit_json, _kv_table, app)
+from ..commands.plan import PlanRequest
+from .options import JsonOpt, _check_plot_path, _console, _emit_json, _kv_table, app, takes
 
-PLAN_SYSTEMS = "gb200-nvl72,hgx-h100"
 PIPE_WIDTH = 120  # text width when stdout is not a terminal and COLUMNS is unset
 
 
-class Objective(str, Enum):
-    cost = "cost"
-    throughput = "throughput"
-
-
-def _duration(text: str, flag: str) -> float:
-    """'50ms', '50 ms', '2s' or a bare number of seconds ('0.05') -> seconds."""
-    from ..units import parse
-
-    try:
-        return float(text)
-    except ValueError:
-        return parse(text, "s", field=flag)
-
-
-def _names(text: str, flag: str) -> list[str]:
-    from ..errors import SpecError
-
-    names = [n.strip() for n in text.split(",")]
-    if not text.strip() or not all(names):
-        raise SpecError(f"{flag} {text!r}: give comma-separated names, e.g. {flag} {PLAN_SYSTEMS}")
-    return names
-
-
-def _prices(text: str | None, tco: str | None, systems) -> tuple[dict, dict]:
-    """(prices, TCO rates) per system from --price-per-chip-hour or --tco: one for every system, or one per
-    system in --systems order (``resolve.chip_hour_prices``)."""
-    from ..errors import SpecError
-    from ..resolve import chip_hour_prices
-
-    values = None
-    if text is not None:
-        try:
-            values = [float(v) for v in text.split(",")]
-        except ValueError:
-            raise SpecError(f"--price-per-chip-hour {text!r}: give dollars per chip-hour as a number or a comma "
-                            "list, e.g. 2.5 or 3.9,2.2") from None
-    paths = None if tco is None else [p.strip() for p in tco.split(",")]
-    for k, p in enumerate(paths or ()):
-        if not p:
-            raise SpecError(f"entry {k + 1} of {len(paths)} in the list is empty", field="tco", value=tco,
-                            fix="give a TOML file for every system, or one for all, separated by commas "
-                                "(no empty entry, no trailing comma)")
-    return chip_hour_prices(systems, prices=values, tco_paths=paths)
-
-
 @app.command("plan")
+@takes(PlanRequest, tpot_s="50ms", ttft_s="2s")
 def plan_cmd(
-    model: ModelOpt = DEFAULT_MODEL,
-    systems: Annotated[str, typer.Option("--systems", "-s", help="Comma-separated catalogue systems to search "
-                                                                 "(llmecon catalog systems).")] = PLAN_SYSTEMS,
-    tpot: Annotated[str, typer.Option("--tpot", help="Time per output token target: one decode step "
-                                                     "('50ms', '0.05' = seconds).")] = "50ms",
-    ttft: Annotated[str, typer.Option("--ttft", help="Time to first token target: one prefill step (plus "
-                                                     "the pipeline fill when pp > 1), no queueing ('2s').")] = "2s",
-    price_per_chip_hour: Annotated[Optional[str], typer.Option(
-        "--price-per-chip-hour", help="USD per chip-hour: one number for all systems or a comma list in "
-                                      "--systems order. Without it $ figures are absent.")] = None,
-    tco: Annotated[Optional[str], typer.Option(
-        "--tco", help="TCO inputs instead of --price-per-chip-hour: a TOML file (docs/tco.md) for all systems, or "
-                      "a comma list of files in --systems order.")] = None,
-    context: Annotated[float, typer.Option("--context", "-L", help="Mean KV tokens per sequence during "
-                                                                   "decode.")] = 4096,
-    prompt_tokens: Annotated[float, typer.Option("--prompt-tokens", help="Tokens prefilled per request.")] = 4096,
-    output_tokens: Annotated[float, typer.Option("--output-tokens", help="Tokens generated per request (weights "
-                                                                         "the blended $/Mtok).")] = 512,
-    max_chips: Annotated[int, typer.Option("--max-chips", help="Most chips one replica may use.")] = 512,
-    objective: Annotated[Optional[Objective], typer.Option(
-        "--objective", help="cost ($/Mtok) or throughput (tokens/s per chip); default cost when priced, else "
-                            "throughput.")] = None,
-    weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None,
-    dispatch_dtype: Annotated[Optional[str], typer.Option(
-        "--dispatch-dtype", help="MoE all-to-all dispatch format (e.g. fp8); combine stays bf16.")] = None,
-    expert_imbalance: Annotated[float, typer.Option(
-        "--expert-imbalance", help="Routing skew: the busiest expert group's tokens over what uniform routing "
-                                   "gives it (>= 1; 1 = uniform; scales its reads, FLOPs and all-to-all).")] = 1.0,
-    top: Annotated[Optional[int], typer.Option("--top", help="Frontier rows shown, spread along the frontier "
-                                                             "(fastest per user first); default 10, and with "
-                                                             "--frontier every point.")] = None,
+    req: PlanRequest,
     plot: Annotated[Optional[str], typer.Option("--plot", help="Write the decode frontier figure "
                                                                "(PNG/SVG/PDF).")] = None,
-    spec_tokens: Annotated[Optional[int], typer.Option(
-        "--spec-tokens", help="Speculative decoding: search draft tokens per verify step k = 0..K (default 0 = "
-                              "plain decoding only).")] = None,
-    acceptance: AcceptanceOpt = None, draft: DraftOpt = None,
-    frontier: Annotated[bool, typer.Option(
-        "--frontier", help="Compare systems: each one's frontier (tokens/s per chip vs tokens/s per user, of "
-                           "what --view pays for; no latency target), every point, and its tokens/s per chip and "
-                           "$/Mtok at --interactivity; --plot draws one line per system.")] = False,
-    view: Annotated[str, typer.Option(
-        "--view", help="With --frontier: what tokens/s per chip pays for: whole (default: whole requests of "
-                       "--prompt-tokens/--output-tokens, aggregated and disaggregated serving), aggregated, "
-                       "disaggregated, or decode (decode steps only, the old view).")] = "whole",
-    token_budget: Annotated[float, typer.Option(
-        "--token-budget", help="With --frontier: prompt tokens per engine step per attention group when prefill "
-                               "is interleaved (aggregated serving; engines' default 8192).")] = 8192,
-    layouts: Annotated[Optional[str], typer.Option(
-        "--layouts", help="engine: only layouts the profile's serving engine runs, pipeline parallelism only "
-                          "where pp 1 does not fit (default with --frontier); any: every plan of the search "
-                          "(default without --frontier).")] = None,
-    max_chips_per_system: Annotated[Optional[str], typer.Option(
-        "--max-chips-per-system", help="GPU budget of one replica per system, e.g. gb200-nvl72=72,hgx-h100=16 "
-                                       "(others: --max-chips).")] = None,
-    interactivity: Annotated[Optional[float], typer.Option(
-        "--interactivity", help="With --frontier: tokens/s per user to compare systems at (default 1 / "
-                                "--tpot).")] = None,
-    mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, engine: EngineOpt = None,
-    cache_hit: Annotated[Optional[float], typer.Option(
-        "--cache-hit", help="Prefix-cache hit rate in [0, 1]: blends the best prefill plan's input $/Mtok over "
-                            "hits (a hit prefills only the uncached tokens).")] = None,
-    cached_prefix: Annotated[Optional[float], typer.Option(
-        "--cached-prefix", help="Prompt tokens cached on a hit (default: all but the last).")] = None,
-    max_workers: Annotated[int, typer.Option(
-        "--max-workers", help="Most prefill (and decode) workers the prefill:decode ratio may use (<= 1024).")] = 16,
     as_json: JsonOpt = False,
 ) -> None:
     """Plan a deployment: search systems x parallelism plans x batch under TPOT/TTFT targets and HBM, and
@@ -137,86 +27,40 @@ def plan_cmd(
     decode search also tries speculative decoding with k = 1..K and reports the k chosen. With --frontier,
     compare systems instead: each one's decode frontier and its tokens/s per chip and $/Mtok at
     --interactivity tokens/s per user."""
-    from ..catalog.hardware import get_system
-    from ..catalog.models import get_model
-    from ..dtypes import get_dtype
-    from ..errors import require_number
-    from ..econ.workers import MAX_WORKERS_LIMIT
-    from ..econ.planner import SearchOptions, PlanTargets, plan_deployment
-    from ..report.plan import best_rows, frontier_rows, headline, plan_result_dict, plot_frontier, workers_rows
+    from ..commands.plan import plan, prepare
 
     if plot:
         _check_plot_path(plot)
-    if interactivity is not None:
-        require_number("--interactivity", interactivity, minimum=0, exclusive=True, hint="tokens/s per user")
-    if top is not None:
-        require_number("--top", top, minimum=1)
-    require_number("--max-workers", max_workers, minimum=1, maximum=MAX_WORKERS_LIMIT,
-                   hint="workers per pool the prefill:decode ratio may use")
-    require_number("--expert-imbalance", expert_imbalance, minimum=1,
-                   hint="the busiest expert group's tokens over uniform routing's; 1 = uniform routing")
-    m = get_model(model)
-    if cache_hit is not None or cached_prefix is not None:
-        from ..econ.cache_hit import check_cache_hit
-
-        check_cache_hit(cache_hit_rate=cache_hit, cached_prefix_tokens=cached_prefix, prompt_tokens=prompt_tokens,
-                        max_context=m.max_context)
-    names = _names(systems, "--systems")
-    targets = PlanTargets(tpot_s=_duration(tpot, "--tpot"), ttft_s=_duration(ttft, "--ttft"), context=context,
-                      prompt_tokens=prompt_tokens, output_tokens=output_tokens)
-    from ..resolve import profiles_for
-
-    found = [get_system(n) for n in names]
-    prices, rates = _prices(price_per_chip_hour, tco, found)
-    from ..econ.tco import power_for
-
-    powers = {sy.name: power_for(sy, rates.get(sy.name)) for sy in found}
-    from ..spec.speculation import speculation_candidates
-
-    options = SearchOptions(max_chips=max_chips, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-                            max_chips_by_system=_budgets(max_chips_per_system, names),
-                            layouts=layouts or ("engine" if frontier else "any"),
-                            dispatch_dtype=dispatch_dtype, expert_imbalance=expert_imbalance,
-                            profiles=profiles_for(mode.value, profile, found, engine),
-                            speculation=speculation_candidates(m, max_k=spec_tokens, acceptance=acceptance,
-                                                               draft=draft))
-    for dt in (weight_dtype, kv_dtype, dispatch_dtype):
-        if dt is not None:
-            get_dtype(dt)
+    p = prepare(req)
     console = None if as_json else _console()
     if console is not None and not console.is_terminal and "COLUMNS" not in os.environ:
         console.width = max(console.width, PIPE_WIDTH)  # a pipe or file does not wrap: keep table rows whole
-    if frontier:
-        source = "--interactivity" if interactivity is not None else "1/tpot"
-        _frontier(m, found, targets=targets, options=options, prices=prices, plot=plot, console=console, powers=powers,
-                  rates=rates, view=view, token_budget=token_budget,
-                  interactivity=interactivity if interactivity is not None else 1.0 / targets.tpot_s,
-                  source=source, top=top)
-        return
-    kw = dict(targets=targets, options=options, prices=prices, objective=objective.value if objective else None)
     if console is not None and console.is_terminal:
-        with console.status(f"searching plans of {m.name} on {', '.join(names)}..."):
-            r = plan_deployment(m, found, **kw)
+        with console.status(f"searching plans of {p.model.name} on {', '.join(s.name for s in p.systems)}..."):
+            r = plan(req, prepared=p)
     else:
-        r = plan_deployment(m, found, **kw)
-    hbm = {s.name: s.accelerator.hbm_bytes for s in found}
-    from ..econ.workers import plan_workers
-
-    workers = plan_workers(r, m, found, options, max_workers=max_workers)
+        r = plan(req, prepared=p)
     if plot:
-        plot_frontier(r, plot)
-    hit = None
-    if cache_hit is not None:
-        from ..econ.cache_hit import plan_cache_hit
+        from ..report.frontier import plot_frontiers
+        from ..report.plan import plot_frontier
 
-        hit = plan_cache_hit(r, m, found, options, cache_hit_rate=cache_hit, cached_prefix_tokens=cached_prefix)
+        plot_frontiers(r.frontier, plot) if req.frontier else plot_frontier(r.result, plot)
     if as_json:
-        out = plan_result_dict(r, hbm_bytes=hbm, model_assumptions=m.assumptions, workers=workers, powers=powers,
-                               rates=rates)
-        if cache_hit is not None:
-            out["cache_hit"] = hit
-        _emit_json(out)
-        return
+        _emit_json(r.to_dict(cache_hit=req.cache_hit is not None,
+                             interactivity_source="--interactivity" if r.interactivity_given else "1/tpot"))
+    elif req.frontier:
+        _print_frontier(req, r, console, plot)
+    else:
+        _print_plan(req, r, console, plot)
+
+
+def _print_plan(req, p, console, plot) -> None:
+    """``plan``'s tables: the best plans, each phase's frontier, the worker ratio, the blended price."""
+    from ..report.plan import best_rows, frontier_rows, headline, workers_rows
+
+    r, targets, powers, rates, workers, hit = p.result, p.targets, p.powers, p.rates, p.workers, p.hit
+    hbm = {s.name: s.accelerator.hbm_bytes for s in p.systems}
+    top, cache_hit = req.top, req.cache_hit
     from rich import box
     from rich.table import Table
 
@@ -269,25 +113,6 @@ def plan_cmd(
         console.print(f"figure written to {plot}", soft_wrap=True, markup=False, highlight=False)
 
 
-def _budgets(given: str | None, names) -> dict:
-    """--max-chips-per-system NAME=N,... as {system: chips}."""
-    if not given:
-        return {}
-    from ..errors import SpecError, unknown_name
-
-    out = {}
-    for part in given.split(","):
-        name, _, value = part.strip().partition("=")
-        if name.strip() not in names:
-            raise unknown_name("system", name.strip(), sorted(names), field="max_chips_per_system")
-        try:
-            out[name.strip()] = int(value)
-        except ValueError:
-            raise SpecError(f"{part.strip()!r} is not SYSTEM=CHIPS", field="max_chips_per_system",
-                            fix="write e.g. gb200-nvl72=72,hgx-h100=16") from None
-    return out
-
-
 def _spread(rows: list, top: int | None) -> list:
     """``top`` of ``rows`` spread evenly along them (first and last kept); all when ``top`` is None or larger."""
     if top is None or len(rows) <= top:
@@ -298,34 +123,18 @@ def _spread(rows: list, top: int | None) -> list:
     return [rows[i] for i in picks]
 
 
-def _frontier(m, found, *, targets, options, prices, plot, console, interactivity, source, powers,
-              rates=None, view="whole", token_budget=8192, top: int | None = None) -> None:
-    """``plan --frontier``: every system's frontier (whole requests or decode, ``--view``) as a table, its
-    figures at the interactivity (``top`` rows spread along each when given), the figure
-    (``econ.serving_frontier``, ``report.frontier``)."""
-    from functools import partial
-
-    from ..econ.serving_frontier import serving_frontier
-
-    decode_frontier = partial(serving_frontier, view=view, token_budget=token_budget)
-    from ..report.frontier import at_line, frontier_dict, plot_frontiers, speculation_line, system_rows
-    from ..report.tco import mw_text, tco_line
-
-    names = [s.name for s in found]
-    if console is not None and console.is_terminal:
-        with console.status(f"searching plans of {m.name} on {', '.join(names)}..."):
-            f = decode_frontier(m, found, targets=targets, options=options, prices=prices, interactivity=interactivity)
-    else:
-        f = decode_frontier(m, found, targets=targets, options=options, prices=prices, interactivity=interactivity)
-    if plot:
-        plot_frontiers(f, plot)
-    if console is None:
-        _emit_json(frontier_dict(f, interactivity_source=source, model_assumptions=m.assumptions, powers=powers,
-                                 rates=rates))
-        return
+def _print_frontier(req, p, console, plot) -> None:
+    """``plan --frontier``: every system's frontier (whole requests or decode, ``--view``) as a table (``--top``
+    rows spread along each when given) and its figures at the interactivity (``report.frontier``)."""
     from rich import box
     from rich.table import Table
 
+    from ..report.frontier import at_line, speculation_line, system_rows
+    from ..report.tco import mw_text, tco_line
+
+    f, m, targets, options, powers, rates, top = p.frontier, p.model, p.targets, p.options, p.powers, p.rates, req.top
+    interactivity, names = p.interactivity, [s.name for s in p.systems]
+    source = "--interactivity" if p.interactivity_given else "1/tpot"
     priced = any(v is not None for v in f.prices.values())
     spec = bool(f.speculation)
     what = ("decode steps only (prefill not paid)" if f.view == "decode" else

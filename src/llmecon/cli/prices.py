@@ -7,14 +7,23 @@ from typing import Annotated, Optional
 
 import typer
 
-from .context import (CacheHitOpt, OptPriceOpt, PriceModelOpt, PriceOpt, ProviderOpt, UtilOpt, _dep, _money,
-                      _parse_devices, _parse_tier_prices, _sheet, _tokens)
-from .options import (DEFAULT_MODEL, DEFAULT_SYSTEM, EpOpt, JsonOpt, KvDtypeOpt, Mode, ModelOpt, ModeOpt, PpOpt,
-                      EngineOpt, ProfileOpt, SystemOpt, TpOpt, WeightDtypeOpt, _console, _emit_json, _fail, app)
+from ..commands.cache import device_tiers, tier_prices
+from ..commands.prices import TiersRequest
+from .context import _money, _tokens
+from .options import JsonOpt, _console, _emit_json, app, takes
 
 prices_app = typer.Typer(add_completion=False, no_args_is_help=True,
                          help="API price sheets: list them, read them backwards, design context tiers.")
 app.add_typer(prices_app, name="prices")
+
+OptPriceOpt = Annotated[Optional[float], typer.Option("--price-per-chip-hour",
+                                                      help="Rent of one accelerator, USD per hour (adds $ columns).")]
+UtilOpt = Annotated[float, typer.Option("--utilization", help="Share of paid time the chips serve at this "
+                                                              "batch (0-1]; cost is divided by it.")]
+ProviderOpt = Annotated[Optional[str], typer.Option("--provider", help="Price-sheet provider (llmecon prices list).")]
+PriceModelOpt = Annotated[Optional[str], typer.Option("--price-model", help="Model name on the provider's sheet.")]
+CacheHitOpt = Annotated[Optional[float], typer.Option("--cache-hit", help="Prefix-cache hit rate in [0, 1]: adds the "
+                                                  "blended input $/Mtok (a hit prefills only the uncached tokens).")]
 
 
 @prices_app.command("list")
@@ -24,26 +33,9 @@ def prices_list(provider: ProviderOpt = None, cache_hit: CacheHitOpt = None,
                 as_json: JsonOpt = False) -> None:
     """Every catalogued price sheet (USD per million tokens, dated and sourced). --cache-hit RATE adds
     the blended input price, (1 - h·f)·input + h·f·cached, where the sheet prices cached input."""
-    from ..catalog.prices import price_sheets, providers
-    from ..errors import unknown_name
-    from ..report.context import sheet_row
+    from ..commands.prices import price_list
 
-    if provider is not None and provider not in providers():
-        raise unknown_name("provider", provider, providers())
-    rows = [sheet_row(s) for (prov, _), s in sorted(price_sheets().items()) if provider in (None, prov)]
-    from ..errors import require_number
-
-    require_number("cached_fraction", cached_fraction, minimum=0, maximum=1, hint="cached prefix / prompt")
-    if cache_hit is not None:
-        from ..econ.cache_hit import blended_list_price
-
-        require_number("cache_hit", cache_hit, minimum=0, maximum=1, hint="a hit rate, e.g. 0.5")
-        for r in rows:
-            cached = r["cached_input_usd_per_mtok"]
-            blended = None if cached is None else blended_list_price(
-                input_usd_per_mtok=r["input_usd_per_mtok"], cached_input_usd_per_mtok=cached, cache_hit_rate=cache_hit,
-                cached_fraction=cached_fraction)
-            r.update(cache_hit_rate=cache_hit, cached_fraction=cached_fraction, usd_per_mtok_input_blended=blended)
+    rows = price_list(provider=provider, cache_hit=cache_hit, cached_fraction=cached_fraction)
     if as_json:
         _emit_json({"sheets": rows})
         return
@@ -57,11 +49,7 @@ def prices_list(provider: ProviderOpt = None, cache_hit: CacheHitOpt = None,
     table = Table("provider", "model", "input", "output", "out/in", "cached", *hit_col, "cache writes",
                   "long context", "premiums", "status")
     for r in rows:
-        writes = ", ".join(f"{w['hold_s'] / 60:g} min {_money(w['usd_per_mtok'])}" for w in r["cache_writes"])
-        longc = ", ".join(f">{t['above_tokens'] / 1000:g}K {_money(t['input_usd_per_mtok'])}/"
-                          f"{_money(t['output_usd_per_mtok'])}" for t in r["long_context"])
-        prem = ", ".join(f"{p['name']} {_money(p['input_usd_per_mtok'])}/{_money(p['output_usd_per_mtok'])}"
-                         for p in r["premiums"])
+        writes, longc, prem = _extras(r)
         ratio = r["output_input_ratio"]
         table.add_row(r["provider"], r["model"], _money(r["input_usd_per_mtok"]), _money(r["output_usd_per_mtok"]),
                       "-" if ratio is None else f"{ratio:.2g}x", _money(r["cached_input_usd_per_mtok"]),
@@ -131,13 +119,12 @@ def prices_infer(
     """Read a price sheet backwards: KV bytes per token from a long-context price step, the operating
     point its output/input ratio implies, memory tiers consistent with its cache prices, and the
     batch ratio behind a fast-mode premium. Every assumption is printed."""
-    from ..catalog.prices import get_price_sheet
-    from ..report.price_sheet import infer_sheet
+    from ..commands.prices import infer
 
-    out = infer_sheet(get_price_sheet(provider, model), active_params=active_params, chips=chip, dtypes=dtype,
-                      system=system, extra_tiers=_parse_devices(device), kv_bytes_per_token=kv_bytes_per_token,
-                      price_per_chip_hour=price_per_chip_hour, tier_prices=_parse_tier_prices(tier_price),
-                      cache_hit_rate=cache_hit, cached_fraction=cached_fraction)
+    out = infer(provider=provider, model=model, active_params=active_params, chips=chip, dtypes=dtype, system=system,
+                extra_tiers=device_tiers(device), kv_bytes_per_token=kv_bytes_per_token,
+                price_per_chip_hour=price_per_chip_hour, tier_prices=tier_prices(tier_price),
+                cache_hit_rate=cache_hit, cached_fraction=cached_fraction)
     if as_json:
         _emit_json(out)
         return
@@ -218,56 +205,15 @@ def _print_infer(out: dict) -> None:
 
 
 @prices_app.command("tiers")
-def prices_tiers(
-    price_per_chip_hour: PriceOpt,
-    model: ModelOpt = DEFAULT_MODEL, system: SystemOpt = DEFAULT_SYSTEM,
-    margin: Annotated[float, typer.Option("--margin", help="Price at least (1 + margin) x cost.")] = 0.0,
-    boundaries: Annotated[list[float], typer.Option("--boundary", help="Fixed tier boundary in tokens "
-                                                                       "(repeatable), e.g. 200000.")] = [],
-    base_input: Annotated[Optional[float], typer.Option("--base-input", help="Short-context input price; with "
-                                                                             "--base-output finds boundaries.")] = None,
-    base_output: Annotated[Optional[float], typer.Option("--base-output", help="Short-context output price.")] = None,
-    input_step: Annotated[float, typer.Option("--input-step", help="Input multiplier per tier.")] = 2.0,
-    output_step: Annotated[float, typer.Option("--output-step", help="Output multiplier per tier.")] = 1.5,
-    utilization: UtilOpt = 1.0, provider: ProviderOpt = None, price_model: PriceModelOpt = None,
-    weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, engine: EngineOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+@takes(TiersRequest)
+def prices_tiers(req: TiersRequest, as_json: JsonOpt = False) -> None:
     """Design context-length price tiers that never sell below cost on a given deployment, and check a
     provider's published tiers against the same cost curve."""
-    import numpy as np
+    from ..commands.prices import tiers
 
-    from ..econ.batching import context_limit
-    from ..econ.context import check_prices, context_economics, tiers_for_boundaries, tiers_for_steps, usd_per_mtok
-    from ..report.context import context_limit_note, price_check_dict, schedule_dict
-
-    if (base_input is None) != (base_output is None):
-        _fail("--base-input and --base-output go together")
-    if base_input is not None and boundaries:
-        _fail("give either --boundary (fixed boundaries) or --base-input/--base-output (fixed prices), not both")
-    dep = _dep(model, system, tp, ep, pp, weight_dtype, kv_dtype, mode, profile=profile, engine=engine)
-    sheet = _sheet(provider, price_model)
-    e = context_economics(dep)
-    c = e.curve
-    kw = dict(price_per_chip_hour=price_per_chip_hour, utilization=utilization)
-    cost_in = usd_per_mtok(c.prefill_chip_s_per_token, **kw)
-    cost_out = usd_per_mtok(c.decode_chip_s_per_token, **kw)
-    cost_in = np.where(c.fits, cost_in, np.nan)
-    if base_input is not None:
-        sched = tiers_for_steps(c.context, cost_in, cost_out, base_input=base_input, base_output=base_output,
-                                input_step=input_step, output_step=output_step, margin=margin)
-    else:
-        sched = tiers_for_boundaries(c.context, cost_in, cost_out, boundaries=boundaries, margin=margin,
-                                     context_limit=context_limit(dep.model))
-    limit = context_limit_note(dep.model.name, e.model_max_context, e.kv_capacity_tokens)
-    out = {"model": dep.model.name, "system": dep.system.name, "fidelity": dep.fidelity, **dep.fidelity_fields,
-           "price_per_chip_hour": price_per_chip_hour, "utilization": utilization,
-           "max_context_at_batch_1": e.max_context_at_batch_1, "kv_capacity_tokens": e.kv_capacity_tokens,
-           "model_max_context": e.model_max_context or None, "notes": [limit] if limit else [],
-           "schedule": schedule_dict(sched)}
-    if sheet is not None:
-        out["check"] = price_check_dict(check_prices(c.context, cost_in, cost_out, sheet), sheet)
+    r = tiers(req)
+    dep, sched, sheet, out = r.deployment, r.schedule, r.sheet, r.view
+    price_per_chip_hour, utilization, margin = req.price_per_chip_hour, req.utilization, req.margin
     if as_json:
         _emit_json(out)
         return

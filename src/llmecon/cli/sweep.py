@@ -1,6 +1,6 @@
 """CLI command ``sweep``: design-space and simulation sweeps from a TOML spec, in-process or on Dask
-(issue 9). Thin: parse -> ``sweep.load_spec``/``expand`` (every check) -> ``sweep.run_sweep`` ->
-``sweep.summarise`` -> report_sweep."""
+(issue 9). Thin: parse -> ``commands.sweep`` (``sweep.load_spec``/``expand``, every check; ``run_sweep``,
+``summarise``) -> report_sweep."""
 
 from __future__ import annotations
 
@@ -9,18 +9,10 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..commands.sweep import CONFIRM_POINTS
 from .options import JsonOpt, _console, _emit_json, app
 
 PIPE_WIDTH = 140  # text width when stdout is not a terminal and COLUMNS is unset
-CONFIRM_POINTS = 1_000_000  # a bigger sweep runs only with --yes
-# measured: an 882,000-point decode sweep (llama-3.1-8b / hgx-h100, plans auto; issue 19) peaked at 743 MB
-# (tracemalloc) and wrote a 42.7 MB Parquet file; past ~1e6 points memory stops growing (streamed final file and
-# summary: 0.91 GB peak RSS at 1e7 rows, benchmarks/results/fast_2026-11-25.md). Rounded up.
-MEMORY_BYTES_PER_POINT = 900
-MEMORY_PLATEAU_POINTS = 1_000_000
-DISK_BYTES_PER_POINT = 50
-
-
 class _Bar:
     """A rich progress bar on stderr, started at the first report (not while a cluster starts)."""
 
@@ -68,30 +60,10 @@ def sweep_cmd(
 ) -> None:
     """Sweep a design space: models x systems x plans x phases x batches x contexts x prices through the
     roofline, and serving simulations over workloads; one Parquet row per point, best points and frontier."""
+    from ..commands.sweep import prepare, run
     from ..report.sweep import print_sweep, sweep_dict, work_dict
-    from ..sweep import expand, load_spec, run_sweep, summarise
-    from ..sweep.runner import check_mode
 
-    from ..errors import SpecError
-    from ..files import check_output
-    from ..units import fmt_bytes
-
-    check_output(out, field="out", folder=not out.endswith(".parquet"))
-    loaded = load_spec(spec)
-    if tco is not None:  # one TCO rate per system (resolve.tco), in place of a prices axis
-        from ..resolve import tco as resolve_tco
-        from ..sweep.spec import tco_systems, with_tco
-
-        loaded = with_tco(loaded, {name: resolve_tco(name, path=tco) for name in tco_systems(loaded)})
-    work = expand(loaded)   # every spec, catalogue and plan check: nothing runs before this
-    check_mode(scheduler, workers)
-    memory = MEMORY_BYTES_PER_POINT * min(work.points, MEMORY_PLATEAU_POINTS)
-    size = (f"{work.points:,} points, about {fmt_bytes(memory)} of memory and "
-            f"{fmt_bytes(work.points * DISK_BYTES_PER_POINT)} on disk")
-    if work.points > CONFIRM_POINTS and not (yes or dry_run):
-        raise SpecError(f"{spec} expands to {size}, more than {CONFIRM_POINTS:,} points", field="yes",
-                        show_value=False, fix="add {yes} to run it, {dry_run} to see what it expands to, or "
-                                              "shrink the axes")
+    work, size = prepare(spec, out, tco=tco, scheduler=scheduler, workers=workers, confirmed=yes or dry_run)
     if dry_run:
         if as_json:
             _emit_json(work_dict(work))
@@ -111,15 +83,14 @@ def sweep_cmd(
         return
     bar = None if as_json else _Bar()
     try:
-        run = run_sweep(work, out, scheduler=scheduler, workers=workers, force=force, progress=bar)
+        done, summary = run(work, out, scheduler=scheduler, workers=workers, force=force, progress=bar)
     finally:
         if bar is not None:
             bar.close()
-    summary = summarise(work, run.out)
     if as_json:
-        _emit_json(sweep_dict(work, run, summary))
+        _emit_json(sweep_dict(work, done, summary))
         return
     console = _console()
     if not console.is_terminal and "COLUMNS" not in os.environ:
         console.width = max(console.width, PIPE_WIDTH)
-    print_sweep(console, work, run, summary)
+    print_sweep(console, work, done, summary)

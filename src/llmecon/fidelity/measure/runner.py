@@ -207,6 +207,28 @@ def run(*, model: str, device: str = "cuda", preset: str = "quick", accelerator:
         raise SpecError(f"preset must be one of {', '.join(PRESETS)}, got {preset!r}")
     p = PRESETS["cpu" if device == "cpu" else preset]
     acc, sys_ = resolve_targets(env, accelerator, system)
+    _require_weights_fit(spec, device, env, torch)
+    note = "cpu smoke run, not for calibration" if device == "cpu" else ""
+    bench = kernels.Bench(device=device, accelerator=acc, system=sys_, repeats=p.repeats, warmup=p.warmup,
+                          gpu_name=env.gpu_name, driver=env.driver, torch_version=env.torch_version,
+                          date=datetime.datetime.now(datetime.timezone.utc).date().isoformat(), note=note)
+    skipped: list[str] = []
+    tasks = _kernel_tasks(bench, spec, p, device, skipped)
+    points = _step_points(spec, p, skipped)
+    steps = _Steps(spec, model, bench, p, device=device, cuda_graph=cuda_graph, torch=torch, skipped=skipped)
+    tasks.append((f"build {spec.name}", steps.build))
+    tasks += [(f"{ph} B={b} L={n}", lambda ph=ph, b=b, n=n: steps.step(ph, b, n)) for ph, b, n in points]
+    rows = _run_tasks(tasks, progress=progress, torch=torch)
+    steps.decoder = None
+    if device == "cuda":
+        torch.cuda.empty_cache()
+    return MeasureResult(rows=tuple(rows), skipped=tuple(skipped), model=model, preset=p.name, env=env,
+                         accelerator=acc, system=sys_, step_timing=", ".join(sorted(steps.hows)) or "eager",
+                         wall_s=time.perf_counter() - started)
+
+
+def _require_weights_fit(spec, device: str, env, torch) -> None:
+    """The whole model's bf16 weights must fit on the one device (a cpu smoke run: a tiny config only)."""
     need = transformer.weight_bytes(spec)
     if device == "cpu" and need > CPU_MAX_WEIGHT_BYTES:
         raise SpecError(f"builds the whole model: {spec.name} has {need / 1e9:.1f} GB of bf16 weights", field="device",
@@ -216,24 +238,15 @@ def run(*, model: str, device: str = "cuda", preset: str = "quick", accelerator:
         raise InfeasibleError(f"{spec.name}: {need / 1e9:.1f} GB of bf16 weights do not fit in the {free / 1e9:.1f} "
                               f"GB free on {env.gpu_name} (measure runs the whole model on one GPU, tp=1); pick a "
                               "smaller model")
-    note = "cpu smoke run, not for calibration" if device == "cpu" else ""
-    bench = kernels.Bench(device=device, accelerator=acc, system=sys_, repeats=p.repeats, warmup=p.warmup,
-                          gpu_name=env.gpu_name, driver=env.driver, torch_version=env.torch_version,
-                          date=datetime.datetime.now(datetime.timezone.utc).date().isoformat(), note=note)
-    skipped: list[str] = []
+
+
+def _kernel_tasks(bench, spec, p, device: str, skipped: list[str]) -> list:
+    """(label, callable) of the kernel benchmarks: copies, elementwise kernels, GEMMs (fp8 where supported)."""
     shapes = [s for s in transformer.gemm_shapes(spec) if s[0] in p.gemm_shapes]
     fp8_reason = kernels.fp8_unsupported(device)
     if fp8_reason:
         skipped.append(f"gemm fp8: {fp8_reason}")
     dtypes = ("bf16",) if fp8_reason else ("bf16", "fp8")
-    limit = transformer.max_length(spec)
-    points = [("decode", b, c) for b in p.decode_batches for c in p.decode_contexts]
-    points += [("prefill", b, t) for b, t in p.prefill]
-    too_long = [pt for pt in points if limit is not None and pt[2] + (pt[0] == "decode") > limit]
-    points = [pt for pt in points if pt not in too_long]
-    skipped += [f"{ph} B={b} L={n}: past the smallest sliding window ({limit}), where this decoder's full "
-                "attention stops matching the model" for ph, b, n in too_long]
-
     tasks = [(f"copy {s} B", lambda s=s: kernels.copy_bandwidth(bench, [s])) for s in p.copy_bytes]
     tasks += [(f"elementwise t={t}", lambda t=t: kernels.elementwise_kernels(
         bench, d_model=spec.d_model, ffn_dim=spec.dense_ffn_dim, gated=spec.ffn_gated, tokens=[t]))
@@ -241,48 +254,68 @@ def run(*, model: str, device: str = "cuda", preset: str = "quick", accelerator:
     tasks += [(f"gemm {dt} {label} m={m}", lambda dt=dt, label=label, m=m, n=n, k=k: kernels.gemm_sweep(
         bench, [(label, m, n, k)], dtype=dt, skipped=skipped)) for dt in dtypes for label, n, k in shapes
         for m in p.gemm_m]
-    state: dict = {}
-    hows: set[str] = set()
+    return tasks
 
-    def build():
-        if device == "cuda":
-            torch.cuda.empty_cache()  # the kernel benchmarks' buffers
-        state["decoder"] = transformer.RandomDecoder(spec, device=device)
+
+def _step_points(spec, p, skipped: list[str]) -> list[tuple[str, int, int]]:
+    """(phase, batch, length) of the whole-model steps, those past the smallest sliding window skipped."""
+    limit = transformer.max_length(spec)
+    points = [("decode", b, c) for b in p.decode_batches for c in p.decode_contexts]
+    points += [("prefill", b, t) for b, t in p.prefill]
+    too_long = [pt for pt in points if limit is not None and pt[2] + (pt[0] == "decode") > limit]
+    skipped += [f"{ph} B={b} L={n}: past the smallest sliding window ({limit}), where this decoder's full "
+                "attention stops matching the model" for ph, b, n in too_long]
+    return [pt for pt in points if pt not in too_long]
+
+
+class _Steps:
+    """The whole-model step tasks: ``build`` the random-weight decoder (after the kernel benchmarks), then
+    ``step`` times one decode or prefill step (skipped, with the reason, where memory runs out)."""
+
+    def __init__(self, spec, model: str, bench, p, *, device: str, cuda_graph: bool, torch, skipped: list[str]):
+        self.spec, self.model, self.bench, self.p = spec, model, bench, p
+        self.device, self.cuda_graph, self.torch, self.skipped = device, cuda_graph, torch, skipped
+        self.decoder = None
+        self.hows: set[str] = set()
+
+    def build(self) -> list:
+        if self.device == "cuda":
+            self.torch.cuda.empty_cache()  # the kernel benchmarks' buffers
+        self.decoder = transformer.RandomDecoder(self.spec, device=self.device)
         return []
 
-    def step(phase: str, b: int, length: int):
-        decoder = state["decoder"]
-        if device == "cuda":
-            torch.cuda.empty_cache()
-            free = torch.cuda.mem_get_info()[0]
-            tokens, out = (b, b) if phase == "decode" else (b * length, b)
-            want = (transformer.kv_cache_bytes(spec, b, length + (phase == "decode"))
-                    + transformer.activation_bytes(spec, tokens, out) + MEMORY_MARGIN_BYTES)
-            if want > free:
-                skipped.append(f"{phase} B={b} L={length}: needs ~{want / 1e9:.1f} GB, {free / 1e9:.1f} GB free")
-                return []
+    def _room(self, phase: str, b: int, length: int) -> bool:
+        """Whether the step's KV cache and activations fit in the free GPU memory (else skipped)."""
+        if self.device != "cuda":
+            return True
+        self.torch.cuda.empty_cache()
+        free = self.torch.cuda.mem_get_info()[0]
+        tokens, out = (b, b) if phase == "decode" else (b * length, b)
+        want = (transformer.kv_cache_bytes(self.spec, b, length + (phase == "decode"))
+                + transformer.activation_bytes(self.spec, tokens, out) + MEMORY_MARGIN_BYTES)
+        if want > free:
+            self.skipped.append(f"{phase} B={b} L={length}: needs ~{want / 1e9:.1f} GB, {free / 1e9:.1f} GB free")
+            return False
+        return True
+
+    def step(self, phase: str, b: int, length: int) -> list:
+        if not self._room(phase, b, length):
+            return []
+        decoder = self.decoder
         try:
-            fn, how = transformer.step_callable(decoder, phase=phase, batch=b, length=length, cuda_graph=cuda_graph)
-            seconds = kernels.time_s(fn, bench, repeats=p.step_repeats, flush=False)
-        except torch.cuda.OutOfMemoryError:
-            skipped.append(f"{phase} B={b} L={length}: out of GPU memory")
+            fn, how = transformer.step_callable(decoder, phase=phase, batch=b, length=length,
+                                                cuda_graph=self.cuda_graph)
+            seconds = kernels.time_s(fn, self.bench, repeats=self.p.step_repeats, flush=False)
+        except self.torch.cuda.OutOfMemoryError:
+            self.skipped.append(f"{phase} B={b} L={length}: out of GPU memory")
             return []
         if phase == "decode":
-            hows.add(how)
+            self.hows.add(how)
         cols = {"context": length} if phase == "decode" else {"prompt_tokens": length}
-        return [bench.row(phase, model=model, batch=b, tp=1, weight_dtype="bf16", kv_dtype="bf16",
-                          measured_s=seconds, note=f"{how}; random weights" + (f"; {decoder.gqa_mode} GQA" if
-                          phase == "prefill" and decoder.n_kv != decoder.n_heads else ""), **cols)]
-
-    tasks.append((f"build {spec.name}", build))
-    tasks += [(f"{ph} B={b} L={n}", lambda ph=ph, b=b, n=n: step(ph, b, n)) for ph, b, n in points]
-    rows = _run_tasks(tasks, progress=progress, torch=torch)
-    state.clear()
-    if device == "cuda":
-        torch.cuda.empty_cache()
-    return MeasureResult(rows=tuple(rows), skipped=tuple(skipped), model=model, preset=p.name, env=env,
-                         accelerator=acc, system=sys_, step_timing=", ".join(sorted(hows)) or "eager",
-                         wall_s=time.perf_counter() - started)
+        return [self.bench.row(phase, model=self.model, batch=b, tp=1, weight_dtype="bf16", kv_dtype="bf16",
+                               measured_s=seconds, note=f"{how}; random weights" + (
+                                   f"; {decoder.gqa_mode} GQA" if phase == "prefill"
+                                   and decoder.n_kv != decoder.n_heads else ""), **cols)]
 
 
 def _run_tasks(tasks, *, progress: bool, torch) -> list[Measurement]:
