@@ -180,14 +180,38 @@ def expert_load(model: Model, plan: Plan, *, tokens, expert_imbalance: float = 1
 
 
 def _expert_load_grouped(model: Model, plans: PlanArray, *, tokens, expert_imbalance: float) -> BusiestRank:
-    t = np.broadcast_to(np.asarray(tokens, dtype=float), plans.row.shape)
+    t = np.broadcast_to(np.asarray(tokens, dtype=float), plans.shape(tokens))
     slots = plans.expert_slots(model)
+    if plans.row.ndim == 2:  # a column layout: once per distinct (slots, ep, token row)
+        def load(key, rows):
+            b = busiest_rank(slots=key[0], active_experts=model.moe.top_k, ranks=key[1], tokens=rows,
+                             expert_imbalance=expert_imbalance)
+            return b.experts, b.pairs, b.mean_pairs
+
+        experts, pairs, mean = plans.per_distinct_row(t, load, slots, plans.ep)
+        return BusiestRank(experts=experts, pairs=pairs, mean_pairs=mean, slots_per_rank=slots // plans.ep)
     experts, pairs, mean = np.empty(t.shape), np.empty(t.shape), np.empty(t.shape)
     for (s, ep), idx in plans.groups(slots, plans.ep):
         b = busiest_rank(slots=s, active_experts=model.moe.top_k, ranks=ep, tokens=t[idx],
                          expert_imbalance=expert_imbalance)
         experts[idx], pairs[idx], mean[idx] = b.experts, b.pairs, b.mean_pairs
     return BusiestRank(experts=experts, pairs=pairs, mean_pairs=mean, slots_per_rank=slots // plans.ep)
+
+
+def _moe_load(model: Model, plan: Plan, *, tokens, expert_imbalance: float) -> tuple[BusiestRank, object]:
+    """(``expert_load``, ``touched_expert_fraction`` of the plan's expert slots): the busiest group's load and
+    the mean group's touched share (a column ``PlanArray``: both once per distinct (slots, ep, token row))."""
+    slots, k = plan.expert_slots(model), model.moe.top_k
+    if not (isinstance(plan, PlanArray) and plan.row.ndim == 2):
+        return (expert_load(model, plan, tokens=tokens, expert_imbalance=expert_imbalance),
+                touched_expert_fraction(experts=slots, active_experts=k, tokens=tokens))
+
+    def both(key, rows):
+        b = busiest_rank(slots=key[0], active_experts=k, ranks=key[1], tokens=rows, expert_imbalance=expert_imbalance)
+        return b.experts, b.pairs, b.mean_pairs, touched_expert_fraction(experts=key[0], active_experts=k, tokens=rows)
+
+    experts, pairs, mean, touched = plan.per_distinct_row(tokens, both, slots, plan.ep)
+    return BusiestRank(experts=experts, pairs=pairs, mean_pairs=mean, slots_per_rank=slots // plan.ep), touched
 
 
 def _tiered(tier: str, system: System, one_tier, two_tier, *, message_bytes, participants: int,
@@ -288,8 +312,20 @@ def _tiered_grouped(plans: PlanArray, tier: np.ndarray, participants, system: Sy
                     messages) -> list[np.ndarray]:
     """``_tiered`` per entry of ``plans`` for each of ``messages`` (bytes per entry): once per
     distinct (tier, participants, chips per domain)."""
-    outs = [np.zeros(plans.row.shape) for _ in messages]
-    msgs = [np.broadcast_to(np.asarray(m, dtype=float), plans.row.shape) for m in messages]
+    if plans.row.ndim == 2:  # a column layout: once per distinct (tier, participants, chips per domain, row)
+        def cost(key, rows):
+            if STAGE_TIERS[key[0]] == "none":
+                return (0.0,)
+            return (_tiered(STAGE_TIERS[key[0]], system, one_tier, two_tier, message_bytes=rows, participants=key[1],
+                            domain_chips=key[2]),)
+
+        # participants and domain size only matter where the collective runs (and the domain size across domains)
+        p = np.where(tier == 0, 0, participants)
+        per_domain = np.where(tier == STAGE_TIERS.index("two_tier"), plans.chips_per_domain, 0)
+        return [plans.per_distinct_row(m, cost, tier, p, per_domain)[0] for m in messages]
+    shape = plans.shape(*messages)
+    outs = [np.zeros(shape) for _ in messages]
+    msgs = [np.broadcast_to(np.asarray(m, dtype=float), shape) for m in messages]
     for (code, p, m), idx in plans.groups(tier, participants, plans.chips_per_domain):
         if STAGE_TIERS[code] != "none":
             for out, msg in zip(outs, msgs):
@@ -305,7 +341,7 @@ def _comm_parts_grouped(model: Model, system: System, plans: PlanArray, *, token
     act = get_dtype(ACTIVATION_DTYPE).bytes
     d = model.d_model
     phi = plans.stage_fraction(model)
-    tokens = np.broadcast_to(np.asarray(tokens, dtype=float), plans.row.shape)
+    tokens = np.broadcast_to(np.asarray(tokens, dtype=float), plans.shape(tokens))
     zero = np.zeros_like(tokens)
     tp_msg = tokens / plans.adp * d * act
     tp_s = zero + plans.pp * phi * model.n_layers * 2 * _tiered_grouped(
@@ -382,13 +418,11 @@ def _assemble(model, system, plan, *, phase, mode, profile, batch, context, toke
     mean_touched = busy_touched = 0.0
     factor = 1.0
     if model.is_moe:
-        load = expert_load(model, plan, tokens=tokens, expert_imbalance=expert_imbalance)
+        load, mean_touched = _moe_load(model, plan, tokens=tokens, expert_imbalance=expert_imbalance)
         routed = phi * load.pairs * (routed_active / model.moe.top_k) / plan.expert_tp
         rows = load.rows_per_expert
         factor = load.load_factor
         busy_touched = load.touched_share
-        mean_touched = touched_expert_fraction(experts=plan.expert_slots(model), active_experts=model.moe.top_k,
-                                               tokens=tokens)
     ne_bytes, ex_bytes = _weights_read_parts(model, plan, weight_dtype=weight_dtype, touched_fraction=busy_touched)
     attn_flops, kv_bytes = attention_work_per_chip(model, plan, flops_attn_per_seq=flops_attn_per_seq,
                                                    kv_read_per_seq=kv_read_per_seq, kv_write_per_seq=kv_write_per_seq)
