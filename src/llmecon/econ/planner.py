@@ -285,13 +285,13 @@ def _evaluate(model, systems, plans_by_system, *, phase, targets, options, price
         keep = row >= (table.adp * table.pp)[:, None]  # at least one sequence per attention group per micro-batch
         rows, cols_b = np.nonzero(keep)
         offset = len(plan_list)
-        plan_list.extend((system, table.plans[i]) for i in table.row)
+        plan_list.extend([(system, table.plans[i]) for i in table.row.tolist()])
         if rows.size == 0:
             continue
         pts, grid = table.column(), full[cols_b]
         kw = dict(plan=pts, weight_dtype=options.weight_dtype, kv_dtype=options.kv_dtype,
                   dispatch_dtype=options.dispatch_dtype, expert_imbalance=options.expert_imbalance,
-                  profile=options.profile_for(system))
+                  profile=options.profile_for(system), totals=False)  # the search reads times, memory, tokens
 
         def flat(value):
             return np.broadcast_to(value, keep.shape)[keep]
@@ -374,7 +374,8 @@ def evaluate_phase(model, systems, plans_by_system, *, phase, targets, options, 
     a["per_chip"] = a["tokens"] / a["step"] / a["chips"]
     # what a request waits: decode, one iteration per E tokens (TPOT); prefill, the step plus the pipeline fill
     a["latency"] = (a["step"] / a["per_step"] if phase == "decode" else
-                    a["step"] * pipeline_fill_factor(np.array([p.pp for _, p in plan_list])[a["plan"]]))
+                    a["step"] * pipeline_fill_factor(np.fromiter((p.pp for _, p in plan_list), dtype=float,
+                                                                 count=len(plan_list))[a["plan"]]))
     # decode: each sequence emits one token per iteration; prefill: a request's prompt per TTFT
     a["per_user"] = (1.0 if phase == "decode" else targets.prompt_tokens) / a["latency"]
     a["usd"] = usd_per_mtok(a["step"] * a["chips"] / a["tokens"], price_per_chip_hour=1.0) * a["price"]
