@@ -8,8 +8,9 @@ falls and per-chip rises, so that is where a stretch is strongest per chip), and
 (an eighth of the points). A stretch is dropped when one point of F is ahead of the stretch's corner (its
 highest per-user and highest per-chip throughput) strictly on per-chip and at least on per-user: that point
 then beats every point of the stretch the same way, so none of them is on the frontier (``pareto_front``
-keeps a point only when nothing at least as fast per user is strictly better per chip). The survivors hold the whole frontier, and it is found among them by ``pareto_front`` itself
-(ties, equal on both axes, go to the lowest index, as there). Pure numpy; exact, not a heuristic.
+keeps a point only when nothing at least as fast per user is strictly better per chip). The survivors hold
+the whole frontier, and it is found among them by ``pareto_front`` itself (ties, equal on both axes, go to the
+lowest index, as there). Pure numpy; exact, not a heuristic.
 """
 
 from __future__ import annotations
