@@ -12,6 +12,12 @@ element-wise arithmetic does not depend on which other elements share the array.
 
 Plans are validated and placed one by one when the array is built (``from_plans``); nothing is
 checked again per point.
+
+``column()`` lays the plans out as a column (every array (plans, 1)): given a batch row (1, batches), the
+formulas evaluate the whole (plans x batches) rectangle, the plan-only terms once per plan (the planner,
+issue 36). ``groups`` then indexes rows, and ``per_distinct_row`` runs a whole-number formula once per
+distinct plan key on the distinct rows of its input (a few token rows, not one per plan), gathering the
+results back: the same numbers, bit for bit.
 """
 
 from __future__ import annotations
