@@ -12,7 +12,8 @@ Both trees are timed in child processes (``python -c``, each with its own ``PYTH
 current / baseline for ``--rounds`` rounds so that load on the shared machine hits both alike.  Each child
 warms up with 200 calls, then takes the median and the minimum over ``--calls`` single calls
 (``time.perf_counter`` around each, and ``time.process_time``: CPU seconds, which a wait for other processes
-does not inflate).  The figure reported per tree is the median over rounds of the per-round medians.  Processes are pinned to one CPU and BLAS/OpenMP threads set to 1.
+does not inflate).  The figure reported per tree is the median over rounds of the per-round medians.
+Processes are pinned to one CPU and BLAS/OpenMP threads set to 1.
 
 The baseline tree is ``git archive <commit>`` unpacked into a temporary folder (nothing is added to the
 repository's worktree list); ``--baseline-tree DIR`` reuses a tree already unpacked there.  With
