@@ -40,6 +40,7 @@ from ..spec.plan import Plan, feasible_plans
 from ..spec.plan_array import PlanArray
 from .context import usd_per_mtok
 from .pareto import _pareto_front_ranked, pareto_front  # noqa: F401 - re-exported (tests patch it here)
+from .plan_search import front as _front
 from ..units import fmt_seconds
 
 PP_CHOICES = (1, 2, 4, 8, 16)
@@ -270,46 +271,54 @@ def _grid(given, top: float, points: int, name: str) -> np.ndarray:
 
 
 def _evaluate(model, systems, plans_by_system, *, phase, targets, options, prices):
-    """Evaluate every (plan, batch) of one phase, one vectorised call per system (plans and batches
-    as arrays, ``spec.plan_array``); returns flat arrays (plan-major, batches ascending) and the plan
-    index (every plan of every system, in order)."""
+    """Evaluate every (plan, batch) of one phase, one vectorised call per system and candidate: the
+    system's plans as a column against the batch grid as a row (``PlanArray.column``), so that what
+    depends on the plan alone is computed once per plan; the points kept are those with at least one
+    sequence per attention group per micro-batch. Returns flat arrays (plan-major, batches ascending)
+    and the plan index (every plan of every system, in order)."""
     full = (_grid(options.batches, 2 ** 17, 128, "batches") if phase == "decode"
             else _grid(options.prefill_batches, 1024, 48, "prefill_batches"))
     cols = {k: [] for k in ("sys", "plan", "batch", "step", "tokens", "mem", "fits", "compute", "memory", "comm",
                             "chips", "price", "spec", "per_step")}
     specs = (None, *options.speculation) if phase == "decode" else (None,)
+    row = full[None, :]
     plan_list = []
     for si, system in enumerate(systems):
         table = plans_by_system[system.name]
-        # at least one sequence per attention group per micro-batch
-        rows, cols_b = np.nonzero(full[None, :] >= (table.adp * table.pp)[:, None])
+        keep = row >= (table.adp * table.pp)[:, None]  # at least one sequence per attention group per micro-batch
+        rows, cols_b = np.nonzero(keep)
         offset = len(plan_list)
-        plan_list.extend((system, table.plans[i]) for i in table.row)
+        plan_list.extend([(system, table.plans[i]) for i in table.row.tolist()])
         if rows.size == 0:
             continue
-        pts, grid = table.take(rows), full[cols_b]
+        pts, grid = table.column(), full[cols_b]
         kw = dict(plan=pts, weight_dtype=options.weight_dtype, kv_dtype=options.kv_dtype,
                   dispatch_dtype=options.dispatch_dtype, expert_imbalance=options.expert_imbalance,
-                  profile=options.profile_for(system))
+                  profile=options.profile_for(system), totals=False)  # the search reads times, memory, tokens
+
+        def flat(value):
+            return np.broadcast_to(value, keep.shape)[keep]
+
         plain = None
         for spec in specs:  # decode: plain, then each speculative candidate (its iteration = verify + draft)
             if phase == "prefill":
-                r = prefill_step(model, system, batch=grid, prompt_tokens=targets.prompt_tokens, **kw)
+                r = prefill_step(model, system, batch=row, prompt_tokens=targets.prompt_tokens, **kw)
             elif spec is None:
-                r = plain = decode_step(model, system, batch=grid, context=targets.context, **kw)
+                r = plain = decode_step(model, system, batch=row, context=targets.context, **kw)
             else:
-                r, e = _speculative(model, system, pts, spec, plain, grid=grid, targets=targets, kw=kw)
+                r, e = _speculative(model, system, pts, spec, plain, grid=row, targets=targets, kw=kw)
             step, per_step = (r.step_s, 1.0) if spec is None else (np.add(r.step_s, e), spec.tokens_per_step)
             n = grid.size
             cols["sys"].append(np.full(n, si))
             cols["plan"].append(offset + rows)
             cols["batch"].append(grid)
-            for key, value in (("step", step), ("tokens", r.tokens if spec is None else grid * per_step),
+            for key, value in (("step", step), ("tokens", r.tokens if spec is None else row * per_step),
                                ("mem", r.memory_per_chip_bytes), ("fits", r.fits), ("compute", r.time.compute_s),
-                               ("memory", r.time.memory_s), ("comm", r.time.comm_s), ("per_step", per_step),
-                               ("spec", 0 if spec is None else spec.k)):
-                cols[key].append(np.broadcast_to(value, grid.shape))
-            cols["chips"].append(pts.chips)
+                               ("memory", r.time.memory_s), ("comm", r.time.comm_s)):
+                cols[key].append(flat(value))
+            cols["per_step"].append(np.full(n, per_step))
+            cols["spec"].append(np.full(n, 0 if spec is None else spec.k))
+            cols["chips"].append(table.chips[rows])
             cols["price"].append(np.full(n, np.nan if prices.get(system.name) is None else prices[system.name]))
     if not cols["step"]:
         return None, []
@@ -329,15 +338,29 @@ def _speculative(model, system, pts, spec, plain, *, grid, targets, kw):
 
 
 def _point(a: dict, i: int, plan_list) -> Point:
-    system, plan = plan_list[int(a["plan"][i])]
-    comp, mem, com = float(a["compute"][i]), float(a["memory"][i]), float(a["comm"][i])
-    usd = None if np.isnan(a["usd"][i]) else float(a["usd"][i])
-    return Point(system=system.name, plan=plan, batch=float(a["batch"][i]), step_s=float(a["step"][i]),
-                 latency_s=float(a["latency"][i]),
-                 tokens_per_s_per_chip=float(a["per_chip"][i]), tokens_per_s_per_user=float(a["per_user"][i]),
-                 usd_per_mtok=usd, memory_per_chip_bytes=float(a["mem"][i]), compute_s=comp, memory_s=mem,
-                 comm_s=com, bound=("compute", "memory", "comm")[int(np.argmax([comp, mem, com]))],
-                 spec_tokens=int(a["spec"][i]), tokens_per_step=float(a["per_step"][i]))
+    return _points(a, [i], plan_list)[0]
+
+
+_POINT_COLUMNS = ("plan", "batch", "step", "latency", "per_chip", "per_user", "usd", "mem", "compute", "memory", "comm",
+                  "spec", "per_step")
+
+
+def _points(a: dict, index, plan_list) -> list[Point]:
+    """The ``Point``s at the flat positions ``index`` of the arrays ``a`` (one gather per column)."""
+    index = np.asarray(index, dtype=np.int64)
+    c = {k: a[k][index].tolist() for k in _POINT_COLUMNS}
+    out = []
+    for j in range(index.size):
+        system, plan = plan_list[c["plan"][j]]
+        terms = (c["compute"][j], c["memory"][j], c["comm"][j])
+        usd = c["usd"][j]
+        out.append(Point(system=system.name, plan=plan, batch=c["batch"][j], step_s=c["step"][j],
+                         latency_s=c["latency"][j], tokens_per_s_per_chip=c["per_chip"][j],
+                         tokens_per_s_per_user=c["per_user"][j], usd_per_mtok=None if math.isnan(usd) else usd,
+                         memory_per_chip_bytes=c["mem"][j], compute_s=terms[0], memory_s=terms[1], comm_s=terms[2],
+                         bound=("compute", "memory", "comm")[int(np.argmax(terms))], spec_tokens=int(c["spec"][j]),
+                         tokens_per_step=float(c["per_step"][j])))
+    return out
 
 
 def evaluate_phase(model, systems, plans_by_system, *, phase, targets, options, prices):
@@ -354,7 +377,8 @@ def evaluate_phase(model, systems, plans_by_system, *, phase, targets, options, 
     a["per_chip"] = a["tokens"] / a["step"] / a["chips"]
     # what a request waits: decode, one iteration per E tokens (TPOT); prefill, the step plus the pipeline fill
     a["latency"] = (a["step"] / a["per_step"] if phase == "decode" else
-                    a["step"] * pipeline_fill_factor(np.array([p.pp for _, p in plan_list])[a["plan"]]))
+                    a["step"] * pipeline_fill_factor(np.fromiter((p.pp for _, p in plan_list), dtype=float,
+                                                                 count=len(plan_list))[a["plan"]]))
     # decode: each sequence emits one token per iteration; prefill: a request's prompt per TTFT
     a["per_user"] = (1.0 if phase == "decode" else targets.prompt_tokens) / a["latency"]
     a["usd"] = usd_per_mtok(a["step"] * a["chips"] / a["tokens"], price_per_chip_hour=1.0) * a["price"]
@@ -374,8 +398,8 @@ def _search_phase(model, systems, plans_by_system, *, phase, targets, options, p
     for si, system in enumerate(systems):
         idx = np.flatnonzero(fits & (a["sys"] == si))
         if idx.size:
-            frontier.extend(_point(a, int(idx[j]), plan_list)
-                            for j in pareto_front(a["per_chip"][idx], a["per_user"][idx]))
+            frontier.extend(_points(a, idx[_front(a["per_chip"][idx], a["per_user"][idx], a["plan"][idx])],
+                                    plan_list))
     best = None
     cand = np.flatnonzero(ok)
     if cand.size:

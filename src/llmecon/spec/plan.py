@@ -182,11 +182,24 @@ class Plan:
     def validate(self, model: Model, system: System) -> Placement:
         """Raise SpecError for a plan the model cannot be split by or the domains cannot hold
         without straddling, InfeasibleError when it needs a network the system does not have;
-        return the plan's ``Placement`` on ``system`` (``place``), which the check computes anyway."""
+        return the plan's ``Placement`` on ``system`` (``place``), which the check computes anyway.
+        A plan that passed is remembered by the identity of the three (frozen) objects: a loop over
+        batches or contexts through the Python API validates and places it once (issue 36)."""
+        key = (id(self), id(model), id(system))
+        hit = _VALIDATED.get(key)
+        if hit is not None and hit[0] is self and hit[1] is model and hit[2] is system:
+            return hit[3]
         where = self.check(model, system)
         if isinstance(where, Placement):
+            if len(_VALIDATED) >= _VALIDATED_MAX:
+                _VALIDATED.clear()
+            _VALIDATED[key] = (self, model, system, where)  # holds the objects, so no id is reused meanwhile
             return where
         raise where
+
+
+_VALIDATED: dict = {}  # (id(plan), id(model), id(system)) -> (plan, model, system, placement)
+_VALIDATED_MAX = 256
 
 
 def feasible_plans(model: Model, system: System, plans: Iterable[Plan]) -> Iterator[tuple[Plan, Placement]]:

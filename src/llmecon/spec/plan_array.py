@@ -12,6 +12,12 @@ element-wise arithmetic does not depend on which other elements share the array.
 
 Plans are validated and placed one by one when the array is built (``from_plans``); nothing is
 checked again per point.
+
+``column()`` lays the plans out as a column (every array (plans, 1)): given a batch row (1, batches), the
+formulas evaluate the whole (plans x batches) rectangle, the plan-only terms once per plan (the planner,
+issue 36). ``groups`` then indexes rows, and ``per_distinct_row`` runs a whole-number formula once per
+distinct plan key on the distinct rows of its input (a few token rows, not one per plan), gathering the
+results back: the same numbers, bit for bit.
 """
 
 from __future__ import annotations
@@ -131,6 +137,8 @@ class PlanArray:
         n = len(self)
         if not n:
             return []
+        if self.row.ndim == 2:
+            return self._column_groups(keys)
         keys = [np.broadcast_to(np.asarray(k, dtype=np.int64), self.row.shape) for k in keys]
         # distinct combinations are found among the plans (few), then spread to the entries by row
         at = np.full(len(self.plans), -1, dtype=np.int64)
@@ -145,6 +153,69 @@ class PlanArray:
         order = np.argsort(point_gid, kind="stable")    # a radix sort for int16
         bounds = np.cumsum(np.bincount(point_gid, minlength=len(values)))[:-1]
         return [(tuple(int(v) for v in values[g]), idx) for g, idx in enumerate(np.split(order, bounds))]
+
+    def column(self) -> "PlanArray":
+        """The plans as a column: every array of shape (plans, 1), so that a formula given a batch row
+        (1, batches) evaluates the (plans x batches) rectangle, the plan-only terms once per plan
+        (``econ.plan_grid``). ``groups`` then indexes rows of the rectangle."""
+        return replace(self, **{f.name: getattr(self, f.name).reshape(-1, 1) for f in fields(self)
+                                if f.name != "plans"})
+
+    def shape(self, *values) -> tuple:
+        """The shape of the points: the entries broadcast against ``values`` (a column layout's rows
+        against a batch row)."""
+        return np.broadcast_shapes(self.row.shape, *(np.shape(v) for v in values))
+
+    def per_distinct_row(self, values, fn, *keys) -> tuple:
+        """``fn(key values, rows)`` once per distinct plan key (the integer arrays ``keys``) on the
+        distinct rows of ``values`` (one row per plan of a column layout) that plans with that key
+        have, its results (a tuple of arrays, one row per row given) gathered back to every plan's
+        row: a formula that needs whole numbers and is costly per point (an expert-load table, a
+        power) runs on a few rows, not the whole rectangle. Element-wise, so the numbers are those
+        of one call over every row, bit for bit. Needs ``row.ndim == 2`` (``column``)."""
+        v = np.broadcast_to(np.asarray(values, dtype=float), self.shape(values))
+        urows, row_of = _distinct_rows(v)
+        k = [np.broadcast_to(np.asarray(x, dtype=np.int64), self.row.shape)[:, 0] for x in keys]
+        combos, gid = _unique_rows(np.stack([*k, row_of], axis=1))
+        key_of = combos[:, :-1]  # sorted, so the combinations of one key are consecutive
+        starts = np.flatnonzero(np.concatenate(([True], np.any(key_of[1:] != key_of[:-1], axis=1))))
+        tables = None
+        for a, b, key in zip(starts.tolist(), [*starts[1:].tolist(), len(combos)], key_of[starts].tolist()):
+            out = fn(tuple(key), urows[combos[a:b, -1]])
+            if tables is None:
+                tables = [np.empty((len(combos), v.shape[1])) for _ in out]
+            for table, o in zip(tables, out):
+                table[a:b] = o
+        gid = gid.ravel()
+        return tuple(table[gid] for table in tables)
+
+    def _column_groups(self, keys):
+        """``groups`` of a column layout: one plan per row, indices over rows (a slice when all agree)."""
+        keys = [np.broadcast_to(np.asarray(k, dtype=np.int64), self.row.shape)[:, 0] for k in keys]
+        values, gid = _unique_rows(np.stack(keys, axis=1))
+        if len(values) == 1:
+            return [(tuple(int(v) for v in values[0]), slice(None))]
+        order = np.argsort(gid, kind="stable")
+        bounds = np.cumsum(np.bincount(gid, minlength=len(values)))[:-1]
+        return [(tuple(int(v) for v in values[g]), idx) for g, idx in enumerate(np.split(order, bounds))]
+
+
+def _distinct_rows(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct rows, the distinct row of each row) of a 2-D float array: candidates by three sample
+    columns (first, middle, last), then checked in full (every row equals its candidate); if the check
+    fails, every row stands for itself."""
+    sample = v[:, [0, v.shape[1] // 2, v.shape[1] - 1]]
+    order = np.lexsort(sample.T[::-1])
+    ranked = sample[order]
+    new = np.empty(order.size, dtype=bool)
+    new[0] = True
+    np.any(ranked[1:] != ranked[:-1], axis=1, out=new[1:])
+    inverse = np.empty(order.size, dtype=np.int64)
+    inverse[order] = np.cumsum(new) - 1
+    rows = v[order[new]]
+    if np.array_equal(rows[inverse], v):
+        return rows, inverse
+    return np.asarray(v), np.arange(v.shape[0])
 
 
 def _unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

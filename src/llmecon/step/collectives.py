@@ -181,17 +181,42 @@ def all_reduce_s(*, message_bytes, participants: int, link: Link, algorithm: str
     """
     if algorithm in ALL_REDUCE_ALGORITHMS:
         return ALL_REDUCE_ALGORITHMS[algorithm](message_bytes=message_bytes, participants=participants, link=link)
-    if algorithm == "auto":
-        names = ("ring",) if link is not None and link.topology == "torus" else ("ring", "one_shot")
-    elif algorithm == "best":
-        names = supported_all_reduce_algorithms(link)
-    else:
+    if algorithm not in ("auto", "best"):
         raise SpecError(f"algorithm: unknown all-reduce algorithm {algorithm!r}"
                         f"{did_you_mean(str(algorithm), ALL_REDUCE_CHOICES)}; choose one of "
                         f"{', '.join(ALL_REDUCE_CHOICES)}")
+    counts = _choice_counts(algorithm, participants, link)
+    if counts is not None:  # the common case: the same (n_steps, per_byte) per algorithm as ``_cost`` takes
+        s = as_floats(message_bytes)
+        return functools.reduce(np.minimum, (_link_cost(link, n_steps, per_byte, s) for n_steps, per_byte in counts))
+    if algorithm == "auto":
+        names = ("ring",) if link is not None and link.topology == "torus" else ("ring", "one_shot")
+    else:
+        names = supported_all_reduce_algorithms(link)
     return functools.reduce(np.minimum, (ALL_REDUCE_ALGORITHMS[a](message_bytes=message_bytes,
                                                                   participants=participants, link=link)
                                          for a in names))
+
+
+_CHOICES: dict = {}  # (algorithm, participants, id(link)) -> (link, ((n_steps, per_byte), ...))
+
+
+def _choice_counts(algorithm: str, participants, link: Link | None):
+    """(n_steps, per_byte) of each algorithm ``all_reduce_s`` takes the minimum of, in its order, for a whole
+    ``participants`` > 1 on a switch ``link`` (None otherwise: the general path, with its checks and errors).
+    Remembered per (algorithm, participants, link identity): links are frozen, and the entry holds the link."""
+    if link is None or type(participants) is not int or participants < 2 or link.topology == "torus":
+        return None
+    key = (algorithm, participants, id(link))
+    hit = _CHOICES.get(key)
+    if hit is not None and hit[0] is link:
+        return hit[1]
+    names = ("ring", "one_shot") if algorithm == "auto" else supported_all_reduce_algorithms(link)
+    counts = tuple(_COUNTS[a](participants) for a in names)
+    if len(_CHOICES) >= 256:
+        _CHOICES.clear()
+    _CHOICES[key] = (link, counts)
+    return counts
 
 
 def reduce_scatter_s(*, message_bytes, participants: int, link: Link):

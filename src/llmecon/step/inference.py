@@ -180,14 +180,36 @@ def expert_load(model: Model, plan: Plan, *, tokens, expert_imbalance: float = 1
 
 
 def _expert_load_grouped(model: Model, plans: PlanArray, *, tokens, expert_imbalance: float) -> BusiestRank:
-    t = np.broadcast_to(np.asarray(tokens, dtype=float), plans.row.shape)
+    t = np.broadcast_to(np.asarray(tokens, dtype=float), plans.shape(tokens))
     slots = plans.expert_slots(model)
+    if plans.row.ndim == 2:  # a column layout: once per distinct (slots, ep, token row)
+        return _moe_load(model, plans, tokens=t, expert_imbalance=expert_imbalance, touched=False)[0]
     experts, pairs, mean = np.empty(t.shape), np.empty(t.shape), np.empty(t.shape)
     for (s, ep), idx in plans.groups(slots, plans.ep):
         b = busiest_rank(slots=s, active_experts=model.moe.top_k, ranks=ep, tokens=t[idx],
                          expert_imbalance=expert_imbalance)
         experts[idx], pairs[idx], mean[idx] = b.experts, b.pairs, b.mean_pairs
     return BusiestRank(experts=experts, pairs=pairs, mean_pairs=mean, slots_per_rank=slots // plans.ep)
+
+
+def _moe_load(model: Model, plan: Plan, *, tokens, expert_imbalance: float,
+              touched: bool = True) -> tuple[BusiestRank, object]:
+    """(``expert_load``, ``touched_expert_fraction`` of the plan's expert slots, or None when not
+    ``touched``): the busiest group's load and the mean group's touched share (a column ``PlanArray``:
+    both once per distinct (slots, ep, token row))."""
+    slots, k = plan.expert_slots(model), model.moe.top_k
+    if not (isinstance(plan, PlanArray) and plan.row.ndim == 2):
+        return (expert_load(model, plan, tokens=tokens, expert_imbalance=expert_imbalance),
+                touched_expert_fraction(experts=slots, active_experts=k, tokens=tokens) if touched else None)
+
+    def both(key, rows):
+        b = busiest_rank(slots=key[0], active_experts=k, ranks=key[1], tokens=rows, expert_imbalance=expert_imbalance)
+        share = (touched_expert_fraction(experts=key[0], active_experts=k, tokens=rows),) if touched else ()
+        return b.experts, b.pairs, b.mean_pairs, *share
+
+    experts, pairs, mean, *share = plan.per_distinct_row(tokens, both, slots, plan.ep)
+    return (BusiestRank(experts=experts, pairs=pairs, mean_pairs=mean, slots_per_rank=slots // plan.ep),
+            share[0] if share else None)
 
 
 def _tiered(tier: str, system: System, one_tier, two_tier, *, message_bytes, participants: int,
@@ -245,13 +267,14 @@ def comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dty
 
 
 def _comm_parts(model: Model, system: System, plan: Plan, *, tokens, dispatch_dtype, load,
-                all_reduce: str = "best", ep_system: System | None = None, where: Placement | None = None) -> CommParts:
+                all_reduce: str = "best", ep_system: System | None = None, where: Placement | None = None,
+                totals: bool = True) -> CommParts:
     """``comm_parts`` with the expert load given; the EP all-to-alls run on ``ep_system``'s links
     (a calibrated profile's ``all_to_all`` terms: ``EfficiencyProfile.system(system, "all_to_all")``),
     default ``system``'s. ``where``: the plan's placement when the caller has it (``place``, else computed)."""
     if isinstance(plan, PlanArray):
         return _comm_parts_grouped(model, system, plan, tokens=tokens, dispatch_dtype=dispatch_dtype, load=load,
-                                   all_reduce=all_reduce, ep_system=ep_system)
+                                   all_reduce=all_reduce, ep_system=ep_system, totals=totals)
     ep_sys = ep_system or system
     where = where or place(plan, system)
     act = get_dtype(ACTIVATION_DTYPE).bytes
@@ -288,8 +311,20 @@ def _tiered_grouped(plans: PlanArray, tier: np.ndarray, participants, system: Sy
                     messages) -> list[np.ndarray]:
     """``_tiered`` per entry of ``plans`` for each of ``messages`` (bytes per entry): once per
     distinct (tier, participants, chips per domain)."""
-    outs = [np.zeros(plans.row.shape) for _ in messages]
-    msgs = [np.broadcast_to(np.asarray(m, dtype=float), plans.row.shape) for m in messages]
+    if plans.row.ndim == 2:  # a column layout: once per distinct (tier, participants, chips per domain, row)
+        def cost(key, rows):
+            if STAGE_TIERS[key[0]] == "none":
+                return (0.0,)
+            return (_tiered(STAGE_TIERS[key[0]], system, one_tier, two_tier, message_bytes=rows, participants=key[1],
+                            domain_chips=key[2]),)
+
+        # participants and domain size only matter where the collective runs (and the domain size across domains)
+        p = np.where(tier == 0, 0, participants)
+        per_domain = np.where(tier == STAGE_TIERS.index("two_tier"), plans.chips_per_domain, 0)
+        return [plans.per_distinct_row(m, cost, tier, p, per_domain)[0] for m in messages]
+    shape = plans.shape(*messages)
+    outs = [np.zeros(shape) for _ in messages]
+    msgs = [np.broadcast_to(np.asarray(m, dtype=float), shape) for m in messages]
     for (code, p, m), idx in plans.groups(tier, participants, plans.chips_per_domain):
         if STAGE_TIERS[code] != "none":
             for out, msg in zip(outs, msgs):
@@ -299,13 +334,14 @@ def _tiered_grouped(plans: PlanArray, tier: np.ndarray, participants, system: Sy
 
 
 def _comm_parts_grouped(model: Model, system: System, plans: PlanArray, *, tokens, dispatch_dtype, load,
-                        all_reduce: str, ep_system: System | None = None) -> CommParts:
-    """``_comm_parts`` for a ``PlanArray`` (one token count per entry): the same terms, the tiers as masks."""
+                        all_reduce: str, ep_system: System | None = None, totals: bool = True) -> CommParts:
+    """``_comm_parts`` for a ``PlanArray`` (one token count per entry): the same terms, the tiers as masks;
+    without ``totals`` the byte counts are None."""
     ep_sys = ep_system or system
     act = get_dtype(ACTIVATION_DTYPE).bytes
     d = model.d_model
     phi = plans.stage_fraction(model)
-    tokens = np.broadcast_to(np.asarray(tokens, dtype=float), plans.row.shape)
+    tokens = np.broadcast_to(np.asarray(tokens, dtype=float), plans.shape(tokens))
     zero = np.zeros_like(tokens)
     tp_msg = tokens / plans.adp * d * act
     tp_s = zero + plans.pp * phi * model.n_layers * 2 * _tiered_grouped(
@@ -314,9 +350,10 @@ def _comm_parts_grouped(model: Model, system: System, plans: PlanArray, *, token
     ep_s, ep_bytes = zero, zero
     if model.is_moe and np.any(plans.ep_tier != 0):
         pairs = tokens / plans.width * model.moe.top_k * plans.expert_tp * load.load_factor
-        messages = [pairs * d * get_dtype(dt).bytes for dt in (dispatch_dtype or ACTIVATION_DTYPE, ACTIVATION_DTYPE)]
+        sizes = [get_dtype(dt).bytes for dt in (dispatch_dtype or ACTIVATION_DTYPE, ACTIVATION_DTYPE)]
+        messages = [pairs * d * b for b in sizes] if sizes[0] != sizes[1] else [pairs * d * sizes[0]] * 2
         layers = plans.pp * phi * model.n_moe_layers
-        if get_dtype(dispatch_dtype or ACTIVATION_DTYPE).bytes == get_dtype(ACTIVATION_DTYPE).bytes:
+        if sizes[0] == sizes[1]:
             # dispatch and combine move the same bytes: one evaluation serves both (the same sum, bit for bit)
             one = _tiered_grouped(plans, plans.ep_tier, plans.width, ep_sys, all_to_all_s, two_tier_all_to_all_s,
                                   messages=messages[:1])[0]
@@ -325,12 +362,15 @@ def _comm_parts_grouped(model: Model, system: System, plans: PlanArray, *, token
             parts = _tiered_grouped(plans, plans.ep_tier, plans.width, ep_sys, all_to_all_s, two_tier_all_to_all_s,
                                     messages=messages)
         ep_s = zero + layers * sum(parts)
-        ep_bytes = np.where(plans.ep_tier != 0, layers * sum(messages), zero)
+        ep_bytes = np.where(plans.ep_tier != 0, layers * sum(messages), zero) if totals else None
     hop_msg = tokens * d * act / plans.width
     hops_s = zero
     for hops, link in ((plans.pp_hops_up, system.scale_up), (plans.pp_hops_out, system.scale_out)):
         if np.any(hops > 0):  # hops x the send's cost: 0 where a plan has no hop on this link (the cost is finite)
             hops_s = hops_s + hops * p2p_s(message_bytes=hop_msg, link=link)
+    if not totals:
+        return CommParts(tp_all_reduce_s=tp_s, ep_all_to_all_s=ep_s, pp_hops_s=hops_s, tp_bytes=None, ep_bytes=None,
+                         pp_hop_bytes=None, tiers=plans.tiers)
     tp_bytes = zero + np.where(plans.tp > 1, plans.pp * phi * model.n_layers * 2 * tp_msg, 0.0)
     return CommParts(tp_all_reduce_s=tp_s, ep_all_to_all_s=ep_s, pp_hops_s=hops_s, tp_bytes=tp_bytes,
                      ep_bytes=ep_bytes, pp_hop_bytes=(plans.pp - 1) * hop_msg, tiers=plans.tiers)
@@ -362,13 +402,13 @@ def gdn_work_per_chip(model: Model, plan: Plan, *, tokens_per_seq) -> tuple:
 
 def _assemble(model, system, plan, *, phase, mode, profile, batch, context, tokens_per_seq, flops_attn_per_seq,
               kv_read_per_seq, kv_write_per_seq, weight_dtype, kv_dtype, expert_imbalance,
-              dispatch_dtype, where: Placement | None = None) -> StepResult:
+              dispatch_dtype, where: Placement | None = None, totals: bool = True) -> StepResult:
     """Shared arithmetic of decode and prefill for one micro-batch of batch/pp sequences. The
     critical chip belongs to the busiest expert group (``expert_load``; ``expert_imbalance`` skews
     it further): the distinct experts it reads, the token-expert pairs it computes (routed expert
     FLOPs; shared experts are local, every chip computes its tokens' share) and the all-to-all
     volume it receives. Ideal mode: the roofline of the sums; calibrated mode:
-    ``calibrated.calibrated_time`` of the same work."""
+    ``calibrated.calibrated_time`` of the same work. ``totals=False``: no whole-step totals (``decode_step``)."""
     chip = system.accelerator
     pp = plan.pp
     phi = plan.stage_fraction(model)
@@ -382,13 +422,11 @@ def _assemble(model, system, plan, *, phase, mode, profile, batch, context, toke
     mean_touched = busy_touched = 0.0
     factor = 1.0
     if model.is_moe:
-        load = expert_load(model, plan, tokens=tokens, expert_imbalance=expert_imbalance)
+        load, mean_touched = _moe_load(model, plan, tokens=tokens, expert_imbalance=expert_imbalance, touched=totals)
         routed = phi * load.pairs * (routed_active / model.moe.top_k) / plan.expert_tp
         rows = load.rows_per_expert
         factor = load.load_factor
         busy_touched = load.touched_share
-        mean_touched = touched_expert_fraction(experts=plan.expert_slots(model), active_experts=model.moe.top_k,
-                                               tokens=tokens)
     ne_bytes, ex_bytes = _weights_read_parts(model, plan, weight_dtype=weight_dtype, touched_fraction=busy_touched)
     attn_flops, kv_bytes = attention_work_per_chip(model, plan, flops_attn_per_seq=flops_attn_per_seq,
                                                    kv_read_per_seq=kv_read_per_seq, kv_write_per_seq=kv_write_per_seq)
@@ -408,21 +446,25 @@ def _assemble(model, system, plan, *, phase, mode, profile, batch, context, toke
                 lin_flops=micro * lin_flops, lin_state=micro * lin_state)
     comm = _comm_parts(model, profile.system(system), plan, tokens=tokens, dispatch_dtype=dispatch_dtype, load=load,
                        ep_system=profile.system(system, "all_to_all"),
-                       all_reduce=profile.all_reduce_algorithm, where=where)
-    routed_s = pp * routed / work.ex_peak
+                       all_reduce=profile.all_reduce_algorithm, where=where, totals=totals)
+    routed_s = pp * routed / work.ex_peak if totals else None
     if profile.is_ideal:
         time = StepTime(compute_s=pp * (work.ne_flops / work.ne_peak + work.attn_flops / work.attn_peak
                                         + work.ex_flops / work.ex_peak),
                         memory_s=pp * (ne_bytes + ex_bytes + work.kv_bytes) / work.bandwidth, comm_s=comm.total_s)
     else:
         time = calibrated_time(model, plan, work, profile, comm_s=comm.total_s, comm_tiers=comm.tiers)
-        routed_s = routed_s / expert_terms(profile, e_dtype).efficiency(np.maximum(rows, 1.0))  # as stage_time does
-    flops = batch * tokens_per_seq * mm.total + batch * flops_attn_per_seq
-    _, ex_mean = _weights_read_parts(model, plan, weight_dtype=weight_dtype, touched_fraction=mean_touched)
+        if totals:
+            routed_s = routed_s / expert_terms(profile, e_dtype).efficiency(np.maximum(rows, 1.0))  # as stage_time
+    flops = weight_bytes = None
+    if totals:
+        flops = batch * tokens_per_seq * mm.total + batch * flops_attn_per_seq
+        _, ex_mean = _weights_read_parts(model, plan, weight_dtype=weight_dtype, touched_fraction=mean_touched)
+        weight_bytes = pp * (ne_bytes + ex_mean) * plan.chips
     return StepResult(
         phase=phase, mode=mode, profile=profile.name, plan=plan, batch=batch, context=context, time=time,
-        flops=flops, weight_bytes=pp * (ne_bytes + ex_mean) * plan.chips,
-        weight_bytes_per_chip=pp * (ne_bytes + ex_bytes), routed_compute_s=routed_s, expert_load_factor=factor,
+        flops=flops, weight_bytes=weight_bytes, weight_bytes_per_chip=pp * (ne_bytes + ex_bytes) if totals else None,
+        routed_compute_s=routed_s, expert_load_factor=factor,
         kv_bytes=batch * (kv_read_per_seq + kv_write_per_seq), tokens=batch * tokens_per_seq,
         memory_per_chip_bytes=memory_per_chip(model, plan, batch=batch, context=context + (
             tokens_per_seq if phase == "prefill" else 0), weight_dtype=weight_dtype, kv_dtype=kv_dtype),
@@ -432,40 +474,45 @@ def _assemble(model, system, plan, *, phase, mode, profile, batch, context, toke
 def decode_step(model: Model, system: System, *, batch, context, plan: Plan | None = None,
                 weight_dtype: str | None = None, kv_dtype: str | None = None, mode: str | None = None,
                 expert_imbalance: float = 1.0, dispatch_dtype: str | None = None,
-                profile: EfficiencyProfile | None = None) -> StepResult:
+                profile: EfficiencyProfile | None = None, totals: bool = True) -> StepResult:
     """One decode iteration: ``batch`` sequences each attend ``context`` cached tokens and emit one.
 
     ``batch`` and ``context`` broadcast as numpy arrays. Attention uses MLA's absorbed form.
     ``plan`` may be a ``PlanArray`` (one plan per point, ``batch`` one value per point): every point
-    of a search in one call, with the numbers of the per-plan calls.
+    of a search in one call, with the numbers of the per-plan calls. ``totals=False`` leaves out what a
+    search over times and memory does not read (``flops``, ``weight_bytes``, ``weight_bytes_per_chip`` and
+    ``routed_compute_s`` are None, and the collectives' byte counts): the times are the same.
     """
     plan = plan or Plan()
     mode = mode or (profile.mode if profile is not None else "ideal")
     prof, where = _check_request(model, system, plan, mode=mode, profile=profile, expert_imbalance=expert_imbalance,
                                  dtypes=(weight_dtype, kv_dtype, dispatch_dtype))
     return _decode(model, system, plan, prof, mode=mode, batch=batch, context=context, weight_dtype=weight_dtype,
-                   kv_dtype=kv_dtype, expert_imbalance=expert_imbalance, dispatch_dtype=dispatch_dtype, where=where)
+                   kv_dtype=kv_dtype, expert_imbalance=expert_imbalance, dispatch_dtype=dispatch_dtype, where=where,
+                   totals=totals)
 
 
 def _decode(model, system, plan, prof, *, mode, batch, context, weight_dtype, kv_dtype, expert_imbalance,
-            dispatch_dtype, where: Placement | None = None) -> StepResult:
+            dispatch_dtype, where: Placement | None = None, totals: bool = True) -> StepResult:
     batch = require_array("batch", batch, minimum=0, exclusive=True)
     context = require_array("context", context, minimum=0)
     return _assemble(model, system, plan, phase="decode", mode=mode, profile=prof, batch=batch, context=context,
                      tokens_per_seq=1.0, flops_attn_per_seq=model.attention_flops_per_token(context, absorbed=True),
                      kv_read_per_seq=model.kv_read_bytes(context, kv_dtype),
                      kv_write_per_seq=model.kv_bytes_per_token(kv_dtype), weight_dtype=weight_dtype,
-                     kv_dtype=kv_dtype, expert_imbalance=expert_imbalance, dispatch_dtype=dispatch_dtype, where=where)
+                     kv_dtype=kv_dtype, expert_imbalance=expert_imbalance, dispatch_dtype=dispatch_dtype, where=where,
+                     totals=totals)
 
 
 def prefill_step(model: Model, system: System, *, batch, prompt_tokens, cached_tokens=0, plan: Plan | None = None,
                  weight_dtype: str | None = None, kv_dtype: str | None = None, mode: str | None = None,
                  expert_imbalance: float = 1.0, dispatch_dtype: str | None = None,
-                 profile: EfficiencyProfile | None = None) -> StepResult:
+                 profile: EfficiencyProfile | None = None, totals: bool = True) -> StepResult:
     """Prefill ``batch`` prompts of ``prompt_tokens`` new tokens after ``cached_tokens`` cached ones.
 
     KV traffic: the cached prefix is read once, the new tokens' KV written once (flash-attention
-    tiling keeps re-reads on chip; omitted). Causal attention FLOPs are summed exactly.
+    tiling keeps re-reads on chip; omitted). Causal attention FLOPs are summed exactly. ``totals``: as
+    ``decode_step``'s.
     """
     plan = plan or Plan()
     mode = mode or (profile.mode if profile is not None else "ideal")
@@ -473,11 +520,11 @@ def prefill_step(model: Model, system: System, *, batch, prompt_tokens, cached_t
                                  dtypes=(weight_dtype, kv_dtype, dispatch_dtype))
     return _prefill(model, system, plan, prof, mode=mode, batch=batch, prompt_tokens=prompt_tokens,
                     cached_tokens=cached_tokens, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-                    expert_imbalance=expert_imbalance, dispatch_dtype=dispatch_dtype, where=where)
+                    expert_imbalance=expert_imbalance, dispatch_dtype=dispatch_dtype, where=where, totals=totals)
 
 
 def _prefill(model, system, plan, prof, *, mode, batch, prompt_tokens, cached_tokens, weight_dtype, kv_dtype,
-             expert_imbalance, dispatch_dtype, where: Placement | None = None) -> StepResult:
+             expert_imbalance, dispatch_dtype, where: Placement | None = None, totals: bool = True) -> StepResult:
     batch = require_array("batch", batch, minimum=0, exclusive=True)
     prompt = require_array("context", prompt_tokens, minimum=0, exclusive=True)
     cached = require_array("cached_tokens", cached_tokens, minimum=0)
@@ -486,7 +533,7 @@ def _prefill(model, system, plan, prof, *, mode, batch, prompt_tokens, cached_to
                      tokens_per_seq=prompt, flops_attn_per_seq=model.prefill_attention_flops(prompt, cached),
                      kv_read_per_seq=model.kv_read_bytes(cached, kv_dtype, sparse=False), kv_write_per_seq=new_kv,
                      weight_dtype=weight_dtype, kv_dtype=kv_dtype, expert_imbalance=expert_imbalance,
-                     dispatch_dtype=dispatch_dtype, where=where)
+                     dispatch_dtype=dispatch_dtype, where=where, totals=totals)
 
 
 def decode_of(dep: Deployment, *, batch, context) -> StepResult:

@@ -143,7 +143,7 @@ def draft_s(model, system, plan, profile, spec: Speculation, *, mode, batch, con
         if not isinstance(plan, PlanArray):
             return spec.k * np.asarray(decode_step(m, system, batch=batch, context=context, plan=Plan(tp=plan.tp),
                                                    profile=profile, mode=mode).step_s)
-        out = np.empty(plan.row.shape)
+        out = np.empty(plan.shape(batch))
         b = np.broadcast_to(np.asarray(batch, dtype=float), out.shape)
         for (tp,), idx in plan.groups(plan.tp):
             out[idx] = decode_step(m, system, batch=b[idx], context=context, plan=Plan(tp=int(tp)), profile=profile,
