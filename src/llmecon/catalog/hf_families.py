@@ -174,5 +174,23 @@ FAMILIES_BY_TYPE.update({
     # Mamba-2 / attention hybrids with a gated MLP or MoE after every mixer, 2 RMSNorms per layer
     # (Bamba: BambaConfig.layers_block_type puts Mamba-2 wherever attn_layer_indices does not say attention)
     "bamba": {**_LLAMA, "mamba_default": True}, "granitemoehybrid": _LLAMA,
+    # GPT-era decoders (field names: hf_names). Learned absolute positions are counted (Model.learned_positions).
+    # CTRL: biased Wq/Wk/Wv/dense, ReLU MLP of dff with biases, 2 LayerNorms, sinusoidal positions (no
+    # weights), tied head with its own bias (CTRLLMHeadModel.lm_head bias=True).
+    "ctrl": {**_BIASED_LN, "tie": True, "lm_head_bias": True},
+    # GPT-1: Conv1D c_attn/c_proj and c_fc/c_proj with biases, post-LayerNorms, learned positions, tied head.
+    "openai-gpt": {**_BIASED_LN, "tie": True, "learned_positions": True, "ffn_width_default_mult": 4},
+    # OPT / BioGPT: fairseq layout, biased q/k/v/out and fc1/fc2, 2 LayerNorms, learned positions with 2
+    # extra rows, tied head. XGLM: the same with sinusoidal positions (no weights).
+    "opt": {**_BIASED_LN, "tie": True, "learned_positions": True, "position_offset": 2},
+    "biogpt": {**_BIASED_LN, "tie": True, "learned_positions": True, "position_offset": 2},
+    "xglm": {**_BIASED_LN, "tie": True},
+    # GPT-Neo: unbiased q/k/v, biased out_proj and MLP, learned positions, tied head (GPTNeoSelfAttention).
+    "gpt_neo": {**_BIASED_LN, "qkv_bias": False, "tie": True, "learned_positions": True,
+                "ffn_width_default_mult": 4},
+    # Falcon: fused qkv and dense, 4·d MLP (dense_h_to_4h), biases from `bias`, LayerNorms (count: hf_names).
+    "falcon": {**_BIASED_LN, "qkv_bias": False, "o_bias": True, "ffn_bias": False, "ffn_width_default_mult": 4},
+    # MPT: ALiBi (no weights), expansion_ratio·d GELU MLP, biases from no_bias, LayerNorms, tied head.
+    "mpt": {**_BIASED_LN, "tie": True},
 })
 

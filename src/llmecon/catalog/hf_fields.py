@@ -83,6 +83,7 @@ def flatten(config: Mapping, where: str) -> dict:
     # as DeepSeek's first_k_dense_replace)
     for old, new in (("moe_num_experts", "num_local_experts"), ("moe_k", "num_experts_per_tok"),
                      ("moe_topk", "num_experts_per_tok"), ("moe_num_shared_experts", "num_shared_experts"),
+                     ("shared_experts_intermediate_size", "shared_expert_intermediate_size"),
                      ("num_dense_layers", "first_k_dense_replace"),
                      # Bamba / GraniteMoeHybrid Mamba-2 mixers (transformers BambaConfig names)
                      ("mamba_n_heads", "mamba_num_heads"), ("mamba_d_head", "mamba_head_dim"),

@@ -57,7 +57,9 @@ class Model:
     ``encoder_params``: a multimodal wrapper's vision encoder (estimated by the reader), reported
     apart and never in ``params`` (serving cost is the language model's). ``ignored_fields``: the
     config keys the reader did not read (harmless by category, null, a wrapper's processor keys, or
-    named by the caller's ``ignore_fields``; docs/model_reader.md)."""
+    named by the caller's ``ignore_fields``; docs/model_reader.md). ``learned_positions``: rows of a
+    learned absolute position table (GPT-2, OPT: ``max_position_embeddings`` (+ 2 for OPT)), counted in
+    ``ParamCounts.embedding`` (looked up like the token embedding, not a matmul)."""
 
     name: str
     d_model: int
@@ -94,6 +96,7 @@ class Model:
     ignored_fields: tuple[str, ...] = ()
     extra_layers_not_counted: int = 0
     encoder_params: int = 0
+    learned_positions: int = 0
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -101,6 +104,9 @@ class Model:
         for name in ("d_model", "n_layers", "vocab_size"):
             require_whole(name, getattr(self, name), owner=owner)
         require_choice("norm", self.norm, ("rms", "layer"), owner=owner)
+        if not isinstance(self.learned_positions, int) or self.learned_positions < 0:
+            raise SpecError(f"{owner}: learned_positions must be a whole number >= 0 (rows of a learned position "
+                            f"table), got {self.learned_positions!r}")
         n = self.n_layers
         defaults = {"moe_layers": (self.moe is not None,) * n, "layer_windows": (0,) * n,
                     "kv_holding": (True,) * n, "layer_mixers": ("attention",) * n,
@@ -314,7 +320,7 @@ class Model:
                 router -= min(self.moe.hash_layers, k) * self.moe.n_routed
             routed_active = k * self.moe.top_k * expert
         norms = self.n_layers * self.norms_per_layer * norm_w + norm_w
-        embedding = v * d
+        embedding = v * d + self.learned_positions * d  # a learned absolute position table is looked up too
         lm_head = (0 if self.tie_embeddings else v * d) + (v if self.lm_head_bias else 0)
         return ParamCounts(embedding=embedding, lm_head=lm_head, attention=attention, dense_ffn=dense_ffn,
                            routed_experts=routed, routed_experts_active=routed_active, shared_experts=shared,

@@ -1,0 +1,159 @@
+"""A family's own names for common config fields, read before the field policy (``hf_config``).
+
+Older and non-Llama decoders name the same quantities differently (``d_model``, ``n_heads``,
+``ffn_dim``, ``dff``, ``num_kv_heads``...) and state some structure with switches of their own
+(OPT's ``enable_bias``, Falcon's ``new_decoder_architecture``, GPT-Neo's ``attention_layers``).
+``normalize`` rewrites them, for the model types listed here only (a name means something in its
+family: Mamba-2's ``num_heads`` are SSM heads, GPT-Neo's attention heads), into the names the reader
+reads, before the field policy sees the config. Each rule cites the transformers class it follows
+(transformers 5.23.0, ``models/<type>/configuration_<type>.py`` and ``modeling_<type>.py``). A switch
+at a value llmecon does not model is refused, naming it.
+"""
+
+from __future__ import annotations
+
+from ..errors import CatalogError
+
+# model_type -> {family name: common name}; renamed only when the common name is absent.
+ALIASES: dict[str, dict[str, str]] = {
+    "ctrl": {"dff": "intermediate_size"},                                       # CTRLConfig
+    "openai-gpt": {"afn": "hidden_act"},                                       # OpenAIGPTConfig
+    "opt": {"ffn_dim": "intermediate_size"},                                   # OPTConfig
+    "xglm": {"d_model": "hidden_size", "attention_heads": "num_attention_heads", "ffn_dim": "intermediate_size",
+             "num_layers": "num_hidden_layers"},                               # XGLMConfig
+    "gpt_neo": {"num_heads": "num_attention_heads", "num_layers": "num_hidden_layers",
+                "window_size": "sliding_window"},                              # GPTNeoConfig
+    "falcon": {"ffn_hidden_size": "intermediate_size"},                        # FalconConfig
+    "mpt": {"d_model": "hidden_size", "n_heads": "num_attention_heads", "n_layers": "num_hidden_layers",
+            "max_seq_len": "max_position_embeddings"},                         # MptConfig
+    "gpt_neox_japanese": {},
+}
+
+
+def normalize(flat: dict, where: str) -> None:
+    """Rewrite ``flat`` (a flattened config) in place for its model type's own names and switches."""
+    model_type = flat.get("model_type")
+    if not isinstance(model_type, str):
+        return
+    for old, new in ALIASES.get(model_type, {}).items():
+        if old in flat and flat.get(new) is None:
+            flat[new] = flat.pop(old)
+    rule = _RULES.get(model_type)
+    if rule is not None:
+        rule(flat, where)
+
+
+def _bias_switch(flat: dict, key: str, *, inverted: bool = False) -> None:
+    """One switch for every linear bias (attention q/k/v/o and the MLP): ``attention_bias`` and
+    ``mlp_bias`` as the reader reads them (the family's output projection follows ``attention_bias``)."""
+    if key not in flat:
+        return
+    value = flat.pop(key)
+    if not isinstance(value, bool):
+        return
+    on = (not value) if inverted else value
+    flat.setdefault("attention_bias", on)
+    flat.setdefault("mlp_bias", on)
+
+
+def _opt(flat: dict, where: str) -> None:
+    # OPTDecoder: embed_tokens of word_embed_proj_dim with project_in/out when it differs from hidden_size
+    proj = flat.pop("word_embed_proj_dim", None)
+    if proj not in (None, flat.get("hidden_size")):
+        raise CatalogError(f"{where}: word_embed_proj_dim = {proj} differs from hidden_size (OPT-350m's projected "
+                           "embeddings) and is not modelled; only word_embed_proj_dim = hidden_size is read")
+    _bias_switch(flat, "enable_bias")
+    if flat.pop("layer_norm_elementwise_affine", True) is False:
+        flat["_norms_without_weights"] = True
+    flat.pop("do_layer_norm_before", None)  # pre- or post-norm: the same norms and matmuls (residual dataflow)
+
+
+def _falcon(flat: dict, where: str) -> None:
+    # FalconAttention: KV heads = num_kv_heads if new_decoder_architecture or not multi_query, else 1;
+    # FalconDecoderLayer: 2 LayerNorms (ln_attn, ln_mlp) with the new architecture (num_ln_in_parallel_attn
+    # default 2), else 1 in a parallel block and 2 in a sequential one.
+    new = flat.pop("new_decoder_architecture", False)
+    kv = flat.pop("num_kv_heads", None)
+    if new or not flat.get("multi_query", False):
+        flat.pop("multi_query", None)
+        if kv is not None:
+            flat["num_key_value_heads"] = kv
+    n_ln = flat.pop("num_ln_in_parallel_attn", None)
+    parallel = flat.pop("parallel_attn", True)
+    flat["_norms_per_layer"] = (n_ln or 2) if new else (1 if parallel else 2)
+    _bias_switch(flat, "bias")
+
+
+def _gpt_neo(flat: dict, where: str) -> None:
+    # GPTNeoConfig.attention_layers: one "global" / "local" per layer (local: a window of window_size)
+    layers = flat.pop("attention_layers", None)
+    flat.pop("attention_types", None)  # the compact form attention_layers is expanded from
+    if isinstance(layers, list):
+        table = {"global": "full_attention", "local": "sliding_attention"}
+        bad = [t for t in layers if t not in table]
+        if bad:
+            raise CatalogError(f"{where}: attention_layers entry {bad[0]!r} is not 'global' or 'local'")
+        flat["layer_types"] = [table[t] for t in layers]
+
+
+def _mpt(flat: dict, where: str) -> None:
+    # MptConfig: expansion_ratio · d_model MLP; no_bias drops every bias; attn_config holds ALiBi and
+    # clamps (values) and the attention kind, which must be plain multi-head ("multihead_attention")
+    ratio = flat.pop("expansion_ratio", None)
+    if isinstance(ratio, (int, float)) and flat.get("intermediate_size") is None and isinstance(
+            flat.get("hidden_size"), int):
+        flat["intermediate_size"] = int(ratio * flat["hidden_size"])
+    _bias_switch(flat, "no_bias", inverted=True)
+    attn = flat.pop("attn_config", None) or {}
+    kind = attn.get("attn_type", "multihead_attention") if isinstance(attn, dict) else None
+    if kind != "multihead_attention":
+        raise CatalogError(f"{where}: attn_config.attn_type = {kind!r} is not modelled; only multihead_attention")
+    if attn.get("kv_n_heads") not in (None, flat.get("num_attention_heads")):
+        flat["num_key_value_heads"] = attn["kv_n_heads"]
+    norm = flat.pop("norm_type", "low_precision_layernorm")
+    if "layernorm" not in str(norm):
+        raise CatalogError(f"{where}: norm_type = {norm!r} is not modelled; only LayerNorm kinds")
+    flat.pop("embedding_fraction", None)  # scales the embedding's gradient: training only
+
+
+def _kimi_linear(flat: dict, where: str) -> None:
+    # KimiLinearConfig: linear_num_heads x linear_head_dim KDA heads, linear_conv_kernel_dim, and the layer
+    # pattern in layer_types; the hub config.json states them as linear_attn_config (read by hf_layers).
+    if "linear_attn_config" in flat or not isinstance(flat.get("layer_types"), list):
+        return
+    types = flat["layer_types"]
+    cfg = {"num_heads": flat.pop("linear_num_heads", None), "head_dim": flat.pop("linear_head_dim", None),
+           "short_conv_kernel_size": flat.pop("linear_conv_kernel_dim", None),
+           "kda_layers": [i + 1 for i, t in enumerate(types) if t == "linear_attention"],
+           "full_attn_layers": [i + 1 for i, t in enumerate(types) if t != "linear_attention"]}
+    flat["linear_attn_config"] = cfg
+    flat["layer_types"] = ["full_attention" if t == "linear_attention" else t for t in types]  # the mixers: cfg
+
+
+def _deepseek_v4(flat: dict, where: str) -> None:
+    # DeepseekV4Config: layer_types names each layer's attention ("sliding_attention" = window only,
+    # "compressed_sparse_attention" / "heavily_compressed_attention" with compress_rates[type]);
+    # mlp_layer_types "hash_moe" for the first MoE layers routed by token id. Written here as the
+    # per-layer compress_ratios and num_hash_layers the reference config.json states (hf_dsv4).
+    rates, types = flat.get("compress_rates"), flat.get("layer_types")
+    if not isinstance(rates, dict) or not isinstance(types, list) or "compress_ratios" in flat:
+        return
+    table = {"sliding_attention": 0, **rates}
+    bad = [t for t in types if t not in table]
+    if bad:
+        raise CatalogError(f"{where}: layer_types entry {bad[0]!r} is not sliding_attention or a key of "
+                           f"compress_rates {sorted(rates)}")
+    flat["compress_ratios"] = [table[t] for t in types]
+    del flat["compress_rates"], flat["layer_types"]
+    mlp = flat.get("mlp_layer_types")
+    if isinstance(mlp, list):
+        hashed = [t == "hash_moe" for t in mlp]
+        n_hash = sum(hashed)
+        if hashed != [True] * n_hash + [False] * (len(mlp) - n_hash) or any(t not in ("hash_moe", "moe") for t in mlp):
+            raise CatalogError(f"{where}: mlp_layer_types must be hash_moe layers first, then moe layers")
+        flat["num_hash_layers"] = n_hash
+        del flat["mlp_layer_types"]
+
+
+_RULES = {"opt": _opt, "falcon": _falcon, "gpt_neo": _gpt_neo, "mpt": _mpt, "kimi_linear": _kimi_linear,
+          "deepseek_v4": _deepseek_v4}
