@@ -53,7 +53,14 @@ EXPLAINED: dict[str, str] = {}
 # inference/model.py, as the serving engines keep it); transformers' cache layers hold the latent only.
 _DSA = ("llmecon adds the DSA indexer key cache (132 B per token per layer at fp8 + scale) that "
         "transformers' cache does not hold; the latent cache itself matches exactly")
-CACHE_EXPLAINED: dict[str, str] = {"deepseek_v32": _DSA, "glm_moe_dsa": _DSA}
+CACHE_EXPLAINED: dict[str, str] = {
+    "deepseek_v32": _DSA, "glm_moe_dsa": _DSA, "dots3_note": _DSA, "dots3_note_text": _DSA,
+    # DeepSeek-V4: transformers' reference cache keeps keys and values as two bf16 tensors although K = V (one
+    # shared head), and at a 4-token prompt holds raw tokens only; llmecon counts one K = V entry in DeepSeek's
+    # fp8 layout (584 B) per raw token in the window plus the 1/4 and 1/128 compressed entries, per token of a
+    # long context (spec/compressed.py). The two are not the same quantity at 4 tokens.
+    "deepseek_v4": ("transformers holds K and V as two bf16 tensors (K = V) for the 4 raw tokens; llmecon counts "
+                    "one fp8 K = V entry plus the compressed entries per token of a long context")}
 
 
 @dataclass
@@ -143,6 +150,8 @@ def cache_elements(model, cfg) -> tuple[float | None, float | None, str]:
     except Exception as exc:  # the oracle's own limits: reported, not counted
         return None, None, f"forward on meta failed: {type(exc).__name__}: {str(exc).splitlines()[0][:90]}"
     cache = getattr(out, "past_key_values", None)
+    if cache is None:  # Mamba / FalconMamba / Mamba-2 return their cache as cache_params
+        cache = getattr(out, "cache_params", None)
     if cache is None:
         return None, None, "no cache returned"
     kv = state = 0.0

@@ -64,7 +64,7 @@ def model_from_hf_config(config: Mapping, *, name: str = "custom", where: str | 
     if vouched:
         assumptions.append(f"ignore_fields (--ignore-field): {', '.join(vouched)} read as absent; the user vouches "
                            "they change nothing llmecon computes")
-    arch, family = family_of(f, where, assumptions)
+    arch, family = family_of(f, where, assumptions, text.get("model_type") if isinstance(text, Mapping) else None)
     d, n_layers, n_heads, vocab = _sizes(f, family, arch, where, assumptions)
     defaults = family.get("defaults", {})
     normalize_layer_types(f, n_layers, where, assumptions, family)
@@ -128,7 +128,12 @@ def _sizes(f: Fields, family: dict, arch: str, where: str, assumptions: list[str
     if f.has("attn_type_list") and set(f.get("attn_type_list", list)) != {1}:
         raise CatalogError(f"{where}: attn_type_list has entries other than 1 (softmax attention); MiniMax "
                            "lightning (linear) attention layers are not modelled")
-    n_heads = f.get("num_attention_heads", int, required=True, minimum=1)
+    pattern = f.config.get("hybrid_override_pattern")
+    if not f.has("num_attention_heads") and isinstance(pattern, str) and "*" not in pattern:
+        n_heads = 1  # no attention layer: the attention spec is a placeholder no layer uses
+        assumptions.append("no attention layers (every layer a Mamba mixer): no KV cache")
+    else:
+        n_heads = f.get("num_attention_heads", int, required=True, minimum=1)
     vocab = f.get("vocab_size", int, minimum=1)
     if vocab is None:
         if "vocab_size" not in defaults:

@@ -76,7 +76,7 @@ FAMILIES: dict[str, dict] = {
 }
 
 
-def family_of(f, where: str, assumptions: list[str]) -> tuple[str, dict]:
+def family_of(f, where: str, assumptions: list[str], text_model_type: str | None = None) -> tuple[str, dict]:
     """(architecture or model type, its facts). A config naming neither is read as a Llama-style
     decoder (recorded); one naming only what llmecon does not know is refused."""
     arch_list = f.get("architectures", list, default=[])
@@ -86,6 +86,13 @@ def family_of(f, where: str, assumptions: list[str]) -> tuple[str, dict]:
         return arch, FAMILIES[arch]
     if model_type in FAMILIES_BY_TYPE:
         return arch or model_type, FAMILIES_BY_TYPE[model_type]
+    text_type = text_model_type or ""
+    if text_type in FAMILIES_BY_TYPE:
+        # a multimodal wrapper llmecon does not list around a language model it does (its text_config's
+        # model_type): the language model's facts; the encoders are counted apart
+        assumptions.append(f"model_type {model_type!r} (a wrapper): its language model read as {text_type!r} from "
+                           "text_config")
+        return text_type, FAMILIES_BY_TYPE[text_type]
     if not arch and not model_type:
         assumptions.append("no 'architectures' or 'model_type': read as a Llama-style pre-norm decoder (gated MLP, "
                            "2 RMSNorms per layer, no biases)")
@@ -192,5 +199,18 @@ FAMILIES_BY_TYPE.update({
     "falcon": {**_BIASED_LN, "qkv_bias": False, "o_bias": True, "ffn_bias": False, "ffn_width_default_mult": 4},
     # MPT: ALiBi (no weights), expansion_ratio·d GELU MLP, biases from no_bias, LayerNorms, tied head.
     "mpt": {**_BIASED_LN, "tie": True},
+    # Mamba / FalconMamba / Mamba-2: one RMSNorm and one mixer per layer (hf_names writes the pattern).
+    "mamba": {**_LLAMA, "tie": True}, "falcon_mamba": {**_LLAMA, "tie": True}, "mamba2": _LLAMA,
+    # Jamba: Llama-style attention and gated MLP / MoE, Mamba-1 mixers, input + pre-FFN RMSNorms.
+    "jamba": _LLAMA,
+    # LFM2: gated MLP (w1, w3, w2), operator + FFN RMSNorms, q/k layernorms, tied embeddings (one more
+    # RMSNorm on the embeddings: d weights, omitted).
+    "lfm2": {**_QKN, "tie": True},
+    # BitNet b1.58: Llama layout with a relu² gated MLP and two sub-norms (attn_sub_norm of d, counted as a
+    # third norm; ffn_sub_norm of intermediate_size, omitted: < 0.01%).
+    "bitnet": {**_LLAMA, "norms_per_layer": 3},
+    # GPT-NeoX-Japanese: unbiased fused qkv / dense / 2-matrix MLP, 2 LayerNorms (the last layer's dense
+    # bias, d weights, omitted).
+    "gpt_neox_japanese": {"gated": False, "norm": "layer", "norms_per_layer": 2, "tie": False},
 })
 

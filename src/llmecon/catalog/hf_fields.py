@@ -70,8 +70,13 @@ def flatten(config: Mapping, where: str) -> dict:
     if text is not None:
         if not isinstance(text, Mapping):
             raise CatalogError(f"{where}: field 'text_config' must be an object")
+        top_tie = flat.get("tie_word_embeddings")
         flat.update({k: v for k, v in text.items() if (k != "model_type" or "model_type" not in flat)
                      and not str(k).startswith("_")})
+        if isinstance(top_tie, bool):
+            # the wrapper's own value decides: transformers ties the head of the model class built from the
+            # top-level config (PreTrainedModel.tie_weights reads self.config.tie_word_embeddings)
+            flat["tie_word_embeddings"] = top_tie
     # legacy GPT-style names (phi-msft, GPT-2)
     for old, new in (("n_embd", "hidden_size"), ("n_layer", "num_hidden_layers"), ("n_head", "num_attention_heads"),
                      ("n_inner", "intermediate_size"), ("n_positions", "max_position_embeddings")):

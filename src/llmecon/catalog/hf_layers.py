@@ -114,7 +114,7 @@ def read_structure(f, *, n_layers: int, d: int, attention: Attention, windows: l
         if "mlp" in kinds and not dense_width:
             raise CatalogError(f"{where}: MLP layers in the pattern need 'intermediate_size'")
         if "mamba" in kinds:
-            out["linear"] = _mamba2(f, d, where)
+            out["linear"] = _linear_mixer(f, d, where)
         out["norms_per_layer"] = 1
         assumptions.append("hybrid pattern: each layer is one block (Mamba-2, attention, MLP or MoE) with one "
                            "pre-norm (Nemotron-H)")
@@ -126,7 +126,7 @@ def read_structure(f, *, n_layers: int, d: int, attention: Attention, windows: l
             mixers = ["linear" if t == "linear_attention" else "attention" for t in types]
             # the linear mixer the config's fields describe: Gated DeltaNet (Qwen3-Next) or Mamba-2
             # (GraniteMoeHybrid / Bamba: transformers writes their Mamba-2 layers as linear_attention)
-            out["linear"] = _mamba2(f, d, where) if f.has("mamba_num_heads") else _gated_deltanet(f, where)
+            out["linear"] = _linear_mixer(f, d, where)
     if f.has("linear_attn_config"):
         mixers, linear = _kimi_linear(f, n_layers, where)
         out["linear"] = linear
@@ -182,6 +182,10 @@ def _sparsity(f, n_layers: int, attention: Attention, where: str) -> tuple[str, 
             raise CatalogError(f"{where}: field 'indexer_types' must list 'full' or 'shared' for each of "
                                f"{n_layers} layers")
         return tuple(table[t] for t in types)
+    types = f.config.get("layer_types")
+    if isinstance(types, list) and "indexed_attention" in types and len(set(types)) > 1:
+        # dots3 (Dots3NoteTextAttention): an indexer only on "indexed_attention" layers; the others are dense
+        return tuple("indexed" if t == "indexed_attention" else "dense" for t in types)
     freq = (f.config.get("sparse_attention_config") or {}).get("sparse_attention_freq")
     if freq is not None:
         if not isinstance(freq, list) or len(freq) != n_layers or any(v not in (0, 1) for v in freq):
@@ -212,6 +216,29 @@ def _state_dtype(f, key: str) -> str:
     if raw not in table:
         raise CatalogError(f"{f.where}: field '{key}' = {raw!r} is not one of {', '.join(table)}")
     return table[raw]
+
+
+def _linear_mixer(f, d: int, where: str) -> LinearMixer:
+    """The linear mixer the config's fields describe: a short convolution (LFM2, ``short_conv_kernel``),
+    Mamba-1 (``mamba_dt_rank``), Mamba-2 (``mamba_num_heads``: Nemotron-H, Bamba, GraniteMoeHybrid, whose
+    Mamba-2 layers transformers writes as linear_attention) or Gated DeltaNet (Qwen3-Next)."""
+    if f.has("short_conv_kernel"):
+        return LinearMixer(kind="short_conv", n_heads=d, n_key_heads=1, key_dim=1, value_dim=1,
+                           conv_kernel=f.get("short_conv_kernel", int, minimum=1),
+                           conv_bias=f.get("short_conv_bias", bool, default=False),
+                           proj_bias=f.get("short_conv_bias", bool, default=False))
+    if f.has("mamba_dt_rank"):
+        return LinearMixer(kind="mamba1", n_heads=f.get("mamba_d_inner", int, required=True, minimum=1),
+                           n_key_heads=1, key_dim=f.get("ssm_state_size", int, required=True, minimum=1),
+                           value_dim=1, conv_kernel=f.get("conv_kernel", int, required=True, minimum=1),
+                           conv_bias=f.get("use_conv_bias", bool, default=True),
+                           proj_bias=f.get("mamba_proj_bias", bool, default=False),
+                           dt_rank=f.get("mamba_dt_rank", int, minimum=1),
+                           dt_norms=f.get("mamba_dt_norms", bool, default=False),
+                           state_dtype=_state_dtype(f, "mamba_ssm_cache_dtype"))
+    if f.has("mamba_num_heads"):
+        return _mamba2(f, d, where)
+    return _gated_deltanet(f, where)
 
 
 def _mamba2(f, d: int, where: str) -> LinearMixer:

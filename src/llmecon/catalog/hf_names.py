@@ -26,7 +26,6 @@ ALIASES: dict[str, dict[str, str]] = {
     "falcon": {"ffn_hidden_size": "intermediate_size"},                        # FalconConfig
     "mpt": {"d_model": "hidden_size", "n_heads": "num_attention_heads", "n_layers": "num_hidden_layers",
             "max_seq_len": "max_position_embeddings"},                         # MptConfig
-    "gpt_neox_japanese": {},
 }
 
 
@@ -155,5 +154,98 @@ def _deepseek_v4(flat: dict, where: str) -> None:
         del flat["mlp_layer_types"]
 
 
-_RULES = {"opt": _opt, "falcon": _falcon, "gpt_neo": _gpt_neo, "mpt": _mpt, "kimi_linear": _kimi_linear,
-          "deepseek_v4": _deepseek_v4}
+def _mamba(flat: dict, where: str) -> None:
+    # MambaConfig / FalconMambaConfig: every layer is one RMSNorm + a Mamba-1 mixer of intermediate_size
+    # channels (expand·d), state_size N, time_step_rank R, no MLP and no attention: the one-block-per-layer
+    # pattern of Nemotron-H ("M" per layer). FalconMamba's mixer RMSNorms have no weights (FalconMamba
+    # WeightlessRMSNorm).
+    n = flat.get("num_hidden_layers")
+    if not isinstance(n, int) or "hybrid_override_pattern" in flat:
+        return
+    flat["hybrid_override_pattern"] = "M" * n
+    for old, new in (("intermediate_size", "mamba_d_inner"), ("state_size", "ssm_state_size"),
+                     ("time_step_rank", "mamba_dt_rank"), ("use_bias", "mamba_proj_bias")):
+        if old in flat:
+            flat[new] = flat.pop(old)
+    flat.pop("expand", None)  # intermediate_size states the width; expand is what it was made from
+    for key in ("use_associative_scan", "use_mambapy", "time_step_init_scheme"):  # which scan runs; init
+        flat.pop(key, None)
+
+
+def _mamba2(flat: dict, where: str) -> None:
+    # Mamba2Config: one RMSNorm + a Mamba-2 mixer per layer (num_heads x head_dim = expand·d, n_groups,
+    # state_size), no MLP, no attention; time_step_rank is stored but shapes nothing (Mamba2Mixer's dt is
+    # one per head, in in_proj).
+    n = flat.get("num_hidden_layers")
+    if not isinstance(n, int) or "hybrid_override_pattern" in flat:
+        return
+    flat["hybrid_override_pattern"] = "M" * n
+    for old, new in (("num_heads", "mamba_num_heads"), ("head_dim", "mamba_head_dim"),
+                     ("state_size", "ssm_state_size"), ("use_bias", "mamba_proj_bias")):
+        if old in flat:
+            flat[new] = flat.pop(old)
+    expand, d = flat.pop("expand", None), flat.get("hidden_size")
+    heads, dim = flat.get("mamba_num_heads"), flat.get("mamba_head_dim")
+    if all(isinstance(v, int) for v in (expand, d, heads, dim)) and expand * d != heads * dim:
+        raise CatalogError(f"{where}: expand x hidden_size ({expand} x {d}) differs from num_heads x head_dim "
+                           f"({heads} x {dim}); fix one of them")
+    flat.pop("time_step_rank", None)
+
+
+def _jamba(flat: dict, where: str) -> None:
+    # JambaConfig: attention at layer i iff i % attn_layer_period == attn_layer_offset, else a Mamba-1 mixer
+    # (mamba_expand·d channels, mamba_d_state, mamba_dt_rank, RMSNorms of dt, B, C); MoE at i iff
+    # i % expert_layer_period == expert_layer_offset, else the gated MLP (JambaConfig.layers_block_type,
+    # layers_num_experts).
+    n = flat.get("num_hidden_layers")
+    keys = ("attn_layer_period", "attn_layer_offset", "expert_layer_period", "expert_layer_offset")
+    if not isinstance(n, int) or not all(isinstance(flat.get(k), int) for k in keys):
+        return
+    ap, ao, ep, eo = (flat.pop(k) for k in keys)
+    if ap < 1 or ep < 1:
+        raise CatalogError(f"{where}: attn_layer_period and expert_layer_period must be >= 1")
+    flat.setdefault("layer_types", ["full_attention" if i % ap == ao else "linear_attention" for i in range(n)])
+    flat.setdefault("moe_layers", [i for i in range(n) if i % ep == eo])
+    d, expand = flat.get("hidden_size"), flat.pop("mamba_expand", None)
+    if isinstance(d, int) and isinstance(expand, int):
+        flat["mamba_d_inner"] = expand * d
+    rank = flat.get("mamba_dt_rank")
+    if rank == "auto" and isinstance(d, int):
+        flat["mamba_dt_rank"] = -(-d // 16)  # JambaConfig: math.ceil(hidden_size / 16)
+    flat["mamba_dt_norms"] = True
+    for key in ("use_associative_scan", "use_mambapy"):
+        flat.pop(key, None)
+
+
+def _lfm2(flat: dict, where: str) -> None:
+    # Lfm2Config: layer_types "conv" (gated short convolution, conv_L_cache taps, conv_bias) or
+    # "full_attention"; the MLP width is int(2·intermediate_size/3), times block_ffn_dim_multiplier rounded
+    # up to block_multiple_of, when block_auto_adjust_ff_dim (Lfm2MLP).
+    types = flat.get("layer_types")
+    if isinstance(types, list):
+        flat["layer_types"] = ["linear_attention" if t == "conv" else t for t in types]
+    flat.pop("full_attn_idxs", None)  # the compact form layer_types is made from
+    if "conv_L_cache" in flat:
+        flat["short_conv_kernel"] = flat.pop("conv_L_cache")
+    flat["short_conv_bias"] = flat.pop("conv_bias", False)
+    width, auto = flat.get("intermediate_size"), flat.pop("block_auto_adjust_ff_dim", False)
+    mult, multiple = flat.pop("block_ffn_dim_multiplier", None), flat.pop("block_multiple_of", 256)
+    if auto and isinstance(width, int):
+        width = int(2 * width / 3)
+        if mult is not None:
+            width = int(mult * width)
+            width = multiple * ((width + multiple - 1) // multiple)
+        flat["intermediate_size"] = width
+
+
+def _gpt_neox_japanese(flat: dict, where: str) -> None:
+    # GPTNeoXJapaneseMLP: int(hidden_size · intermediate_multiple_size) wide
+    mult, d = flat.pop("intermediate_multiple_size", None), flat.get("hidden_size")
+    if isinstance(mult, (int, float)) and isinstance(d, int) and flat.get("intermediate_size") is None:
+        flat["intermediate_size"] = int(d * mult)
+    flat.pop("is_decoder", None)
+
+
+_RULES = {"opt": _opt, "gpt_neox_japanese": _gpt_neox_japanese, "falcon": _falcon, "gpt_neo": _gpt_neo, "mpt": _mpt, "kimi_linear": _kimi_linear,
+          "deepseek_v4": _deepseek_v4, "mamba": _mamba, "falcon_mamba": _mamba, "mamba2": _mamba2,
+          "jamba": _jamba, "lfm2": _lfm2}

@@ -16,7 +16,7 @@ from ..dtypes import get_dtype
 from ..errors import SpecError, require_choice, require_whole
 
 ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla")
-LINEAR_KINDS = ("gated_deltanet", "kda", "mamba2")
+LINEAR_KINDS = ("gated_deltanet", "kda", "mamba2", "mamba1", "short_conv")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -195,6 +195,17 @@ class LinearMixer:
       Here ``n_heads`` = H, ``value_dim`` = head dim P, ``n_key_heads`` = groups G, ``key_dim`` =
       state size N. State: P x N per head.
 
+    - ``mamba1``: Mamba selective SSM (Gu & Dao, arXiv:2312.00752), as in transformers ``MambaMixer``
+      / ``JambaMambaMixer``: in_proj d -> 2·d_inner (x, z), a depthwise conv over x, x_proj d_inner
+      -> R + 2N (dt, B, C; no bias), dt_proj R -> d_inner with bias, A_log d_inner x N, D d_inner,
+      out_proj d_inner -> d; Jamba adds RMSNorms of dt, B and C (``dt_norms``: R + 2N weights). Here
+      ``n_heads`` = d_inner channels, ``value_dim`` = 1, ``n_key_heads`` = 1, ``key_dim`` = state
+      size N, ``dt_rank`` = R. State: N per channel.
+    - ``short_conv``: a gated short convolution (LFM2, transformers ``Lfm2ShortConv``): in_proj d ->
+      3d (B, C, x), a depthwise causal conv of ``conv_kernel`` over B·x, out_proj d -> d. Here
+      ``n_heads`` = d channels, ``value_dim`` = ``key_dim`` = ``n_key_heads`` = 1. No recurrent
+      state: only the conv state.
+
     Every kind also keeps the last ``conv_kernel - 1`` conv inputs per sequence (the conv state).
     """
 
@@ -208,13 +219,17 @@ class LinearMixer:
     proj_bias: bool = False
     state_dtype: str = "fp32"
     conv_state_dtype: str = "bf16"
+    dt_rank: int = 0
+    dt_norms: bool = False
 
     def __post_init__(self) -> None:
         owner = "linear mixer"
         require_choice("kind", self.kind, LINEAR_KINDS, owner=owner)
         for name in ("n_heads", "n_key_heads", "key_dim", "value_dim", "conv_kernel"):
             require_whole(name, getattr(self, name), owner=owner)
-        if self.kind != "mamba2" and self.n_heads % self.n_key_heads:
+        if self.kind == "mamba1":
+            require_whole("dt_rank", self.dt_rank, owner=owner)
+        if self.kind in ("gated_deltanet", "kda") and self.n_heads % self.n_key_heads:
             raise SpecError(f"{owner}: value heads ({self.n_heads}) must be a multiple of key heads "
                             f"({self.n_key_heads})")
         get_dtype(self.state_dtype)
@@ -232,6 +247,8 @@ class LinearMixer:
             return 2 * self.n_key_heads * self.key_dim + self.inner_dim
         if self.kind == "kda":
             return 2 * self.n_heads * self.key_dim + self.inner_dim
+        if self.kind in ("mamba1", "short_conv"):
+            return self.inner_dim
         return self.inner_dim + 2 * self.n_key_heads * self.key_dim
 
     def params_per_layer(self, d_model: int) -> int:
@@ -245,13 +262,26 @@ class LinearMixer:
             qkv = d * (2 * nv * dk + inner)
             gates = (d * dv + dv * nv * dk) + d * nv + (d * dv + dv * inner)
             return qkv + conv + gates + nv + nv * dk + dv + inner * d
+        if self.kind in ("mamba1", "short_conv"):
+            return self._conv_mixer_params(d, conv)
         in_proj = d * (2 * inner + 2 * self.n_key_heads * dk + nv)
         bias = (2 * inner + 2 * self.n_key_heads * dk + nv + d) if self.proj_bias else 0
         return in_proj + conv + 3 * nv + inner + inner * d + bias
 
+    def _conv_mixer_params(self, d: int, conv: int) -> int:
+        """Mamba-1 and short-conv weights (shapes in the class docstring)."""
+        inner, bias = self.inner_dim, self.proj_bias
+        if self.kind == "short_conv":
+            return d * 3 * inner + conv + inner * d + ((3 * inner + d) if bias else 0)
+        n, r = self.key_dim, self.dt_rank
+        params = d * 2 * inner + conv + inner * (r + 2 * n) + (r * inner + inner) + inner * n + inner + inner * d
+        return params + ((2 * inner + d) if bias else 0) + ((r + 2 * n) if self.dt_norms else 0)
+
     def state_elements(self) -> int:
-        """Recurrent state per sequence per layer: dk·dv per head (DeltaNet, KDA) or P·N per head
-        (Mamba-2)."""
+        """Recurrent state per sequence per layer: dk·dv per head (DeltaNet, KDA), P·N per head
+        (Mamba-2), N per channel (Mamba-1); none for a short convolution."""
+        if self.kind == "short_conv":
+            return 0
         return self.n_heads * self.key_dim * self.value_dim
 
     def conv_state_elements(self) -> int:
@@ -272,5 +302,7 @@ class LinearMixer:
         (2·P·N), C read-out (2·P·N): 5·P·N. Conv: 2·kernel FLOPs per channel. Gates, norms and
         the chunked (parallel) prefill form's extra intra-chunk work are omitted.
         """
-        per_head = (5.0 if self.kind == "mamba2" else 7.0) * self.key_dim * self.value_dim
+        if self.kind == "short_conv":  # the conv and the two gating products (B·x before, C·y after)
+            return 2.0 * self.conv_kernel * self.conv_channels + 2.0 * self.conv_channels
+        per_head = (5.0 if self.kind in ("mamba2", "mamba1") else 7.0) * self.key_dim * self.value_dim
         return self.n_heads * per_head + 2.0 * self.conv_kernel * self.conv_channels

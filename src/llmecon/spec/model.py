@@ -115,6 +115,7 @@ class Model:
         for name, value in defaults.items():
             if not getattr(self, name):
                 object.__setattr__(self, name, value)
+        ffn_given = bool(self.layer_ffn_dims)  # explicit widths may be 0: a layer without an FFN (Mamba)
         if not self.layer_ffn_dims:
             object.__setattr__(self, "layer_ffn_dims", tuple(0 if m else self.dense_ffn_dim for m in self.moe_layers))
         if not self.expert_weight_dtype:
@@ -144,7 +145,7 @@ class Model:
             raise SpecError(f"{owner}: kv_holding needs at least one attention layer holding KV")
         if self.moe is None and any(self.moe_layers):
             raise SpecError(f"{owner}: MoE layers marked but no MoE spec")
-        if self.n_dense_layers and self.dense_ffn_dim < 1 and not any(self.layer_ffn_dims):
+        if self.n_dense_layers and self.dense_ffn_dim < 1 and not ffn_given:
             raise SpecError(f"{owner}: {self.n_dense_layers} dense layers need an FFN width >= 1")
         for name in ("weight_dtype", "expert_weight_dtype", "kv_dtype", "index_dtype"):
             get_dtype(getattr(self, name))
