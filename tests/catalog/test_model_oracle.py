@@ -49,5 +49,5 @@ def test_qwen3_next_hybrid_cache_matches_transformers():
 
 
 def test_a_refusal_names_its_field():
-    row = oracle.check_type("mllama", cache=False)
-    assert row.status == "refused" and "cross_attention_layers" in row.note
+    row = oracle.check_type("rwkv", cache=False)
+    assert row.status == "refused" and "attention_hidden_size" in row.note

@@ -49,10 +49,12 @@ def attention_block(f: Fields, family: dict, defaults: dict, d: int, n_heads: in
                         f"({n_kv}); fix one of them")
     head_dim = f.get("head_dim", int, minimum=1)
     if head_dim is None:
-        if d % n_heads:
-            raise SpecError(f"{where}: hidden_size ({d}) is not divisible by num_attention_heads ({n_heads}) "
-                            "and no head_dim is given; add head_dim")
         head_dim = d // n_heads
+        if d % n_heads:
+            # transformers' attention modules take head_dim = hidden_size // num_attention_heads when the config
+            # has none (e.g. Glm4MoeAttention: 4096 // 96 = 42, q_proj 4096 -> 96·42): the floor, not an error
+            assumptions.append(f"head_dim absent and hidden_size ({d}) not divisible by num_attention_heads "
+                               f"({n_heads}): head_dim = {head_dim} (floor, as transformers' attention modules)")
     kind = "mha" if n_kv == n_heads else ("mqa" if n_kv == 1 else "gqa")
     # Qwen3-Next / Qwen3.5 attention always gates its output (q_proj emits query and gate,
     # transformers Qwen3NextAttention): a family fact, the config fields can only confirm it.

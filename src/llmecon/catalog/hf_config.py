@@ -114,6 +114,7 @@ def model_from_hf_config(config: Mapping, *, name: str = "custom", where: str | 
         max_context=f.get("max_position_embeddings", int, default=0) or 0, source=source,
         assumptions=tuple(assumptions), unrecognized_fields=unrecognized, ignored_fields=ignored,
         extra_layers_not_counted=n_mtp, encoder_params=encoder, learned_positions=_positions(f, family, d, assumptions),
+        **_per_layer_inputs(f, vocab, assumptions),
     )
 
 
@@ -177,6 +178,18 @@ def _per_layer(f: Fields, family: dict, specs: tuple, structure: dict, d: int, n
     wins = list(structure.get("layer_windows") or [0] * n_layers)
     mixers = list(structure.get("layer_mixers") or ["attention"] * n_layers)
     return hf_per_layer.split(f, per_layer, wins, mixers, build, where, assumptions)
+
+
+def _per_layer_inputs(f: Fields, vocab: int, assumptions: list[str]) -> dict:
+    """Gemma 3n/4 per-layer input embeddings (``hidden_size_per_layer_input`` p, a table of
+    ``vocab_size_per_layer_input`` rows): Model.per_layer_input_dim / per_layer_vocab."""
+    p = f.get("hidden_size_per_layer_input", int, default=0, minimum=0) or 0
+    if not p:
+        return {}
+    rows = f.get("vocab_size_per_layer_input", int, default=vocab, minimum=1)
+    assumptions.append(f"per-layer input embeddings: a {rows} x layers·{p} table looked up per token (weight bytes, "
+                       "no FLOPs), its d -> layers·{p} projection and per layer a gate and projection of d x {p}")
+    return {"per_layer_input_dim": p, "per_layer_vocab": rows}
 
 
 def _positions(f: Fields, family: dict, d: int, assumptions: list[str]) -> int:

@@ -212,5 +212,11 @@ FAMILIES_BY_TYPE.update({
     # GPT-NeoX-Japanese: unbiased fused qkv / dense / 2-matrix MLP, 2 LayerNorms (the last layer's dense
     # bias, d weights, omitted).
     "gpt_neox_japanese": {"gated": False, "norm": "layer", "norms_per_layer": 2, "tie": False},
+    # Gemma 4 text stacks (Gemma4TextModel) and the unified any-to-any wrapper around the same stack.
+    "gemma4_text": {k: v for k, v in FAMILIES["Gemma4ForConditionalGeneration"].items() if k != "multimodal"},
+    "gemma4_unified_text": {k: v for k, v in FAMILIES["Gemma4ForConditionalGeneration"].items() if k != "multimodal"},
+    "gemma4_unified": FAMILIES["Gemma4ForConditionalGeneration"],
+    # Llama-3.2-Vision: the Llama text stack with cross-attention layers (hf_layers), a vision tower apart.
+    "mllama": {**_LLAMA, "multimodal": "vision"}, "mllama_text_model": _LLAMA,
 })
 

@@ -136,6 +136,16 @@ def read_structure(f, *, n_layers: int, d: int, attention: Attention, windows: l
         ffn = [0 if m else (width or 0) for m in moe_mask]
     if f.has("mlp_layer_types"):
         moe_mask, ffn = _mlp_layer_types(f, n_layers, moe_mask, dense_width, where)
+    if f.has("cross_attention_layers"):
+        # Llama-3.2-Vision (MllamaTextModel): these layers cross-attend the image tokens instead of self-attending
+        cross = set(_int_list(f, "cross_attention_layers", None, where))
+        if not cross <= set(range(n_layers)):
+            raise CatalogError(f"{where}: field 'cross_attention_layers' must list layers in 0..{n_layers - 1}")
+        mixers = ["cross" if i in cross else m for i, m in enumerate(mixers)]
+        out["cross_attention"] = replace(attention, qk_norm=True)
+        assumptions.append(f"{len(cross)} cross-attention layers (q/k RMSNorms, 2 gates) attend the image tokens: "
+                           "their K and V are per-sequence state for cross_attention_tokens image tokens, 0 here "
+                           "(text-only requests); attention over image tokens omitted")
     if f.has("block_configs"):
         mixers, ffn, kv_heads = _decilm_blocks(f, n_layers, d, where)
         out["decilm_kv_heads"] = kv_heads
