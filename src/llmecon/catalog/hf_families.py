@@ -205,7 +205,7 @@ FAMILIES_BY_TYPE.update({
     "jamba": _LLAMA,
     # LFM2: gated MLP (w1, w3, w2), operator + FFN RMSNorms, q/k layernorms, tied embeddings (one more
     # RMSNorm on the embeddings: d weights, omitted).
-    "lfm2": {**_QKN, "tie": True},
+    "lfm2": {**_QKN, "tie": True}, "lfm3": {**_QKN, "tie": True},
     # BitNet b1.58: Llama layout with a relu² gated MLP and two sub-norms (attn_sub_norm of d, counted as a
     # third norm; ffn_sub_norm of intermediate_size, omitted: < 0.01%).
     "bitnet": {**_LLAMA, "norms_per_layer": 3},
@@ -218,5 +218,7 @@ FAMILIES_BY_TYPE.update({
     "gemma4_unified": FAMILIES["Gemma4ForConditionalGeneration"],
     # Llama-3.2-Vision: the Llama text stack with cross-attention layers (hf_layers), a vision tower apart.
     "mllama": {**_LLAMA, "multimodal": "vision"}, "mllama_text_model": _LLAMA,
+    # Phi-4-multimodal: the Phi-3 language model (fused qkv and gate_up: Llama shapes), vision and audio apart.
+    "phi4_multimodal": {**_LLAMA, "multimodal": "vision and audio"},
 })
 

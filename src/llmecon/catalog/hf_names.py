@@ -246,6 +246,18 @@ def _gpt_neox_japanese(flat: dict, where: str) -> None:
     flat.pop("is_decoder", None)
 
 
-_RULES = {"opt": _opt, "gpt_neox_japanese": _gpt_neox_japanese, "falcon": _falcon, "gpt_neo": _gpt_neo, "mpt": _mpt, "kimi_linear": _kimi_linear,
+def _lfm3(flat: dict, where: str) -> None:
+    # Lfm3Config: LFM2's conv / attention layers (sliding ones too) with intermediate_size as is, a per-head
+    # attention gate (use_attention_gate: d -> heads, Lfm3Attention) and, with use_sandwich_norm, norms after
+    # both blocks as well (4 per layer, Lfm3DecoderLayer)
+    flat.setdefault("block_auto_adjust_ff_dim", False)
+    _lfm2(flat, where)
+    if flat.pop("use_attention_gate", False) is True:
+        flat.setdefault("gating", "per-head")
+    if flat.pop("use_sandwich_norm", False) is True:
+        flat["_norms_per_layer"] = 4
+
+
+_RULES = {"opt": _opt, "lfm3": _lfm3, "gpt_neox_japanese": _gpt_neox_japanese, "falcon": _falcon, "gpt_neo": _gpt_neo, "mpt": _mpt, "kimi_linear": _kimi_linear,
           "deepseek_v4": _deepseek_v4, "mamba": _mamba, "falcon_mamba": _mamba, "mamba2": _mamba2,
           "jamba": _jamba, "lfm2": _lfm2}
