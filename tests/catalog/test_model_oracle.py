@@ -29,7 +29,10 @@ _spec.loader.exec_module(oracle)
 _check = functools.cache(oracle.check_type)  # one build per model type in this module
 
 
-@pytest.mark.parametrize("model_type", ["phi", "nanochat", "gemma2", "qwen3_next"])
+# phi/nanochat: non-gated MLPs; gemma2: 4 norms + windows; qwen3_next: full_attention_interval hybrid; jamba:
+# Mamba-1 + MoE by periods/offsets (state compared); mllama: cross-attention layers; opt: family field names and
+# learned positions (issue 33)
+@pytest.mark.parametrize("model_type", ["phi", "nanochat", "gemma2", "qwen3_next", "jamba", "mllama", "opt"])
 def test_default_config_reads_within_one_percent_of_the_meta_device_count(model_type):
     row = _check(model_type)
     assert row.status == "match", (row.status, row.rel, row.note)
@@ -45,6 +48,13 @@ def test_qwen3_next_hybrid_cache_matches_transformers():
     issue 33 counted 48 KV layers and no state)."""
     row = _check("qwen3_next")
     assert row.kv_oracle == 12 * 2 * 2 * 256
+    assert row.state_oracle and row.state_llmecon == pytest.approx(row.state_oracle, rel=1e-9)
+
+
+def test_jamba_mamba1_state_matches_transformers():
+    """4 attention layers hold K and V; 28 Mamba-1 layers hold an N-per-channel state and a conv state."""
+    row = _check("jamba")
+    assert row.kv_oracle == 4 * 2 * 8 * 128
     assert row.state_oracle and row.state_llmecon == pytest.approx(row.state_oracle, rel=1e-9)
 
 
