@@ -129,3 +129,11 @@ def test_mamba1_weights_grow_with_every_dimension(inner, n, r, k, d):
     assert _mamba1(n_heads=inner, key_dim=n + 1, dt_rank=r, conv_kernel=k).params_per_layer(d) > base
     assert _mamba1(n_heads=inner, key_dim=n, dt_rank=r + 1, conv_kernel=k).params_per_layer(d) > base
     assert m.state_elements() == inner * n
+
+
+def test_lightning_attention_by_hand():
+    """MiniMax-01 lightning attention: qkv 4·3·8, output gate 4·8, norm 8, out_proj 8·4 (H = 2, h = 4)."""
+    mix = LinearMixer(kind="lightning", n_heads=2, n_key_heads=2, key_dim=4, value_dim=4, conv_kernel=1)
+    assert mix.params_per_layer(4) == 96 + 32 + 8 + 32
+    assert mix.state_elements() == 2 * 4 * 4 and mix.conv_state_elements() == 0
+    assert mix.recurrent_flops_per_token() == 2 * 5 * 16

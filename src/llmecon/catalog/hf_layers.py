@@ -229,9 +229,15 @@ def _state_dtype(f, key: str) -> str:
 
 
 def _linear_mixer(f, d: int, where: str) -> LinearMixer:
-    """The linear mixer the config's fields describe: a short convolution (LFM2, ``short_conv_kernel``),
+    """The linear mixer the config's fields describe: lightning attention (MiniMax-01), a short convolution
+    (LFM2, ``short_conv_kernel``),
     Mamba-1 (``mamba_dt_rank``), Mamba-2 (``mamba_num_heads``: Nemotron-H, Bamba, GraniteMoeHybrid, whose
     Mamba-2 layers transformers writes as linear_attention) or Gated DeltaNet (Qwen3-Next)."""
+    if f.get("lightning_attention", bool, default=False):
+        heads = f.get("num_attention_heads", int, required=True, minimum=1)
+        dim = f.get("head_dim", int, default=d // heads, minimum=1)
+        return LinearMixer(kind="lightning", n_heads=heads, n_key_heads=heads, key_dim=dim, value_dim=dim,
+                           conv_kernel=1)
     if f.has("short_conv_kernel"):
         return LinearMixer(kind="short_conv", n_heads=d, n_key_heads=1, key_dim=1, value_dim=1,
                            conv_kernel=f.get("short_conv_kernel", int, minimum=1),

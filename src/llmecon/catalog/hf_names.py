@@ -258,6 +258,17 @@ def _lfm3(flat: dict, where: str) -> None:
         flat["_norms_per_layer"] = 4
 
 
-_RULES = {"opt": _opt, "lfm3": _lfm3, "gpt_neox_japanese": _gpt_neox_japanese, "falcon": _falcon, "gpt_neo": _gpt_neo, "mpt": _mpt, "kimi_linear": _kimi_linear,
+def _minimax(flat: dict, where: str) -> None:
+    # MiniMaxConfig (MiniMax-Text-01): layer_types linear_attention = lightning attention with the attention
+    # heads (MiniMaxLightningAttention), block_size its kernel's chunk length (tiling: the same recurrence);
+    # *_alpha_factor / *_beta_factor scale the residual and the block output (MiniMaxDecoderLayer): values.
+    flat.pop("block_size", None)
+    for key in [k for k in flat if k.endswith(("_alpha_factor", "_beta_factor"))]:
+        flat.pop(key)
+    if isinstance(flat.get("layer_types"), list) and "linear_attention" in flat["layer_types"]:
+        flat["lightning_attention"] = True
+
+
+_RULES = {"opt": _opt, "lfm3": _lfm3, "minimax": _minimax, "gpt_neox_japanese": _gpt_neox_japanese, "falcon": _falcon, "gpt_neo": _gpt_neo, "mpt": _mpt, "kimi_linear": _kimi_linear,
           "deepseek_v4": _deepseek_v4, "mamba": _mamba, "falcon_mamba": _mamba, "mamba2": _mamba2,
           "jamba": _jamba, "lfm2": _lfm2}

@@ -54,7 +54,7 @@ USED_FIELDS = {
     "per_layer_config", "num_attention_heads_per_layer", "gating", "index_block_size", "index_topk_blocks",
     "index_local_blocks",
     # Mamba-1, Mamba-2 and short-convolution mixers under the names hf_names writes
-    "cross_attention_layers", "mamba_d_inner", "mamba_dt_rank", "mamba_dt_norms", "mamba_proj_bias", "short_conv_kernel", "short_conv_bias",
+    "cross_attention_layers", "lightning_attention", "mamba_d_inner", "mamba_dt_rank", "mamba_dt_norms", "mamba_proj_bias", "short_conv_kernel", "short_conv_bias",
 }
 # Fields known to exist and known not to change counts, bytes or FLOPs.
 IGNORED_FIELDS = {

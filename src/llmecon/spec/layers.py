@@ -16,7 +16,7 @@ from ..dtypes import get_dtype
 from ..errors import SpecError, require_choice, require_whole
 
 ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla")
-LINEAR_KINDS = ("gated_deltanet", "kda", "mamba2", "mamba1", "short_conv")
+LINEAR_KINDS = ("gated_deltanet", "kda", "mamba2", "mamba1", "short_conv", "lightning")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -205,6 +205,10 @@ class LinearMixer:
       3d (B, C, x), a depthwise causal conv of ``conv_kernel`` over B·x, out_proj d -> d. Here
       ``n_heads`` = d channels, ``value_dim`` = ``key_dim`` = ``n_key_heads`` = 1. No recurrent
       state: only the conv state.
+    - ``lightning``: MiniMax-01 lightning attention (arXiv:2501.08313; transformers
+      ``MiniMaxLightningAttention``): qkv_proj d -> 3·H·h, an output gate d -> H·h, an RMSNorm of H·h,
+      out_proj H·h -> d; no convolution. Here ``n_heads`` = ``n_key_heads`` = H, ``key_dim`` =
+      ``value_dim`` = h. State: h x h per head (decayed sum of k v^T); no conv state.
 
     Every kind also keeps the last ``conv_kernel - 1`` conv inputs per sequence (the conv state).
     """
@@ -262,6 +266,8 @@ class LinearMixer:
             qkv = d * (2 * nv * dk + inner)
             gates = (d * dv + dv * nv * dk) + d * nv + (d * dv + dv * inner)
             return qkv + conv + gates + nv + nv * dk + dv + inner * d
+        if self.kind == "lightning":
+            return d * 3 * inner + d * inner + inner + inner * d
         if self.kind in ("mamba1", "short_conv"):
             return self._conv_mixer_params(d, conv)
         in_proj = d * (2 * inner + 2 * self.n_key_heads * dk + nv)
@@ -285,7 +291,10 @@ class LinearMixer:
         return self.n_heads * self.key_dim * self.value_dim
 
     def conv_state_elements(self) -> int:
-        """Conv state per sequence per layer: the last kernel-1 inputs of every conv channel."""
+        """Conv state per sequence per layer: the last kernel-1 inputs of every conv channel (none for
+        lightning attention, which has no convolution)."""
+        if self.kind == "lightning":
+            return 0
         return (self.conv_kernel - 1) * self.conv_channels
 
     def state_bytes(self) -> float:
@@ -299,10 +308,13 @@ class LinearMixer:
         Delta rule (GDN, KDA), per head with a dk x dv state S: S^T k (2·dk·dv), the rank-1
         update S += k (beta (v - S^T k))^T (2·dk·dv), the decay (dk·dv) and the read-out S^T q
         (2·dk·dv): 7·dk·dv. Mamba-2 per head with a P x N state: decay (P·N), B x^T update
-        (2·P·N), C read-out (2·P·N): 5·P·N. Conv: 2·kernel FLOPs per channel. Gates, norms and
+        (2·P·N), C read-out (2·P·N): 5·P·N; Mamba-1 the same with P = 1 per channel; lightning
+        attention 5·h² per head. Conv: 2·kernel FLOPs per channel. Gates, norms and
         the chunked (parallel) prefill form's extra intra-chunk work are omitted.
         """
         if self.kind == "short_conv":  # the conv and the two gating products (B·x before, C·y after)
             return 2.0 * self.conv_kernel * self.conv_channels + 2.0 * self.conv_channels
+        if self.kind == "lightning":  # decay (h²), k v^T update (2h²), q S read-out (2h²) per head; no conv
+            return self.n_heads * 5.0 * self.key_dim * self.value_dim
         per_head = (5.0 if self.kind in ("mamba2", "mamba1") else 7.0) * self.key_dim * self.value_dim
         return self.n_heads * per_head + 2.0 * self.conv_kernel * self.conv_channels
