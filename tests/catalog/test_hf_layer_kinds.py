@@ -153,3 +153,24 @@ def test_superseded_window_pattern_is_ignored_only_beside_layer_types():
     assert "prefix_dense_sliding_window_pattern" in m.ignored_fields
     with pytest.raises(CatalogError, match="prefix_dense_sliding_window_pattern"):
         _read({**LLAMA, "prefix_dense_sliding_window_pattern": 1})
+
+
+def test_recurrent_gemma_block_types_repeat_over_the_layers():
+    """RecurrentGemmaConfig.layers_block_type: block_types cycled; attention blocks are local (window)."""
+    cfg = {**LLAMA, "model_type": "recurrent_gemma", "num_hidden_layers": 5, "num_key_value_heads": 1,
+           "block_types": ["recurrent", "recurrent", "attention"], "attention_window_size": 3, "lru_width": 8,
+           "conv1d_width": 4, "intermediate_size": 32, "logits_soft_cap": 30.0, "tie_word_embeddings": True}
+    m = _read(cfg)
+    assert m.layer_mixers == ("linear", "linear", "attention", "linear", "linear")
+    assert m.layer_windows[2] == 3 and m.linear.kind == "rglru" and m.linear.n_heads == 2
+    assert m.layer_ffn_dims == (16,) * 5          # RecurrentGemmaMlp: intermediate_size // 2
+    assert m.attention.o_bias and not m.attention.qkv_bias
+
+
+def test_minimax_linear_layers_are_lightning_attention():
+    cfg = {**LLAMA, "model_type": "minimax", "layer_types": ["full_attention", "linear_attention"] * 2,
+           "block_size": 256, "full_attn_alpha_factor": 1, "linear_attn_beta_factor": 1}
+    m = _read(cfg)
+    assert m.layer_mixers == ("attention", "linear") * 2 and m.linear.kind == "lightning"
+    assert (m.linear.n_heads, m.linear.key_dim) == (2, 4)
+    assert m.state_bytes_per_sequence() == 2 * 2 * 4 * 4 * 4  # 2 layers x 2 heads x 4x4 fp32

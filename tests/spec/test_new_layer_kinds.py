@@ -137,3 +137,12 @@ def test_lightning_attention_by_hand():
     assert mix.params_per_layer(4) == 96 + 32 + 8 + 32
     assert mix.state_elements() == 2 * 4 * 4 and mix.conv_state_elements() == 0
     assert mix.recurrent_flops_per_token() == 2 * 5 * 16
+
+
+def test_rglru_recurrent_block_by_hand():
+    """Griffin recurrent block, d = 4, w = 8 in H = 2 gate blocks of 4, conv of 3 taps with bias:
+    linear_y and linear_x 2·(4·8 + 8), conv 8·3 + 8, recurrence parameter 8, gates 2·(2·4·4 + 8),
+    linear_out 8·4 + 4."""
+    mix = LinearMixer(kind="rglru", n_heads=2, n_key_heads=1, key_dim=1, value_dim=4, conv_kernel=3, conv_bias=True)
+    assert mix.params_per_layer(4) == 2 * 40 + 32 + 8 + 2 * 40 + 36
+    assert mix.state_elements() == 8 and mix.conv_state_elements() == 2 * 8

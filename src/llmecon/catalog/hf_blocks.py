@@ -17,6 +17,8 @@ def attention_block(f: Fields, family: dict, defaults: dict, d: int, n_heads: in
         if f.has(key):
             qkv_bias = f.get(key, bool)
     o_bias = family.get("o_bias", False) if bias is None else (bias and family.get("o_bias", True))
+    if family.get("o_bias_always"):  # RecurrentGemma: o_proj has a bias whatever attention_bias says
+        o_bias = True
     if f.has("attention_out_bias"):  # Seed-OSS: the output projection's bias apart from q, k, v
         o_bias = f.get("attention_out_bias", bool)
     qk_field = family.get("qk_norm_field")

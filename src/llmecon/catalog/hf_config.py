@@ -108,7 +108,7 @@ def model_from_hf_config(config: Mapping, *, name: str = "custom", where: str | 
         name=name, d_model=d, n_layers=n_layers, vocab_size=vocab, attention=attention,
         dense_ffn_dim=dense_width or 0, ffn_gated=family["gated"],
         ffn_bias=family.get("ffn_bias", False) or mlp_bias, moe=moe, **structure, local_attention=local,
-        tie_embeddings=tie, norm=family["norm"],
+        tie_embeddings=tie, norm=switches.get("_norm", family["norm"]),
         norms_per_layer=norms, lm_head_bias=f.get("lm_head_bias", bool, default=family.get("lm_head_bias", False)),
         weight_dtype=weight_dtype, expert_weight_dtype=expert_dtype, ffn_weight_dtype=ffn_dtype,
         max_context=f.get("max_position_embeddings", int, default=0) or 0, source=source,

@@ -218,6 +218,12 @@ FAMILIES_BY_TYPE.update({
     "gemma4_unified": FAMILIES["Gemma4ForConditionalGeneration"],
     # Llama-3.2-Vision: the Llama text stack with cross-attention layers (hf_layers), a vision tower apart.
     "mllama": {**_LLAMA, "multimodal": "vision"}, "mllama_text_model": _LLAMA,
+    # ModernBERT decoder: gated MLP (Wi d -> 2I, Wo), unbiased attention, LayerNorms without bias (d weights each,
+    # counted as RMSNorms; norm_bias: hf_names), tied head with a bias; its prediction head's dense d x d and
+    # norm, and the embedding norm, are omitted (0.4% of the default's parameters).
+    "modernbert-decoder": {**_LLAMA, "tie": True},
+    # RecurrentGemma (Griffin): Gemma layout (tied, 2 RMSNorms), biased gated MLP, o_proj always biased.
+    "recurrent_gemma": {**_LLAMA, "tie": True, "o_bias_always": True},
     # Phi-4-multimodal: the Phi-3 language model (fused qkv and gate_up: Llama shapes), vision and audio apart.
     "phi4_multimodal": {**_LLAMA, "multimodal": "vision and audio"},
 })

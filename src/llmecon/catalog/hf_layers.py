@@ -233,6 +233,13 @@ def _linear_mixer(f, d: int, where: str) -> LinearMixer:
     (LFM2, ``short_conv_kernel``),
     Mamba-1 (``mamba_dt_rank``), Mamba-2 (``mamba_num_heads``: Nemotron-H, Bamba, GraniteMoeHybrid, whose
     Mamba-2 layers transformers writes as linear_attention) or Gated DeltaNet (Qwen3-Next)."""
+    if f.has("rglru_width"):
+        heads, width = f.get("num_attention_heads", int, minimum=1), f.get("rglru_width", int, minimum=1)
+        if width % heads:
+            raise CatalogError(f"{where}: lru_width ({width}) must be a multiple of num_attention_heads ({heads}), "
+                               "the RG-LRU gate blocks")
+        return LinearMixer(kind="rglru", n_heads=heads, n_key_heads=1, key_dim=1, value_dim=width // heads,
+                           conv_kernel=f.get("rglru_conv_width", int, minimum=1), conv_bias=True)
     if f.get("lightning_attention", bool, default=False):
         heads = f.get("num_attention_heads", int, required=True, minimum=1)
         dim = f.get("head_dim", int, default=d // heads, minimum=1)

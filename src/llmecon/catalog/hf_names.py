@@ -269,6 +269,40 @@ def _minimax(flat: dict, where: str) -> None:
         flat["lightning_attention"] = True
 
 
-_RULES = {"opt": _opt, "lfm3": _lfm3, "minimax": _minimax, "gpt_neox_japanese": _gpt_neox_japanese, "falcon": _falcon, "gpt_neo": _gpt_neo, "mpt": _mpt, "kimi_linear": _kimi_linear,
+def _modernbert_decoder(flat: dict, where: str) -> None:
+    # ModernBertDecoderConfig: decoder_bias = the output head's bias; local_attention is the encoder's two-sided
+    # window (the decoder's sliding layers use sliding_window: ModernBertDecoderAttention); norm_bias adds a
+    # bias to every LayerNorm (without it a LayerNorm has d weights, as an RMSNorm)
+    if "decoder_bias" in flat:
+        flat.setdefault("lm_head_bias", flat.pop("decoder_bias"))
+    flat.pop("local_attention", None)
+    if flat.pop("norm_bias", False) is True:
+        flat["_norm"] = "layer"
+
+
+def _recurrent_gemma(flat: dict, where: str) -> None:
+    # RecurrentGemmaConfig: block_types repeated over the layers (layers_block_type): "recurrent" = a Griffin
+    # recurrent block of lru_width channels (conv1d_width taps, the attention heads as RG-LRU gate blocks),
+    # "attention" = local attention over attention_window_size tokens; the MLP is gated, intermediate_size // 2
+    # wide (RecurrentGemmaMlp), with biases; the attention output projection has a bias
+    blocks, n = flat.pop("block_types", None), flat.get("num_hidden_layers")
+    if not isinstance(blocks, list) or not isinstance(n, int) or not blocks:
+        return
+    table = {"recurrent": "linear_attention", "attention": "sliding_attention"}
+    if any(b not in table for b in blocks):
+        raise CatalogError(f"{where}: block_types entries must be 'recurrent' or 'attention', got {blocks}")
+    flat["layer_types"] = [table[blocks[i % len(blocks)]] for i in range(n)]
+    if "attention_window_size" in flat:
+        flat["sliding_window"] = flat.pop("attention_window_size")
+    if isinstance(flat.get("intermediate_size"), int):
+        flat["intermediate_size"] //= 2
+    flat["rglru_width"] = flat.pop("lru_width", flat.get("hidden_size"))
+    flat["rglru_conv_width"] = flat.pop("conv1d_width", 4)
+    for key in ("w_init_variance_scale", "final_w_init_variance_scale"):  # initialisation
+        flat.pop(key, None)
+    flat.setdefault("mlp_bias", True)
+
+
+_RULES = {"opt": _opt, "lfm3": _lfm3, "recurrent_gemma": _recurrent_gemma, "minimax": _minimax, "modernbert-decoder": _modernbert_decoder, "gpt_neox_japanese": _gpt_neox_japanese, "falcon": _falcon, "gpt_neo": _gpt_neo, "mpt": _mpt, "kimi_linear": _kimi_linear,
           "deepseek_v4": _deepseek_v4, "mamba": _mamba, "falcon_mamba": _mamba, "mamba2": _mamba2,
           "jamba": _jamba, "lfm2": _lfm2}

@@ -54,7 +54,7 @@ USED_FIELDS = {
     "per_layer_config", "num_attention_heads_per_layer", "gating", "index_block_size", "index_topk_blocks",
     "index_local_blocks",
     # Mamba-1, Mamba-2 and short-convolution mixers under the names hf_names writes
-    "cross_attention_layers", "lightning_attention", "mamba_d_inner", "mamba_dt_rank", "mamba_dt_norms", "mamba_proj_bias", "short_conv_kernel", "short_conv_bias",
+    "cross_attention_layers", "lightning_attention", "rglru_width", "rglru_conv_width", "mamba_d_inner", "mamba_dt_rank", "mamba_dt_norms", "mamba_proj_bias", "short_conv_kernel", "short_conv_bias",
 }
 # Fields known to exist and known not to change counts, bytes or FLOPs.
 IGNORED_FIELDS = {
@@ -90,7 +90,7 @@ HARMLESS_CATEGORIES: tuple[tuple[str, re.Pattern, tuple[type, ...], str], ...] =
     ("length hint", re.compile(r".*(max_length|max_seq|seq_length|model_max_length|context_length"
                                r"|max_sequence).*"), (int,),
      "tokenizer/serving length hints; the context is llmecon's input, not the config's"),
-    ("scalar multiplier", re.compile(r".*(multiplier|_scale|_scaling|scaling_factor|softcap|softcapping"
+    ("scalar multiplier", re.compile(r".*(multiplier|_scale|_scaling|scaling_factor|softcap|softcapping|soft_cap"
                                      r"|temperature|logit_scale|_alpha|_beta|_gamma)$"), (float, bool),
      "a scalar that multiplies or caps activations, logits or embeddings: values, not shapes"),
     ("scalar multiplier", re.compile(r"(scale_.*|.*_scale|.*_scaling)"), (bool,),

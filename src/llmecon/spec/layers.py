@@ -16,7 +16,7 @@ from ..dtypes import get_dtype
 from ..errors import SpecError, require_choice, require_whole
 
 ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla")
-LINEAR_KINDS = ("gated_deltanet", "kda", "mamba2", "mamba1", "short_conv", "lightning")
+LINEAR_KINDS = ("gated_deltanet", "kda", "mamba2", "mamba1", "short_conv", "lightning", "rglru")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -209,6 +209,11 @@ class LinearMixer:
       ``MiniMaxLightningAttention``): qkv_proj d -> 3·H·h, an output gate d -> H·h, an RMSNorm of H·h,
       out_proj H·h -> d; no convolution. Here ``n_heads`` = ``n_key_heads`` = H, ``key_dim`` =
       ``value_dim`` = h. State: h x h per head (decayed sum of k v^T); no conv state.
+    - ``rglru``: Griffin's recurrent block (De et al., arXiv:2402.19427; transformers
+      ``RecurrentGemmaRecurrentBlock``): linear_y and linear_x d -> w with bias, a depthwise conv over
+      x (kernel taps + bias), the RG-LRU (a recurrence parameter per channel and two block-diagonal
+      gates of H blocks of w/H, with biases), linear_out w -> d with bias. Here ``n_heads`` = H,
+      ``value_dim`` = w/H, ``n_key_heads`` = ``key_dim`` = 1. State: one value per channel (w).
 
     Every kind also keeps the last ``conv_kernel - 1`` conv inputs per sequence (the conv state).
     """
@@ -251,7 +256,7 @@ class LinearMixer:
             return 2 * self.n_key_heads * self.key_dim + self.inner_dim
         if self.kind == "kda":
             return 2 * self.n_heads * self.key_dim + self.inner_dim
-        if self.kind in ("mamba1", "short_conv"):
+        if self.kind in ("mamba1", "short_conv", "rglru"):
             return self.inner_dim
         return self.inner_dim + 2 * self.n_key_heads * self.key_dim
 
@@ -268,6 +273,9 @@ class LinearMixer:
             return qkv + conv + gates + nv + nv * dk + dv + inner * d
         if self.kind == "lightning":
             return d * 3 * inner + d * inner + inner + inner * d
+        if self.kind == "rglru":
+            gates = 2 * (nv * dv * dv + inner)  # input and recurrence gates: H blocks of (w/H)² plus biases
+            return 2 * (d * inner + inner) + conv + inner + gates + inner * d + d
         if self.kind in ("mamba1", "short_conv"):
             return self._conv_mixer_params(d, conv)
         in_proj = d * (2 * inner + 2 * self.n_key_heads * dk + nv)
@@ -314,6 +322,8 @@ class LinearMixer:
         """
         if self.kind == "short_conv":  # the conv and the two gating products (B·x before, C·y after)
             return 2.0 * self.conv_kernel * self.conv_channels + 2.0 * self.conv_channels
+        if self.kind == "rglru":  # gates are block matmuls (in the weights); h = a·h + b·x: 3 per channel
+            return 3.0 * self.inner_dim + 2.0 * self.conv_kernel * self.conv_channels
         if self.kind == "lightning":  # decay (h²), k v^T update (2h²), q S read-out (2h²) per head; no conv
             return self.n_heads * 5.0 * self.key_dim * self.value_dim
         per_head = (5.0 if self.kind in ("mamba2", "mamba1") else 7.0) * self.key_dim * self.value_dim
