@@ -47,7 +47,12 @@ TOLERANCE = 0.01
 
 # Known, intended differences between llmecon's count and the meta-device count (per model_type): shown
 # in the note of a row that is off, so no off row goes unexplained. Each says what llmecon counts differently.
-EXPLAINED: dict[str, str] = {}
+EXPLAINED: dict[str, str] = {
+    "longcat_flash": ("transformers 5.23.0 allocates gate_up_proj for all 768 router columns (768 x 4096 x 6144 per "
+                      "layer) though 256 are zero (identity) experts with no weights and down_proj has 512: "
+                      "180.4B parameters no forward uses; llmecon counts the 512 real experts, 560.6B, the "
+                      "published LongCat-Flash total (560B)"),
+}
 # Known, intended differences in the cache comparison. DeepSeek sparse attention: llmecon also holds the
 # lightning indexer's key per token per layer (index_head_dim at fp8 + one fp32 scale: 132 B, DeepSeek-V3.2
 # inference/model.py, as the serving engines keep it); transformers' cache layers hold the latent only.
@@ -169,6 +174,8 @@ def cache_elements(model, cfg) -> tuple[float | None, float | None, str]:
                 kv += t.numel() / PROMPT
         for name in ("conv_states", "recurrent_states", "ssm_states", "conv_state", "recurrent_state"):
             state += _state_numel(getattr(layer, name, None), conv=name.startswith("conv"))
+    for t in getattr(cache, "linear_cache", None) or []:  # MiniMaxCache: lightning-attention states apart
+        state += _state_numel(t, conv=False)
     if missing:
         return kv, None, f"{missing} linear/SSM layers return no state on meta (KV compared only)"
     return kv, state, ""

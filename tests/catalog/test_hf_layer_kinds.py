@@ -174,3 +174,27 @@ def test_minimax_linear_layers_are_lightning_attention():
     assert m.layer_mixers == ("attention", "linear") * 2 and m.linear.kind == "lightning"
     assert (m.linear.n_heads, m.linear.key_dim) == (2, 4)
     assert m.state_bytes_per_sequence() == 2 * 2 * 4 * 4 * 4  # 2 layers x 2 heads x 4x4 fp32
+
+
+def test_longcat_flash_layers_are_two_sub_layers_with_a_moe_beside_the_first():
+    """LongcatFlashDecoderLayer: 2 MLA attention + 2 dense MLPs per layer, one MoE; zero experts hold no weights."""
+    cfg = {"model_type": "longcat_flash", "hidden_size": 8, "num_layers": 2, "num_attention_heads": 2,
+           "vocab_size": 10, "ffn_hidden_size": 16, "expert_ffn_hidden_size": 4, "n_routed_experts": 4,
+           "zero_expert_num": 2, "moe_topk": 2, "kv_lora_rank": 4, "q_lora_rank": 4, "qk_nope_head_dim": 4,
+           "qk_rope_head_dim": 2, "v_head_dim": 4, "tie_word_embeddings": False}
+    m = _read(cfg)
+    assert m.n_layers == 4 and m.moe_layers == (True, False, True, False)
+    assert m.layer_ffn_dims == (16,) * 4 and m.moe.n_routed == 4 and m.moe.top_k == 2
+    assert any("zero (identity) experts" in a for a in m.assumptions)
+
+
+def test_bailing_hybrid_delta_layers_have_full_rank_gates():
+    types = ["linear_attention", "full_attention"]
+    cfg = {**LLAMA, "model_type": "bailing_hybrid", "num_hidden_layers": 2, "layer_types": types,
+           "linear_num_heads": 2, "linear_head_dim": 4, "linear_conv_kernel_dim": 3, "short_conv_kernel_size": 3,
+           "layer_group_size": 2}
+    m = _read(cfg)
+    assert m.layer_mixers == ("linear", "attention")
+    assert m.linear.kind == "kda" and m.linear.full_rank_gates
+    with pytest.raises(CatalogError, match="short_conv_kernel_size"):
+        _read({**cfg, "short_conv_kernel_size": 4})

@@ -146,3 +146,14 @@ def test_rglru_recurrent_block_by_hand():
     mix = LinearMixer(kind="rglru", n_heads=2, n_key_heads=1, key_dim=1, value_dim=4, conv_kernel=3, conv_bias=True)
     assert mix.params_per_layer(4) == 2 * 40 + 32 + 8 + 2 * 40 + 36
     assert mix.state_elements() == 8 and mix.conv_state_elements() == 2 * 8
+
+
+def test_kda_full_rank_gates_by_hand():
+    """d = 8, H = 2 heads of 2: KDA's low-rank gates f (d -> dv -> H·dk), beta (d -> H), g (d -> dv -> H·dv)
+    against Bailing's full-rank f (d -> H·dk) and g (d -> H·dv)."""
+    kda = LinearMixer(kind="kda", n_heads=2, n_key_heads=2, key_dim=2, value_dim=2, conv_kernel=3)
+    full = replace(kda, full_rank_gates=True)
+    # the rest: q,k,v 8·(2·4 + 4) = 96, conv 12·3 = 36, A_log 2, dt_bias 4, norm 2, o_proj 4·8 = 32
+    rest = 96 + 36 + 2 + 4 + 2 + 32
+    assert kda.params_per_layer(8) == rest + (8 * 2 + 2 * 4) + 8 * 2 + (8 * 2 + 2 * 4)
+    assert full.params_per_layer(8) == rest + 8 * 4 + 8 * 2 + 8 * 4

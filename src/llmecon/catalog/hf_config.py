@@ -59,7 +59,7 @@ def model_from_hf_config(config: Mapping, *, name: str = "custom", where: str | 
     wrapper = frozenset(k for k in config if k not in text) if isinstance(text, Mapping) else frozenset()
     ignored, unrecognized = check_fields(flat, where, tuple(ignore_fields), wrapper)
     f = Fields(flat, where)
-    assumptions: list[str] = []
+    assumptions: list[str] = list(switches.get("_assumptions", ()))
     vouched = [k for k in ignore_fields if k in ignored]
     if vouched:
         assumptions.append(f"ignore_fields (--ignore-field): {', '.join(vouched)} read as absent; the user vouches "

@@ -138,7 +138,9 @@ FAMILIES_BY_TYPE.update({
                            "ernie4_5", "ernie4_5_moe", "glm4_moe", "glm4_moe_lite", "minicpm3", "minimax",
                            "solar_open", "youtu", "phi3", "axk1", "diffllama", "olmo_hybrid", "inkling2_text",
                            "hyperclovax", "mistral3", "dots3_note",
-                           "dots3_note_text", "longcat_flash")},
+                           "dots3_note_text")},
+    # LongCat-Flash: every sub-layer runs its dense MLP; the MoE sits beside every first one (hf_names)
+    "longcat_flash": {**_LLAMA, "moe_plus_dense": True},
     # q_norm / k_norm RMSNorms (Qwen3-style); OLMo-2/3 and OLMoE normalise the full q/k width (n·h
     # weights, not h: under 0.1% of parameters, counted as per-head norms here).
     **{t: _QKN for t in ("olmo2", "olmo3", "olmoe", "flex_olmo", "exaone4", "exaone_moe", "mellum", "laguna",
@@ -224,6 +226,9 @@ FAMILIES_BY_TYPE.update({
     "modernbert-decoder": {**_LLAMA, "tie": True},
     # RecurrentGemma (Griffin): Gemma layout (tied, 2 RMSNorms), biased gated MLP, o_proj always biased.
     "recurrent_gemma": {**_LLAMA, "tie": True, "o_bias_always": True},
+    # Bailing (Ling) hybrid: KDA + MLA layers, gated MLP / MoE, a sigmoid-routed MoE with a bias (its MLA
+    # layers' per-head output gate, d x heads, is omitted: < 0.1%).
+    "bailing_hybrid": {**_LLAMA, "router_bias": True},
     # Phi-4-multimodal: the Phi-3 language model (fused qkv and gate_up: Llama shapes), vision and audio apart.
     "phi4_multimodal": {**_LLAMA, "multimodal": "vision and audio"},
 })

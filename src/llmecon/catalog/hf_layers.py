@@ -294,7 +294,8 @@ def _kimi_linear(f, n_layers: int, where: str) -> tuple[list[str], LinearMixer]:
     mixers = ["linear" if i + 1 in kda_set else "attention" for i in range(n_layers)]
     return mixers, LinearMixer(kind="kda", n_heads=cfg["num_heads"], n_key_heads=cfg["num_heads"],
                                key_dim=cfg["head_dim"], value_dim=cfg["head_dim"],
-                               conv_kernel=cfg["short_conv_kernel_size"])
+                               conv_kernel=cfg["short_conv_kernel_size"],
+                               full_rank_gates=cfg.get("full_rank_gates") is True)
 
 
 def _decilm_blocks(f, n_layers: int, d: int, where: str) -> tuple[list[str], list[int], list[int]]:

@@ -129,6 +129,46 @@ def _kimi_linear(flat: dict, where: str) -> None:
     flat["layer_types"] = ["full_attention" if t == "linear_attention" else t for t in types]  # the mixers: cfg
 
 
+def _bailing_hybrid(flat: dict, where: str) -> None:
+    # BailingHybridConfig: Kimi-Linear-style KDA layers (linear_num_heads x linear_head_dim, short conv of
+    # short_conv_kernel_size = linear_conv_kernel_dim) whose forget and output gates are full-rank projections
+    # from d (BailingHybridDeltaAttention f_proj, g_proj), MLA full-attention layers; layer_group_size is the
+    # period layer_types is written from
+    if isinstance(flat.get("layer_types"), list):
+        flat.pop("layer_group_size", None)
+    size = flat.pop("short_conv_kernel_size", None)
+    if size is not None and flat.get("linear_conv_kernel_dim") not in (None, size):
+        raise CatalogError(f"{where}: short_conv_kernel_size ({size}) and linear_conv_kernel_dim "
+                           f"({flat['linear_conv_kernel_dim']}) disagree; fix one of them")
+    _kimi_linear(flat, where)
+    if isinstance(flat.get("linear_attn_config"), dict):
+        flat["linear_attn_config"]["full_rank_gates"] = True
+
+
+def _longcat_flash(flat: dict, where: str) -> None:
+    # LongcatFlashConfig / LongcatFlashDecoderLayer: each of num_layers layers holds two sub-layers, each an MLA
+    # attention and a dense MLP of ffn_hidden_size with 2 RMSNorms, plus one MoE (expert_ffn_hidden_size,
+    # n_routed_experts, moe_topk) beside the first sub-layer (shortcut-connected MoE). Read as 2·num_layers
+    # layers, every one with a dense MLP, MoE on the even ones. zero_expert_num identity experts have no
+    # weights: the router scores them (n_routed + zero columns: d x zero omitted, < 0.01%) and top-k picks
+    # them too, so the active expert count counted here (all moe_topk picks real) is an upper bound.
+    n = flat.pop("num_layers", None)
+    if not isinstance(n, int) or "num_hidden_layers" in flat:
+        return
+    flat["num_hidden_layers"] = 2 * n
+    for old, new in (("ffn_hidden_size", "intermediate_size"), ("expert_ffn_hidden_size", "moe_intermediate_size")):
+        if old in flat:
+            flat[new] = flat.pop(old)
+    flat["moe_layers"] = list(range(0, 2 * n, 2))
+    zero = flat.pop("zero_expert_num", None)
+    notes = [f"LongCat-Flash: {n} layers of 2 attention + 2 dense-MLP sub-layers read as {2 * n} layers, the MoE "
+             "beside every first sub-layer"]
+    if zero:
+        notes.append(f"{zero} zero (identity) experts: no weights; top-k counted as all real experts (upper bound "
+                     "on active expert FLOPs)")
+    flat["_assumptions"] = notes
+
+
 def _deepseek_v4(flat: dict, where: str) -> None:
     # DeepseekV4Config: layer_types names each layer's attention ("sliding_attention" = window only,
     # "compressed_sparse_attention" / "heavily_compressed_attention" with compress_rates[type]);
@@ -303,6 +343,6 @@ def _recurrent_gemma(flat: dict, where: str) -> None:
     flat.setdefault("mlp_bias", True)
 
 
-_RULES = {"opt": _opt, "lfm3": _lfm3, "recurrent_gemma": _recurrent_gemma, "minimax": _minimax, "modernbert-decoder": _modernbert_decoder, "gpt_neox_japanese": _gpt_neox_japanese, "falcon": _falcon, "gpt_neo": _gpt_neo, "mpt": _mpt, "kimi_linear": _kimi_linear,
+_RULES = {"opt": _opt, "lfm3": _lfm3, "longcat_flash": _longcat_flash, "bailing_hybrid": _bailing_hybrid, "recurrent_gemma": _recurrent_gemma, "minimax": _minimax, "modernbert-decoder": _modernbert_decoder, "gpt_neox_japanese": _gpt_neox_japanese, "falcon": _falcon, "gpt_neo": _gpt_neo, "mpt": _mpt, "kimi_linear": _kimi_linear,
           "deepseek_v4": _deepseek_v4, "mamba": _mamba, "falcon_mamba": _mamba, "mamba2": _mamba2,
           "jamba": _jamba, "lfm2": _lfm2}

@@ -188,7 +188,8 @@ class LinearMixer:
       flash-linear-attention ``KimiDeltaAttention``: q,k,v projections d -> H·dk, short convs on
       each (no bias), a low-rank channel-wise forget gate f (d -> dv -> H·dk), beta (d -> H),
       A_log (H), dt_bias (H·dk), a low-rank output gate g (d -> dv -> H·dv), gated RMSNorm dv,
-      o_proj. State: dk x dv per head.
+      o_proj. State: dk x dv per head. ``full_rank_gates``: f and g projected straight from d (d -> H·dk,
+      d -> H·dv; transformers ``BailingHybridDeltaAttention``).
     - ``mamba2``: Mamba-2 SSD (Dao & Gu, arXiv:2405.21060), as in transformers
       ``NemotronHMamba2Mixer``: in_proj d -> 2·d_inner + 2·G·N + H (z, x, B, C, dt), a conv over
       x,B,C, dt_bias, A_log and D per head, a gated RMSNorm of d_inner, out_proj d_inner -> d.
@@ -230,6 +231,7 @@ class LinearMixer:
     conv_state_dtype: str = "bf16"
     dt_rank: int = 0
     dt_norms: bool = False
+    full_rank_gates: bool = False
 
     def __post_init__(self) -> None:
         owner = "linear mixer"
@@ -270,6 +272,8 @@ class LinearMixer:
         if self.kind == "kda":
             qkv = d * (2 * nv * dk + inner)
             gates = (d * dv + dv * nv * dk) + d * nv + (d * dv + dv * inner)
+            if self.full_rank_gates:  # Bailing hybrid: f and g projected straight from d (d -> H·dk, d -> H·dv)
+                gates = d * nv * dk + d * nv + d * inner
             return qkv + conv + gates + nv + nv * dk + dv + inner * d
         if self.kind == "lightning":
             return d * 3 * inner + d * inner + inner + inner * d
