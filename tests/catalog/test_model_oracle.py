@@ -9,6 +9,7 @@ returns (KV elements per token, recurrent + conv state per sequence) must agree 
 from __future__ import annotations
 
 import functools
+import json
 import importlib.util
 import sys
 from pathlib import Path
@@ -61,3 +62,37 @@ def test_jamba_mamba1_state_matches_transformers():
 def test_a_refusal_names_its_field():
     row = oracle.check_type("rwkv", cache=False)
     assert row.status == "refused" and "attention_hidden_size" in row.note
+
+
+_HUB = json.loads((Path(__file__).parent / "hub_style_configs.json").read_text())
+
+
+@pytest.mark.parametrize("name", sorted(k for k in _HUB if not k.startswith("_")))
+def test_hub_style_configs_read_as_transformers_builds_them(name):
+    """Configs in the form the Hub publishes them (legacy names beside the current ones, training-code keys,
+    fields absent that the config class defaults): llmecon's count equals transformers' meta-device count of
+    the same dict within 1% (issue 33: configs the reader was not built from)."""
+    from llmecon.catalog.hf_config import model_from_hf_config
+
+    raw = _HUB[name]
+    cfg = transformers.AutoConfig.for_model(raw["model_type"], **{k: v for k, v in raw.items() if k != "model_type"})
+    hf_total, _ = oracle.count_params(oracle.meta_model(cfg))
+    ours = model_from_hf_config(raw, name=name).params.total
+    assert ours == pytest.approx(hf_total, rel=0.01)
+
+
+def test_family_tie_defaults_are_transformers_config_defaults():
+    """A config that does not state tie_word_embeddings is read with the family's default, which must be what
+    transformers' config class defaults to (Falcon's True read as False cost +4.3% on falcon-7b's config)."""
+    from llmecon.catalog.hf_families import FAMILIES_BY_TYPE
+
+    wrong = []
+    for model_type, facts in sorted(FAMILIES_BY_TYPE.items()):
+        try:
+            cfg = transformers.AutoConfig.for_model(model_type)
+        except Exception:  # a model type this transformers does not build: nothing to compare
+            continue
+        tie = getattr(cfg, "tie_word_embeddings", None)
+        if isinstance(tie, bool) and tie != facts["tie"]:
+            wrong.append((model_type, facts["tie"], tie))
+    assert not wrong

@@ -139,6 +139,10 @@ FAMILIES_BY_TYPE.update({
                            "solar_open", "youtu", "phi3", "axk1", "diffllama", "olmo_hybrid", "inkling2_text",
                            "hyperclovax", "mistral3", "dots3_note",
                            "dots3_note_text")},
+    # the same layout where transformers' config class ties the embeddings by default (tie_word_embeddings=True;
+    # read when a config does not state it; tests/catalog/test_model_oracle.py checks every family's default)
+    **{t: {**_LLAMA, "tie": True} for t in ("granite_swa", "smollm3", "ernie4_5", "ernie4_5_moe", "minicpm3",
+                                             "youtu", "mistral3")},
     # LongCat-Flash: every sub-layer runs its dense MLP; the MoE sits beside every first one (hf_names)
     "longcat_flash": {**_LLAMA, "moe_plus_dense": True},
     # q_norm / k_norm RMSNorms (Qwen3-style); OLMo-2/3 and OLMoE normalise the full q/k width (n·h
@@ -198,7 +202,8 @@ FAMILIES_BY_TYPE.update({
     "gpt_neo": {**_BIASED_LN, "qkv_bias": False, "tie": True, "learned_positions": True,
                 "ffn_width_default_mult": 4},
     # Falcon: fused qkv and dense, 4·d MLP (dense_h_to_4h), biases from `bias`, LayerNorms (count: hf_names).
-    "falcon": {**_BIASED_LN, "qkv_bias": False, "o_bias": True, "ffn_bias": False, "ffn_width_default_mult": 4},
+    "falcon": {**_BIASED_LN, "qkv_bias": False, "o_bias": True, "ffn_bias": False, "ffn_width_default_mult": 4,
+               "tie": True},
     # MPT: ALiBi (no weights), expansion_ratio·d GELU MLP, biases from no_bias, LayerNorms, tied head.
     "mpt": {**_BIASED_LN, "tie": True},
     # Mamba / FalconMamba / Mamba-2: one RMSNorm and one mixer per layer (hf_names writes the pattern).
@@ -213,7 +218,7 @@ FAMILIES_BY_TYPE.update({
     "bitnet": {**_LLAMA, "norms_per_layer": 3},
     # GPT-NeoX-Japanese: unbiased fused qkv / dense / 2-matrix MLP, 2 LayerNorms (the last layer's dense
     # bias, d weights, omitted).
-    "gpt_neox_japanese": {"gated": False, "norm": "layer", "norms_per_layer": 2, "tie": False},
+    "gpt_neox_japanese": {"gated": False, "norm": "layer", "norms_per_layer": 2, "tie": True},
     # Gemma 4 text stacks (Gemma4TextModel) and the unified any-to-any wrapper around the same stack.
     "gemma4_text": {k: v for k, v in FAMILIES["Gemma4ForConditionalGeneration"].items() if k != "multimodal"},
     "gemma4_unified_text": {k: v for k, v in FAMILIES["Gemma4ForConditionalGeneration"].items() if k != "multimodal"},

@@ -13,6 +13,7 @@ at a value llmecon does not model is refused, naming it.
 from __future__ import annotations
 
 from ..errors import CatalogError
+from .hf_fields import rename
 
 # model_type -> {family name: common name}; renamed only when the common name is absent.
 ALIASES: dict[str, dict[str, str]] = {
@@ -26,6 +27,10 @@ ALIASES: dict[str, dict[str, str]] = {
     "falcon": {"ffn_hidden_size": "intermediate_size"},                        # FalconConfig
     "mpt": {"d_model": "hidden_size", "n_heads": "num_attention_heads", "n_layers": "num_hidden_layers",
             "max_seq_len": "max_position_embeddings"},                         # MptConfig
+    # LFM2 hub configs also carry their training code's names for the same sizes (Lfm2Config reads none of
+    # them): checked equal to the names transformers reads, else refused
+    "lfm2": {"block_dim": "hidden_size", "conv_dim": "hidden_size", "conv_dim_out": "hidden_size",
+             "block_ff_dim": "intermediate_size", "num_heads": "num_attention_heads", "block_norm_eps": "norm_eps"},
 }
 
 
@@ -35,8 +40,7 @@ def normalize(flat: dict, where: str) -> None:
     if not isinstance(model_type, str):
         return
     for old, new in ALIASES.get(model_type, {}).items():
-        if old in flat and flat.get(new) is None:
-            flat[new] = flat.pop(old)
+        rename(flat, old, new, where)
     rule = _RULES.get(model_type)
     if rule is not None:
         rule(flat, where)
@@ -107,12 +111,14 @@ def _mpt(flat: dict, where: str) -> None:
     kind = attn.get("attn_type", "multihead_attention") if isinstance(attn, dict) else None
     if kind != "multihead_attention":
         raise CatalogError(f"{where}: attn_config.attn_type = {kind!r} is not modelled; only multihead_attention")
-    if attn.get("kv_n_heads") not in (None, flat.get("num_attention_heads")):
-        flat["num_key_value_heads"] = attn["kv_n_heads"]
+    if attn.get("qk_ln") is True:  # llm-foundry's q/k LayerNorms over d (transformers' MptAttention has none)
+        flat["_assumptions"] = ["attn_config.qk_ln: q and k LayerNorms (4·d weights per layer) omitted"]
     norm = flat.pop("norm_type", "low_precision_layernorm")
     if "layernorm" not in str(norm):
         raise CatalogError(f"{where}: norm_type = {norm!r} is not modelled; only LayerNorm kinds")
     flat.pop("embedding_fraction", None)  # scales the embedding's gradient: training only
+    for key in ("init_config", "verbose", "learned_pos_emb"):  # init; logging; MptModel builds no position table
+        flat.pop(key, None)
 
 
 def _kimi_linear(flat: dict, where: str) -> None:
@@ -210,6 +216,10 @@ def _mamba(flat: dict, where: str) -> None:
     flat.pop("expand", None)  # intermediate_size states the width; expand is what it was made from
     for key in ("use_associative_scan", "use_mambapy", "time_step_init_scheme"):  # which scan runs; init
         flat.pop(key, None)
+    # MambaConfig stores pad_vocab_size_multiple but builds vocab_size rows (vocab_size is the padded count);
+    # rms_norm: MambaRMSNorm is built whatever it says
+    flat.pop("pad_vocab_size_multiple", None)
+    flat.pop("rms_norm", None)
 
 
 def _mamba2(flat: dict, where: str) -> None:
@@ -230,6 +240,10 @@ def _mamba2(flat: dict, where: str) -> None:
         raise CatalogError(f"{where}: expand x hidden_size ({expand} x {d}) differs from num_heads x head_dim "
                            f"({heads} x {dim}); fix one of them")
     flat.pop("time_step_rank", None)
+    # Mamba2Config: norm_before_gate orders the gated RMSNorm (dataflow, the same weights); rms_norm is stored,
+    # MambaRMSNormGated is built whatever it says
+    flat.pop("norm_before_gate", None)
+    flat.pop("rms_norm", None)
 
 
 def _jamba(flat: dict, where: str) -> None:
@@ -257,7 +271,17 @@ def _jamba(flat: dict, where: str) -> None:
         flat.pop(key, None)
 
 
+def _lfm2_legacy(flat: dict, where: str) -> None:
+    # the training code's switches: a SwiGLU MLP (the family's gated MLP) and RoPE; initialisation scales
+    if flat.pop("block_use_swiglu", True) is not True:
+        raise CatalogError(f"{where}: block_use_swiglu false (a non-gated MLP) is not what Lfm2MLP builds")
+    flat.pop("use_pos_enc", None)
+    for key in [k for k in flat if k.endswith(("_init_scale", "_use_xavier_init"))]:
+        flat.pop(key)
+
+
 def _lfm2(flat: dict, where: str) -> None:
+    _lfm2_legacy(flat, where)
     # Lfm2Config: layer_types "conv" (gated short convolution, conv_L_cache taps, conv_bias) or
     # "full_attention"; the MLP width is int(2·intermediate_size/3), times block_ffn_dim_multiplier rounded
     # up to block_multiple_of, when block_auto_adjust_ff_dim (Lfm2MLP).

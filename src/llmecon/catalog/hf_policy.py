@@ -93,7 +93,7 @@ HARMLESS_CATEGORIES: tuple[tuple[str, re.Pattern, tuple[type, ...], str], ...] =
     ("scalar multiplier", re.compile(r".*(multiplier|_scale|_scaling|scaling_factor|softcap|softcapping|soft_cap"
                                      r"|temperature|logit_scale|_alpha|_beta|_gamma)$"), (float, bool),
      "a scalar that multiplies or caps activations, logits or embeddings: values, not shapes"),
-    ("scalar multiplier", re.compile(r"(scale_.*|.*_scale|.*_scaling)"), (bool,),
+    ("scalar multiplier", re.compile(r"(.*scale.*|.*scaling.*)"), (bool,),
      "a switch for a scalar multiplier (embeddings scaled by sqrt(d), attention scaling): values, not shapes"),
     ("numerics", re.compile(r".*(eps|epsilon|_std|std_dev|init_.*|.*_init|initializer.*|_range)$"),
      (float, int, str), "norm epsilons and initialisation: no shape"),
