@@ -336,11 +336,11 @@ def markdown(rows: list[Row], title: str) -> str:
     for r in rows:
         diff = f"{r.rel:+.2%}" if r.rel is not None else ""
         kv = f"{r.kv_oracle:g} / {r.kv_llmecon:g}" if r.kv_oracle is not None else r.cache_note[:70]
-        if r.kv_oracle is not None and not _cache_ok(r):
-            note = f"cache: {CACHE_EXPLAINED.get(r.model_type, 'UNEXPLAINED')}. " + note
         st = (f"{r.state_oracle:g} / {r.state_llmecon:g}" if r.state_oracle is not None
               else (r.cache_note[:70] if r.kv_oracle is not None else ""))
         note = r.note.replace("|", "/")
+        if r.kv_oracle is not None and not _cache_ok(r):
+            note = f"cache: {CACHE_EXPLAINED.get(r.model_type, 'UNEXPLAINED')}. " + note
         notable = [k for k in r.ignored if k not in BASE_KEYS]
         if notable:
             note += f" (ignored: {', '.join(notable)})"

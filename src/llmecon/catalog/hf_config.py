@@ -113,7 +113,8 @@ def model_from_hf_config(config: Mapping, *, name: str = "custom", where: str | 
         weight_dtype=weight_dtype, expert_weight_dtype=expert_dtype, ffn_weight_dtype=ffn_dtype,
         max_context=f.get("max_position_embeddings", int, default=0) or 0, source=source,
         assumptions=tuple(assumptions), unrecognized_fields=unrecognized, ignored_fields=ignored,
-        extra_layers_not_counted=n_mtp, encoder_params=encoder, learned_positions=_positions(f, family, d, assumptions),
+        extra_layers_not_counted=n_mtp, encoder_params=encoder,
+        learned_positions=_positions(f, family, d, assumptions),
         **_per_layer_inputs(f, vocab, assumptions),
     )
 

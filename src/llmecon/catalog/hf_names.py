@@ -367,6 +367,11 @@ def _recurrent_gemma(flat: dict, where: str) -> None:
     flat.setdefault("mlp_bias", True)
 
 
-_RULES = {"opt": _opt, "lfm3": _lfm3, "longcat_flash": _longcat_flash, "bailing_hybrid": _bailing_hybrid, "recurrent_gemma": _recurrent_gemma, "minimax": _minimax, "modernbert-decoder": _modernbert_decoder, "gpt_neox_japanese": _gpt_neox_japanese, "falcon": _falcon, "gpt_neo": _gpt_neo, "mpt": _mpt, "kimi_linear": _kimi_linear,
-          "deepseek_v4": _deepseek_v4, "mamba": _mamba, "falcon_mamba": _mamba, "mamba2": _mamba2,
-          "jamba": _jamba, "lfm2": _lfm2}
+# model_type -> its rule (after the aliases)
+_RULES = {
+    "opt": _opt, "falcon": _falcon, "gpt_neo": _gpt_neo, "mpt": _mpt, "gpt_neox_japanese": _gpt_neox_japanese,
+    "kimi_linear": _kimi_linear, "bailing_hybrid": _bailing_hybrid, "deepseek_v4": _deepseek_v4,
+    "mamba": _mamba, "falcon_mamba": _mamba, "mamba2": _mamba2, "jamba": _jamba, "lfm2": _lfm2, "lfm3": _lfm3,
+    "recurrent_gemma": _recurrent_gemma, "minimax": _minimax, "modernbert-decoder": _modernbert_decoder,
+    "longcat_flash": _longcat_flash,
+}

@@ -53,8 +53,10 @@ USED_FIELDS = {
     # per-layer attention settings (hf_per_layer); MiniMax-M3 block-sparse indexer (its layers: layer_types)
     "per_layer_config", "num_attention_heads_per_layer", "gating", "index_block_size", "index_topk_blocks",
     "index_local_blocks",
-    # Mamba-1, Mamba-2 and short-convolution mixers under the names hf_names writes
-    "cross_attention_layers", "lightning_attention", "rglru_width", "rglru_conv_width", "mamba_d_inner", "mamba_dt_rank", "mamba_dt_norms", "mamba_proj_bias", "short_conv_kernel", "short_conv_bias",
+    # cross-attention layers (hf_layers); Mamba-1, short-convolution, lightning and RG-LRU mixers under the names
+    # hf_names writes
+    "cross_attention_layers", "lightning_attention", "rglru_width", "rglru_conv_width", "mamba_d_inner",
+    "mamba_dt_rank", "mamba_dt_norms", "mamba_proj_bias", "short_conv_kernel", "short_conv_bias",
 }
 # Fields known to exist and known not to change counts, bytes or FLOPs.
 IGNORED_FIELDS = {
