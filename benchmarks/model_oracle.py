@@ -350,6 +350,17 @@ def markdown(rows: list[Row], title: str) -> str:
     return "\n".join(lines)
 
 
+def _load_rows(paths: list[str]) -> tuple[list[Row], list[Row]]:
+    """Rows of saved runs, merged by model type (a later file replaces an earlier one's rows)."""
+    rows: dict[str, Row] = {}
+    shared: dict[str, Row] = {}
+    for path in paths:
+        doc = json.loads(Path(path).read_text())
+        rows.update({d["model_type"]: Row(**d) for d in doc["rows"]})
+        shared.update({d["model_type"]: Row(**d) for d in doc.get("shared", [])})
+    return sorted(rows.values(), key=lambda r: r.model_type), sorted(shared.values(), key=lambda r: r.model_type)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--types", default="", help="comma-separated model types (default: every causal-LM type)")
@@ -358,12 +369,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--save-json", default="", help="also write the rows as JSON to this file")
+    parser.add_argument("--from-json", default="", help="report rows saved by --save-json instead of running; "
+                        "comma-separated files, a later file's rows replace an earlier one's of the same type")
     args = parser.parse_args(argv)
     import transformers
 
-    types = [t for t in args.types.split(",") if t] or causal_lm_types()
-    rows = [check_type(t, cache=not args.no_cache) for t in types]
-    shared = shared_configs(Path(args.shared)) if args.shared else []
+    if args.from_json:
+        rows, shared = _load_rows(args.from_json.split(","))
+    else:
+        types = [t for t in args.types.split(",") if t] or causal_lm_types()
+        rows = [check_type(t, cache=not args.no_cache) for t in types]
+        shared = shared_configs(Path(args.shared)) if args.shared else []
     s = summary(rows)
     head = (f"transformers {transformers.__version__}: {s['counted']} decoder text model types built on meta; "
             f"{s['match']} read within 1% ({s['match_share']:.1%}), {s['off']} off, {s['refused']} refused; "
