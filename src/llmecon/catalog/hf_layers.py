@@ -116,8 +116,9 @@ def read_structure(f, *, n_layers: int, d: int, attention: Attention, windows: l
         if "mamba" in kinds:
             out["linear"] = _linear_mixer(f, d, where)
         out["norms_per_layer"] = 1
-        assumptions.append("hybrid pattern: each layer is one block (Mamba-2, attention, MLP or MoE) with one "
-                           "pre-norm (Nemotron-H)")
+        mixer = out["linear"].kind if "linear" in out else "Mamba"
+        assumptions.append(f"layer pattern: each layer is one block ({mixer}, attention, MLP or MoE) with one "
+                           "pre-norm (Nemotron-H's convention; Mamba stacks)")
     if f.has("layer_types"):
         types = f.get("layer_types", list)
         if len(types) != n_layers:

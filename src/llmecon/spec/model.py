@@ -210,6 +210,8 @@ class Model:
         """Human label: 'gqa', 'mla+dsa', 'gqa+sliding(4096)', 'gqa+local(1024):global 5:1',
         'gqa+gated_deltanet 45:15'..."""
         label = self.attention.kind + ("+dsa" if self.attention.is_sparse else "")
+        if not self.n_attention_layers and not self.n_cross_layers:  # Mamba stacks: no attention at all
+            label = "none"
         windows = [w for w, m in zip(self.layer_windows, self.layer_mixers) if w and m == "attention"]
         if windows:
             w = max(set(windows), key=windows.count)
