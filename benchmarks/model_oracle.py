@@ -47,13 +47,25 @@ TOLERANCE = 0.01
 
 # Known, intended differences between llmecon's count and the meta-device count (per model_type): shown
 # in the note of a row that is off, so no off row goes unexplained. Each says what llmecon counts differently.
-EXPLAINED: dict[str, str] = {}
+EXPLAINED: dict[str, str] = {
+    "longcat_flash": ("transformers 5.23.0 allocates gate_up_proj for all 768 router columns (768 x 4096 x 6144 per "
+                      "layer) though 256 are zero (identity) experts with no weights and down_proj has 512: "
+                      "180.4B parameters no forward uses; llmecon counts the 512 real experts, 560.6B, the "
+                      "published LongCat-Flash total (560B)"),
+}
 # Known, intended differences in the cache comparison. DeepSeek sparse attention: llmecon also holds the
 # lightning indexer's key per token per layer (index_head_dim at fp8 + one fp32 scale: 132 B, DeepSeek-V3.2
 # inference/model.py, as the serving engines keep it); transformers' cache layers hold the latent only.
 _DSA = ("llmecon adds the DSA indexer key cache (132 B per token per layer at fp8 + scale) that "
         "transformers' cache does not hold; the latent cache itself matches exactly")
-CACHE_EXPLAINED: dict[str, str] = {"deepseek_v32": _DSA, "glm_moe_dsa": _DSA}
+CACHE_EXPLAINED: dict[str, str] = {
+    "deepseek_v32": _DSA, "glm_moe_dsa": _DSA, "dots3_note": _DSA, "dots3_note_text": _DSA,
+    # DeepSeek-V4: transformers' reference cache keeps keys and values as two bf16 tensors although K = V (one
+    # shared head), and at a 4-token prompt holds raw tokens only; llmecon counts one K = V entry in DeepSeek's
+    # fp8 layout (584 B) per raw token in the window plus the 1/4 and 1/128 compressed entries, per token of a
+    # long context (spec/compressed.py). The two are not the same quantity at 4 tokens.
+    "deepseek_v4": ("transformers holds K and V as two bf16 tensors (K = V) for the 4 raw tokens; llmecon counts "
+                    "one fp8 K = V entry plus the compressed entries per token of a long context")}
 
 
 @dataclass
@@ -143,6 +155,8 @@ def cache_elements(model, cfg) -> tuple[float | None, float | None, str]:
     except Exception as exc:  # the oracle's own limits: reported, not counted
         return None, None, f"forward on meta failed: {type(exc).__name__}: {str(exc).splitlines()[0][:90]}"
     cache = getattr(out, "past_key_values", None)
+    if cache is None:  # Mamba / FalconMamba / Mamba-2 return their cache as cache_params
+        cache = getattr(out, "cache_params", None)
     if cache is None:
         return None, None, "no cache returned"
     kv = state = 0.0
@@ -160,6 +174,8 @@ def cache_elements(model, cfg) -> tuple[float | None, float | None, str]:
                 kv += t.numel() / PROMPT
         for name in ("conv_states", "recurrent_states", "ssm_states", "conv_state", "recurrent_state"):
             state += _state_numel(getattr(layer, name, None), conv=name.startswith("conv"))
+    for t in getattr(cache, "linear_cache", None) or []:  # MiniMaxCache: lightning-attention states apart
+        state += _state_numel(t, conv=False)
     if missing:
         return kv, None, f"{missing} linear/SSM layers return no state on meta (KV compared only)"
     return kv, state, ""
@@ -320,11 +336,11 @@ def markdown(rows: list[Row], title: str) -> str:
     for r in rows:
         diff = f"{r.rel:+.2%}" if r.rel is not None else ""
         kv = f"{r.kv_oracle:g} / {r.kv_llmecon:g}" if r.kv_oracle is not None else r.cache_note[:70]
-        if r.kv_oracle is not None and not _cache_ok(r):
-            note = f"cache: {CACHE_EXPLAINED.get(r.model_type, 'UNEXPLAINED')}. " + note
         st = (f"{r.state_oracle:g} / {r.state_llmecon:g}" if r.state_oracle is not None
               else (r.cache_note[:70] if r.kv_oracle is not None else ""))
         note = r.note.replace("|", "/")
+        if r.kv_oracle is not None and not _cache_ok(r):
+            note = f"cache: {CACHE_EXPLAINED.get(r.model_type, 'UNEXPLAINED')}. " + note
         notable = [k for k in r.ignored if k not in BASE_KEYS]
         if notable:
             note += f" (ignored: {', '.join(notable)})"
@@ -332,6 +348,17 @@ def markdown(rows: list[Row], title: str) -> str:
         lines.append(f"| {r.model_type} | {r.status} | {r.oracle_params:,}{enc} | {r.llmecon_params:,} | {diff} | "
                      f"{kv} | {st} | {note} |")
     return "\n".join(lines)
+
+
+def _load_rows(paths: list[str]) -> tuple[list[Row], list[Row]]:
+    """Rows of saved runs, merged by model type (a later file replaces an earlier one's rows)."""
+    rows: dict[str, Row] = {}
+    shared: dict[str, Row] = {}
+    for path in paths:
+        doc = json.loads(Path(path).read_text())
+        rows.update({d["model_type"]: Row(**d) for d in doc["rows"]})
+        shared.update({d["model_type"]: Row(**d) for d in doc.get("shared", [])})
+    return sorted(rows.values(), key=lambda r: r.model_type), sorted(shared.values(), key=lambda r: r.model_type)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -342,12 +369,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--save-json", default="", help="also write the rows as JSON to this file")
+    parser.add_argument("--from-json", default="", help="report rows saved by --save-json instead of running; "
+                        "comma-separated files, a later file's rows replace an earlier one's of the same type")
     args = parser.parse_args(argv)
     import transformers
 
-    types = [t for t in args.types.split(",") if t] or causal_lm_types()
-    rows = [check_type(t, cache=not args.no_cache) for t in types]
-    shared = shared_configs(Path(args.shared)) if args.shared else []
+    if args.from_json:
+        rows, shared = _load_rows(args.from_json.split(","))
+    else:
+        types = [t for t in args.types.split(",") if t] or causal_lm_types()
+        rows = [check_type(t, cache=not args.no_cache) for t in types]
+        shared = shared_configs(Path(args.shared)) if args.shared else []
     s = summary(rows)
     head = (f"transformers {transformers.__version__}: {s['counted']} decoder text model types built on meta; "
             f"{s['match']} read within 1% ({s['match_share']:.1%}), {s['off']} off, {s['refused']} refused; "

@@ -17,6 +17,8 @@ def attention_block(f: Fields, family: dict, defaults: dict, d: int, n_heads: in
         if f.has(key):
             qkv_bias = f.get(key, bool)
     o_bias = family.get("o_bias", False) if bias is None else (bias and family.get("o_bias", True))
+    if family.get("o_bias_always"):  # RecurrentGemma: o_proj has a bias whatever attention_bias says
+        o_bias = True
     if f.has("attention_out_bias"):  # Seed-OSS: the output projection's bias apart from q, k, v
         o_bias = f.get("attention_out_bias", bool)
     qk_field = family.get("qk_norm_field")
@@ -49,18 +51,38 @@ def attention_block(f: Fields, family: dict, defaults: dict, d: int, n_heads: in
                         f"({n_kv}); fix one of them")
     head_dim = f.get("head_dim", int, minimum=1)
     if head_dim is None:
-        if d % n_heads:
-            raise SpecError(f"{where}: hidden_size ({d}) is not divisible by num_attention_heads ({n_heads}) "
-                            "and no head_dim is given; add head_dim")
         head_dim = d // n_heads
+        if d % n_heads:
+            # transformers' attention modules take head_dim = hidden_size // num_attention_heads when the config
+            # has none (e.g. Glm4MoeAttention: 4096 // 96 = 42, q_proj 4096 -> 96·42): the floor, not an error
+            assumptions.append(f"head_dim absent and hidden_size ({d}) not divisible by num_attention_heads "
+                               f"({n_heads}): head_dim = {head_dim} (floor, as transformers' attention modules)")
     kind = "mha" if n_kv == n_heads else ("mqa" if n_kv == 1 else "gqa")
     # Qwen3-Next / Qwen3.5 attention always gates its output (q_proj emits query and gate,
     # transformers Qwen3NextAttention): a family fact, the config fields can only confirm it.
     gate = bool(f.get("attn_output_gate", bool, default=family.get("output_gate", False))
-                or f.get("attention_output_gate", bool, default=False))
+                or f.get("attention_output_gate", bool, default=False)) or _laguna_gate(f, n_heads, d, where,
+                                                                                         assumptions)
     return Attention(kind=kind, n_heads=n_heads, n_kv_heads=n_kv, head_dim=head_dim, output_gate=gate,
                      v_head_dim=f.get("v_head_dim", int, default=head_dim, minimum=1),
                      **block_sparse_index(f, where, assumptions), **common)
+
+
+def _laguna_gate(f: Fields, n_heads: int, d: int, where: str, assumptions: list[str]) -> bool:
+    """Laguna ``gating`` (LagunaAttention.g_proj): "per-element" gates each of the N·H output channels
+    (a d x N·H projection, read as an output gate); True / "per-head" gates each head (d x N: its
+    weights, 0.01-0.1% of a layer, and FLOPs are omitted and stated)."""
+    if not f.has("gating"):
+        return False
+    gating = f.get("gating", (bool, str))
+    if gating == "per-element":
+        return True
+    if gating is True or gating == "per-head":
+        assumptions.append(f"gating {gating!r}: a per-head output gate (d x {n_heads} per layer) is omitted")
+        return False
+    if gating is False:
+        return False
+    raise CatalogError(f"{where}: field 'gating' = {gating!r} is not true, false, 'per-head' or 'per-element'")
 
 
 def moe_block(f: Fields, family: dict, defaults: dict, n_layers: int, where: str,
@@ -135,6 +157,9 @@ def _moe_mask(f: Fields, defaults: dict, n_layers: int, where: str, assumptions:
 def windows(f: Fields, family: dict, defaults: dict, n_layers: int, where: str,
             assumptions: list[str]) -> list[int]:
     window = f.get("sliding_window", int, minimum=0) or None  # 0: no window (Qwen2-MoE default)
+    if f.has("index_topk_blocks") and not f.has("layer_types"):
+        raise CatalogError(f"{where}: index_topk_blocks (MiniMax-M3 block-sparse layers) without layer_types: which "
+                           "layers are sparse is not stated; add layer_types")
     if f.has("layer_types"):
         types = f.get("layer_types", list)
         if len(types) != n_layers:

@@ -23,11 +23,12 @@ from pathlib import Path
 
 from ..errors import CatalogError
 from ..spec.model import Model
-from . import hf_dsv4
+from . import hf_dsv4, hf_per_layer
 from .hf_blocks import attention_block, moe_block, windows
 from .hf_families import family_of
 from .hf_fields import MAX_CONFIG_BYTES, Fields, flatten
 from .hf_formats import sibling_quant_config, vision_tower_params, weight_dtypes
+from .hf_names import normalize as normalize_names
 from .hf_layers import layer_attention, mtp_layers, normalize_layer_types, read_structure
 from .hf_policy import check_fields
 
@@ -52,16 +53,18 @@ def model_from_hf_config(config: Mapping, *, name: str = "custom", where: str | 
     harmless for this model; they are read as absent and listed in ``Model.ignored_fields``."""
     where = where or f"config for {name}"
     flat = flatten(config, where)
+    normalize_names(flat, where)
+    switches = {k: flat.pop(k) for k in list(flat) if k.startswith("_")}  # set by normalize_names
     text = config.get("text_config") if isinstance(config, Mapping) else None
     wrapper = frozenset(k for k in config if k not in text) if isinstance(text, Mapping) else frozenset()
     ignored, unrecognized = check_fields(flat, where, tuple(ignore_fields), wrapper)
     f = Fields(flat, where)
-    assumptions: list[str] = []
+    assumptions: list[str] = list(switches.get("_assumptions", ()))
     vouched = [k for k in ignore_fields if k in ignored]
     if vouched:
         assumptions.append(f"ignore_fields (--ignore-field): {', '.join(vouched)} read as absent; the user vouches "
                            "they change nothing llmecon computes")
-    arch, family = family_of(f, where, assumptions)
+    arch, family = family_of(f, where, assumptions, text.get("model_type") if isinstance(text, Mapping) else None)
     d, n_layers, n_heads, vocab = _sizes(f, family, arch, where, assumptions)
     defaults = family.get("defaults", {})
     normalize_layer_types(f, n_layers, where, assumptions, family)
@@ -78,6 +81,7 @@ def model_from_hf_config(config: Mapping, *, name: str = "custom", where: str | 
         structure["layer_ffn_dims"] = (dense_width or 0,) * n_layers
         assumptions.append("MoE layers also run a dense MLP of intermediate_size in parallel (Gemma 4)")
     attention, local = layer_attention(f, attention, structure, where)
+    attention, local = _per_layer(f, family, (attention, local), structure, d, n_layers, where, assumptions)
     if local is None and family.get("swa_kv_heads_mult") and any(structure["layer_windows"]):
         n_kv = attention.n_kv_heads * family["swa_kv_heads_mult"]
         local = replace(attention, n_kv_heads=n_kv, kind="mqa" if n_kv == 1 else "gqa", sinks=True)
@@ -93,19 +97,25 @@ def model_from_hf_config(config: Mapping, *, name: str = "custom", where: str | 
     weight_dtype, expert_dtype, ffn_dtype = weight_dtypes(f, where, assumptions, hf_quant, moe is not None)
     mlp_bias = bool(f.get("mlp_bias", bool, default=False))
     structure.pop("decilm_kv_heads", None)
-    norms = structure.pop("norms_per_layer", family["norms_per_layer"])
+    norms = structure.pop("norms_per_layer", switches.get("_norms_per_layer", family["norms_per_layer"]))
+    if switches.get("_norms_without_weights"):
+        norms = 0
+        assumptions.append("LayerNorms without weights (layer_norm_elementwise_affine false): no norm parameters "
+                           "per layer")
     if f.get("use_post_norm", bool, default=False):  # HyperCLOVA X: post-norms after both blocks (4 per layer)
         norms = 4
     return Model(
         name=name, d_model=d, n_layers=n_layers, vocab_size=vocab, attention=attention,
         dense_ffn_dim=dense_width or 0, ffn_gated=family["gated"],
         ffn_bias=family.get("ffn_bias", False) or mlp_bias, moe=moe, **structure, local_attention=local,
-        tie_embeddings=tie, norm=family["norm"],
+        tie_embeddings=tie, norm=switches.get("_norm", family["norm"]),
         norms_per_layer=norms, lm_head_bias=f.get("lm_head_bias", bool, default=family.get("lm_head_bias", False)),
         weight_dtype=weight_dtype, expert_weight_dtype=expert_dtype, ffn_weight_dtype=ffn_dtype,
         max_context=f.get("max_position_embeddings", int, default=0) or 0, source=source,
         assumptions=tuple(assumptions), unrecognized_fields=unrecognized, ignored_fields=ignored,
         extra_layers_not_counted=n_mtp, encoder_params=encoder,
+        learned_positions=_positions(f, family, d, assumptions),
+        **_per_layer_inputs(f, vocab, assumptions),
     )
 
 
@@ -120,7 +130,12 @@ def _sizes(f: Fields, family: dict, arch: str, where: str, assumptions: list[str
     if f.has("attn_type_list") and set(f.get("attn_type_list", list)) != {1}:
         raise CatalogError(f"{where}: attn_type_list has entries other than 1 (softmax attention); MiniMax "
                            "lightning (linear) attention layers are not modelled")
-    n_heads = f.get("num_attention_heads", int, required=True, minimum=1)
+    pattern = f.config.get("hybrid_override_pattern")
+    if not f.has("num_attention_heads") and isinstance(pattern, str) and "*" not in pattern:
+        n_heads = 1  # no attention layer: the attention spec is a placeholder no layer uses
+        assumptions.append("no attention layers (every layer a Mamba mixer): no KV cache")
+    else:
+        n_heads = f.get("num_attention_heads", int, required=True, minimum=1)
     vocab = f.get("vocab_size", int, minimum=1)
     if vocab is None:
         if "vocab_size" not in defaults:
@@ -138,15 +153,54 @@ def _dense_width(f: Fields, family: dict, arch: str, d: int, moe_mask: list[bool
         dense_width = family["ffn_width_default_mult"] * d
         assumptions.append(f"FFN width absent: {dense_width} = {family['ffn_width_default_mult']}·hidden "
                            f"(transformers default for {arch})")
-    if family.get("learned_positions"):
-        positions = f.get("max_position_embeddings", int, default=0) or 0
-        assumptions.append(f"learned position embeddings ({positions}·{d} parameters) not counted")
     per_layer = ("block_configs", "dense_intermediate_size", "hybrid_override_pattern", "layers_block_type")
     if dense_width is None and moe_mask.count(False) and not any(f.has(k) for k in per_layer):
         raise CatalogError(f"{where}: missing required field 'intermediate_size' (FFN width of dense layers)")
     if dense_width is None and f.has("dense_intermediate_size"):
         dense_width = f.get("dense_intermediate_size", int, minimum=1)
     return dense_width
+
+
+def _per_layer(f: Fields, family: dict, specs: tuple, structure: dict, d: int, n_layers: int, where: str,
+               assumptions: list[str]) -> tuple:
+    """(attention, windowed attention) after per-layer settings (``hf_per_layer``), when the config has any."""
+    per_layer = hf_per_layer.overrides(f, n_layers, where)
+    if per_layer is None:
+        return specs
+    if specs[1] is not None and any(per_layer):
+        raise CatalogError(f"{where}: per-layer attention settings and another source of windowed-layer heads "
+                           "(swa_* / global_* fields) are both given; llmecon reads one")
+
+    def build(ov: dict):
+        g = Fields({**f.config, **ov}, where)
+        heads = g.get("num_attention_heads", int, minimum=1)
+        return attention_block(g, family, family.get("defaults", {}), d, heads, n_layers, where, [])
+
+    wins = list(structure.get("layer_windows") or [0] * n_layers)
+    mixers = list(structure.get("layer_mixers") or ["attention"] * n_layers)
+    return hf_per_layer.split(f, per_layer, wins, mixers, build, where, assumptions)
+
+
+def _per_layer_inputs(f: Fields, vocab: int, assumptions: list[str]) -> dict:
+    """Gemma 3n/4 per-layer input embeddings (``hidden_size_per_layer_input`` p, a table of
+    ``vocab_size_per_layer_input`` rows): Model.per_layer_input_dim / per_layer_vocab."""
+    p = f.get("hidden_size_per_layer_input", int, default=0, minimum=0) or 0
+    if not p:
+        return {}
+    rows = f.get("vocab_size_per_layer_input", int, default=vocab, minimum=1)
+    assumptions.append(f"per-layer input embeddings: a {rows} x layers·{p} table looked up per token (weight bytes, "
+                       "no FLOPs), its d -> layers·{p} projection and per layer a gate and projection of d x {p}")
+    return {"per_layer_input_dim": p, "per_layer_vocab": rows}
+
+
+def _positions(f: Fields, family: dict, d: int, assumptions: list[str]) -> int:
+    """Rows of a learned absolute position table: max_position_embeddings, plus the family's offset
+    (OPT and BioGPT keep 2 extra rows: OPTLearnedPositionalEmbedding, BioGptLearnedPositionalEmbedding)."""
+    if not family.get("learned_positions"):
+        return 0
+    rows = (f.get("max_position_embeddings", int, default=0) or 0) + family.get("position_offset", 0)
+    assumptions.append(f"learned position embeddings: {rows} rows x {d} counted with the embedding")
+    return rows
 
 
 def _encoder(config: Mapping, family: dict, assumptions: list[str]) -> int:

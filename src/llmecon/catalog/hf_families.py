@@ -76,7 +76,7 @@ FAMILIES: dict[str, dict] = {
 }
 
 
-def family_of(f, where: str, assumptions: list[str]) -> tuple[str, dict]:
+def family_of(f, where: str, assumptions: list[str], text_model_type: str | None = None) -> tuple[str, dict]:
     """(architecture or model type, its facts). A config naming neither is read as a Llama-style
     decoder (recorded); one naming only what llmecon does not know is refused."""
     arch_list = f.get("architectures", list, default=[])
@@ -86,6 +86,13 @@ def family_of(f, where: str, assumptions: list[str]) -> tuple[str, dict]:
         return arch, FAMILIES[arch]
     if model_type in FAMILIES_BY_TYPE:
         return arch or model_type, FAMILIES_BY_TYPE[model_type]
+    text_type = text_model_type or ""
+    if text_type in FAMILIES_BY_TYPE:
+        # a multimodal wrapper llmecon does not list around a language model it does (its text_config's
+        # model_type): the language model's facts; the encoders are counted apart
+        assumptions.append(f"model_type {model_type!r} (a wrapper): its language model read as {text_type!r} from "
+                           "text_config")
+        return text_type, FAMILIES_BY_TYPE[text_type]
     if not arch and not model_type:
         assumptions.append("no 'architectures' or 'model_type': read as a Llama-style pre-norm decoder (gated MLP, "
                            "2 RMSNorms per layer, no biases)")
@@ -131,7 +138,13 @@ FAMILIES_BY_TYPE.update({
                            "ernie4_5", "ernie4_5_moe", "glm4_moe", "glm4_moe_lite", "minicpm3", "minimax",
                            "solar_open", "youtu", "phi3", "axk1", "diffllama", "olmo_hybrid", "inkling2_text",
                            "hyperclovax", "mistral3", "dots3_note",
-                           "dots3_note_text", "longcat_flash")},
+                           "dots3_note_text")},
+    # the same layout where transformers' config class ties the embeddings by default (tie_word_embeddings=True;
+    # read when a config does not state it; tests/catalog/test_model_oracle.py checks every family's default)
+    **{t: {**_LLAMA, "tie": True} for t in ("granite_swa", "smollm3", "ernie4_5", "ernie4_5_moe", "minicpm3",
+                                             "youtu", "mistral3")},
+    # LongCat-Flash: every sub-layer runs its dense MLP; the MoE sits beside every first one (hf_names)
+    "longcat_flash": {**_LLAMA, "moe_plus_dense": True},
     # q_norm / k_norm RMSNorms (Qwen3-style); OLMo-2/3 and OLMoE normalise the full q/k width (n·h
     # weights, not h: under 0.1% of parameters, counted as per-head norms here).
     **{t: _QKN for t in ("olmo2", "olmo3", "olmoe", "flex_olmo", "exaone4", "exaone_moe", "mellum", "laguna",
@@ -174,5 +187,54 @@ FAMILIES_BY_TYPE.update({
     # Mamba-2 / attention hybrids with a gated MLP or MoE after every mixer, 2 RMSNorms per layer
     # (Bamba: BambaConfig.layers_block_type puts Mamba-2 wherever attn_layer_indices does not say attention)
     "bamba": {**_LLAMA, "mamba_default": True}, "granitemoehybrid": _LLAMA,
+    # GPT-era decoders (field names: hf_names). Learned absolute positions are counted (Model.learned_positions).
+    # CTRL: biased Wq/Wk/Wv/dense, ReLU MLP of dff with biases, 2 LayerNorms, sinusoidal positions (no
+    # weights), tied head with its own bias (CTRLLMHeadModel.lm_head bias=True).
+    "ctrl": {**_BIASED_LN, "tie": True, "lm_head_bias": True},
+    # GPT-1: Conv1D c_attn/c_proj and c_fc/c_proj with biases, post-LayerNorms, learned positions, tied head.
+    "openai-gpt": {**_BIASED_LN, "tie": True, "learned_positions": True, "ffn_width_default_mult": 4},
+    # OPT / BioGPT: fairseq layout, biased q/k/v/out and fc1/fc2, 2 LayerNorms, learned positions with 2
+    # extra rows, tied head. XGLM: the same with sinusoidal positions (no weights).
+    "opt": {**_BIASED_LN, "tie": True, "learned_positions": True, "position_offset": 2},
+    "biogpt": {**_BIASED_LN, "tie": True, "learned_positions": True, "position_offset": 2},
+    "xglm": {**_BIASED_LN, "tie": True},
+    # GPT-Neo: unbiased q/k/v, biased out_proj and MLP, learned positions, tied head (GPTNeoSelfAttention).
+    "gpt_neo": {**_BIASED_LN, "qkv_bias": False, "tie": True, "learned_positions": True,
+                "ffn_width_default_mult": 4},
+    # Falcon: fused qkv and dense, 4·d MLP (dense_h_to_4h), biases from `bias`, LayerNorms (count: hf_names).
+    "falcon": {**_BIASED_LN, "qkv_bias": False, "o_bias": True, "ffn_bias": False, "ffn_width_default_mult": 4,
+               "tie": True},
+    # MPT: ALiBi (no weights), expansion_ratio·d GELU MLP, biases from no_bias, LayerNorms, tied head.
+    "mpt": {**_BIASED_LN, "tie": True},
+    # Mamba / FalconMamba / Mamba-2: one RMSNorm and one mixer per layer (hf_names writes the pattern).
+    "mamba": {**_LLAMA, "tie": True}, "falcon_mamba": {**_LLAMA, "tie": True}, "mamba2": _LLAMA,
+    # Jamba: Llama-style attention and gated MLP / MoE, Mamba-1 mixers, input + pre-FFN RMSNorms.
+    "jamba": _LLAMA,
+    # LFM2: gated MLP (w1, w3, w2), operator + FFN RMSNorms, q/k layernorms, tied embeddings (one more
+    # RMSNorm on the embeddings: d weights, omitted).
+    "lfm2": {**_QKN, "tie": True}, "lfm3": {**_QKN, "tie": True},
+    # BitNet b1.58: Llama layout with a relu² gated MLP and two sub-norms (attn_sub_norm of d, counted as a
+    # third norm; ffn_sub_norm of intermediate_size, omitted: < 0.01%).
+    "bitnet": {**_LLAMA, "norms_per_layer": 3},
+    # GPT-NeoX-Japanese: unbiased fused qkv / dense / 2-matrix MLP, 2 LayerNorms (the last layer's dense
+    # bias, d weights, omitted).
+    "gpt_neox_japanese": {"gated": False, "norm": "layer", "norms_per_layer": 2, "tie": True},
+    # Gemma 4 text stacks (Gemma4TextModel) and the unified any-to-any wrapper around the same stack.
+    "gemma4_text": {k: v for k, v in FAMILIES["Gemma4ForConditionalGeneration"].items() if k != "multimodal"},
+    "gemma4_unified_text": {k: v for k, v in FAMILIES["Gemma4ForConditionalGeneration"].items() if k != "multimodal"},
+    "gemma4_unified": FAMILIES["Gemma4ForConditionalGeneration"],
+    # Llama-3.2-Vision: the Llama text stack with cross-attention layers (hf_layers), a vision tower apart.
+    "mllama": {**_LLAMA, "multimodal": "vision"}, "mllama_text_model": _LLAMA,
+    # ModernBERT decoder: gated MLP (Wi d -> 2I, Wo), unbiased attention, LayerNorms without bias (d weights each,
+    # counted as RMSNorms; norm_bias: hf_names), tied head with a bias; its prediction head's dense d x d and
+    # norm, and the embedding norm, are omitted (0.4% of the default's parameters).
+    "modernbert-decoder": {**_LLAMA, "tie": True},
+    # RecurrentGemma (Griffin): Gemma layout (tied, 2 RMSNorms), biased gated MLP, o_proj always biased.
+    "recurrent_gemma": {**_LLAMA, "tie": True, "o_bias_always": True},
+    # Bailing (Ling) hybrid: KDA + MLA layers, gated MLP / MoE, a sigmoid-routed MoE with a bias (its MLA
+    # layers' per-head output gate, d x heads, is omitted: < 0.1%).
+    "bailing_hybrid": {**_LLAMA, "router_bias": True},
+    # Phi-4-multimodal: the Phi-3 language model (fused qkv and gate_up: Llama shapes), vision and audio apart.
+    "phi4_multimodal": {**_LLAMA, "multimodal": "vision and audio"},
 })
 

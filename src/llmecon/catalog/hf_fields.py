@@ -62,6 +62,21 @@ class Fields:
         return default
 
 
+def rename(flat: dict, old: str, new: str, where: str) -> None:
+    """Read ``old`` as ``new`` (another name for the same quantity): moved when ``new`` is absent, dropped
+    when both are given and agree (Mamba configs carry n_layer and num_hidden_layers), refused naming both
+    when they disagree."""
+    if old not in flat:
+        return
+    if flat.get(new) is None:
+        flat[new] = flat.pop(old)
+    elif flat[old] is None or flat[old] == flat[new]:
+        flat.pop(old)
+    else:
+        raise CatalogError(f"{where}: field '{old}' = {flat[old]!r} and field '{new}' = {flat[new]!r} name the same "
+                           "quantity and disagree; fix one of them")
+
+
 def flatten(config: Mapping, where: str) -> dict:
     if not isinstance(config, Mapping):
         raise CatalogError(f"{where}: a config.json must be a JSON object, got {type(config).__name__}")
@@ -70,19 +85,24 @@ def flatten(config: Mapping, where: str) -> dict:
     if text is not None:
         if not isinstance(text, Mapping):
             raise CatalogError(f"{where}: field 'text_config' must be an object")
+        top_tie = flat.get("tie_word_embeddings")
         flat.update({k: v for k, v in text.items() if (k != "model_type" or "model_type" not in flat)
                      and not str(k).startswith("_")})
+        if isinstance(top_tie, bool):
+            # the wrapper's own value decides: transformers ties the head of the model class built from the
+            # top-level config (PreTrainedModel.tie_weights reads self.config.tie_word_embeddings)
+            flat["tie_word_embeddings"] = top_tie
     # legacy GPT-style names (phi-msft, GPT-2)
     for old, new in (("n_embd", "hidden_size"), ("n_layer", "num_hidden_layers"), ("n_head", "num_attention_heads"),
                      ("n_inner", "intermediate_size"), ("n_positions", "max_position_embeddings")):
-        if old in flat and new not in flat:
-            flat[new] = flat.pop(old)
+        rename(flat, old, new, where)
     # the same quantity under another family's name (transformers AriaTextConfig.moe_num_experts,
     # Ernie4_5_MoeConfig.moe_k): read as the common name when that is absent
     # Ernie4_5_MoeConfig.moe_num_shared_experts, AfmoeConfig.num_dense_layers (layer < k is dense,
     # as DeepSeek's first_k_dense_replace)
     for old, new in (("moe_num_experts", "num_local_experts"), ("moe_k", "num_experts_per_tok"),
                      ("moe_topk", "num_experts_per_tok"), ("moe_num_shared_experts", "num_shared_experts"),
+                     ("shared_experts_intermediate_size", "shared_expert_intermediate_size"),
                      ("num_dense_layers", "first_k_dense_replace"),
                      # Bamba / GraniteMoeHybrid Mamba-2 mixers (transformers BambaConfig names)
                      ("mamba_n_heads", "mamba_num_heads"), ("mamba_d_head", "mamba_head_dim"),

@@ -63,10 +63,12 @@ COSMETIC_PATTERNS = (
 )
 MATH_FIELDS_REFUSED: dict[str, tuple[object, str]] = {
     # key: (neutral value, what it would change)
-    "hidden_size_per_layer_input": (0, "per-layer input embeddings (Gemma 3n style) add parameters"),
     "num_kv_shared_layers": (0, "layers sharing another layer's KV cache change KV bytes"),
     "use_double_wide_mlp": (False, "double-width MLP layers change FFN parameters"),
     "moe_latent_size_per_layer": (None, "per-layer latent sizes"),
+    # PretrainedConfig keys that are cosmetic at their default but add layers when set
+    "add_cross_attention": (False, "cross-attention blocks over an encoder's output add parameters and FLOPs"),
+    "cross_attention_hidden_size": (None, "the width of an encoder the cross-attention blocks read"),
 }
 
 

@@ -114,10 +114,11 @@ def read_structure(f, *, n_layers: int, d: int, attention: Attention, windows: l
         if "mlp" in kinds and not dense_width:
             raise CatalogError(f"{where}: MLP layers in the pattern need 'intermediate_size'")
         if "mamba" in kinds:
-            out["linear"] = _mamba2(f, d, where)
+            out["linear"] = _linear_mixer(f, d, where)
         out["norms_per_layer"] = 1
-        assumptions.append("hybrid pattern: each layer is one block (Mamba-2, attention, MLP or MoE) with one "
-                           "pre-norm (Nemotron-H)")
+        mixer = out["linear"].kind if "linear" in out else "Mamba"
+        assumptions.append(f"layer pattern: each layer is one block ({mixer}, attention, MLP or MoE) with one "
+                           "pre-norm (Nemotron-H's convention; Mamba stacks)")
     if f.has("layer_types"):
         types = f.get("layer_types", list)
         if len(types) != n_layers:
@@ -126,7 +127,7 @@ def read_structure(f, *, n_layers: int, d: int, attention: Attention, windows: l
             mixers = ["linear" if t == "linear_attention" else "attention" for t in types]
             # the linear mixer the config's fields describe: Gated DeltaNet (Qwen3-Next) or Mamba-2
             # (GraniteMoeHybrid / Bamba: transformers writes their Mamba-2 layers as linear_attention)
-            out["linear"] = _mamba2(f, d, where) if f.has("mamba_num_heads") else _gated_deltanet(f, where)
+            out["linear"] = _linear_mixer(f, d, where)
     if f.has("linear_attn_config"):
         mixers, linear = _kimi_linear(f, n_layers, where)
         out["linear"] = linear
@@ -136,6 +137,16 @@ def read_structure(f, *, n_layers: int, d: int, attention: Attention, windows: l
         ffn = [0 if m else (width or 0) for m in moe_mask]
     if f.has("mlp_layer_types"):
         moe_mask, ffn = _mlp_layer_types(f, n_layers, moe_mask, dense_width, where)
+    if f.has("cross_attention_layers"):
+        # Llama-3.2-Vision (MllamaTextModel): these layers cross-attend the image tokens instead of self-attending
+        cross = set(_int_list(f, "cross_attention_layers", None, where))
+        if not cross <= set(range(n_layers)):
+            raise CatalogError(f"{where}: field 'cross_attention_layers' must list layers in 0..{n_layers - 1}")
+        mixers = ["cross" if i in cross else m for i, m in enumerate(mixers)]
+        out["cross_attention"] = replace(attention, qk_norm=True)
+        assumptions.append(f"{len(cross)} cross-attention layers (q/k RMSNorms, 2 gates) attend the image tokens: "
+                           "their K and V are per-sequence state for cross_attention_tokens image tokens, 0 here "
+                           "(text-only requests); attention over image tokens omitted")
     if f.has("block_configs"):
         mixers, ffn, kv_heads = _decilm_blocks(f, n_layers, d, where)
         out["decilm_kv_heads"] = kv_heads
@@ -182,6 +193,10 @@ def _sparsity(f, n_layers: int, attention: Attention, where: str) -> tuple[str, 
             raise CatalogError(f"{where}: field 'indexer_types' must list 'full' or 'shared' for each of "
                                f"{n_layers} layers")
         return tuple(table[t] for t in types)
+    types = f.config.get("layer_types")
+    if isinstance(types, list) and "indexed_attention" in types and len(set(types)) > 1:
+        # dots3 (Dots3NoteTextAttention): an indexer only on "indexed_attention" layers; the others are dense
+        return tuple("indexed" if t == "indexed_attention" else "dense" for t in types)
     freq = (f.config.get("sparse_attention_config") or {}).get("sparse_attention_freq")
     if freq is not None:
         if not isinstance(freq, list) or len(freq) != n_layers or any(v not in (0, 1) for v in freq):
@@ -214,6 +229,42 @@ def _state_dtype(f, key: str) -> str:
     return table[raw]
 
 
+def _linear_mixer(f, d: int, where: str) -> LinearMixer:
+    """The linear mixer the config's fields describe: lightning attention (MiniMax-01), a short convolution
+    (LFM2, ``short_conv_kernel``),
+    Mamba-1 (``mamba_dt_rank``), Mamba-2 (``mamba_num_heads``: Nemotron-H, Bamba, GraniteMoeHybrid, whose
+    Mamba-2 layers transformers writes as linear_attention) or Gated DeltaNet (Qwen3-Next)."""
+    if f.has("rglru_width"):
+        heads, width = f.get("num_attention_heads", int, minimum=1), f.get("rglru_width", int, minimum=1)
+        if width % heads:
+            raise CatalogError(f"{where}: lru_width ({width}) must be a multiple of num_attention_heads ({heads}), "
+                               "the RG-LRU gate blocks")
+        return LinearMixer(kind="rglru", n_heads=heads, n_key_heads=1, key_dim=1, value_dim=width // heads,
+                           conv_kernel=f.get("rglru_conv_width", int, minimum=1), conv_bias=True)
+    if f.get("lightning_attention", bool, default=False):
+        heads = f.get("num_attention_heads", int, required=True, minimum=1)
+        dim = f.get("head_dim", int, default=d // heads, minimum=1)
+        return LinearMixer(kind="lightning", n_heads=heads, n_key_heads=heads, key_dim=dim, value_dim=dim,
+                           conv_kernel=1)
+    if f.has("short_conv_kernel"):
+        return LinearMixer(kind="short_conv", n_heads=d, n_key_heads=1, key_dim=1, value_dim=1,
+                           conv_kernel=f.get("short_conv_kernel", int, minimum=1),
+                           conv_bias=f.get("short_conv_bias", bool, default=False),
+                           proj_bias=f.get("short_conv_bias", bool, default=False))
+    if f.has("mamba_dt_rank"):
+        return LinearMixer(kind="mamba1", n_heads=f.get("mamba_d_inner", int, required=True, minimum=1),
+                           n_key_heads=1, key_dim=f.get("ssm_state_size", int, required=True, minimum=1),
+                           value_dim=1, conv_kernel=f.get("conv_kernel", int, required=True, minimum=1),
+                           conv_bias=f.get("use_conv_bias", bool, default=True),
+                           proj_bias=f.get("mamba_proj_bias", bool, default=False),
+                           dt_rank=f.get("mamba_dt_rank", int, minimum=1),
+                           dt_norms=f.get("mamba_dt_norms", bool, default=False),
+                           state_dtype=_state_dtype(f, "mamba_ssm_cache_dtype"))
+    if f.has("mamba_num_heads"):
+        return _mamba2(f, d, where)
+    return _gated_deltanet(f, where)
+
+
 def _mamba2(f, d: int, where: str) -> LinearMixer:
     heads = f.get("mamba_num_heads", int, required=True, minimum=1)
     head_dim = f.get("mamba_head_dim", int, required=True, minimum=1)
@@ -244,7 +295,8 @@ def _kimi_linear(f, n_layers: int, where: str) -> tuple[list[str], LinearMixer]:
     mixers = ["linear" if i + 1 in kda_set else "attention" for i in range(n_layers)]
     return mixers, LinearMixer(kind="kda", n_heads=cfg["num_heads"], n_key_heads=cfg["num_heads"],
                                key_dim=cfg["head_dim"], value_dim=cfg["head_dim"],
-                               conv_kernel=cfg["short_conv_kernel_size"])
+                               conv_kernel=cfg["short_conv_kernel_size"],
+                               full_rank_gates=cfg.get("full_rank_gates") is True)
 
 
 def _decilm_blocks(f, n_layers: int, d: int, where: str) -> tuple[list[str], list[int], list[int]]:

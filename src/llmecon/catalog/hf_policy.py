@@ -50,6 +50,13 @@ USED_FIELDS = {
     # issue 33: more names for the same facts
     "attention_out_bias", "lm_head_bias", "use_qkv_bias", "global_attn_every_n_layers", "moe_layer_start_index",
     "moe_layer_end_index", "moe_layer_interval", "use_post_norm", "attn_layer_indices", "mamba_expand",
+    # per-layer attention settings (hf_per_layer); MiniMax-M3 block-sparse indexer (its layers: layer_types)
+    "per_layer_config", "num_attention_heads_per_layer", "gating", "index_block_size", "index_topk_blocks",
+    "index_local_blocks",
+    # cross-attention layers (hf_layers); Mamba-1, short-convolution, lightning and RG-LRU mixers under the names
+    # hf_names writes
+    "cross_attention_layers", "lightning_attention", "rglru_width", "rglru_conv_width", "mamba_d_inner",
+    "mamba_dt_rank", "mamba_dt_norms", "mamba_proj_bias", "short_conv_kernel", "short_conv_bias",
 }
 # Fields known to exist and known not to change counts, bytes or FLOPs.
 IGNORED_FIELDS = {
@@ -85,16 +92,19 @@ HARMLESS_CATEGORIES: tuple[tuple[str, re.Pattern, tuple[type, ...], str], ...] =
     ("length hint", re.compile(r".*(max_length|max_seq|seq_length|model_max_length|context_length"
                                r"|max_sequence).*"), (int,),
      "tokenizer/serving length hints; the context is llmecon's input, not the config's"),
-    ("scalar multiplier", re.compile(r".*(multiplier|_scale|_scaling|scaling_factor|softcap|softcapping"
+    ("scalar multiplier", re.compile(r".*(multiplier|_scale|_scaling|scaling_factor|softcap|softcapping|soft_cap"
                                      r"|temperature|logit_scale|_alpha|_beta|_gamma)$"), (float, bool),
      "a scalar that multiplies or caps activations, logits or embeddings: values, not shapes"),
-    ("scalar multiplier", re.compile(r"(scale_.*|.*_scale|.*_scaling)"), (bool,),
+    ("scalar multiplier", re.compile(r"(.*scale.*|.*scaling.*)"), (bool,),
      "a switch for a scalar multiplier (embeddings scaled by sqrt(d), attention scaling): values, not shapes"),
     ("numerics", re.compile(r".*(eps|epsilon|_std|std_dev|init_.*|.*_init|initializer.*|_range)$"),
      (float, int, str), "norm epsilons and initialisation: no shape"),
     ("numerics", re.compile(r".*(clip.*|_lower_bound|_upper_bound|_magnitude|_max|_min|_limit|fp32.*|_in_fp32)$"),
      (float, bool, type(None)),
      "a clamp, bound or precision choice applied to values (clip_qkv, a_log_max, softmax in fp32): no shape"),
+    ("numerics", re.compile(r"(allow_.*|.*_allow_.*|.*_safe_gate|.*_safe)"), (bool,),
+     "a switch for a value range or a numerically safe form of the same gate (linear_allow_neg_eigval: beta in "
+     "[0, 2]; kda_safe_gate): values, not shapes"),
     ("residual dataflow", re.compile(r"(use_parallel_residual|parallel_attn|parallel_block"
                                      r"|apply_residual_connection_post_layernorm)"), (bool,),
      "where the residual adds (parallel or sequential blocks): the same weights and matmuls"),
@@ -105,7 +115,7 @@ HARMLESS_CATEGORIES: tuple[tuple[str, re.Pattern, tuple[type, ...], str], ...] =
      (float, int, bool, str, type(None)),
      "training-only terms (losses, dropout, capacity); serving runs none of them"),
     ("router numerics", re.compile(r".*(router|routing|topk_method|scoring|norm_topk|gating_func"
-                                   r"|expert_selection).*"),
+                                   r"|expert_selection|expert_combination).*"),
      (float, bool, str),
      "how router scores are computed or normalised; the router's d x E matrix is counted from the expert "
      "count (a router bias or per-expert scalar is < 0.01% of parameters)"),
@@ -164,7 +174,8 @@ def check_fields(flat: dict, where: str, ignore: tuple[str, ...] = (),
             if close:
                 raise CatalogError(f"{where}: unknown field '{key}' (did you mean '{close[0]}'?); fix the name, "
                                    f"or pass {{ignore_field}} {key} if it is harmless")
-            if not (is_cosmetic(key) or harmless_category(key, flat[key]) or key in wrapper_keys):
+            if not (is_cosmetic(key) or harmless_category(key, flat[key]) or key in wrapper_keys
+                    or _superseded(key, flat)):
                 raise CatalogError(f"{where}: unknown field '{key}' = {_short(flat[key])} is not read and may change "
                                    "parameters, bytes or FLOPs; llmecon would need to model it; if you know it "
                                    f"does not, pass {{ignore_field}} {key}")
@@ -172,6 +183,17 @@ def check_fields(flat: dict, where: str, ignore: tuple[str, ...] = (),
         unread.append(key)
     check_refused(flat, where)
     return tuple(sorted(set(unread) | set(vouched))), tuple(sorted(cosmetic))
+
+
+# A period from which transformers derives ``layer_types`` (Cohere2MoeConfig: the sliding pattern of its dense
+# prefix layers) changes nothing once ``layer_types`` is written out: the reader reads layer_types.
+_DERIVES_LAYER_TYPES = re.compile(r".*window_pattern")
+
+
+def _superseded(key: str, flat: dict) -> bool:
+    value = flat[key]
+    return (isinstance(flat.get("layer_types"), list) and _DERIVES_LAYER_TYPES.fullmatch(key) is not None
+            and isinstance(value, int) and not isinstance(value, bool))
 
 
 def _short(value) -> str:

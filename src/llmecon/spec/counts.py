@@ -40,7 +40,9 @@ class ParamCounts:
     tied (then it is not stored twice). ``linear_mixers``: linear-attention / state-space mixers;
     ``moe_latent``: latent-MoE down/up projections (always active); ``mtp``: multi-token-prediction
     modules, a separate count not in ``total`` (published totals exclude them: DeepSeek-V3's 671B);
-    ``hyper_connections``: DeepSeek-V4's mHC mixing maps (always active, in ``total``)."""
+    ``hyper_connections``: DeepSeek-V4's mHC mixing maps (always active, in ``total``);
+    ``per_layer_embedding`` / ``per_layer_projections``: Gemma 3n/4 per-layer input embeddings, the
+    looked-up table and the matmuls that mix it into each layer (``Model.per_layer_input_dim``)."""
 
     embedding: int
     lm_head: int
@@ -56,12 +58,14 @@ class ParamCounts:
     moe_latent: int = 0
     mtp: int = 0
     hyper_connections: int = 0
+    per_layer_embedding: int = 0
+    per_layer_projections: int = 0
 
     @property
     def total(self) -> int:
         return (self.embedding + self.lm_head + self.attention + self.dense_ffn + self.routed_experts
                 + self.shared_experts + self.router + self.norms + self.linear_mixers + self.moe_latent
-                + self.hyper_connections)
+                + self.hyper_connections + self.per_layer_embedding + self.per_layer_projections)
 
     @property
     def total_with_mtp(self) -> int:
@@ -87,7 +91,8 @@ class ParamCounts:
                 "dense_ffn": self.dense_ffn, "routed_experts": self.routed_experts,
                 "shared_experts": self.shared_experts, "router": self.router, "norms": self.norms,
                 "linear_mixers": self.linear_mixers, "moe_latent": self.moe_latent, "mtp": self.mtp,
-                "hyper_connections": self.hyper_connections,
+                "hyper_connections": self.hyper_connections, "per_layer_embedding": self.per_layer_embedding,
+                "per_layer_projections": self.per_layer_projections,
                 "total": self.total, "active": self.active}
 
 

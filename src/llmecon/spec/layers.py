@@ -16,7 +16,7 @@ from ..dtypes import get_dtype
 from ..errors import SpecError, require_choice, require_whole
 
 ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla")
-LINEAR_KINDS = ("gated_deltanet", "kda", "mamba2")
+LINEAR_KINDS = ("gated_deltanet", "kda", "mamba2", "mamba1", "short_conv", "lightning", "rglru")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -188,12 +188,33 @@ class LinearMixer:
       flash-linear-attention ``KimiDeltaAttention``: q,k,v projections d -> H·dk, short convs on
       each (no bias), a low-rank channel-wise forget gate f (d -> dv -> H·dk), beta (d -> H),
       A_log (H), dt_bias (H·dk), a low-rank output gate g (d -> dv -> H·dv), gated RMSNorm dv,
-      o_proj. State: dk x dv per head.
+      o_proj. State: dk x dv per head. ``full_rank_gates``: f and g projected straight from d (d -> H·dk,
+      d -> H·dv; transformers ``BailingHybridDeltaAttention``).
     - ``mamba2``: Mamba-2 SSD (Dao & Gu, arXiv:2405.21060), as in transformers
       ``NemotronHMamba2Mixer``: in_proj d -> 2·d_inner + 2·G·N + H (z, x, B, C, dt), a conv over
       x,B,C, dt_bias, A_log and D per head, a gated RMSNorm of d_inner, out_proj d_inner -> d.
       Here ``n_heads`` = H, ``value_dim`` = head dim P, ``n_key_heads`` = groups G, ``key_dim`` =
       state size N. State: P x N per head.
+
+    - ``mamba1``: Mamba selective SSM (Gu & Dao, arXiv:2312.00752), as in transformers ``MambaMixer``
+      / ``JambaMambaMixer``: in_proj d -> 2·d_inner (x, z), a depthwise conv over x, x_proj d_inner
+      -> R + 2N (dt, B, C; no bias), dt_proj R -> d_inner with bias, A_log d_inner x N, D d_inner,
+      out_proj d_inner -> d; Jamba adds RMSNorms of dt, B and C (``dt_norms``: R + 2N weights). Here
+      ``n_heads`` = d_inner channels, ``value_dim`` = 1, ``n_key_heads`` = 1, ``key_dim`` = state
+      size N, ``dt_rank`` = R. State: N per channel.
+    - ``short_conv``: a gated short convolution (LFM2, transformers ``Lfm2ShortConv``): in_proj d ->
+      3d (B, C, x), a depthwise causal conv of ``conv_kernel`` over B·x, out_proj d -> d. Here
+      ``n_heads`` = d channels, ``value_dim`` = ``key_dim`` = ``n_key_heads`` = 1. No recurrent
+      state: only the conv state.
+    - ``lightning``: MiniMax-01 lightning attention (arXiv:2501.08313; transformers
+      ``MiniMaxLightningAttention``): qkv_proj d -> 3·H·h, an output gate d -> H·h, an RMSNorm of H·h,
+      out_proj H·h -> d; no convolution. Here ``n_heads`` = ``n_key_heads`` = H, ``key_dim`` =
+      ``value_dim`` = h. State: h x h per head (decayed sum of k v^T); no conv state.
+    - ``rglru``: Griffin's recurrent block (De et al., arXiv:2402.19427; transformers
+      ``RecurrentGemmaRecurrentBlock``): linear_y and linear_x d -> w with bias, a depthwise conv over
+      x (kernel taps + bias), the RG-LRU (a recurrence parameter per channel and two block-diagonal
+      gates of H blocks of w/H, with biases), linear_out w -> d with bias. Here ``n_heads`` = H,
+      ``value_dim`` = w/H, ``n_key_heads`` = ``key_dim`` = 1. State: one value per channel (w).
 
     Every kind also keeps the last ``conv_kernel - 1`` conv inputs per sequence (the conv state).
     """
@@ -208,13 +229,18 @@ class LinearMixer:
     proj_bias: bool = False
     state_dtype: str = "fp32"
     conv_state_dtype: str = "bf16"
+    dt_rank: int = 0
+    dt_norms: bool = False
+    full_rank_gates: bool = False
 
     def __post_init__(self) -> None:
         owner = "linear mixer"
         require_choice("kind", self.kind, LINEAR_KINDS, owner=owner)
         for name in ("n_heads", "n_key_heads", "key_dim", "value_dim", "conv_kernel"):
             require_whole(name, getattr(self, name), owner=owner)
-        if self.kind != "mamba2" and self.n_heads % self.n_key_heads:
+        if self.kind == "mamba1":
+            require_whole("dt_rank", self.dt_rank, owner=owner)
+        if self.kind in ("gated_deltanet", "kda") and self.n_heads % self.n_key_heads:
             raise SpecError(f"{owner}: value heads ({self.n_heads}) must be a multiple of key heads "
                             f"({self.n_key_heads})")
         get_dtype(self.state_dtype)
@@ -232,6 +258,8 @@ class LinearMixer:
             return 2 * self.n_key_heads * self.key_dim + self.inner_dim
         if self.kind == "kda":
             return 2 * self.n_heads * self.key_dim + self.inner_dim
+        if self.kind in ("mamba1", "short_conv", "rglru"):
+            return self.inner_dim
         return self.inner_dim + 2 * self.n_key_heads * self.key_dim
 
     def params_per_layer(self, d_model: int) -> int:
@@ -244,18 +272,41 @@ class LinearMixer:
         if self.kind == "kda":
             qkv = d * (2 * nv * dk + inner)
             gates = (d * dv + dv * nv * dk) + d * nv + (d * dv + dv * inner)
+            if self.full_rank_gates:  # Bailing hybrid: f and g projected straight from d (d -> H·dk, d -> H·dv)
+                gates = d * nv * dk + d * nv + d * inner
             return qkv + conv + gates + nv + nv * dk + dv + inner * d
+        if self.kind == "lightning":
+            return d * 3 * inner + d * inner + inner + inner * d
+        if self.kind == "rglru":
+            gates = 2 * (nv * dv * dv + inner)  # input and recurrence gates: H blocks of (w/H)² plus biases
+            return 2 * (d * inner + inner) + conv + inner + gates + inner * d + d
+        if self.kind in ("mamba1", "short_conv"):
+            return self._conv_mixer_params(d, conv)
         in_proj = d * (2 * inner + 2 * self.n_key_heads * dk + nv)
         bias = (2 * inner + 2 * self.n_key_heads * dk + nv + d) if self.proj_bias else 0
         return in_proj + conv + 3 * nv + inner + inner * d + bias
 
+    def _conv_mixer_params(self, d: int, conv: int) -> int:
+        """Mamba-1 and short-conv weights (shapes in the class docstring)."""
+        inner, bias = self.inner_dim, self.proj_bias
+        if self.kind == "short_conv":
+            return d * 3 * inner + conv + inner * d + ((3 * inner + d) if bias else 0)
+        n, r = self.key_dim, self.dt_rank
+        params = d * 2 * inner + conv + inner * (r + 2 * n) + (r * inner + inner) + inner * n + inner + inner * d
+        return params + ((2 * inner + d) if bias else 0) + ((r + 2 * n) if self.dt_norms else 0)
+
     def state_elements(self) -> int:
-        """Recurrent state per sequence per layer: dk·dv per head (DeltaNet, KDA) or P·N per head
-        (Mamba-2)."""
+        """Recurrent state per sequence per layer: dk·dv per head (DeltaNet, KDA), P·N per head
+        (Mamba-2), N per channel (Mamba-1); none for a short convolution."""
+        if self.kind == "short_conv":
+            return 0
         return self.n_heads * self.key_dim * self.value_dim
 
     def conv_state_elements(self) -> int:
-        """Conv state per sequence per layer: the last kernel-1 inputs of every conv channel."""
+        """Conv state per sequence per layer: the last kernel-1 inputs of every conv channel (none for
+        lightning attention, which has no convolution)."""
+        if self.kind == "lightning":
+            return 0
         return (self.conv_kernel - 1) * self.conv_channels
 
     def state_bytes(self) -> float:
@@ -269,8 +320,15 @@ class LinearMixer:
         Delta rule (GDN, KDA), per head with a dk x dv state S: S^T k (2·dk·dv), the rank-1
         update S += k (beta (v - S^T k))^T (2·dk·dv), the decay (dk·dv) and the read-out S^T q
         (2·dk·dv): 7·dk·dv. Mamba-2 per head with a P x N state: decay (P·N), B x^T update
-        (2·P·N), C read-out (2·P·N): 5·P·N. Conv: 2·kernel FLOPs per channel. Gates, norms and
+        (2·P·N), C read-out (2·P·N): 5·P·N; Mamba-1 the same with P = 1 per channel; lightning
+        attention 5·h² per head. Conv: 2·kernel FLOPs per channel. Gates, norms and
         the chunked (parallel) prefill form's extra intra-chunk work are omitted.
         """
-        per_head = (5.0 if self.kind == "mamba2" else 7.0) * self.key_dim * self.value_dim
+        if self.kind == "short_conv":  # the conv and the two gating products (B·x before, C·y after)
+            return 2.0 * self.conv_kernel * self.conv_channels + 2.0 * self.conv_channels
+        if self.kind == "rglru":  # gates are block matmuls (in the weights); h = a·h + b·x: 3 per channel
+            return 3.0 * self.inner_dim + 2.0 * self.conv_kernel * self.conv_channels
+        if self.kind == "lightning":  # decay (h²), k v^T update (2h²), q S read-out (2h²) per head; no conv
+            return self.n_heads * 5.0 * self.key_dim * self.value_dim
+        per_head = (5.0 if self.kind in ("mamba2", "mamba1") else 7.0) * self.key_dim * self.value_dim
         return self.n_heads * per_head + 2.0 * self.conv_kernel * self.conv_channels

@@ -10,7 +10,8 @@ Facts live in frozen dataclasses; every count is derived. Parameter counting con
 router biases are counted where the architecture has them. Multi-token-prediction modules
 (``mtp_layers``) are counted apart (``ParamCounts.mtp``), not as decoder layers nor in ``total``.
 
-Per layer i: ``layer_mixers[i]`` is "attention", "linear" or "none"; an attention layer uses
+Per layer i: ``layer_mixers[i]`` is "attention", "linear", "none" or "cross" (cross-attention to
+image tokens with ``cross_attention``: ``spec/cross_attention.py``); an attention layer uses
 ``local_attention`` when it is windowed (``layer_windows[i] > 0``) and one is given, else
 ``attention``; ``layer_sparsity[i]`` is "dense", "indexed" (DSA with its own indexer) or "shared"
 (DSA reusing an earlier layer's top-k: no indexer of its own); ``moe_layers[i]`` says whether it
@@ -33,14 +34,14 @@ import numpy as np
 
 from ..dtypes import DType, get_dtype
 from ..errors import SpecError, as_floats, require_choice, require_whole
-from . import compressed
+from . import compressed, cross_attention
 from .counts import MatmulFlops, ParamCounts, WeightBytes, _causal_sum, _reach
 from .layers import ATTENTION_KINDS, LINEAR_KINDS, Attention, LinearMixer, MoE
 
 __all__ = ["ATTENTION_KINDS", "LINEAR_KINDS", "Attention", "LinearMixer", "MatmulFlops", "Model", "MoE",
            "ParamCounts", "WeightBytes"]
 
-MIXERS = ("attention", "linear", "none")
+MIXERS = ("attention", "linear", "none", "cross")
 
 
 def _fp32_block_scales(elements: int, block: int = 128) -> float:
@@ -57,7 +58,14 @@ class Model:
     ``encoder_params``: a multimodal wrapper's vision encoder (estimated by the reader), reported
     apart and never in ``params`` (serving cost is the language model's). ``ignored_fields``: the
     config keys the reader did not read (harmless by category, null, a wrapper's processor keys, or
-    named by the caller's ``ignore_fields``; docs/model_reader.md)."""
+    named by the caller's ``ignore_fields``; docs/model_reader.md). ``learned_positions``: rows of a
+    learned absolute position table (GPT-2, OPT: ``max_position_embeddings`` (+ 2 for OPT)), counted in
+    ``ParamCounts.embedding`` (looked up like the token embedding, not a matmul). ``per_layer_input_dim``
+    p > 0: Gemma 3n/4 per-layer input embeddings (transformers ``Gemma4TextModel``): a table of
+    ``per_layer_vocab`` x L·p looked up per token, a d -> L·p model projection with a norm of p, and in
+    each layer a d -> p gate, a p -> d projection and a norm of d. ``cross_attention``: the block of the
+    "cross" layers (``spec/cross_attention.py``), attending ``cross_attention_tokens`` image tokens per
+    sequence (a documented input; their K and V are per-sequence state, not per-token KV)."""
 
     name: str
     d_model: int
@@ -94,6 +102,11 @@ class Model:
     ignored_fields: tuple[str, ...] = ()
     extra_layers_not_counted: int = 0
     encoder_params: int = 0
+    learned_positions: int = 0
+    per_layer_input_dim: int = 0
+    per_layer_vocab: int = 0
+    cross_attention: Attention | None = None
+    cross_attention_tokens: int = 0
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -101,6 +114,12 @@ class Model:
         for name in ("d_model", "n_layers", "vocab_size"):
             require_whole(name, getattr(self, name), owner=owner)
         require_choice("norm", self.norm, ("rms", "layer"), owner=owner)
+        for name in ("per_layer_input_dim", "per_layer_vocab"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 0:
+                raise SpecError(f"{owner}: {name} must be a whole number >= 0, got {getattr(self, name)!r}")
+        if not isinstance(self.learned_positions, int) or self.learned_positions < 0:
+            raise SpecError(f"{owner}: learned_positions must be a whole number >= 0 (rows of a learned position "
+                            f"table), got {self.learned_positions!r}")
         n = self.n_layers
         defaults = {"moe_layers": (self.moe is not None,) * n, "layer_windows": (0,) * n,
                     "kv_holding": (True,) * n, "layer_mixers": ("attention",) * n,
@@ -109,6 +128,7 @@ class Model:
         for name, value in defaults.items():
             if not getattr(self, name):
                 object.__setattr__(self, name, value)
+        ffn_given = bool(self.layer_ffn_dims)  # explicit widths may be 0: a layer without an FFN (Mamba)
         if not self.layer_ffn_dims:
             object.__setattr__(self, "layer_ffn_dims", tuple(0 if m else self.dense_ffn_dim for m in self.moe_layers))
         if not self.expert_weight_dtype:
@@ -131,6 +151,11 @@ class Model:
             if r and not (self.layer_mixers[i] == "attention" and self._attention_of(i).compressed_kv):
                 raise SpecError(f"{owner}: layer {i} compresses its KV but its attention has no compressor")
         require_whole("hyper_connections", self.hyper_connections, owner=owner)
+        if "cross" in self.layer_mixers and self.cross_attention is None:
+            raise SpecError(f"{owner}: cross-attention layers marked but no cross_attention spec")
+        if not isinstance(self.cross_attention_tokens, int) or self.cross_attention_tokens < 0:
+            raise SpecError(f"{owner}: cross_attention_tokens must be a whole number >= 0 (image tokens per "
+                            f"sequence), got {self.cross_attention_tokens!r}")
         if "linear" in self.layer_mixers and self.linear is None:
             raise SpecError(f"{owner}: linear-mixer layers marked but no linear mixer spec")
         if "attention" in self.layer_mixers and not any(
@@ -138,7 +163,7 @@ class Model:
             raise SpecError(f"{owner}: kv_holding needs at least one attention layer holding KV")
         if self.moe is None and any(self.moe_layers):
             raise SpecError(f"{owner}: MoE layers marked but no MoE spec")
-        if self.n_dense_layers and self.dense_ffn_dim < 1 and not any(self.layer_ffn_dims):
+        if self.n_dense_layers and self.dense_ffn_dim < 1 and not ffn_given:
             raise SpecError(f"{owner}: {self.n_dense_layers} dense layers need an FFN width >= 1")
         for name in ("weight_dtype", "expert_weight_dtype", "kv_dtype", "index_dtype"):
             get_dtype(getattr(self, name))
@@ -164,6 +189,10 @@ class Model:
         return self.layer_mixers.count("attention")
 
     @property
+    def n_cross_layers(self) -> int:
+        return self.layer_mixers.count("cross")
+
+    @property
     def n_linear_layers(self) -> int:
         return self.layer_mixers.count("linear")
 
@@ -181,6 +210,8 @@ class Model:
         """Human label: 'gqa', 'mla+dsa', 'gqa+sliding(4096)', 'gqa+local(1024):global 5:1',
         'gqa+gated_deltanet 45:15'..."""
         label = self.attention.kind + ("+dsa" if self.attention.is_sparse else "")
+        if not self.n_attention_layers and not self.n_cross_layers:  # Mamba stacks: no attention at all
+            label = "none"
         windows = [w for w, m in zip(self.layer_windows, self.layer_mixers) if w and m == "attention"]
         if windows:
             w = max(set(windows), key=windows.count)
@@ -191,6 +222,8 @@ class Model:
                 label += f"+local({w})/global {n_local}:{self.n_attention_layers - n_local}"
         if self.n_linear_layers:
             label += f"+{self.linear.kind} {self.n_linear_layers}:{self.n_attention_layers}"
+        if self.n_cross_layers:
+            label += f"+cross {self.n_cross_layers}"
         ratios = sorted({r for r in self.layer_compress if r})
         if ratios:
             label += "+compressed(" + ", ".join(f"1/{r} x{self.layer_compress.count(r)}" for r in ratios) + ")"
@@ -209,6 +242,8 @@ class Model:
                     key += f"_compressed_{self.layer_compress[i]}"
             elif mixer == "linear":
                 key = f"linear_{self.linear.kind}"
+            elif mixer == "cross":
+                key = "cross_attention"
             else:
                 key = "no_mixer"
             out[key] = out.get(key, 0) + 1
@@ -303,6 +338,8 @@ class Model:
         d, v = self.d_model, self.vocab_size
         norm_w = d if self.norm == "rms" else 2 * d
         attention = sum(self._layer_attention_params(i) for i, m in enumerate(self.layer_mixers) if m == "attention")
+        if self.cross_attention is not None:
+            attention += self.n_cross_layers * cross_attention.layer_params(self.cross_attention, d)
         linear = self.n_linear_layers * self.linear.params_per_layer(d) if self.linear is not None else 0
         dense_ffn = sum(self._ffn_params(w) for w in self.layer_ffn_dims if w)
         routed = shared = router = latent = routed_active = 0
@@ -314,14 +351,23 @@ class Model:
                 router -= min(self.moe.hash_layers, k) * self.moe.n_routed
             routed_active = k * self.moe.top_k * expert
         norms = self.n_layers * self.norms_per_layer * norm_w + norm_w
-        embedding = v * d
+        embedding = v * d + self.learned_positions * d  # a learned absolute position table is looked up too
         lm_head = (0 if self.tie_embeddings else v * d) + (v if self.lm_head_bias else 0)
         return ParamCounts(embedding=embedding, lm_head=lm_head, attention=attention, dense_ffn=dense_ffn,
                            routed_experts=routed, routed_experts_active=routed_active, shared_experts=shared,
                            router=router, norms=norms, head_matmul=v * d, linear_mixers=linear, moe_latent=latent,
                            mtp=self.mtp_layers * self._mtp_module_params(),
                            hyper_connections=compressed.hyper_connection_params(self.hyper_connections, d,
-                                                                                self.n_layers))
+                                                                                self.n_layers),
+                           **self._per_layer_input_params())
+
+    def _per_layer_input_params(self) -> dict[str, int]:
+        """Gemma 3n/4 per-layer inputs (class docstring): lookup table and projections."""
+        p, n, d = self.per_layer_input_dim, self.n_layers, self.d_model
+        if not p:
+            return {}
+        return {"per_layer_embedding": self.per_layer_vocab * n * p,
+                "per_layer_projections": d * n * p + p + n * (2 * d * p + d)}
 
     def _layer_attention_params(self, i: int) -> int:
         spec, indexed = self._attention_of(i), self.layer_sparsity[i] == "indexed"
@@ -388,16 +434,21 @@ class Model:
         non_expert = ((p.total - p.routed_experts - p.shared_experts - p.dense_ffn) * dense_b
                       + p.dense_ffn * dense_ffn_b + p.shared_experts * shared_b)
         out = self._cache[key] = WeightBytes(non_expert=non_expert, routed_experts=p.routed_experts * expert_b,
-                                             input_embedding=0.0 if self.tie_embeddings else p.embedding * dense_b)
+                                             input_embedding=(0.0 if self.tie_embeddings else p.embedding * dense_b)
+                                             + p.per_layer_embedding * dense_b)
         return out
 
     def state_bytes_per_sequence(self) -> float:
         """Constant per-sequence state of the linear-attention / state-space layers (recurrent +
         conv state, at their own formats): it replaces a growing KV cache in those layers; plus
-        the pending-token buffers of DeepSeek-V4's KV compressors (``compressed.layer_state_bytes``)."""
+        the pending-token buffers of DeepSeek-V4's KV compressors (``compressed.layer_state_bytes``); plus the
+        K and V of the image tokens cross-attention layers attend (``cross_attention_tokens``)."""
         key = "state_bytes"
         if key not in self._cache:
             linear = self.n_linear_layers * self.linear.state_bytes() if self.linear is not None else 0.0
+            if self.cross_attention is not None:
+                linear += cross_attention.sequence_cache_bytes(self.cross_attention, self.n_cross_layers,
+                                                               self.cross_attention_tokens, self.kv_dtype)
             self._cache[key] = linear + sum(compressed.layer_state_bytes(self._attention_of(i), r)
                                             for i, r in enumerate(self.layer_compress) if r)
         return self._cache[key]
@@ -533,6 +584,10 @@ class Model:
         """2 FLOPs per weight used by one token (FLOPs, not MACs), split dense vs expert."""
         p = self.params
         dense = 2.0 * (p.attention + p.linear_mixers + p.dense_ffn + p.router + p.moe_latent + p.head_matmul
-                       + p.hyper_connections)
+                       + p.hyper_connections + p.per_layer_projections)
+        if self.cross_attention is not None and self.n_cross_layers:  # a text token runs only q and o there
+            c, d = self.cross_attention, self.d_model
+            dense -= 2.0 * self.n_cross_layers * (cross_attention.layer_params(c, d)
+                                                  - cross_attention.token_matmul_params(c, d))
         expert = 2.0 * (p.shared_experts + p.routed_experts_active)
         return MatmulFlops(non_expert=dense, expert=expert)
