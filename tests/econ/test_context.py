@@ -396,7 +396,9 @@ def llama_tp4():
 def test_priced_tiers_hand_case(llama_tp4):
     dep, tiers = llama_tp4
     hbm, ddr, nvme = tiers
-    assert (hbm.kind, hbm.capacity_bytes, hbm.bandwidth_bytes_per_s, hbm.usd_per_hour) == ("hbm", 4 * 81_559 * 2**20, 13.4e12, 8.0)  # 4 x the 81,559 MiB an H100 exposes
+    # 4 x the 81,559 MiB an H100 exposes
+    assert (hbm.kind, hbm.capacity_bytes, hbm.bandwidth_bytes_per_s, hbm.usd_per_hour) == (
+        "hbm", 4 * 81_559 * 2**20, 13.4e12, 8.0)
     assert (ddr.name, ddr.usd_per_hour, ddr.capacity_bytes) == ("host DDR5", 1.5, 2e12)
     assert nvme.usd_per_hour is None and nvme.drain_s is None
     unpriced = priced_tiers(dep, price_per_chip_hour=None)

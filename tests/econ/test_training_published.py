@@ -213,8 +213,9 @@ def test_deepseek_v3_memory_fits_only_with_its_own_layout():
     placed on stage 0. With §3.2.3/§3.3.3 the activations fall by 2.9×, but fp32 gradients and the MTP module
     bring rank 0 (embedding, head, MTP) to 85.1 GB with layers split evenly (4 per stage, 3 on the last
     three): over the nominal 80 GB, within the 85.52e9 B an H800 (an H100's memory) exposes by only 0.4 GB,
-    which the CUDA context and the allocator's reserve (not modelled) would take. The report does not give its stage split; one layer fewer on the first and last stage
-    (as Llama 3 does) fits every rank (68.6 GB, a middle rank the fullest)."""
+    which the CUDA context and the allocator's reserve (not modelled) would take. The report does not give
+    its stage split; one layer fewer on the first and last stage (as Llama 3 does) fits every rank (68.6 GB,
+    a middle rank the fullest)."""
     base = dsv3_step(memory={}, efficiency=1.0).memory
     assert not base.fits and base.total == pytest.approx(148.4e9, rel=0.01) and base.rank == 3
     assert base.activations == pytest.approx(17 * 4 * 454656 * 4096, rel=1e-9)
