@@ -33,6 +33,7 @@ import numpy as np
 
 from ..errors import InfeasibleError, SpecError, require_choice, require_number, require_whole
 from ..spec.hardware import System
+from ..step.roofline import bound_label
 from ..step.inference import CommParts, comm_parts, decode_step, memory_per_chip, pipeline_fill_factor, prefill_step
 from ..spec.efficiency import IDEAL, EfficiencyProfile
 from ..spec.model import Model
@@ -209,7 +210,8 @@ class Point:
     compute_s: float
     memory_s: float
     comm_s: float
-    bound: str
+    bound: str                       # ``step.roofline.bound_label`` of the four terms, as ``step`` labels it
+    overhead_s: float = 0.0          # calibrated mode's kernel floors and fixed overheads (0 in ideal mode)
     spec_tokens: int = 0             # decode: draft tokens per verify step (0 = plain decoding)
     tokens_per_step: float = 1.0     # decode: expected tokens per sequence per iteration (E)
     # what the throughput pays for: "decode" (decode steps only), or a whole request (``econ.serving_frontier``):
@@ -273,7 +275,7 @@ def _evaluate(model, systems, plans_by_system, *, phase, targets, options, price
     full = (_grid(options.batches, 2 ** 17, 128, "batches") if phase == "decode"
             else _grid(options.prefill_batches, 1024, 48, "prefill_batches"))
     cols = {k: [] for k in ("sys", "plan", "batch", "step", "tokens", "mem", "fits", "compute", "memory", "comm",
-                            "chips", "price", "spec", "per_step")}
+                            "overhead", "chips", "price", "spec", "per_step")}
     specs = (None, *options.speculation) if phase == "decode" else (None,)
     plan_list = []
     for si, system in enumerate(systems):
@@ -303,7 +305,8 @@ def _evaluate(model, systems, plans_by_system, *, phase, targets, options, price
             cols["batch"].append(grid)
             for key, value in (("step", step), ("tokens", r.tokens if spec is None else grid * per_step),
                                ("mem", r.memory_per_chip_bytes), ("fits", r.fits), ("compute", r.time.compute_s),
-                               ("memory", r.time.memory_s), ("comm", r.time.comm_s), ("per_step", per_step),
+                               ("memory", r.time.memory_s), ("comm", r.time.comm_s),
+                               ("overhead", r.time.overhead_s), ("per_step", per_step),
                                ("spec", 0 if spec is None else spec.k)):
                 cols[key].append(np.broadcast_to(value, grid.shape))
             cols["chips"].append(pts.chips)
@@ -327,13 +330,13 @@ def _speculative(model, system, pts, spec, plain, *, grid, targets, kw):
 
 def _point(a: dict, i: int, plan_list) -> Point:
     system, plan = plan_list[int(a["plan"][i])]
-    comp, mem, com = float(a["compute"][i]), float(a["memory"][i]), float(a["comm"][i])
+    comp, mem, com, ovh = (float(a[k][i]) for k in ("compute", "memory", "comm", "overhead"))
     usd = None if np.isnan(a["usd"][i]) else float(a["usd"][i])
     return Point(system=system.name, plan=plan, batch=float(a["batch"][i]), step_s=float(a["step"][i]),
                  latency_s=float(a["latency"][i]),
                  tokens_per_s_per_chip=float(a["per_chip"][i]), tokens_per_s_per_user=float(a["per_user"][i]),
                  usd_per_mtok=usd, memory_per_chip_bytes=float(a["mem"][i]), compute_s=comp, memory_s=mem,
-                 comm_s=com, bound=("compute", "memory", "comm")[int(np.argmax([comp, mem, com]))],
+                 comm_s=com, overhead_s=ovh, bound=bound_label(comp, mem, com, ovh),
                  spec_tokens=int(a["spec"][i]), tokens_per_step=float(a["per_step"][i]))
 
 
