@@ -88,7 +88,7 @@ def context_cmd(
     utilization: UtilOpt = 1.0, kv_share: KvShareOpt = 1,
     plot: Annotated[Optional[str], typer.Option("--plot", help="Write cost-vs-context figure (PNG/SVG/PDF).")] = None,
     weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, tp: TpOpt = None, ep: EpOpt = None,
-    pp: PpOpt = None, mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, engine: EngineOpt = None,
+    pp: PpOpt = None, mode: ModeOpt = DEFAULT_MODE, profile: ProfileOpt = None, engine: EngineOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """KV economics against context length: KV bytes per token, crossover context, memory wall, and
@@ -103,7 +103,9 @@ def context_cmd(
     price_per_chip_hour, rate = _chip_hour_price(dep.system, price_per_chip_hour, tco, default=price_basis)
     usd_per_mtok(0.0, price_per_chip_hour=price_per_chip_hour or 0.0, utilization=utilization)  # validate early
     e = context_economics(dep, batch=batch, batch_cap=max_batch)
-    d = context_dict(e, dep, price_per_chip_hour=price_per_chip_hour, utilization=utilization, rate=rate)
+    from ..econ.floor import context_floor
+    d = context_dict(e, dep, price_per_chip_hour=price_per_chip_hour, utilization=utilization, rate=rate,
+                     floor=context_floor(dep, e, batch=batch, batch_cap=max_batch))
     if plot:
         plot_context(e, dep, plot, price_per_chip_hour=price_per_chip_hour, utilization=utilization)
     if as_json:
@@ -111,9 +113,10 @@ def context_cmd(
         return
     from rich.table import Table
 
+    from ..report.context import context_floor_row
     from ..report.tco import tco_line
 
-    rows = [("deployment", f"{dep.model.name} on {dep.system.name}, {dep.plan.label()}, {dep.mode}"),
+    rows = [("deployment", f"{dep.model.name} on {dep.system.name}, {dep.plan.label()}, {dep.fidelity}"),
             *((("TCO", tco_line(rate)),) if rate is not None else ()),
             ("attention", d["attention"]),
             ("KV per token", f"{fmt_bytes(e.kv_bytes_per_token)} held, {fmt_bytes(e.kv_read_bytes_per_token)} read "
@@ -126,7 +129,7 @@ def context_cmd(
                                      + ")"),
             ("KV capacity", f"{_tokens(e.kv_capacity_tokens)} tokens across sequences, beside "
                             f"{fmt_bytes(e.weights_per_chip_bytes)} of weights per chip"),
-            ("HBM free for KV", fmt_bytes(e.free_hbm_bytes))]
+            ("HBM free for KV", fmt_bytes(e.free_hbm_bytes)), *context_floor_row(d["ideal_floor"])]
     if e.kv_sharing_factor != 1:
         rows.append(("KV sharing", f"{e.kv_sharing_factor:g} layers per cache: saves capacity, not reads"))
     rows += [("note", n) for n in d["notes"]]

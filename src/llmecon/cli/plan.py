@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .options import (DEFAULT_MODEL, AcceptanceOpt, DraftOpt, JsonOpt, KvDtypeOpt, Mode, ModelOpt, ModeOpt,
+from .options import (DEFAULT_MODE, DEFAULT_MODEL, AcceptanceOpt, DraftOpt, JsonOpt, KvDtypeOpt, ModelOpt, ModeOpt,
     EngineOpt, ProfileOpt, WeightDtypeOpt, _check_plot_path, _console, _emit_json, _kv_table, app)
 
 PLAN_SYSTEMS = "gb200-nvl72,hgx-h100"
@@ -59,7 +59,7 @@ def _prices(text: str | None, tco: str | None, systems) -> tuple[dict, dict]:
             raise SpecError(f"entry {k + 1} of {len(paths)} in the list is empty", field="tco", value=tco,
                             fix="give a TOML file for every system, or one for all, separated by commas "
                                 "(no empty entry, no trailing comma)")
-    return chip_hour_prices(systems, prices=values, tco_paths=paths)
+    return chip_hour_prices(systems, prices=values, tco_paths=paths, default="tco")  # none given: TCO defaults
 
 
 @app.command("plan")
@@ -122,7 +122,7 @@ def plan_cmd(
     interactivity: Annotated[Optional[float], typer.Option(
         "--interactivity", help="With --frontier: tokens/s per user to compare systems at (default 1 / "
                                 "--tpot).")] = None,
-    mode: ModeOpt = Mode.ideal, profile: ProfileOpt = None, engine: EngineOpt = None,
+    mode: ModeOpt = DEFAULT_MODE, profile: ProfileOpt = None, engine: EngineOpt = None,
     cache_hit: Annotated[Optional[float], typer.Option(
         "--cache-hit", help="Prefix-cache hit rate in [0, 1]: blends the best prefill plan's input $/Mtok over "
                             "hits (a hit prefills only the uncached tokens).")] = None,
@@ -143,7 +143,8 @@ def plan_cmd(
     from ..errors import require_number
     from ..econ.workers import MAX_WORKERS_LIMIT
     from ..econ.planner import SearchOptions, PlanTargets, plan_deployment
-    from ..report.plan import best_rows, frontier_rows, headline, plan_result_dict, plot_frontier, workers_rows
+    from ..report.plan import (best_rows, floor_rows, frontier_rows, headline, plan_result_dict, plot_frontier,
+                               workers_rows)
 
     if plot:
         _check_plot_path(plot)
@@ -200,6 +201,8 @@ def plan_cmd(
     else:
         r = plan_deployment(m, found, **kw)
     hbm = {s.name: s.accelerator.hbm_bytes for s in found}
+    from ..econ.floor import plan_floors
+    floors = plan_floors(r, m, found, options)
     from ..econ.workers import plan_workers
 
     workers = plan_workers(r, m, found, options, max_workers=max_workers)
@@ -212,7 +215,7 @@ def plan_cmd(
         hit = plan_cache_hit(r, m, found, options, cache_hit_rate=cache_hit, cached_prefix_tokens=cached_prefix)
     if as_json:
         out = plan_result_dict(r, hbm_bytes=hbm, model_assumptions=m.assumptions, workers=workers, powers=powers,
-                               rates=rates)
+                               rates=rates, floors=floors)
         if cache_hit is not None:
             out["cache_hit"] = hit
         _emit_json(out)
@@ -226,7 +229,7 @@ def plan_cmd(
         console.print(_kv_table(f"{search.phase}: best plan", best_rows(
             search, hbm_bytes=hbm[search.best.system], target_s=target,
             spec=bool(r.speculation) and search.phase == "decode", power=powers[search.best.system],
-            rate=rates.get(search.best.system))))
+            rate=rates.get(search.best.system)) + floor_rows(floors[search.phase], search.best)))
         priced = any(v is not None for v in r.prices.values())
         spec = bool(r.speculation) and search.phase == "decode"
         rows = frontier_rows(search, 10 if top is None else top, priced=priced, spec=spec)
