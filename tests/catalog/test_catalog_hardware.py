@@ -91,12 +91,13 @@ def test_registry_returns_a_copy():
 def test_h100_ratio_and_drain_time():
     h100 = cat.get_accelerator("h100-sxm")
     assert h100.flops_per_byte("bf16") == pytest.approx(295.2, rel=0.005)  # 989e12 / 3.35e12
-    assert h100.hbm_drain_s == pytest.approx(23.9e-3, rel=0.01)            # 80e9 / 3.35e12
+    assert h100.hbm_drain_s == pytest.approx(25.53e-3, rel=0.001)          # 81,559 MiB exposed / 3.35e12
+    assert h100.hbm_datasheet_bytes == 80e9 and h100.hbm_basis == "device"
     assert h100.peak("fp8") == 1979e12                                      # dense, not the 2x sparse figure
 
 
 def test_domain_memory_totals():
-    assert cat.get_system("hgx-h100").hbm_bytes == 640e9                      # 8 x 80 GB
+    assert cat.get_system("hgx-h100").hbm_bytes == 8 * 81_559 * 2**20         # 8 x 81,559 MiB exposed (not 640 GB)
     assert cat.get_system("gb200-nvl72").hbm_bytes == pytest.approx(13.39e12, rel=0.01)  # 72 x 186 GB
     assert cat.get_system("gb300-nvl72").hbm_bytes == pytest.approx(20.7e12, rel=0.01)   # 72 x 288 GB
 

@@ -77,15 +77,17 @@ def _load(tiers: str) -> dict:
 # --- published drain times (SPEC C12) ---------------------------------------------------------
 
 def test_hbm_drains_in_about_20_ms():
-    """SPEC A4/C12: H100 80 GB / 3.35 TB/s = 23.9 ms; a domain of 8 drains in the same time."""
-    assert cat.get_system("h100-sxm").hbm_tier.drain_s == pytest.approx(23.9e-3, rel=0.01)
-    assert cat.get_system("hgx-h100").hbm_tier.drain_s == pytest.approx(23.9e-3, rel=0.01)
+    """SPEC A4/C12: H100 80 GB / 3.35 TB/s = 23.9 ms on the datasheet; the 81,559 MiB (85.52e9 B) the
+    device exposes drain in 25.53 ms; a domain of 8 drains in the same time."""
+    assert cat.get_system("h100-sxm").hbm_tier.drain_s == pytest.approx(25.53e-3, rel=0.001)
+    assert cat.get_system("hgx-h100").hbm_tier.drain_s == pytest.approx(25.53e-3, rel=0.001)
+    assert cat.get_accelerator("h100-sxm").hbm_datasheet_bytes / 3.35e12 == pytest.approx(23.9e-3, rel=0.01)
 
 
 def test_hgx_h100_hbm_tier_is_eight_chips():
     hbm = cat.get_system("hgx-h100").hbm_tier
     assert hbm.kind == "hbm"
-    assert hbm.capacity_bytes == 8 * 80e9
+    assert hbm.capacity_bytes == 8 * 81_559 * 2**20  # exposed, not 8 x 80 GB
     assert hbm.bandwidth_bytes_per_s == 8 * 3.35e12
 
 

@@ -95,7 +95,7 @@ def test_batch_json_keys(tmp_path):
     for key in ("balance_batch", "latency_floor_s", "hbm_drain_s", "no_batching_cost_ratio", "curve"):
         assert key in d
     assert out.stat().st_size > 10_000
-    assert d["hbm_drain_s"] == pytest.approx(80e9 / 3.35e12)
+    assert d["hbm_drain_s"] == pytest.approx(81_559 * 2**20 / 3.35e12)  # the 81,559 MiB the device exposes
 
 
 def test_catalog_json():

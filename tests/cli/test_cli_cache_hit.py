@@ -97,7 +97,7 @@ def test_prices_infer_cached_input():
     assert proc.returncode == 0 and "Cached input" in proc.stdout
 
 
-PLAN = ("plan", "-m", "llama-3.1-70b", "-s", "hgx-h100", "--price-per-chip-hour", "2")
+PLAN = ("plan", "-m", "llama-3.1-70b", "-s", "hgx-h100", "--price-per-chip-hour", "2", "--mode", "ideal")
 
 
 def test_plan_cache_hit():

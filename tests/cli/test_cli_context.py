@@ -28,19 +28,35 @@ STEPS = (*TIERS, "--base-input", "0.1", "--base-output", "0.5")
 
 
 
+# the hand cases below are on the roofline (--mode ideal); the default (auto) is tested on its own
 @pytest.fixture(scope="module")
 def ctx():
-    return run_json("context", *L70)
+    return run_json("context", *L70, "--mode", "ideal")
 
 
 @pytest.fixture(scope="module")
 def ctx_p2():
-    return run_json("context", *L70, *PRICE2)
+    return run_json("context", *L70, *PRICE2, "--mode", "ideal")
 
 
 @pytest.fixture(scope="module")
 def ctx_p4():
-    return run_json("context", *L70, "--price-per-chip-hour", "4")
+    return run_json("context", *L70, "--price-per-chip-hour", "4", "--mode", "ideal")
+
+
+def test_context_default_is_calibrated_priced_by_tco_defaults_with_the_ideal_floor(ctx_p2):
+    """No mode and no price (issue 35): calibrated (hgx-h100 has a shipped profile), priced by the catalogue's
+    TCO defaults, and the ideal floor at the same contexts and batches: --mode ideal's own curve."""
+    d = run_json("context", *L70)
+    assert d["mode"] == "calibrated" and d["price_source"] == "tco_defaults" and d["price_per_chip_hour"] > 0
+    floor = d["ideal_floor"]
+    assert floor["mode"] == "ideal" and [r["context"] for r in floor["curve"]] == [r["context"] for r in d["curve"]]
+    ideal = {r["context"]: r for r in ctx_p2["curve"]}
+    for f, r in zip(floor["curve"], d["curve"]):
+        assert f["decode_step_s"] == pytest.approx(ideal[f["context"]]["decode_step_s"], rel=1e-12)
+        assert f["calibrated_over_ideal"] == pytest.approx(r["decode_step_s"] / f["decode_step_s"], rel=1e-12)
+        assert f["output_usd_per_mtok"] < r["output_usd_per_mtok"]
+    assert ctx_p2["ideal_floor"] is None
 
 
 @pytest.fixture(scope="module")
@@ -116,16 +132,16 @@ def test_context_crossover_closed_form(ctx):
 def test_context_memory_wall_by_hand(ctx):
     chips = ctx["plan"]["chips"]
     total = get_model("llama-3.1-70b").params.total
-    # bf16 weights split evenly over the chips; the rest of their 80 GB holds KV
+    # bf16 weights split evenly over the chips; the rest of the 81,559 MiB each exposes holds KV
     assert ctx["weights_per_chip_bytes"] == pytest.approx(total * 2 / chips, rel=1e-12)
-    assert ctx["free_hbm_bytes"] == pytest.approx(chips * 80e9 - total * 2, rel=1e-12)
+    assert ctx["free_hbm_bytes"] == pytest.approx(chips * 81_559 * 2**20 - total * 2, rel=1e-12)
     kv, free = ctx["kv_bytes_per_token"], ctx["free_hbm_bytes"]
-    assert ctx["kv_capacity_tokens"] == math.floor(free / kv)  # 545,936 tokens
-    # the model's 131,072-token context caps a sequence (before issue 18 the memory limit, 545,936)
+    assert ctx["kv_capacity_tokens"] == math.floor(free / kv)  # 613,329 tokens (545,936 on the nominal 80 GB)
+    # the model's 131,072-token context caps a sequence (before issue 18 the memory limit)
     assert ctx["model_max_context"] == 131_072 == get_model("llama-3.1-70b").max_context
     assert ctx["max_context_at_batch_1"] == 131_072
     assert ctx["curve"][-1]["context"] == ctx["max_context_at_batch_1"]
-    assert any("131,072-token context" in n and "545,936" in n for n in ctx["notes"])
+    assert any("131,072-token context" in n and "613,329" in n for n in ctx["notes"])
     for row in ctx["curve"]:
         assert row["kv_per_sequence_bytes"] == pytest.approx(row["context"] * kv, rel=1e-12)
         assert row["max_sequences"] == math.floor(free / (row["context"] * kv))
@@ -385,20 +401,22 @@ def test_prices_infer_fast_premium_and_cache_tiers(infer_opus, catalog_hgx):
 
 
 def test_prices_infer_cache_tiers_by_gray_rule():
-    """Priced (HBM 8 x $2/h over 640 GB; DDR5 $1/h; 8 x PM1743 $0.25/h; 8 x Exos X24 $0.05/h), Gray's
-    break-evens are HBM -> DDR5 (1/614.4e9)/(16/640e9) = 65.1 ms, DDR5 -> drives 4.46 s, drives -> disks
+    """Priced (HBM 8 x $2/h over 8 x 81,559 MiB = 684.17 GB; DDR5 $1/h; 8 x PM1743 $0.25/h; 8 x Exos X24
+    $0.05/h), Gray's break-evens are HBM -> DDR5 (1/614.4e9)/(16/684.17e9) = 69.6 ms, DDR5 -> drives 4.46 s,
+    drives -> disks
     (0.05/(8 x 285e6))/(0.25/(8 x 15.36e12)) = 10,779 s = 3.0 h: both Anthropic holds land on the drives."""
     out = run_json("prices", "infer", "--provider", "anthropic", "--model", "claude-opus-4.6", *PRICE2,
                    "--tier-price", "host DDR5=1", "--tier-price", "8 x pm1743=0.25",
                    "--tier-price", "8 x exos-x24=0.05")
     ct = out["cache_tiers"]
-    priced = {"HBM": (16.0, 640e9, 8 * 3.35e12), "host DDR5": (1.0, 2e12, 614.4e9),
+    hbm = 8 * 81_559 * 2**20
+    priced = {"HBM": (16.0, hbm, 8 * 3.35e12), "host DDR5": (1.0, 2e12, 614.4e9),
               "8 x pm1743": (0.25, 8 * 15.36e12, 8 * 14e9), "8 x exos-x24": (0.05, 8 * 24e12, 8 * 285e6)}
     assert [(r["hold_s"], r["tier"]) for r in ct["five_minute_tier"]] == [(300, "8 x pm1743"), (3600, "8 x pm1743")]
     for r in ct["five_minute_tier"]:
         assert r["tier"] == gray_rule(r["hold_s"], priced)
     evens = [(e["faster"], e["slower"], e["hold_s"]) for e in ct["break_even_holds"]]
-    assert evens == [("HBM", "host DDR5", pytest.approx(640 / (614.4 * 16), rel=1e-9)),
+    assert evens == [("HBM", "host DDR5", pytest.approx(hbm / (614.4e9 * 16), rel=1e-9)),
                      ("host DDR5", "8 x pm1743", pytest.approx(0.25 * 2e12 / 112e9, rel=1e-9)),
                      ("8 x pm1743", "8 x exos-x24", pytest.approx(0.05 * 122.88e12 / (0.25 * 2.28e9), rel=1e-9))]
 
@@ -503,7 +521,7 @@ def test_catalog_tiers_one_system(catalog_hgx):
     rows = catalog_hgx["systems"]["hgx-h100"]
     _check_tier_rows(rows)
     assert [r["name"] for r in rows][:2] == ["HBM", "host DDR5"]
-    assert rows[0]["drain_s"] == pytest.approx(80e9 / 3.35e12, rel=1e-9)  # 8 x 80 GB over 8 x 3.35 TB/s
+    assert rows[0]["drain_s"] == pytest.approx(81_559 * 2**20 / 3.35e12, rel=1e-9)  # 8 x 81,559 MiB / 8 x 3.35 TB/s
     assert rows[1]["drain_s"] == pytest.approx(3.255, abs=5e-4)  # 2 TB over 614.4 GB/s
     assert "pm1743" in catalog_hgx["devices"]
     for dev in catalog_hgx["devices"].values():

@@ -16,7 +16,8 @@ POINT = {"plan", "chips", "batch", "step_s", "tokens_per_s_per_chip", "tokens_pe
 @pytest.fixture(scope="module")
 def several():
     return run_json("plan", "--frontier", "--systems", "gb200-nvl72,hgx-h100,hgx-h200", "--max-chips", "64",
-                    "--price-per-chip-hour", "4,2.5,3", "--interactivity", "60", "--context", "2048")
+                    "--price-per-chip-hour", "4,2.5,3", "--interactivity", "60", "--context", "2048", "--mode",
+                    "ideal")
 
 
 def test_json_fields_several_systems(several):
@@ -69,11 +70,13 @@ def test_views_and_layouts():
 def test_one_system_default_interactivity_is_one_over_tpot():
     d = run_json("plan", "--frontier", "--model", "llama-3.1-8b", "--systems", "hgx-h100", "--max-chips", "8",
                  "--tpot", "20ms")
-    assert list(d["frontier"]) == ["hgx-h100"] and d["prices"] == {"hgx-h100": None}
+    # no price given: the catalogue's TCO defaults price it (issue 35)
+    assert list(d["frontier"]) == ["hgx-h100"] and d["price_source"] == "tco_defaults"
+    price = d["prices"]["hgx-h100"]
     at = d["at_interactivity"]
     assert at["tokens_per_s_per_user"] == pytest.approx(50) and at["source"] == "1/tpot"
-    assert at["systems"]["hgx-h100"]["usd_per_mtok"] is None
-    assert all(p["usd_per_mtok"] is None for p in d["frontier"]["hgx-h100"])
+    for p in d["frontier"]["hgx-h100"]:
+        assert p["usd_per_mtok"] == pytest.approx(price / 3600 / p["tokens_per_s_per_chip"] * 1e6, rel=1e-9)
 
 
 def test_calibrated_mode():

@@ -12,7 +12,8 @@ from cli_run import run, run_json
 
 POINT_KEYS = {"system", "plan", "batch", "step_s", "latency_s", "tokens_per_s_per_chip", "tokens_per_s_per_user",
               "usd_per_mtok",
-              "memory_per_chip_bytes", "compute_s", "memory_s", "comm_s", "bound", "spec_tokens", "tokens_per_step",
+              "memory_per_chip_bytes", "compute_s", "memory_s", "comm_s", "overhead_s", "bound", "spec_tokens",
+              "tokens_per_step",
               "tokens_per_s_per_mw"}
 
 
@@ -25,7 +26,8 @@ def _strict(text: str) -> dict:
 
 @pytest.fixture(scope="module")
 def default():
-    proc = run("plan", "--json")
+    """The default search in ideal mode with the throughput objective (priced by the TCO defaults)."""
+    proc = run("plan", "--json", "--mode", "ideal", "--objective", "throughput")
     assert proc.returncode == 0, proc.stderr
     return _strict(proc.stdout)
 
@@ -52,12 +54,16 @@ def _dominated(points):
 def test_default_plan_meets_targets_and_frontier_is_non_dominated(default):
     assert default["model"] == "deepseek-v3" and default["systems"] == ["gb200-nvl72", "hgx-h100"]
     assert default["objective"] == "throughput" and default["targets"]["tpot_s"] == 0.05
-    assert default["targets"]["ttft_s"] == 2.0 and default["prices"] == {"gb200-nvl72": None, "hgx-h100": None}
+    assert default["targets"]["ttft_s"] == 2.0 and default["price_source"] == "tco_defaults"
+    # GB200 NVL72 by hand (docs/tco.md): $1.368 capital + $0.265 power + $0.556 hosting = $2.189 per chip-hour
+    assert default["prices"]["gb200-nvl72"] == pytest.approx(2.189, abs=5e-4) and default["prices"]["hgx-h100"] > 0
+    assert default["mode"] == "ideal" and default["ideal_floor"] is None
     decode, prefill = default["best"]["decode"], default["best"]["prefill"]
     assert POINT_KEYS | {"comm", "hbm_per_chip_bytes", "batch_limited_by"} <= set(decode)
     assert decode["step_s"] <= 0.05 and prefill["latency_s"] <= 2.0 and decode["latency_s"] == decode["step_s"]
     assert decode["memory_per_chip_bytes"] <= decode["hbm_per_chip_bytes"]
-    assert decode["usd_per_mtok"] is None and default["usd_per_mtok_blended"] is None
+    assert decode["usd_per_mtok"] == pytest.approx(default["prices"][decode["system"]] / 3600 * decode["plan"]["chips"]
+                                                   * decode["step_s"] / decode["batch"] * 1e6, rel=1e-9)
     # decode: one token per sequence per step
     assert decode["tokens_per_s_per_user"] == pytest.approx(1 / decode["step_s"], rel=1e-12)
     assert decode["tokens_per_s_per_chip"] == pytest.approx(
@@ -79,6 +85,20 @@ def test_default_plan_meets_targets_and_frontier_is_non_dominated(default):
     assert ev["decode"] + ev["prefill"] >= 100_000
     assert default["points_meeting_slo"]["decode"] <= default["points_fitting"]["decode"] <= ev["decode"]
     assert len(default["assumptions"]) >= 4
+
+
+def test_the_default_is_calibrated_priced_by_tco_defaults_with_the_ideal_floor():
+    """No flags (issue 35): calibrated where the chip has a profile, priced by the catalogue's TCO defaults,
+    and each best point's ideal floor (the same plan and batch on the roofline) beside it."""
+    d = run_json("plan", "--max-chips", "64")
+    assert d["mode"] == "calibrated" and d["price_source"] == "tco_defaults"
+    assert all(p is not None for p in d["prices"].values()) and d["usd_per_mtok_blended"] is not None
+    for phase in ("decode", "prefill"):
+        best, floor = d["best"][phase], d["ideal_floor"][phase]
+        assert floor["mode"] == "ideal" and floor["batch"] == best["batch"]
+        assert floor["plan"] == best["plan"]["label"] and floor["step_s"] < best["step_s"]
+        assert floor["calibrated_over_ideal"] == pytest.approx(best["step_s"] / floor["step_s"], rel=1e-12)
+        assert floor["usd_per_mtok"] < best["usd_per_mtok"]
 
 
 def test_prices_follow_the_definition(priced):
@@ -134,7 +154,7 @@ def test_durations_accept_units_and_bare_seconds():
     (("--ttft", "5 GB"), "--ttft"),
     (("--expert-imbalance", "0.5"), "--expert-imbalance"),
     (("--max-chips", "0"), "--max-chips"),
-    (("--objective", "cost"), "--price-per-chip-hour"),
+    (("--systems", "gb200-nvl72,hgx-h200", "--objective", "cost"), "--price-per-chip-hour"),  # H200: no TCO default
     (("--plot", "frontier.txt"), "--plot"),
     (("--dispatch-dtype", "fp5"), "dtype 'fp5'"),
 ])

@@ -82,7 +82,7 @@ def test_calibrated_step_json():
 
 def test_plan_searches_k():
     d = _json("plan", "-m", "deepseek-v3", "--systems", "gb200-nvl72", "--tpot", "5ms", "--max-chips", "72",
-              "--spec-tokens", "1")
+              "--spec-tokens", "1", "--mode", "ideal")
     assert d["best"]["decode"]["spec_tokens"] == 1 and d["best"]["decode"]["tokens_per_step"] == pytest.approx(1.85)
     assert [s["spec_tokens"] for s in d["speculation_searched"]] == [1]
     assert "spec_tokens" in d["frontier"][0]

@@ -396,7 +396,9 @@ def llama_tp4():
 def test_priced_tiers_hand_case(llama_tp4):
     dep, tiers = llama_tp4
     hbm, ddr, nvme = tiers
-    assert (hbm.kind, hbm.capacity_bytes, hbm.bandwidth_bytes_per_s, hbm.usd_per_hour) == ("hbm", 320e9, 13.4e12, 8.0)
+    # 4 x the 81,559 MiB an H100 exposes
+    assert (hbm.kind, hbm.capacity_bytes, hbm.bandwidth_bytes_per_s, hbm.usd_per_hour) == (
+        "hbm", 4 * 81_559 * 2**20, 13.4e12, 8.0)
     assert (ddr.name, ddr.usd_per_hour, ddr.capacity_bytes) == ("host DDR5", 1.5, 2e12)
     assert nvme.usd_per_hour is None and nvme.drain_s is None
     unpriced = priced_tiers(dep, price_per_chip_hour=None)
@@ -404,12 +406,12 @@ def test_priced_tiers_hand_case(llama_tp4):
 
 
 def test_hold_equals_retrieve_at_drain_time(llama_tp4):
-    """Two sequences of 1,000 tokens at 327,680 B/token: 655.36 MB. HBM: hold for 320e9/13.4e12 =
-    23.88 ms costs $8 x T/3600 x 655.36e6/320e9 = $8 x (655.36e6/13.4e12)/3600 = $1.0868e-7, the cost
+    """Two sequences of 1,000 tokens at 327,680 B/token: 655.36 MB. HBM (C = 4 x 81,559 MiB): hold for
+    C/13.4e12 = 25.53 ms costs $8 x T/3600 x 655.36e6/C = $8 x (655.36e6/13.4e12)/3600 = $1.0868e-7, the cost
     of reading it back; DDR: hold 3.255 s = $1.5 x (655.36e6/614.4e9)/3600 = $4.4444e-7 = read-back."""
     dep, tiers = llama_tp4
     hand = {"HBM": 8.0 * 655.36e6 / 13.4e12 / 3600, "host DDR5": 1.5 * 655.36e6 / 614.4e9 / 3600}
-    drains = {"HBM": 320e9 / 13.4e12, "host DDR5": 2e12 / 614.4e9}
+    drains = {"HBM": 4 * 81_559 * 2**20 / 13.4e12, "host DDR5": 2e12 / 614.4e9}
     for name, expected in hand.items():
         cp = cache_placement(dep, tiers, sequences=2, context=1000, hold_s=drains[name], price_per_chip_hour=2.0)
         assert cp.bytes_total == 655.36e6
@@ -424,13 +426,13 @@ def test_hold_equals_retrieve_at_drain_time(llama_tp4):
 
 
 # Gray's break-even HBM -> host DDR5 here: DDR5's $ per byte read / HBM's $ per byte-second held =
-# (1.5/3600/614.4e9) / (8/3600/320e9) = 1.5 x 320 / (614.4 x 8) = 0.09765625 s.
+# (1.5/3600/614.4e9) / (8/3600/C), C = 4 x 81,559 MiB = 342.083e9 B: 1.5 x 342.083239936 / (614.4 x 8) = 0.10439552 s.
 @pytest.mark.parametrize("hold_s,sequences,expected", [
-    (300.0, 2, "host DDR5"),     # 300 s > 0.0977 s; NVMe has no price or bandwidth
-    (1.0, 2, "host DDR5"),       # 1 s > 0.0977 s (the old drain rule said HBM: 23.9 ms <= 1 s < 3.26 s)
+    (300.0, 2, "host DDR5"),     # 300 s > 0.104 s; NVMe has no price or bandwidth
+    (1.0, 2, "host DDR5"),       # 1 s > 0.104 s (the old drain rule said HBM: 25.5 ms <= 1 s < 3.26 s)
     (1e-3, 2, "HBM"),            # re-read within the break-even: keep it in HBM (the old rule said none)
-    (0.09765625, 2, "HBM"),      # at the break-even exactly, the faster tier
-    (1.0, 1000, None),           # 327.7 GB does not fit the 178.9 GB of HBM the weights leave: one tier, no rule
+    (0.10439552, 2, "HBM"),      # at the break-even exactly, the faster tier
+    (1.0, 1000, None),           # 327.7 GB does not fit the 201 GB of HBM the weights leave: one tier, no rule
     (300.0, 1000, None),
 ])
 def test_five_minute_tier(llama_tp4, hold_s, sequences, expected):
@@ -439,7 +441,7 @@ def test_five_minute_tier(llama_tp4, hold_s, sequences, expected):
     assert cp.five_minute_tier == expected
     if expected is not None:
         (even,) = cp.break_evens
-        assert (even.faster, even.slower, even.hold_s) == ("HBM", "host DDR5", pytest.approx(0.09765625, rel=1e-12))
+        assert (even.faster, even.slower, even.hold_s) == ("HBM", "host DDR5", pytest.approx(0.10439552, rel=1e-12))
         assert {o.tier: o.consistent for o in cp.options} == {
             "HBM": expected == "HBM", "host DDR5": expected == "host DDR5", "local NVMe data cache": None}
 
@@ -466,7 +468,7 @@ def test_five_minute_tier_gray_ladder(llama_tp4):
 def test_cheapest_tier(llama_tp4):
     """Unpriced tiers cannot win: with none priced the answer is 'recompute'. Priced, 5 minutes in DDR
     ($1.5 x 300/3600 x 655.36e6/2e12 = $4.1e-5) beats re-running 2,000 prompt tokens of prefill
-    (~$1.6e-4 at $2/chip-hour) and HBM ($8 x 300/3600 x 655.36e6/320e9 = $1.37e-3)."""
+    (~$1.6e-4 at $2/chip-hour) and HBM ($8 x 300/3600 x 655.36e6/(4 x 81,559 MiB) = $1.28e-3)."""
     dep, tiers = llama_tp4
     unpriced = priced_tiers(dep, price_per_chip_hour=None)
     cp = cache_placement(dep, unpriced, sequences=2, context=1000, hold_s=300.0, price_per_chip_hour=2.0)

@@ -27,19 +27,20 @@ def dsv3():
 
 
 def test_deepseek_v3_capped_at_163840(dsv3):
-    """Each chip holds W = 57,986,946,560 B of weights of its 80 GB; a token's 70,272 B of KV spreads
-    over the 16 attention groups, 4,392 B per chip, so memory holds floor(22,013,053,440/4,392) =
-    5,012,079 KV tokens — but one sequence stops at the model's 163,840 (the memory-only code
-    reported 5,012,079 as the max context). At batch 64 memory binds: floor(5,012,079.56/64) = 78,313."""
+    """Each chip holds W = 57,986,946,560 B of weights of the 81,559 MiB = 85,520,809,984 B the H100
+    exposes; a token's 70,272 B of KV spreads over the 16 attention groups, 4,392 B per chip, so memory
+    holds floor(27,533,863,424/4,392) = 6,269,094 KV tokens — but one sequence stops at the model's
+    163,840 (the memory-only code reported the capacity as the max context). At batch 64 memory binds:
+    floor(6,269,094.59/64) = 97,954 (on the nominal 80 GB: 5,012,079 and 78,313)."""
     w = dsv3.weights_per_chip_bytes
     assert w == 57_986_946_560
-    assert kv_capacity_tokens(dsv3) == math.floor((80e9 - w) / (70_272 / 16)) == 5_012_079
+    assert kv_capacity_tokens(dsv3) == math.floor((81_559 * 2**20 - w) / (70_272 / 16)) == 6_269_094
     assert max_context(dsv3) == 163_840 == get_model("deepseek-v3").max_context
-    assert max_context(dsv3, batch=64) == 78_313
+    assert max_context(dsv3, batch=64) == 97_954
     e = batch_economics(dsv3, context=4096.0, batches=[1.0, 64.0])
-    assert (e.max_context_at_batch_1, e.kv_capacity_tokens, e.model_max_context) == (163_840, 5_012_079, 163_840)
+    assert (e.max_context_at_batch_1, e.kv_capacity_tokens, e.model_max_context) == (163_840, 6_269_094, 163_840)
     c = context_economics(dsv3)
-    assert c.max_context_at_batch_1 == 163_840 and c.kv_capacity_tokens == 5_012_079
+    assert c.max_context_at_batch_1 == 163_840 and c.kv_capacity_tokens == 6_269_094
     assert c.curve.context[-1] == 163_840 and np.all(c.curve.context <= 163_840)
     with pytest.raises(SpecError, match="^contexts 163841: longer than deepseek-v3's 163,840-token context"):
         context_economics(dsv3, contexts=[1024, 163_841])
@@ -47,13 +48,15 @@ def test_deepseek_v3_capped_at_163840(dsv3):
 
 def test_unknown_context_is_not_capped():
     """Gemma-3-27B's config has no max_position_embeddings (max_context 0): nothing is capped, the
-    memory limit stands (1,288,392 tokens on hgx-h100 tp2) and context_limit says inf."""
+    memory limit stands and context_limit says inf: on hgx-h100 tp2 the global layers' KV grows 40,960 B
+    per token per chip, so the 5,520,809,984 B the device exposes beyond the nominal 80 GB add
+    134,785 tokens to the 1,288,392 of the nominal capacity: 1,423,177."""
     m, s = get_model("gemma-3-27b"), get_system("hgx-h100")
     assert m.max_context == 0 and math.isinf(context_limit(m))
     dep = Deployment(model=m, system=s, plan=smallest_plan(m, s))
-    assert max_context(dep) == kv_capacity_tokens(dep) == 1_288_392
+    assert max_context(dep) == kv_capacity_tokens(dep) == 1_288_392 + 134_785
     e = context_economics(dep, contexts=[256, 1_000_000])  # beyond Gemma 3's real 128K: allowed, unknown here
-    assert e.model_max_context == 0 and e.max_context_at_batch_1 == 1_288_392
+    assert e.model_max_context == 0 and e.max_context_at_batch_1 == 1_423_177
 
 
 @pytest.mark.parametrize("name", model_names())

@@ -166,7 +166,9 @@ def test_deployment_crossover_with_attention_never_below_matmul_only(model, syst
     if math.isfinite(with_attn):
         from llmecon.step.inference import decode_of
 
-        base, at = decode_of(dep, batch=1.0, context=0.0), decode_of(dep, batch=1.0, context=with_attn)
+        # a sequence's share of a large batch: attention-DP groups balanced (a lone sequence sits on one group)
+        base = decode_of(dep, batch=1.0, context=0.0, balanced=True)
+        at = decode_of(dep, batch=1.0, context=with_attn, balanced=True)
         kv_s = float(at.time.memory_s) - float(base.time.memory_s)
         # compute: the routed experts at the mean group's load (batch 1's busiest group is not what a
         # sequence adds to a large batch) plus the attention FLOPs the context adds

@@ -37,7 +37,7 @@ def _reference_evaluate(model, systems, plans_by_system, *, phase, targets, opti
     full = (planner._grid(options.batches, 2 ** 17, 128, "batches") if phase == "decode"
             else planner._grid(options.prefill_batches, 1024, 48, "prefill_batches"))
     cols = {k: [] for k in ("sys", "plan", "batch", "step", "tokens", "mem", "fits", "compute", "memory", "comm",
-                            "chips", "price")}
+                            "overhead", "chips", "price")}
     plan_list = []
     for si, system in enumerate(systems):
         kw = dict(weight_dtype=options.weight_dtype, kv_dtype=options.kv_dtype, dispatch_dtype=options.dispatch_dtype,
@@ -57,7 +57,8 @@ def _reference_evaluate(model, systems, plans_by_system, *, phase, targets, opti
             for key, value in (("sys", np.full(n, si)), ("plan", np.full(n, pi)), ("batch", grid),
                                ("step", r.step_s), ("tokens", r.tokens), ("mem", r.memory_per_chip_bytes),
                                ("fits", r.fits), ("compute", r.time.compute_s), ("memory", r.time.memory_s),
-                               ("comm", r.time.comm_s), ("chips", np.full(n, plan.chips)),
+                               ("comm", r.time.comm_s), ("overhead", r.time.overhead_s),
+                               ("chips", np.full(n, plan.chips)),
                                ("price", np.full(n, np.nan if prices.get(system.name) is None
                                                  else prices[system.name]))):
                 cols[key].append(np.broadcast_to(value, grid.shape))
@@ -166,7 +167,7 @@ def test_vectorised_columns_equal_per_plan_steps():
         key_a = [(plans_a[i][0].name, plans_a[i][1]) for i in a["plan"]]
         key_b = [(plans_b[i][0].name, plans_b[i][1]) for i in b["plan"]]
         assert key_a == key_b
-        for col in ("batch", "step", "tokens", "mem", "compute", "memory", "comm", "chips"):
+        for col in ("batch", "step", "tokens", "mem", "compute", "memory", "comm", "overhead", "chips"):
             np.testing.assert_allclose(a[col], b[col], rtol=1e-9, atol=0, err_msg=f"{phase} {col}")
         assert np.array_equal(a["fits"], b["fits"])
 

@@ -194,13 +194,13 @@ def test_five_minute_tiers_by_gray_break_even():
 def test_cache_tier_fit_covers_cost_hand_case(llama_tp8):
     """Per byte-hour at 327,680 B/token (Llama-3.1-70B bf16): the 5-min surcharge is 15/(1e6·327,680) =
     4.578e-11 $/B-h, the 1-h one 5/3.2768e11 = 1.526e-11. HBM of 8 H100s at $2/chip-hour costs
-    16/640e9 = 2.5e-11 $/B-h: the 5-minute price pays for HBM, the 1-hour one does not; DDR5 at
+    16/(8 x 81,559 MiB) = 2.339e-11 $/B-h: the 5-minute price pays for HBM, the 1-hour one does not; DDR5 at
     $1.50/hour (7.5e-13 $/B-h) is paid for by both."""
     tiers = priced_tiers(llama_tp8, price_per_chip_hour=2.0, tier_prices={"host DDR5": 1.5})
     sheet = get_price_sheet("anthropic", "claude-opus-4.6")
     fits = {(f.hold_s, f.tier): f for f in cache_tier_fit(sheet, tiers, kv_bytes_per_token=327_680)}
     assert fits[(300.0, "HBM")].price_usd_per_byte_hour == pytest.approx(15 / 327_680e6, rel=1e-12)
-    assert fits[(300.0, "HBM")].tier_cost_usd_per_byte_hour == pytest.approx(16 / 640e9, rel=1e-12)
+    assert fits[(300.0, "HBM")].tier_cost_usd_per_byte_hour == pytest.approx(16 / (8 * 81_559 * 2**20), rel=1e-12)
     assert fits[(300.0, "HBM")].covers_cost is True
     assert fits[(3600.0, "HBM")].covers_cost is False
     assert fits[(300.0, "host DDR5")].tier_cost_usd_per_byte_hour == pytest.approx(1.5 / 2e12, rel=1e-12)

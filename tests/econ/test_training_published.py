@@ -212,13 +212,16 @@ def test_deepseek_v3_memory_fits_only_with_its_own_layout():
     each (454,656 B per token per layer): 126.6 GB, 148.4 GB in all on rank 3 with the three dense layers
     placed on stage 0. With §3.2.3/§3.3.3 the activations fall by 2.9×, but fp32 gradients and the MTP module
     bring rank 0 (embedding, head, MTP) to 85.1 GB with layers split evenly (4 per stage, 3 on the last
-    three): over 80 GB. The report does not give its stage split; one layer fewer on the first and last stage
-    (as Llama 3 does) fits every rank (68.6 GB, a middle rank the fullest)."""
+    three): over the nominal 80 GB, within the 85.52e9 B an H800 (an H100's memory) exposes by only 0.4 GB,
+    which the CUDA context and the allocator's reserve (not modelled) would take. The report does not give
+    its stage split; one layer fewer on the first and last stage (as Llama 3 does) fits every rank (68.6 GB,
+    a middle rank the fullest)."""
     base = dsv3_step(memory={}, efficiency=1.0).memory
     assert not base.fits and base.total == pytest.approx(148.4e9, rel=0.01) and base.rank == 3
     assert base.activations == pytest.approx(17 * 4 * 454656 * 4096, rel=1e-9)
     full = dsv3_step(efficiency=1.0).memory
-    assert not full.fits and full.total == pytest.approx(85.1e9, rel=0.01) and full.rank in (0, 15)
+    assert full.total == pytest.approx(85.1e9, rel=0.01) and full.rank in (0, 15)
+    assert 80e9 < full.total <= full.hbm == 81_559 * 2**20 and full.hbm - full.total < 0.5e9
     assert full.gradients == pytest.approx(2 * full.weights, rel=1e-12)  # fp32 gradients, bf16 weights
     trimmed = dsv3_step(pp_trim=1, efficiency=1.0).memory
     assert trimmed.fits and trimmed.total == pytest.approx(68.6e9, rel=0.01) and 0 < trimmed.rank < 15

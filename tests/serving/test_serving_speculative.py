@@ -22,7 +22,9 @@ from llmecon.step.speculative import speculative_of
 
 
 def _dep(model="deepseek-v3", k=1, acceptance="0.85", mode="ideal", tp=4, ep=4):
-    return deployment(model, "gb200-nvl72", tp=tp, ep=ep, pp=None, mode=mode, spec_tokens=k,
+    # adp 1 (attention TP over the 4 chips): with attention DP a request alone sits on one group, which the
+    # simulator's balanced per-sequence sums understate (a known gap: tests/serving/test_serving_steptime.py)
+    return deployment(model, "gb200-nvl72", tp=tp, ep=ep, adp=1, pp=None, mode=mode, spec_tokens=k,
                       acceptance=None if k is None else acceptance)
 
 

@@ -149,7 +149,7 @@ def test_closed_loop_kv_limited_queue_by_hand(llama):
     the weights over 40,960 B/token/chip (327,680 / 8) x 2,999.5 tokens (P + (O-1)/2); it finishes
     λ = B_kv/(3,999·TPOT(B_kv)) requests/s and the rest queue: C/λ - (TTFT_run + 3,999·TPOT)."""
     s = disaggregated_state(llama, llama, concurrency=5000, prompt_tokens=1000, output_tokens=4000)
-    b_kv = np.floor((80e9 - llama.weights_per_chip_bytes) / (40_960.0 * 2999.5))
+    b_kv = np.floor((81_559 * 2**20 - llama.weights_per_chip_bytes) / (40_960.0 * 2999.5))  # H100 exposes 81,559 MiB
     assert bool(s.kv_limited) and float(s.decode_batch) == b_kv
     tpot = float(decode_of(llama, batch=b_kv, context=2999.5).step_s)
     rate = b_kv / (3999 * tpot)

@@ -61,7 +61,7 @@ def test_plan_cache_hit_is_the_cli_answer(client):
             "cached_prefix": 3000}
     web = _ok(client, "/api/plan", body)
     cli = _cli("plan", "-s", "gb200-nvl72", "--max-chips", "72", "--price-per-chip-hour", "3", "--cache-hit", "0.5",
-               "--cached-prefix", "3000")
+               "--cached-prefix", "3000", "--mode", "ideal")  # the web's default mode is still ideal
     assert web["cache_hit"] == cli["cache_hit"]
     assert web["cache_hit"]["usd_per_mtok_input_blended"] < web["cache_hit"]["usd_per_mtok_input"]
 
@@ -70,7 +70,7 @@ def test_plan_frontier_is_the_cli_answer(client):
     web = _ok(client, "/api/plan", {"systems": ["gb200-nvl72", "hgx-h100"], "frontier": True, "interactivity": 50,
                                     "price_per_chip_hour": 3.0, "max_chips": 72})
     cli = _cli("plan", "--frontier", "-s", "gb200-nvl72,hgx-h100", "--interactivity", "50",
-               "--price-per-chip-hour", "3", "--max-chips", "72")
+               "--price-per-chip-hour", "3", "--max-chips", "72", "--mode", "ideal")  # the web's default: ideal
     assert web["frontier"] == cli["frontier"]
     assert web["at_interactivity"]["systems"] == cli["at_interactivity"]["systems"]
     assert web["at_interactivity"]["tokens_per_s_per_user"] == 50

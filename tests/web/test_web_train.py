@@ -111,16 +111,16 @@ def test_preset_override(client):
     assert _ok(client, {"preset": "llama3-405b-8k", "dp": None}) == invoke_json("train", "--preset", "llama3-405b-8k")
 
 
-def test_preset_that_does_not_fit_answers_fits_false(client):
-    """The published layout did run: its JSON with fits false, as the CLI shows it (Llama 3 at 8K GPUs needs
-    82.2 GB on rank 1 by this memory model); a changed layout that does not fit is a 422, as without a preset
-    (an even DeepSeek-V3 split needs 85.1 GB)."""
+def test_preset_answers_as_the_cli_and_a_changed_layout_that_does_not_fit_is_422(client):
+    """Llama 3 at 8K GPUs needs 82.2 GB on rank 1 by this memory model: it fits the 81,559 MiB an H100 exposes
+    (issue 35), as the CLI shows it; a changed layout that does not fit is a 422, as without a preset (an
+    even DeepSeek-V3 split with the fp32 EMA on the GPU needs 87 GB)."""
     d = _ok(client, {"preset": "llama3-405b-8k"})
     assert d == invoke_json("train", "--preset", "llama3-405b-8k")
-    assert d["fits"] is False and d["memory_per_gpu_bytes"] > d["hbm_per_gpu_bytes"]
+    assert d["fits"] is True and 80e9 < d["memory_per_gpu_bytes"] <= d["hbm_per_gpu_bytes"] == 81_559 * 2**20
     assert d["published"]["changed_options"] == []
-    err = _error(client, {"preset": "deepseek-v3", "pp_trim": 0})
-    assert err["type"] == "InfeasibleError" and "85.1 GB" in err["msg"]
+    err = _error(client, {"preset": "deepseek-v3", "pp_trim": 0, "ema": "gpu"})
+    assert err["type"] == "InfeasibleError" and "87 GB" in err["msg"]
 
 
 def test_plan_that_does_not_fit_is_422_naming_the_fields_as_the_cli(client):

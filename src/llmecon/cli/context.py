@@ -71,7 +71,9 @@ def _print_context(r, d, plot) -> None:
 
     from ..report.tco import tco_line
 
-    rows = [("deployment", f"{dep.model.name} on {dep.system.name}, {dep.plan.label()}, {dep.mode}"),
+    from ..report.context import context_floor_row
+
+    rows = [("deployment", f"{dep.model.name} on {dep.system.name}, {dep.plan.label()}, {dep.fidelity}"),
             *((("TCO", tco_line(rate)),) if rate is not None else ()),
             ("attention", d["attention"]),
             ("KV per token", f"{fmt_bytes(e.kv_bytes_per_token)} held, {fmt_bytes(e.kv_read_bytes_per_token)} read "
@@ -84,7 +86,7 @@ def _print_context(r, d, plot) -> None:
                                      + ")"),
             ("KV capacity", f"{_tokens(e.kv_capacity_tokens)} tokens across sequences, beside "
                             f"{fmt_bytes(e.weights_per_chip_bytes)} of weights per chip"),
-            ("HBM free for KV", fmt_bytes(e.free_hbm_bytes))]
+            ("HBM free for KV", fmt_bytes(e.free_hbm_bytes)), *context_floor_row(d["ideal_floor"])]
     if e.kv_sharing_factor != 1:
         rows.append(("KV sharing", f"{e.kv_sharing_factor:g} layers per cache: saves capacity, not reads"))
     rows += [("note", n) for n in d["notes"]]

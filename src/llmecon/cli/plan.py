@@ -56,7 +56,7 @@ def plan_cmd(
 
 def _print_plan(req, p, console, plot) -> None:
     """``plan``'s tables: the best plans, each phase's frontier, the worker ratio, the blended price."""
-    from ..report.plan import best_rows, frontier_rows, headline, workers_rows
+    from ..report.plan import best_rows, floor_rows, frontier_rows, headline, workers_rows
 
     r, targets, powers, rates, workers, hit = p.result, p.targets, p.powers, p.rates, p.workers, p.hit
     hbm = {s.name: s.accelerator.hbm_bytes for s in p.systems}
@@ -70,7 +70,7 @@ def _print_plan(req, p, console, plot) -> None:
         console.print(_kv_table(f"{search.phase}: best plan", best_rows(
             search, hbm_bytes=hbm[search.best.system], target_s=target,
             spec=bool(r.speculation) and search.phase == "decode", power=powers[search.best.system],
-            rate=rates.get(search.best.system))))
+            rate=rates.get(search.best.system)) + floor_rows(p.floors[search.phase], search.best)))
         priced = any(v is not None for v in r.prices.values())
         spec = bool(r.speculation) and search.phase == "decode"
         rows = frontier_rows(search, 10 if top is None else top, priced=priced, spec=spec)

@@ -161,6 +161,7 @@ KV_SHARE_HELP = ("What-if: every N adjacent layers share one KV cache (cross-lay
 
 @dataclass(frozen=True)
 class ContextRequest(DeploymentArgs):
+    mode: str = auto_mode_arg()
     batch: Optional[float] = arg(None, "Fixed decode batch (default: the largest that fits at each context).",
                                  flags=BATCH_FLAGS, bounds={"ge": 1, "le": 1e7},
                                  web_help="Fixed decode batch (default: the largest that fits).")
@@ -179,12 +180,13 @@ class ContextOutcome:
     price_per_chip_hour: Optional[float]
     rate: Any
     utilization: float
+    floor: Any = None  # econ.floor.context_floor: the same contexts on the roofline
 
     def to_dict(self) -> dict:
         from ..report.context import context_dict
 
         return context_dict(self.economics, self.deployment, price_per_chip_hour=self.price_per_chip_hour,
-                            utilization=self.utilization, rate=self.rate)
+                            utilization=self.utilization, rate=self.rate, floor=self.floor)
 
 
 def context(req: ContextRequest, *, what: str = "/api/context") -> ContextOutcome:
@@ -196,7 +198,10 @@ def context(req: ContextRequest, *, what: str = "/api/context") -> ContextOutcom
     price = prices.get(dep.system.name)
     usd_per_mtok(0.0, price_per_chip_hour=price or 0.0, utilization=req.utilization)  # validate early
     e = context_economics(dep, batch=req.batch, batch_cap=req.max_batch)
-    return ContextOutcome(dep, e, price, rates.get(dep.system.name), req.utilization)
+    from ..econ.floor import context_floor
+
+    return ContextOutcome(dep, e, price, rates.get(dep.system.name), req.utilization,
+                          context_floor(dep, e, batch=req.batch, batch_cap=req.max_batch))
 
 
 # ---- cost ---------------------------------------------------------------------------------------

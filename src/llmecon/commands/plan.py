@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from .args import DeploymentArgs, PRICE_BOUNDS, arg, inherit, tco_arg
+from .args import DeploymentArgs, PRICE_BOUNDS, arg, auto_mode_arg, inherit, tco_arg
 from .deployment import CACHE_HIT_HELP
 
 PLAN_SYSTEMS = "gb200-nvl72,hgx-h100"
@@ -46,7 +46,7 @@ class PlanRequest:
                                   "gives it (>= 1; 1 = uniform; scales its reads, FLOPs and all-to-all).", web=False)
     top: Optional[int] = arg(None, "Frontier rows shown, spread along the frontier (fastest per user first); "
                              "default 10, and with --frontier every point.", web=False)
-    mode: str = inherit(DeploymentArgs, "mode")
+    mode: str = auto_mode_arg()
     profile: Optional[str] = inherit(DeploymentArgs, "profile")
     engine: Optional[str] = inherit(DeploymentArgs, "engine")
     spec_tokens: Optional[int] = arg(None, "Speculative decoding: search draft tokens per verify step k = 0..K "
@@ -102,6 +102,7 @@ class PlanOutcome:
     frontier: Any = None  # econ.serving_frontier.Frontier (``frontier``)
     interactivity: Optional[float] = None
     interactivity_given: bool = False
+    floors: Optional[dict] = None  # econ.floor.plan_floors: each phase's best point on the roofline
 
     def to_dict(self, *, cache_hit: bool = False, interactivity_source: str | None = None) -> dict:
         """``plan --json``: the search (with ``cache_hit`` when asked) or the frontier comparison
@@ -115,7 +116,7 @@ class PlanOutcome:
 
         out = plan_result_dict(self.result, hbm_bytes={s.name: s.accelerator.hbm_bytes for s in self.systems},
                                model_assumptions=self.model.assumptions, workers=self.workers, powers=self.powers,
-                               rates=self.rates)
+                               rates=self.rates, floors=self.floors)
         if cache_hit:
             out["cache_hit"] = self.hit
         return out
@@ -167,7 +168,7 @@ def _prices(req: PlanRequest, systems) -> tuple[dict, dict]:
             raise SpecError(f"entry {k + 1} of {len(paths)} in the list is empty", field="tco", value=tco,
                             fix="give a TOML file for every system, or one for all, separated by commas "
                                 "(no empty entry, no trailing comma)")
-    return chip_hour_prices(systems, prices=values, tco_paths=paths)
+    return chip_hour_prices(systems, prices=values, tco_paths=paths, default="tco")  # none given: TCO defaults
 
 
 def _budgets(given: str | None, names) -> dict:
@@ -287,6 +288,7 @@ def plan(req: PlanRequest, *, max_candidates: int | None = None, prepared: PlanO
         f = serving_frontier(p.model, p.systems, targets=p.targets, options=p.options, prices=p.prices,
                              interactivity=p.interactivity, view=req.view, token_budget=req.token_budget)
         return replace(p, frontier=f)
+    from ..econ.floor import plan_floors
     from ..econ.planner import plan_deployment
     from ..econ.workers import plan_workers
 
@@ -298,5 +300,5 @@ def plan(req: PlanRequest, *, max_candidates: int | None = None, prepared: PlanO
 
         hit = plan_cache_hit(r, p.model, p.systems, p.options, cache_hit_rate=req.cache_hit,
                              cached_prefix_tokens=req.cached_prefix)
-    return replace(p, result=r, hit=hit,
+    return replace(p, result=r, hit=hit, floors=plan_floors(r, p.model, p.systems, p.options),
                    workers=plan_workers(r, p.model, p.systems, p.options, max_workers=req.max_workers))

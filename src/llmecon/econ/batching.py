@@ -343,8 +343,9 @@ def _kv_minus_compute_s(dep: Deployment, contexts, *, attention: bool = True) ->
     compute time there (matmul + attention; matmul only with ``attention=False``, the lecture's
     form). Priced on the deployment's own step on the roofline, so per chip under its plan."""
     dep = roofline_twin(dep)
-    base = decode_of(dep, batch=1.0, context=0.0)
-    step = decode_of(dep, batch=1.0, context=contexts)
+    # balanced: one sequence's share of a large batch (additive), not a lone sequence on its attention group
+    base = decode_of(dep, batch=1.0, context=0.0, balanced=True)
+    step = decode_of(dep, batch=1.0, context=contexts, balanced=True)
     kv_s = np.asarray(step.time.memory_s, dtype=float) - float(base.time.memory_s)
     # the routed experts at the mean expert group's load (what one sequence adds to a large batch,
     # whose busiest group is near the mean), not batch 1's busiest group
@@ -393,8 +394,9 @@ def balance_batch_of(dep: Deployment) -> float:
     """The deployment's balance batch B*: full weight-read time over one sequence's compute time
     at zero context (SPEC A3, measured on the step function rather than the closed form), the routed
     experts at the mean expert group's load (``StepResult.mean_compute_s``: what a sequence adds to a
-    large batch, whose busiest group is near the mean)."""
-    return full_weight_read_s(dep) / float(decode_of(roofline_twin(dep), batch=1.0, context=0.0).mean_compute_s)
+    large batch, whose busiest group is near the mean; attention-DP groups balanced, ``inference._assemble``)."""
+    one = decode_of(roofline_twin(dep), batch=1.0, context=0.0, balanced=True)  # a share of a large batch
+    return full_weight_read_s(dep) / float(one.mean_compute_s)
 
 
 def balance_batch_at_context_of(dep: Deployment, context) -> float:

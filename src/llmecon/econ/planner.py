@@ -33,6 +33,7 @@ import numpy as np
 
 from ..errors import InfeasibleError, SpecError, require_choice, require_number, require_whole
 from ..spec.hardware import System
+from ..step.roofline import bound_label
 from ..step.inference import CommParts, comm_parts, decode_step, memory_per_chip, pipeline_fill_factor, prefill_step
 from ..spec.efficiency import IDEAL, EfficiencyProfile
 from ..spec.model import Model
@@ -213,7 +214,8 @@ class Point:
     compute_s: float
     memory_s: float
     comm_s: float
-    bound: str
+    bound: str                       # ``step.roofline.bound_label`` of the four terms, as ``step`` labels it
+    overhead_s: float = 0.0          # calibrated mode's kernel floors and fixed overheads (0 in ideal mode)
     spec_tokens: int = 0             # decode: draft tokens per verify step (0 = plain decoding)
     tokens_per_step: float = 1.0     # decode: expected tokens per sequence per iteration (E)
     # what the throughput pays for: "decode" (decode steps only), or a whole request (``econ.serving_frontier``):
@@ -279,7 +281,7 @@ def _evaluate(model, systems, plans_by_system, *, phase, targets, options, price
     full = (_grid(options.batches, 2 ** 17, 128, "batches") if phase == "decode"
             else _grid(options.prefill_batches, 1024, 48, "prefill_batches"))
     cols = {k: [] for k in ("sys", "plan", "batch", "step", "tokens", "mem", "fits", "compute", "memory", "comm",
-                            "chips", "price", "spec", "per_step")}
+                            "overhead", "chips", "price", "spec", "per_step")}
     specs = (None, *options.speculation) if phase == "decode" else (None,)
     row = full[None, :]
     plan_list = []
@@ -314,7 +316,8 @@ def _evaluate(model, systems, plans_by_system, *, phase, targets, options, price
             cols["batch"].append(grid)
             for key, value in (("step", step), ("tokens", r.tokens if spec is None else row * per_step),
                                ("mem", r.memory_per_chip_bytes), ("fits", r.fits), ("compute", r.time.compute_s),
-                               ("memory", r.time.memory_s), ("comm", r.time.comm_s)):
+                               ("memory", r.time.memory_s), ("comm", r.time.comm_s),
+                               ("overhead", r.time.overhead_s)):
                 cols[key].append(flat(value))
             cols["per_step"].append(np.full(n, per_step))
             cols["spec"].append(np.full(n, 0 if spec is None else spec.k))
@@ -342,7 +345,7 @@ def _point(a: dict, i: int, plan_list) -> Point:
 
 
 _POINT_COLUMNS = ("plan", "batch", "step", "latency", "per_chip", "per_user", "usd", "mem", "compute", "memory", "comm",
-                  "spec", "per_step")
+                  "overhead", "spec", "per_step")
 
 
 def _points(a: dict, index, plan_list) -> list[Point]:
@@ -352,13 +355,13 @@ def _points(a: dict, index, plan_list) -> list[Point]:
     out = []
     for j in range(index.size):
         system, plan = plan_list[c["plan"][j]]
-        terms = (c["compute"][j], c["memory"][j], c["comm"][j])
+        terms = (c["compute"][j], c["memory"][j], c["comm"][j], c["overhead"][j])
         usd = c["usd"][j]
         out.append(Point(system=system.name, plan=plan, batch=c["batch"][j], step_s=c["step"][j],
                          latency_s=c["latency"][j], tokens_per_s_per_chip=c["per_chip"][j],
                          tokens_per_s_per_user=c["per_user"][j], usd_per_mtok=None if math.isnan(usd) else usd,
                          memory_per_chip_bytes=c["mem"][j], compute_s=terms[0], memory_s=terms[1], comm_s=terms[2],
-                         bound=("compute", "memory", "comm")[int(np.argmax(terms))], spec_tokens=int(c["spec"][j]),
+                         overhead_s=terms[3], bound=bound_label(*terms), spec_tokens=int(c["spec"][j]),
                          tokens_per_step=float(c["per_step"][j])))
     return out
 

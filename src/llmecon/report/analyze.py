@@ -132,7 +132,8 @@ def bound_spans(curve: BatchCurve) -> list[tuple[str, float, float]]:
 def accelerator_row(a: Accelerator) -> dict:
     return {"name": a.name, "vendor": a.vendor, "peak_flops_per_s": dict(a.peak_flops_per_s),
             "unpublished_peaks": dict(a.unpublished_peaks), "power_w": a.power_w,
-            "hbm_bytes": a.hbm_bytes, "hbm_bandwidth_bytes_per_s": a.hbm_bandwidth_bytes_per_s,
+            "hbm_bytes": a.hbm_bytes, "hbm_basis": a.hbm_basis, "hbm_nominal_bytes": a.hbm_datasheet_bytes,
+            "hbm_source": a.hbm_source, "hbm_bandwidth_bytes_per_s": a.hbm_bandwidth_bytes_per_s,
             "flops_per_byte_bf16": a.flops_per_byte("bf16") if "bf16" in a.peak_flops_per_s else None,
             "hbm_drain_s": a.hbm_drain_s, "status": a.status, "source": a.source, "as_of": a.as_of}
 

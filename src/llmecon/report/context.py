@@ -18,10 +18,47 @@ from .tco import price_fields
 from ..units import json_fields, json_num, to_json
 
 
+def context_floor_dict(e: ContextEconomics, floor: ContextEconomics | None, *,
+                       price_per_chip_hour: float | None = None, utilization: float = 1.0) -> dict | None:
+    """``context --json`` ``ideal_floor``: the roofline twin's curve (``econ.floor.context_floor``) at the
+    same contexts and batches — decode step, $/Mtok out and in when priced, calibrated step over ideal;
+    None without a floor (an ideal deployment)."""
+    if floor is None:
+        return None
+    c, f = e.curve, floor.curve
+    step = np.broadcast_to(np.asarray(c.decode.step_s, dtype=float), c.context.shape)
+    ideal = np.broadcast_to(np.asarray(f.decode.step_s, dtype=float), f.context.shape)
+    rows = []
+    for i, length in enumerate(f.context):
+        fits = bool(f.fits[i])
+        row = {"context": json_num(length), "decode_step_s": json_num(ideal[i]) if fits else None,
+               "calibrated_over_ideal": json_num(step[i] / ideal[i]) if fits and c.fits[i] else None}
+        if price_per_chip_hour is not None:
+            kw = dict(price_per_chip_hour=price_per_chip_hour, utilization=utilization)
+            row["output_usd_per_mtok"] = json_num(usd_per_mtok(f.decode_chip_s_per_token[i], **kw)) if fits else None
+            row["input_usd_per_mtok"] = json_num(usd_per_mtok(f.prefill_chip_s_per_token[i], **kw))
+        rows.append(row)
+    return {"mode": "ideal", "curve": rows}
+
+
+def context_floor_row(floor_dict: dict | None) -> list[tuple[str, str]]:
+    """The table row of ``context_floor_dict``: its longest fitting context (none without a floor)."""
+    rows = [r for r in (floor_dict or {}).get("curve", ()) if r["calibrated_over_ideal"] is not None]
+    if not rows:
+        return []
+    from ..units import fmt_seconds
+
+    r = rows[-1]
+    cost = "" if r.get("output_usd_per_mtok") is None else f", ${r['output_usd_per_mtok']:.4g}/Mtok out"
+    return [("ideal floor", f"{fmt_seconds(r['decode_step_s'])} per decode step{cost} at {r['context']:,.0f} tokens "
+                            f"on the roofline, a lower bound (calibrated is {r['calibrated_over_ideal']:.2f}x it)")]
+
+
 def context_dict(e: ContextEconomics, dep: Deployment, *, price_per_chip_hour: float | None = None,
-                 utilization: float = 1.0, rate=None) -> dict:
+                 utilization: float = 1.0, rate=None, floor: ContextEconomics | None = None) -> dict:
     """``llmecon context --json``. Costs in chip-seconds per token; USD per Mtok when priced; ``rate`` (an
-    ``econ.tco.TcoRate``): the price came from TCO inputs (``price_source``, ``tco``, as ``cost``)."""
+    ``econ.tco.TcoRate``): the price came from TCO inputs (``price_source``, ``tco``, as ``cost``); ``floor``
+    (``econ.floor.context_floor``): the ideal floor at the same contexts (``ideal_floor``, null without)."""
     c = e.curve
     decode_cost, prefill_cost = c.decode_chip_s_per_token, c.prefill_chip_s_per_token
     rows = []
@@ -52,6 +89,7 @@ def context_dict(e: ContextEconomics, dep: Deployment, *, price_per_chip_hour: f
         "attention_compute_bound": e.attention_compute_bound, "notes": context_notes(e, dep),
         "price_per_chip_hour": price_per_chip_hour, **price_fields(price_per_chip_hour, rate, dep.system.name),
         "utilization": utilization, "curve": rows,
+        "ideal_floor": context_floor_dict(e, floor, price_per_chip_hour=price_per_chip_hour, utilization=utilization),
     }
 
 

@@ -41,7 +41,8 @@ def point_dict(p: Point, powers: dict | None = None) -> dict:
             "step_s": p.step_s, "latency_s": p.latency_s, "tokens_per_s_per_chip": p.tokens_per_s_per_chip,
             "tokens_per_s_per_user": p.tokens_per_s_per_user, "usd_per_mtok": json_num(p.usd_per_mtok),
             "memory_per_chip_bytes": p.memory_per_chip_bytes, "compute_s": p.compute_s, "memory_s": p.memory_s,
-            "comm_s": p.comm_s, "bound": p.bound, "spec_tokens": p.spec_tokens, "tokens_per_step": p.tokens_per_step}
+            "comm_s": p.comm_s, "overhead_s": p.overhead_s, "bound": p.bound, "spec_tokens": p.spec_tokens,
+            "tokens_per_step": p.tokens_per_step}
 
 
 def _latency_note(p: Point, target: str) -> str:
@@ -133,12 +134,35 @@ def workers_rows(w) -> list[tuple[str, str]]:
     ]
 
 
+def floor_dict(floor: Point | None, best: Point | None) -> dict | None:
+    """One phase's ideal floor (``econ.floor.plan_floors``): the best point's plan, batch and speculation on
+    the roofline, with the calibrated step over it; None when there is no floor (ideal search, no best)."""
+    if floor is None or best is None:
+        return None
+    return {"mode": "ideal", "plan": floor.plan.label(), "batch": floor.batch, "step_s": floor.step_s,
+            "latency_s": floor.latency_s, "tokens_per_s_per_chip": floor.tokens_per_s_per_chip,
+            "tokens_per_s_per_user": floor.tokens_per_s_per_user, "usd_per_mtok": json_num(floor.usd_per_mtok),
+            "bound": floor.bound, "calibrated_over_ideal": best.step_s / floor.step_s}
+
+
+def floor_rows(floor: Point | None, best: Point | None) -> list[tuple[str, str]]:
+    """The table row of ``floor_dict`` (none without a floor)."""
+    if floor is None or best is None:
+        return []
+    cost = "" if floor.usd_per_mtok is None else f", {fmt_usd_per_mtok(floor.usd_per_mtok)} per M tokens"
+    return [("ideal floor", f"{fmt_seconds(floor.step_s)} step ({floor.bound}-bound), "
+                            f"{fmt_rate(floor.tokens_per_s_per_chip)} tokens/s per chip{cost}: the same plan and "
+                            f"batch on the roofline, a lower bound (calibrated is {best.step_s / floor.step_s:.2f}x "
+                            "it)")]
+
+
 def plan_result_dict(r: PlanResult, *, hbm_bytes: dict, model_assumptions=(), workers=None,
-                     powers: dict | None = None, rates: dict | None = None) -> dict:
+                     powers: dict | None = None, rates: dict | None = None, floors: dict | None = None) -> dict:
     """The ``llmecon plan --json`` object (docs/json.md). ``hbm_bytes`` maps system -> HBM per chip;
     ``workers`` the prefill:decode worker ratio (``econ.workers``); ``powers`` (system ->
     ``econ.tco.PowerBasis``) adds tokens/s per MW to every point, ``rates`` (system -> ``econ.tco.TcoRate``)
-    the TCO behind each price."""
+    the TCO behind each price; ``floors`` ({phase: Point or None}, ``econ.floor.plan_floors``) the ideal
+    floor of each best point (``ideal_floor``: null without floors or when every floor is None)."""
     from .tco import systems_price_fields
     t = r.targets
     phases = {"decode": (r.decode, t.tpot_s), "prefill": (r.prefill, t.ttft_s)}
@@ -157,6 +181,8 @@ def plan_result_dict(r: PlanResult, *, hbm_bytes: dict, model_assumptions=(), wo
         "frontier": [point_dict(p, powers) for p in r.decode.frontier],
         "prefill_frontier": [point_dict(p, powers) for p in r.prefill.frontier],
         "usd_per_mtok_blended": json_num(r.usd_per_mtok_blended),
+        "ideal_floor": None if not floors or all(f is None for f in floors.values()) else {
+            ph: floor_dict(floors.get(ph), s.best) for ph, (s, _) in phases.items()},
         "workers": workers_dict(workers),
         "speculation_searched": [sp.as_dict() for sp in r.speculation],
         "points_evaluated": {n: s.points_evaluated for n, (s, _) in phases.items()},

@@ -32,6 +32,12 @@ and 64; its per-iteration terms are those of n·(k+1) tokens. The draft: MTP, ``
 draft model, ``draft_model`` (its own step model on the target's tp chips, fitted at the union of
 both models' kinks, checked against ``step.speculative.draft_s``).
 
+Attention data parallelism (adp > 1): the per-sequence parts are inference's ``balanced`` ones (each
+sequence's group-local work spread over the adp groups, the mean group: additive over sequences), so
+sums are exact once every group holds its share of the batch. A step with fewer running sequences than
+groups, where the busiest group holds one whole sequence (``inference._assemble``), is understated by
+up to adp x its attention/KV time: a known gap until the engine keeps per-group sums.
+
 Omitted (as in inference): block granularity of paged KV, kernel launch and scheduler overheads,
 sampling; a prefill iteration's time is the roofline of the whole iteration (no per-prompt
 kernel inefficiency at short prompts).
@@ -172,10 +178,11 @@ class StepModel:
 
     # ---- inference calls -----------------------------------------------------------------------
     def _decode(self, *, batch, context):
-        return decode_of(self.dep, batch=batch, context=context)
+        return decode_of(self.dep, batch=batch, context=context, balanced=True)
 
     def _prefill(self, *, prompt_tokens, cached_tokens):
-        return prefill_of(self.dep, batch=1.0, prompt_tokens=prompt_tokens, cached_tokens=cached_tokens)
+        return prefill_of(self.dep, batch=1.0, prompt_tokens=prompt_tokens, cached_tokens=cached_tokens,
+                          balanced=True)
 
     def _kv_time(self, r):
         """Memory time minus the weight-read time: the KV traffic's share of the memory term."""
@@ -207,7 +214,7 @@ class StepModel:
     def _verify_step(self, *, batch, context):
         from ..step.speculative import verify_of
 
-        return verify_of(self.dep, batch=batch, context=context, k=self.spec.k)
+        return verify_of(self.dep, batch=batch, context=context, k=self.spec.k, balanced=True)
 
     def _fit_verify_step(self, thetas) -> None:
         """Per-sequence compute and KV time of the verify step (k+1 queries at contexts L..L+k, the KV

@@ -55,7 +55,7 @@ from .roofline import StepTime
 class Work:
     """What one stage-step of one micro-batch does on the critical chip (from ``inference``)."""
 
-    tokens: object              # tokens in the micro-batch (all attention groups)
+    tokens: object              # adp x the busiest attention group's tokens (the micro-batch's when balanced)
     ne_flops: object            # non-expert matmul FLOPs on this chip
     ex_flops: object            # expert matmul FLOPs on this chip (hottest rank)
     attn_flops: object          # attention score/value FLOPs on this chip

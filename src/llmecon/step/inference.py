@@ -38,7 +38,7 @@ from ..spec.efficiency import IDEAL, MODES, EfficiencyProfile
 from ..errors import SpecError, as_floats, require_array, require_choice, require_number
 from ..spec.hardware import System
 from ..spec.model import Model
-from ..spec.deployment import Deployment, memory_per_chip
+from ..spec.deployment import Deployment, busiest_group_sequences, memory_per_chip
 from ..spec.plan import Placement, Plan, place
 from ..spec.plan_array import STAGE_TIERS, PlanArray
 from .roofline import StepTime
@@ -402,18 +402,34 @@ def gdn_work_per_chip(model: Model, plan: Plan, *, tokens_per_seq) -> tuple:
 
 def _assemble(model, system, plan, *, phase, mode, profile, batch, context, tokens_per_seq, flops_attn_per_seq,
               kv_read_per_seq, kv_write_per_seq, weight_dtype, kv_dtype, expert_imbalance,
-              dispatch_dtype, where: Placement | None = None, totals: bool = True) -> StepResult:
+              dispatch_dtype, where: Placement | None = None, totals: bool = True,
+              balanced: bool = False) -> StepResult:
     """Shared arithmetic of decode and prefill for one micro-batch of batch/pp sequences. The
     critical chip belongs to the busiest expert group (``expert_load``; ``expert_imbalance`` skews
     it further): the distinct experts it reads, the token-expert pairs it computes (routed expert
     FLOPs; shared experts are local, every chip computes its tokens' share) and the all-to-all
     volume it receives. Ideal mode: the roofline of the sums; calibrated mode:
-    ``calibrated.calibrated_time`` of the same work. ``totals=False``: no whole-step totals (``decode_step``)."""
+    ``calibrated.calibrated_time`` of the same work. ``totals=False``: no whole-step totals (``decode_step``).
+
+    Attention data parallelism: a sequence lives whole on one of the ``adp`` groups (SGLang/DeepSeek DP
+    attention; DeepSeek-V3 report sec. 3.4), so the work that stays on a group — attention FLOPs, KV reads
+    and writes, Gated DeltaNet state, non-expert and shared-expert matmuls — is the busiest group's:
+    ``busiest_group_sequences(batch/pp, adp)`` sequences on its tp chips, one whole sequence when there
+    are fewer sequences than groups (DeepSeek-V3 tp1·ep8·adp8 on GB200, batch 1, 131K: 3.99 ms, not
+    the 2.99 ms of one sequence spread over 8 groups). ``balanced=True`` spreads the batch evenly
+    (batch/adp per group, the mean; additive over sequences), the share the serving simulator sums per
+    sequence (``serving.steptime``); from adp sequences per micro-batch up both are the same. Omitted:
+    the TP all-reduce message stays the mean group's (tokens/adp), the expert all-to-all sees every
+    group's tokens (``expert_load``) either way."""
     chip = system.accelerator
     pp = plan.pp
     phi = plan.stage_fraction(model)
     micro = batch / pp
     tokens = micro * tokens_per_seq
+    # adp x the busiest group's sequences: what the critical chip's group-local work scales with (docstring)
+    one_group = type(plan.adp) is int and plan.adp == 1
+    seqs = micro if balanced or one_group else busiest_group_sequences(micro, plan.adp) * plan.adp
+    group_tokens = seqs * tokens_per_seq
     mm = model.matmul_flops_per_token()
     w_dtype = weight_dtype or model.weight_dtype
     e_dtype = weight_dtype or model.expert_weight_dtype
@@ -431,19 +447,14 @@ def _assemble(model, system, plan, *, phase, mode, profile, batch, context, toke
     attn_flops, kv_bytes = attention_work_per_chip(model, plan, flops_attn_per_seq=flops_attn_per_seq,
                                                    kv_read_per_seq=kv_read_per_seq, kv_write_per_seq=kv_write_per_seq)
     lin_flops, lin_state = gdn_work_per_chip(model, plan, tokens_per_seq=tokens_per_seq)
-    # Known gap (issue 35): the step spreads each sequence's attention and KV reads over the adp groups
-    # (additive over sequences, as the serving simulator needs), while a sequence lives whole on one group
-    # (``spec.deployment.busiest_group_sequences``, which memory placement uses): below adp sequences the
-    # critical chip's attention time is understated (DeepSeek-V3 tp1·ep8·adp8, batch 1, 131K: 2.99 ms vs
-    # 3.99 ms by hand; tests/econ/test_adp_placement.py xfail).
-    work = Work(tokens=tokens, ne_flops=phi / plan.width * tokens * mm.non_expert,
-                ex_flops=phi / plan.width * tokens * (mm.expert - routed_active) + routed,
-                attn_flops=micro * attn_flops, ne_bytes=ne_bytes, ex_bytes=ex_bytes, kv_bytes=micro * kv_bytes,
+    work = Work(tokens=group_tokens, ne_flops=phi / plan.width * group_tokens * mm.non_expert,
+                ex_flops=phi / plan.width * group_tokens * (mm.expert - routed_active) + routed,
+                attn_flops=seqs * attn_flops, ne_bytes=ne_bytes, ex_bytes=ex_bytes, kv_bytes=seqs * kv_bytes,
                 expert_rows=rows, ne_peak=chip.peak(w_dtype), ex_peak=chip.peak(e_dtype),
                 attn_peak=chip.peak(ACTIVATION_DTYPE), bandwidth=chip.hbm_bandwidth_bytes_per_s,
                 ne_dtype=w_dtype, ex_dtype=e_dtype, phase=phase,
                 kv_dtype=getattr(kv_dtype or model.kv_dtype, "name", kv_dtype or model.kv_dtype),
-                lin_flops=micro * lin_flops, lin_state=micro * lin_state)
+                lin_flops=seqs * lin_flops, lin_state=seqs * lin_state)
     comm = _comm_parts(model, profile.system(system), plan, tokens=tokens, dispatch_dtype=dispatch_dtype, load=load,
                        ep_system=profile.system(system, "all_to_all"),
                        all_reduce=profile.all_reduce_algorithm, where=where, totals=totals)
@@ -493,7 +504,8 @@ def decode_step(model: Model, system: System, *, batch, context, plan: Plan | No
 
 
 def _decode(model, system, plan, prof, *, mode, batch, context, weight_dtype, kv_dtype, expert_imbalance,
-            dispatch_dtype, where: Placement | None = None, totals: bool = True) -> StepResult:
+            dispatch_dtype, where: Placement | None = None, totals: bool = True,
+            balanced: bool = False) -> StepResult:
     batch = require_array("batch", batch, minimum=0, exclusive=True)
     context = require_array("context", context, minimum=0)
     return _assemble(model, system, plan, phase="decode", mode=mode, profile=prof, batch=batch, context=context,
@@ -501,7 +513,7 @@ def _decode(model, system, plan, prof, *, mode, batch, context, weight_dtype, kv
                      kv_read_per_seq=model.kv_read_bytes(context, kv_dtype),
                      kv_write_per_seq=model.kv_bytes_per_token(kv_dtype), weight_dtype=weight_dtype,
                      kv_dtype=kv_dtype, expert_imbalance=expert_imbalance, dispatch_dtype=dispatch_dtype, where=where,
-                     totals=totals)
+                     totals=totals, balanced=balanced)
 
 
 def prefill_step(model: Model, system: System, *, batch, prompt_tokens, cached_tokens=0, plan: Plan | None = None,
@@ -524,7 +536,8 @@ def prefill_step(model: Model, system: System, *, batch, prompt_tokens, cached_t
 
 
 def _prefill(model, system, plan, prof, *, mode, batch, prompt_tokens, cached_tokens, weight_dtype, kv_dtype,
-             expert_imbalance, dispatch_dtype, where: Placement | None = None, totals: bool = True) -> StepResult:
+             expert_imbalance, dispatch_dtype, where: Placement | None = None, totals: bool = True,
+             balanced: bool = False) -> StepResult:
     batch = require_array("batch", batch, minimum=0, exclusive=True)
     prompt = require_array("context", prompt_tokens, minimum=0, exclusive=True)
     cached = require_array("cached_tokens", cached_tokens, minimum=0)
@@ -533,19 +546,22 @@ def _prefill(model, system, plan, prof, *, mode, batch, prompt_tokens, cached_to
                      tokens_per_seq=prompt, flops_attn_per_seq=model.prefill_attention_flops(prompt, cached),
                      kv_read_per_seq=model.kv_read_bytes(cached, kv_dtype, sparse=False), kv_write_per_seq=new_kv,
                      weight_dtype=weight_dtype, kv_dtype=kv_dtype, expert_imbalance=expert_imbalance,
-                     dispatch_dtype=dispatch_dtype, where=where, totals=totals)
+                     dispatch_dtype=dispatch_dtype, where=where, totals=totals, balanced=balanced)
 
 
-def decode_of(dep: Deployment, *, batch, context) -> StepResult:
+def decode_of(dep: Deployment, *, batch, context, balanced: bool = False) -> StepResult:
     """One decode step of a Deployment (``decode_step`` with its plan, formats and profile; the
-    Deployment was validated once, at construction, so nothing is checked again but the sizes)."""
+    Deployment was validated once, at construction, so nothing is checked again but the sizes).
+    ``balanced``: the batch spread evenly over the attention-DP groups (``_assemble``), for per-sequence sums."""
     return _decode(dep.model, dep.system, dep.plan, dep.profile, mode=dep.mode, batch=batch, context=context,
                    weight_dtype=dep.weight_dtype, kv_dtype=dep.kv_dtype, expert_imbalance=1.0, dispatch_dtype=None,
-                   where=dep.placement)
+                   where=dep.placement, balanced=balanced)
 
 
-def prefill_of(dep: Deployment, *, batch, prompt_tokens, cached_tokens=0) -> StepResult:
-    """One prefill step of a Deployment (``prefill_step`` with its plan, formats and profile)."""
+def prefill_of(dep: Deployment, *, batch, prompt_tokens, cached_tokens=0, balanced: bool = False) -> StepResult:
+    """One prefill step of a Deployment (``prefill_step`` with its plan, formats and profile; ``balanced``
+    as in ``decode_of``)."""
     return _prefill(dep.model, dep.system, dep.plan, dep.profile, mode=dep.mode, batch=batch,
                     prompt_tokens=prompt_tokens, cached_tokens=cached_tokens, weight_dtype=dep.weight_dtype,
-                    kv_dtype=dep.kv_dtype, expert_imbalance=1.0, dispatch_dtype=None, where=dep.placement)
+                    kv_dtype=dep.kv_dtype, expert_imbalance=1.0, dispatch_dtype=None, where=dep.placement,
+                    balanced=balanced)

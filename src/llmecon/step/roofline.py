@@ -16,6 +16,20 @@ import numpy as np
 BOUNDS = ("compute", "memory", "comm", "overhead")
 
 
+def bound_index(compute_s, memory_s, comm_s, overhead_s=0.0):
+    """Index into ``BOUNDS`` of the term that binds: the largest of compute, memory, communication and
+    overhead (kernel floors and fixed overheads: 0 in ideal mode), ties to the earlier one. The one rule
+    every view labels a step with (``bound_label``; the planner, frontier, sweep and ``step`` alike)."""
+    return np.argmax(np.stack(np.broadcast_arrays(compute_s, memory_s, comm_s, overhead_s)), axis=0)
+
+
+def bound_label(compute_s, memory_s, comm_s, overhead_s=0.0):
+    """``bound_index`` as its label, 'compute', 'memory', 'comm' or 'overhead' (an array of labels for
+    array inputs)."""
+    labels = np.asarray(BOUNDS)[bound_index(compute_s, memory_s, comm_s, overhead_s)]
+    return str(labels) if labels.ndim == 0 else labels
+
+
 @dataclass(frozen=True, kw_only=True)
 class StepTime:
     """Seconds of compute, memory traffic and communication on the critical chip."""
@@ -43,11 +57,8 @@ class StepTime:
 
     @property
     def bound(self):
-        """Which term is largest: 'compute', 'memory', 'comm' or 'overhead' (an array of labels for
-        array inputs)."""
-        stacked = np.stack(np.broadcast_arrays(self.compute_s, self.memory_s, self.comm_s, self.overhead_s))
-        labels = np.asarray(BOUNDS)[np.argmax(stacked, axis=0)]
-        return str(labels) if labels.ndim == 0 else labels
+        """Which term is largest: 'compute', 'memory', 'comm' or 'overhead' (``bound_label``)."""
+        return bound_label(self.compute_s, self.memory_s, self.comm_s, self.overhead_s)
 
 
 def step_time(*, flops, bytes_moved, peak_flops_per_s, bandwidth_bytes_per_s, comm_s=0.0) -> StepTime:

@@ -107,13 +107,14 @@ def mtp_draft_share(model) -> float:
 
 
 def verify_step(model, system, plan, profile, *, mode, batch, context, k: int, weight_dtype=None, kv_dtype=None,
-                expert_imbalance: float = 1.0, dispatch_dtype=None) -> StepResult:
+                expert_imbalance: float = 1.0, dispatch_dtype=None, balanced: bool = False) -> StepResult:
     """The verify step: a decode step over k+1 tokens per sequence (module docstring). ``plan`` may
-    be a ``PlanArray`` (the planner: one plan per point); k = 0 is the plain decode step."""
+    be a ``PlanArray`` (the planner: one plan per point); k = 0 is the plain decode step. ``balanced``:
+    the batch spread evenly over the attention-DP groups (``inference._assemble``)."""
     if k == 0:
         return _decode(model, system, plan, profile, mode=mode, batch=batch, context=context,
                        weight_dtype=weight_dtype, kv_dtype=kv_dtype, expert_imbalance=expert_imbalance,
-                       dispatch_dtype=dispatch_dtype)
+                       dispatch_dtype=dispatch_dtype, balanced=balanced)
     batch = require_array("batch", batch, minimum=0, exclusive=True)
     context = require_array("context", context, minimum=0)
     attn = sum(model.attention_flops_per_token(context + i, absorbed=True) for i in range(k + 1))
@@ -121,13 +122,14 @@ def verify_step(model, system, plan, profile, *, mode, batch, context, k: int, w
                      tokens_per_seq=float(k + 1), flops_attn_per_seq=attn,
                      kv_read_per_seq=model.kv_read_bytes(context, kv_dtype),
                      kv_write_per_seq=(k + 1) * model.kv_bytes_per_token(kv_dtype), weight_dtype=weight_dtype,
-                     kv_dtype=kv_dtype, expert_imbalance=expert_imbalance, dispatch_dtype=dispatch_dtype)
+                     kv_dtype=kv_dtype, expert_imbalance=expert_imbalance, dispatch_dtype=dispatch_dtype,
+                     balanced=balanced)
 
 
-def verify_of(dep: Deployment, *, batch, context, k: int) -> StepResult:
+def verify_of(dep: Deployment, *, batch, context, k: int, balanced: bool = False) -> StepResult:
     """``verify_step`` of a Deployment."""
     return verify_step(dep.model, dep.system, dep.plan, dep.profile, mode=dep.mode, batch=batch, context=context,
-                       k=k, weight_dtype=dep.weight_dtype, kv_dtype=dep.kv_dtype)
+                       k=k, weight_dtype=dep.weight_dtype, kv_dtype=dep.kv_dtype, balanced=balanced)
 
 
 def draft_s(model, system, plan, profile, spec: Speculation, *, mode, batch, context, plain_step_s):

@@ -10,7 +10,7 @@ arrays) and derives the same figures the same way:
   (``planner._search_phase``);
 * $/Mtok = ``context.usd_per_mtok``(step_s x chips / tokens, $1/chip-hour) x price, i.e.
   chips x price / 3600 / tokens_per_s x 1e6 (the planner's form; NaN when unpriced);
-* bound = ``roofline.StepTime.bound``'s rule, kept as an index into ``roofline.BOUNDS``;
+* bound = ``roofline.bound_index`` (the rule every view uses), an index into ``roofline.BOUNDS``;
   fits = ``StepResult.fits`` (weights + KV <= HBM).
 
 For prefill the context axis is the prompt length (no cached prefix). Points whose batch is below
@@ -25,6 +25,7 @@ import numpy as np
 from ..econ.context import usd_per_mtok
 from ..econ.tco import per_megawatt
 from ..step.inference import decode_step, prefill_step
+from ..step.roofline import bound_index
 from .grid import Group
 
 ROW_DTYPE = np.dtype([
@@ -78,9 +79,9 @@ def evaluate_block(local: np.ndarray, group: Group) -> np.ndarray:
     out["compute_s"] = pick(t.compute_s)
     out["memory_s"] = pick(t.memory_s)
     out["comm_s"] = pick(t.comm_s)
-    # roofline.StepTime.bound's rule (the largest term binds) as an index into roofline.BOUNDS
-    out["bound"] = pick(np.argmax(np.stack(np.broadcast_arrays(t.compute_s, t.memory_s, t.comm_s,
-                                                               np.empty(grid))[:3]), axis=0))
+    # the one bound rule (roofline.bound_index: the largest of the four terms) as an index into roofline.BOUNDS
+    out["bound"] = pick(bound_index(*np.broadcast_arrays(t.compute_s, t.memory_s, t.comm_s, t.overhead_s,
+                                                         np.empty(grid))[:4]))
     out["tokens_per_s"] = pick(r.tokens_per_s)
     out["tokens_per_s_per_chip"] = tokens / step / chips
     out["tokens_per_s_per_user"] = per_sequence / step
