@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -287,3 +288,21 @@ def test_jit_falls_back_without_a_cache_location(monkeypatch):
     monkeypatch.setattr(_jit, "numba", fake)
     assert _jit.njit_alloc(f) == ("compiled", f)
     assert fake.calls == [{"cache": True}, {}]
+
+
+def test_kernel_cache_is_named_by_every_kernel_file():
+    """numba checks a cached kernel against its own file only, but the loop inlines the other kernel files:
+    editing any of them (``faststeps.py`` here) must name a new cache directory, or stale code would run."""
+    pytest.importorskip("numba")
+    from llmecon.serving import _jit
+
+    here = Path(_jit.__file__).parent
+    sources = [(here / name).read_bytes() for name in _jit.KERNEL_FILES]
+    tag = _jit.kernel_tag(sources)
+    assert tag.startswith("kernels-") and len(tag) == len("kernels-") + 16
+    for i in range(len(sources)):
+        edited = list(sources)
+        edited[i] = edited[i] + b"\n# edited\n"
+        assert _jit.kernel_tag(edited) != tag, _jit.KERNEL_FILES[i]
+    if _jit._CACHE_DIR is not None:
+        assert Path(_jit._CACHE_DIR).name == tag
