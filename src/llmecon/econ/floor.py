@@ -7,7 +7,7 @@
   and speculation (the planner's own arithmetic, ``planner.evaluate_phase``, on that one point), so
   its step, tokens/s per chip and per user and $/Mtok are the planner's columns in ideal mode at the
   same price. The floor is of the point the calibrated search chose, not the best ideal plan (a
-  different plan can be faster on the roofline: that is ``plan --mode ideal``).
+  different plan can be faster on the roofline: that is ``plan`` in ideal mode).
 * ``context_floor``: ``context_economics`` of the roofline twin (``batching.roofline_twin``) at the same
   contexts and batches (the memory-limited batch is a fact of memory, the same in both modes).
 
