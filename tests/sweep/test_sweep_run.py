@@ -292,3 +292,17 @@ def test_frontier_ends_are_each_keys_fastest_and_densest(work, full):
         assert e["points"] == len(mine)
         assert e["fastest_per_user"] == max(mine, key=lambda p: p["tokens_per_s_per_user"])
         assert e["most_per_chip"] == max(mine, key=lambda p: p["tokens_per_s_per_chip"])
+
+
+def test_summary_streamed_from_the_parts_equals_the_file_read_back(work, full, tmp_path, monkeypatch):
+    """``run_sweep``'s summary, reduced from each part as it is concatenated (in small batches here: many
+    merges), equals ``summarise`` reading the finished file; a dataset folder or a finished file has none."""
+    import llmecon.sweep.summary as summary
+
+    run, _ = full
+    monkeypatch.setattr(summary, "MERGE_ROWS", 1)
+    fresh = run_sweep(work, tmp_path / "again.parquet")
+    assert fresh.summary is not None and fresh.summary == summarise(work, run.out)
+    assert fresh.summary.frontier.num_rows > 0
+    assert run_sweep(work, tmp_path / "again.parquet").summary is None  # finished earlier: nothing streamed
+    assert run_sweep(work, tmp_path / "folder").summary is None

@@ -117,7 +117,7 @@ def sweep_cmd(
     finally:
         if bar is not None:
             bar.close()
-    summary = summarise(work, run.out)
+    summary = run.summary if run.summary is not None else summarise(work, run.out)  # streamed from the parts
     if as_json:
         _emit_json(sweep_dict(work, run, summary, frontier_points=frontier_points))
         return

@@ -200,7 +200,7 @@ class SummaryReducer:
         priced = work.spec.analytic_priced
         self.objective = "usd_per_mtok" if priced else "tokens_per_s_per_chip"
         sim_objective = "usd_per_mtok" if work.spec.simulation_priced else "goodput_requests_per_s"
-        self.sch, self.names = sch, set(sch.names)
+        self.sch, self.names, self.columns = sch, set(sch.names), summary_columns(sch.names)
         self.points = Reducer(POINT_KEY, frontier=True, objective=self.objective)
         self.sims = Reducer(SIM_KEY, frontier=False, objective=sim_objective)
         self.fitting = 0
@@ -208,6 +208,7 @@ class SummaryReducer:
     def add(self, t) -> None:
         import pyarrow.compute as pc
 
+        t = t.select(self.columns)  # a part holds every output column: filter only those read
         a = t.filter(pc.and_(pc.equal(t["kind"], "analytic"), pc.fill_null(t["fits"], False)))
         self.fitting += a.num_rows
         if a.num_rows:
