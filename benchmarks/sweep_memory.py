@@ -71,7 +71,8 @@ wall, cpu = time.perf_counter() - t0, time.process_time() - c0
 import pyarrow.parquet as pq
 from llmecon.sweep.summary import BATCH_ROWS, POINT_COLUMNS, SIM_COLUMNS
 f = pq.ParquetFile(out)
-names = sorted((set(POINT_COLUMNS) | set(SIM_COLUMNS) | {{"kind", "fits", "completed", "note"}}) & set(f.schema_arrow.names))
+names = sorted((set(POINT_COLUMNS) | set(SIM_COLUMNS) | {{"kind", "fits", "completed", "note"}})
+               & set(f.schema_arrow.names))
 first = f.read_row_group(0, columns=names)
 print(json.dumps({{"rows": f.metadata.num_rows, "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
                   * 1024, "wall_s": wall, "cpu_s": cpu, "file_bytes": os.path.getsize(out),

@@ -31,7 +31,8 @@ import numpy as np
 from ..errors import CatalogError, LlmeconError
 from .predict import (DISAGG_OUTPUT_COLUMNS, INPUT_COLUMNS, OPTIONAL_COLUMNS, OUTPUT_COLUMNS, PHASES,
                       _SEQUENCE, _engine_of, _group_key, check_header, group_columns, predict_cases, shape_columns)
-from .predict_store import TEXT, Outputs, maybe_blank, round6, typed_table  # noqa: F401 (round6: this module's API before)
+# round6 and typed_table are imported from here too (this module's API before predict_store)
+from .predict_store import TEXT, Outputs, maybe_blank, round6, typed_table  # noqa: F401
 
 #: rows per block of the Python-csv path (a file Arrow cannot read as plain CSV)
 CHUNK_ROWS = 1 << 16
