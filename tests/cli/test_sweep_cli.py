@@ -24,7 +24,7 @@ prices = [2.0]
 
 KEYS = {"spec", "spec_hash", "points", "analytic_points", "groups", "simulations", "chunks", "skipped_points",
         "skipped", "out", "mode", "workers", "rows_written", "skipped_chunks", "computed_chunks", "elapsed_s",
-        "points_per_s", "objective", "points_fitting", "best", "frontier", "simulation_best"}
+        "points_per_s", "objective", "points_fitting", "best", "frontier_size", "frontier_ends", "simulation_best"}
 
 
 @pytest.fixture()
@@ -50,8 +50,18 @@ def test_json_summary_matches_the_file(spec, tmp_path):
     assert d["mode"] == "in-process" and d["skipped_chunks"] == 0 and d["objective"] == "usd_per_mtok"
     assert {(b["phase"], b["context"]) for b in d["best"]} == {(p, c) for p in ("decode", "prefill")
                                                                for c in (2048.0, 16384.0)}
-    assert d["frontier"] and all(f["model"] == "llama-3.1-8b" for f in d["frontier"])
+    assert "frontier" not in d  # every frontier point only with --frontier-points (issue 36 item 5)
+    assert {(e["phase"], e["context"]) for e in d["frontier_ends"]} == {(p, c) for p in ("decode", "prefill")
+                                                                         for c in (2048.0, 16384.0)}
     assert "sweeping points" not in proc.stderr  # --json is quiet
+    every = _strict(run("sweep", str(spec), "--out", str(out), "--json", "--frontier-points").stdout)
+    assert set(every) == KEYS | {"frontier"} and len(every["frontier"]) == d["frontier_size"]
+    assert all(f["model"] == "llama-3.1-8b" for f in every["frontier"])
+    for e in d["frontier_ends"]:  # the ends are frontier points: the fastest per user, the most per chip
+        mine = [f for f in every["frontier"] if (f["phase"], f["context"]) == (e["phase"], e["context"])]
+        assert e["points"] == len(mine)
+        assert e["fastest_per_user"] == max(mine, key=lambda f: f["tokens_per_s_per_user"])
+        assert e["most_per_chip"] == max(mine, key=lambda f: f["tokens_per_s_per_chip"])
 
 
 def test_text_output_and_resume(spec, tmp_path):

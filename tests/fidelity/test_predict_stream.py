@@ -150,3 +150,71 @@ def test_absent_and_junk_unused_columns_read_as_before(tmp_path):
     (tmp_path / "c.csv").write_text(text)
     predict_file(tmp_path / "c.csv", tmp_path / "o.csv", mode="ideal")
     _same(_old(text), list(csv.DictReader(open(tmp_path / "o.csv"))))
+
+
+def _random_cases(n: int, seed: int) -> str:
+    """``n`` random rows over models, systems, phases, plans (degrees or labels), formats, speculation
+    (a draft model, a quoted acceptance list), engines (column, some empty) and ids, with repeats and
+    padded cells."""
+    rng = np.random.default_rng(seed)
+    models = {"llama-3.1-8b": ("1", "2", ""), "qwen3-32b": ("2", "4"), "mixtral-8x7b": ("1", "2", "4")}
+    systems = ("hgx-h100", "mi300x-8")
+    lines = ["id,model,system,phase,batch,context,prompt_tokens,output_tokens,tp,plan,weight_dtype,kv_dtype,"
+             "spec_tokens,acceptance,draft,engine"]
+    for i in range(n):
+        model = str(rng.choice(list(models)))
+        phase = str(rng.choice(["decode", "prefill", "serving"]))
+        tp = str(rng.choice(models[model]))
+        plan = ""
+        if tp and rng.random() < 0.2:
+            tp, plan = "", f"tp{tp}·ep1·pp1·adp1"
+        batch = str(int(2 ** rng.integers(0, 7)))
+        ctx = str(int(rng.integers(1, 4096))) if phase == "decode" else str(rng.choice(["", "0", "128"]))
+        prompt = str(int(2 ** rng.integers(6, 11))) if phase != "decode" else ""
+        out = str(int(2 ** rng.integers(2, 8))) if phase == "serving" else ""
+        spec = ["2", '"0.8,0.6"', "qwen3-8b"] if phase != "prefill" and rng.random() < 0.2 else ["", "", ""]
+        row = [f"r{i}", model, str(rng.choice(systems)), phase, batch, ctx, prompt, out, tp, plan,
+               str(rng.choice(["", "fp8", "bf16"])), str(rng.choice(["", "fp8"])), *spec,
+               str(rng.choice(["", "vllm", "sglang", "trtllm", " vllm "]))]
+        if rng.random() < 0.05:
+            row[4] = f" {row[4]} "
+        lines.append(",".join(row))
+        if rng.random() < 0.3:  # a repeated case (another id): the stored outputs are reused
+            lines.append(",".join([f"r{i}b"] + row[1:]))
+    return "\n".join(lines) + "\n"
+
+
+def test_random_rows_with_engines_equal_the_exact_path(tmp_path, monkeypatch):
+    """Issue 36 item 4: the fast path (distinct rows, outputs stored per (group, shape) across blocks,
+    engine groups vectorised) writes byte for byte what the exact row-by-row path (``predict_cases`` per
+    block) writes, in small blocks (many cross-block reuses), with and without ``--engine`` for rows whose
+    engine cell is empty; and the values of ``predict_cases`` + ``write_cases`` (which print NaN, a
+    serving case whose KV does not fit, as 'nan' where the stream leaves the cell empty)."""
+    monkeypatch.setattr(ps, "BLOCK_BYTES", 4096)
+    text = _random_cases(80, 0)
+    (tmp_path / "c.csv").write_text(text)
+    exact = None
+    real_cases, real_fast = ps.predict_cases, ps._fast_tables
+    calls = []
+    monkeypatch.setattr(ps, "predict_cases", lambda *a, **k: calls.append(1) or real_cases(*a, **k))
+    for engine in (None, "trtllm"):
+        n = predict_file(tmp_path / "c.csv", tmp_path / "fast.csv", mode="calibrated", engine=engine)
+        assert not calls  # no block fell back to the row-by-row path
+        monkeypatch.setattr(ps, "_fast_tables", lambda *a: (_ for _ in ()).throw(ps._Fallback()))
+        predict_file(tmp_path / "c.csv", tmp_path / "exact.csv", mode="calibrated", engine=engine)
+        monkeypatch.setattr(ps, "_fast_tables", real_fast)
+        calls.clear()
+        assert (tmp_path / "fast.csv").read_bytes() == (tmp_path / "exact.csv").read_bytes()
+        rows = real_cases(parse_cases(text), mode="calibrated", engine=engine)
+        exact = exact if engine else rows
+        want = list(csv.DictReader(io.StringIO(write_cases(rows))))
+        assert n == len(want)
+        _same([{k: "" if v == "nan" else v for k, v in r.items()} for r in want],
+              list(csv.DictReader(open(tmp_path / "fast.csv"))))
+        assert {r["engine"] for r in want} == {"vllm", "sglang", "trtllm"} | ({""} if engine is None else set())
+        assert any(r["transferred"] == "True" for r in want) and any(r["tokens_per_step"] for r in want)
+    predict_file(tmp_path / "c.csv", tmp_path / "o.parquet", mode="calibrated")
+    got = pq.read_table(tmp_path / "o.parquet").to_pylist()
+    for g, w in zip(got, exact):
+        for k, v in w.items():
+            assert (g[k] in (None, "") if v == "" or v != v else g[k] == v), (k, g[k], v)

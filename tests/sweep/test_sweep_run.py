@@ -215,7 +215,7 @@ def test_summary_agrees_with_a_brute_force_pass(work, full):
         assert b["point_id"] == min(r["point_id"] for r in rows if r["usd_per_mtok"] == lowest)
     for key in keys:
         rows = [r for r in a if (r["model"], r["system"], r["phase"], r["context"]) == key]
-        front = [f for f in s.frontier if (f["model"], f["system"], f["phase"], f["context"]) == key]
+        front = [f for f in s.frontier_points() if (f["model"], f["system"], f["phase"], f["context"]) == key]
         assert front
         for f in front:  # nothing strictly better on both axes
             assert not any(r["tokens_per_s_per_chip"] >= f["tokens_per_s_per_chip"] and r["tokens_per_s_per_user"]
@@ -230,15 +230,15 @@ def test_summary_agrees_with_a_brute_force_pass(work, full):
 
 
 def test_summary_in_many_small_batches_equals_one_pass(work, full, monkeypatch):
-    """Candidates merged every COMPACT_AT batches (bounded memory) keep the same best points and frontier
-    as reading the whole file in one batch."""
+    """Candidates merged after every batch (MERGE_ROWS 1: the most merges) keep the same best points and
+    frontier as reading the whole file in one batch."""
     import llmecon.sweep.summary as summary
 
     run, t = full
     monkeypatch.setattr(summary, "BATCH_ROWS", t.num_rows + 1)
     whole = summarise(work, run.out)
     monkeypatch.setattr(summary, "BATCH_ROWS", 7)
-    monkeypatch.setattr(summary, "COMPACT_AT", 2)
+    monkeypatch.setattr(summary, "MERGE_ROWS", 1)
     assert t.num_rows > 7 * 4                 # several batches and compactions per key
     assert summarise(work, run.out) == whole
 
@@ -251,3 +251,58 @@ def test_outputs_select_columns_but_keep_the_summarys(tmp_path):
     assert "bound" in names and "usd_per_mtok" in names and "fits" in names
     assert "compute_s" not in names and "ttft_p50_s" not in names
     assert summarise(w, run.out).best
+
+
+def test_one_sort_frontier_equals_pareto_front_per_key():
+    """``summary._fronts`` (every key in one sort) keeps exactly ``pareto_front``'s rows of each key's rows
+    in point-id order, ties included (equal throughputs: the lowest point id), over random keys of coarse
+    (tie-rich) values, and the best row per key is the lowest objective, ties to the lowest point id."""
+    from llmecon.econ.pareto import pareto_front
+    from llmecon.sweep.summary import _best, _fronts
+
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        n = int(rng.integers(1, 300))
+        code = rng.integers(0, 5, n)
+        pid = rng.permutation(10 * n)[:n]
+        chip, user = rng.integers(0, 6, n).astype(float), rng.integers(0, 6, n).astype(float)
+        obj = np.where(rng.random(n) < 0.1, np.nan, rng.integers(0, 4, n).astype(float))
+        got = set(_fronts(code, pid, chip, user).tolist())
+        want = set()
+        for k in np.unique(code):
+            rows = np.flatnonzero(code == k)
+            rows = rows[np.argsort(pid[rows])]
+            want |= set(rows[pareto_front(chip[rows], user[rows])].tolist())
+        assert got == want
+        best = {int(code[i]): int(i) for i in _best(code, pid, obj, lowest=True)}
+        for k in np.unique(code[~np.isnan(obj)]):
+            rows = [i for i in range(n) if code[i] == k and not np.isnan(obj[i])]
+            assert best[int(k)] == min(rows, key=lambda i: (obj[i], pid[i]))
+
+
+def test_frontier_ends_are_each_keys_fastest_and_densest(work, full):
+    run, _ = full
+    s = summarise(work, run.out)
+    points = s.frontier_points()
+    ends = s.frontier_ends()
+    assert sum(e["points"] for e in ends) == len(points)
+    for e in ends:
+        key = tuple(e[k] for k in ("model", "system", "phase", "context"))
+        mine = [p for p in points if (p["model"], p["system"], p["phase"], p["context"]) == key]
+        assert e["points"] == len(mine)
+        assert e["fastest_per_user"] == max(mine, key=lambda p: p["tokens_per_s_per_user"])
+        assert e["most_per_chip"] == max(mine, key=lambda p: p["tokens_per_s_per_chip"])
+
+
+def test_summary_streamed_from_the_parts_equals_the_file_read_back(work, full, tmp_path, monkeypatch):
+    """``run_sweep``'s summary, reduced from each part as it is concatenated (in small batches here: many
+    merges), equals ``summarise`` reading the finished file; a dataset folder or a finished file has none."""
+    import llmecon.sweep.summary as summary
+
+    run, _ = full
+    monkeypatch.setattr(summary, "MERGE_ROWS", 1)
+    fresh = run_sweep(work, tmp_path / "again.parquet")
+    assert fresh.summary is not None and fresh.summary == summarise(work, run.out)
+    assert fresh.summary.frontier.num_rows > 0
+    assert run_sweep(work, tmp_path / "again.parquet").summary is None  # finished earlier: nothing streamed
+    assert run_sweep(work, tmp_path / "folder").summary is None

@@ -57,6 +57,8 @@ def sweep_cmd(
         "--tco", help="Price every point from TCO inputs, a TOML file (docs/tco.md), per system, in place of "
                       "the spec's prices axis.")] = None,
     as_json: JsonOpt = False,
+    frontier_points: Annotated[bool, typer.Option("--frontier-points", help="With --json: every frontier point "
+                                                  "(large), not only each frontier's size and ends.")] = False,
 ) -> None:
     """Sweep a design space: models x systems x plans x phases x batches x contexts x prices through the
     roofline, and serving simulations over workloads; one Parquet row per point, best points and frontier."""
@@ -88,7 +90,7 @@ def sweep_cmd(
         if bar is not None:
             bar.close()
     if as_json:
-        _emit_json(sweep_dict(work, done, summary))
+        _emit_json(sweep_dict(work, done, summary, frontier_points=frontier_points))
         return
     console = _console()
     if not console.is_terminal and "COLUMNS" not in os.environ:

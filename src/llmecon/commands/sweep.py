@@ -44,8 +44,9 @@ def prepare(spec: str, out: str, *, tco: str | None = None, scheduler=None, work
 
 
 def run(work, out: str, *, scheduler=None, workers=None, force: bool = False, progress=None):
-    """(the run, its summary): every point computed into ``out`` (``sweep.run_sweep``) and summarised."""
+    """(the run, its summary): every point computed into ``out`` (``sweep.run_sweep``) and summarised
+    (streamed from the parts as they are concatenated; read back from ``out`` when the run wrote none)."""
     from ..sweep import run_sweep, summarise
 
     done = run_sweep(work, out, scheduler=scheduler, workers=workers, force=force, progress=progress)
-    return done, summarise(work, done.out)
+    return done, done.summary if done.summary is not None else summarise(work, done.out)

@@ -30,7 +30,9 @@ import numpy as np
 
 from ..errors import CatalogError, LlmeconError
 from .predict import (DISAGG_OUTPUT_COLUMNS, INPUT_COLUMNS, OPTIONAL_COLUMNS, OUTPUT_COLUMNS, PHASES,
-                      _SEQUENCE, _group_key, check_header, group_columns, predict_cases, shape_columns)
+                      _SEQUENCE, _engine_of, _group_key, check_header, group_columns, predict_cases, shape_columns)
+# round6 and typed_table are imported from here too (this module's API before predict_store)
+from .predict_store import TEXT, Outputs, maybe_blank, round6, typed_table  # noqa: F401
 
 #: rows per block of the Python-csv path (a file Arrow cannot read as plain CSV)
 CHUNK_ROWS = 1 << 16
@@ -38,8 +40,6 @@ CHUNK_ROWS = 1 << 16
 BLOCK_BYTES = 1 << 22
 #: the columns holding numbers of tokens (parsed per row); every other column but ``id`` keys a group
 SHAPE = frozenset(c for p in PHASES for c in shape_columns(p))
-#: output columns that are text, or equal on a group's rows
-TEXT = ("bound", "mode", "profile")
 
 
 class _Fallback(Exception):
@@ -49,8 +49,7 @@ class _Fallback(Exception):
 def predict_file(path: str | Path, out: str | Path, *, mode: str, profile=None, where: str | None = None,
                  engine: str | None = None) -> int:
     """Predict every case of CSV ``path`` into ``out`` (.csv or .parquet); the number of cases. ``engine``
-    (or an ``engine`` column) picks each row's chip x engine profile: such files take the exact
-    row-by-row path (``predict_cases``), which resolves it per group."""
+    (or an ``engine`` column) picks each row's chip x engine profile, per group as ``predict_cases``."""
     from ..files import atomic_path, check_input
 
     p = check_input(path, field="cases", what="cases file")
@@ -63,11 +62,11 @@ def predict_file(path: str | Path, out: str | Path, *, mode: str, profile=None, 
     parquet = Path(out).suffix.lower() == ".parquet"
     with atomic_path(out) as tmp:
         try:
-            if engine is not None or "engine" in header:
-                raise _Fallback
-            n = _write(_fast_tables(p, header, columns, where, mode, profile, parquet), tmp, parquet)
+            n = _write(_fast_tables(p, header, columns, where, mode, profile, parquet, engine), tmp, parquet,
+                       columns)
         except _Fallback:
-            n = _write(_slow_tables(p, header, columns, where, mode, profile, parquet, engine), tmp, parquet)
+            n = _write(_slow_tables(p, header, columns, where, mode, profile, parquet, engine), tmp, parquet,
+                       columns)
         if n == 0:
             raise CatalogError(f"{where}: no cases after the header")
     return n
@@ -109,7 +108,9 @@ def _any_disaggregated(p: Path, where: str) -> bool:
 # ---- writing ---------------------------------------------------------------------------------------
 
 
-def _write(tables, tmp: Path, parquet: bool) -> int:
+def _write(tables, tmp: Path, parquet: bool, columns: list[str]) -> int:
+    """Write the blocks ``tables`` yields: Arrow tables, or (CSV) string arrays of whole lines
+    (``predict_store.Outputs.lines``), whose bytes are written as they are."""
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
@@ -117,15 +118,21 @@ def _write(tables, tmp: Path, parquet: bool) -> int:
     with open(tmp, "wb") as f:
         try:
             for table in tables:
-                n += table.num_rows
                 if parquet:
                     import pyarrow.parquet as pq
 
+                    n += table.num_rows
                     writer = writer or pq.ParquetWriter(f, table.schema)
                     writer.write_table(table)
                     continue
-                if n == table.num_rows:  # the header as write_cases writes it (Arrow would quote every name)
-                    f.write((",".join(table.column_names) + "\n").encode())
+                if n == 0:  # the header as write_cases writes it (Arrow would quote every name)
+                    f.write((",".join(columns) + "\n").encode())
+                if isinstance(table, pa.Array):
+                    n += len(table)
+                    offsets = np.frombuffer(table.buffers()[1], dtype=np.int32)[table.offset:]
+                    f.write(memoryview(table.buffers()[2])[offsets[0]:offsets[len(table)]])
+                    continue
+                n += table.num_rows
                 buf = io.BytesIO()
                 try:  # no quotes unless a cell needs them (Arrow's "needed" quotes every text cell)
                     pcsv.write_csv(table, buf, pcsv.WriteOptions(include_header=False, quoting_style="none"))
@@ -137,80 +144,6 @@ def _write(tables, tmp: Path, parquet: bool) -> int:
             if writer is not None:
                 writer.close()
     return n
-
-
-def round6(x: np.ndarray) -> np.ndarray:
-    """The float nearest ``float(f"{v:.6g}")`` of each ``v`` (6 significant digits), vectorised: the
-    digits as a whole number, scaled by an exact power of ten (a correctly rounded product or
-    quotient, so the shortest repr of the result is those digits). Magnitudes beyond 1e+-290 (whose
-    power of ten overflows) are formatted one by one."""
-    x = np.asarray(x, dtype=np.float64)
-    a = np.abs(x)
-    ok = (a > 1e-290) & (a < 1e290)
-    with np.errstate(all="ignore"):
-        shift = 5 - np.floor(np.log10(np.where(ok, a, 1.0)))  # digits = round(x * 10**shift)
-        p = 10.0 ** np.abs(shift)
-        up = shift >= 0
-        digits = np.round(np.where(up, x * p, x / p))
-        big = np.abs(digits) >= 1e6  # log10 rounding put the exponent one too low (9.999995 -> 10.0000)
-        if big.any():
-            digits = np.where(big, np.round(digits / 10), digits)
-            shift = np.where(big, shift - 1, shift)
-            p = 10.0 ** np.abs(shift)
-            up = shift >= 0
-        out = np.where(ok, np.where(up, digits / p, digits * p), x)
-    rare = np.nonzero(~ok & np.isfinite(x) & (x != 0))[0]
-    if rare.size:
-        out[rare] = [float(f"{v:.6g}") for v in x[rare]]
-    return out
-
-
-class _Texts:
-    """A text output column of a block as codes into its few distinct values (bound, mode, profile)."""
-
-    def __init__(self, n: int):
-        self.codes, self.values = np.full(n, -1, dtype=np.int32), []
-
-    def code(self, value: str) -> int:
-        if value not in self.values:
-            self.values.append(value)
-        return self.values.index(value)
-
-    def put(self, idx: np.ndarray, value) -> None:
-        if isinstance(value, str):
-            self.codes[idx] = self.code(value)
-            return
-        distinct, inverse = np.unique(np.asarray(value).astype(str), return_inverse=True)
-        self.codes[idx] = np.array([self.code(str(v)) for v in distinct], dtype=np.int32)[inverse]
-
-    def arrow(self):
-        import pyarrow as pa
-
-        codes = np.where(self.codes < 0, len(self.values), self.codes).astype(np.int32)  # unset: ''
-        return pa.DictionaryArray.from_arrays(pa.array(codes), pa.array(self.values + [""], type=pa.string())) \
-            .cast(pa.string())
-
-
-def _table(columns: list[str], text_in: dict, floats: dict, texts: dict, chips, transferred, parquet: bool):
-    """One block as an Arrow table of ``columns``: input cells and ``texts`` as Arrow text arrays,
-    outputs typed (NaN = '')."""
-    import pyarrow as pa
-
-    arrays = []
-    for c in columns:
-        if c in text_in:
-            arrays.append(text_in[c])
-        elif c in texts:
-            arrays.append(texts[c])
-        elif c == "chips":
-            arrays.append(pa.array(chips, type=pa.int64()))
-        elif c == "transferred":
-            arrays.append(pa.array(transferred, type=pa.bool_()) if parquet
-                          else pa.array(np.where(transferred, "True", "False"), type=pa.string()))
-        else:
-            v = floats[c] if parquet else round6(floats[c])
-            arrays.append(pa.array(v, type=pa.float64(), mask=np.isnan(v)))
-    return pa.Table.from_arrays(arrays, names=columns)
 
 
 def _floats(columns: list[str], n: int) -> dict:
@@ -234,7 +167,7 @@ def _rows_table(rows: list[dict], columns: list[str], parquet: bool):
     transferred = np.array([bool(r["transferred"]) for r in rows])
     text_in = {c: pa.array([r.get(c, "") for r in rows], type=pa.string())
                for c in columns if c in INPUT_COLUMNS + OPTIONAL_COLUMNS}
-    return _table(columns, text_in, floats, texts, chips, transferred, parquet)
+    return typed_table(columns, text_in, floats, texts, chips, transferred, parquet)
 
 
 def _slow_tables(p, header, columns, where, mode, profile, parquet, engine=None):
@@ -246,70 +179,103 @@ def _slow_tables(p, header, columns, where, mode, profile, parquet, engine=None)
                                             engine=engine), columns, parquet)
 
 
-# ---- the fast path: Arrow blocks, rows grouped by their key text ------------------------------------
+# ---- the fast path: Arrow blocks, rows grouped by their key cells ----------------------------------
 
 
-def _fast_tables(p, header, columns, where, mode, profile, parquet):
+def _records(f, size: int):
+    """Chunks of ~``size`` bytes of file ``f`` ending at a record boundary: a newline preceded by an even
+    number of quote characters (RFC 4180: a doubled quote keeps the parity), so no chunk splits a row."""
+    rest = b""
+    while True:
+        data = f.read(size)
+        buf = rest + data
+        if not data:
+            if buf:
+                yield buf
+            return
+        b = np.frombuffer(buf, dtype=np.uint8)
+        newlines = np.flatnonzero(b == 10)
+        quotes = np.flatnonzero(b == 34)
+        if quotes.size:
+            newlines = newlines[np.searchsorted(quotes, newlines) % 2 == 0]
+        if not newlines.size:  # no whole record yet: read on
+            rest = buf
+            continue
+        cut = int(newlines[-1]) + 1
+        yield buf[:cut]
+        rest = buf[cut:]
+
+
+def _fast_tables(p, header, columns, where, mode, profile, parquet, engine=None):
+    """The blocks of a file Arrow reads as plain CSV, predicted. The file is cut into ``BLOCK_BYTES``
+    chunks of whole records here and each chunk parsed by Arrow (every cell as text) in this thread:
+    Arrow's streaming reader read ahead on its I/O thread (58 MB of a 51 MB file buffered at open,
+    75 MB of a 153 MB one), the memory that grew with the rows."""
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
-    opts = dict(read_options=pcsv.ReadOptions(block_size=BLOCK_BYTES, use_threads=False),
-                convert_options=pcsv.ConvertOptions(column_types={c: pa.string() for c in header},
-                                                    strings_can_be_null=False, quoted_strings_can_be_null=False))
-    try:
-        reader = pcsv.open_csv(p, **opts)
-        if reader.schema.names != header:
-            raise _Fallback
-    except (pa.ArrowInvalid, pa.ArrowKeyError):
-        raise _Fallback from None
-    start, limits = 0, {}
-    while True:
-        try:
-            batch = reader.read_next_batch()
-        except StopIteration:
-            return
-        except pa.ArrowInvalid:
-            raise _Fallback from None
-        yield _block(batch, header, columns, where, start, mode, profile, parquet, limits)
-        start += batch.num_rows
+    convert = pcsv.ConvertOptions(column_types={c: pa.string() for c in header}, strings_can_be_null=False,
+                                  quoted_strings_can_be_null=False)
+    start = 0
+    state = {"limits": {}, "profiles": {}, "store": Outputs(columns, csv=not parquet), "engine": engine}
+    with open(p, "rb") as f:
+        for chunk in _records(f, BLOCK_BYTES):
+            read = pcsv.ReadOptions(column_names=header, skip_rows=1 if start == 0 else 0, use_threads=False,
+                                    block_size=len(chunk) + 1)
+            try:
+                table = pcsv.read_csv(pa.py_buffer(chunk), read_options=read, convert_options=convert)
+            except (pa.ArrowInvalid, pa.ArrowKeyError):
+                raise _Fallback from None
+            if table.num_rows:
+                batch = table.combine_chunks().to_batches()[0]
+                yield _block(batch, header, columns, where, start, mode, profile, parquet, state)
+            start += table.num_rows
 
 
-def _block(batch, header, columns, where, start, mode, profile, parquet, limits):
+def _block(batch, header, columns, where, start, mode, profile, parquet, state):
     """One block: fast when every row is fine, else ``predict_cases`` on its rows (the exact error)."""
     import pyarrow.compute as pc
 
-    cols = {c: pc.utf8_trim_whitespace(batch.column(i)) for i, c in enumerate(header)}
-    table = _fast_block(cols, header, columns, where, start, mode, profile, parquet, limits)
-    if table is not None:
-        return table
+    cols = {c: (pc.utf8_trim_whitespace(a) if maybe_blank(a) else a) for c, a in zip(header, batch.columns)}
+    out = _fast_block(cols, header, columns, where, start, mode, profile, parquet, state)
+    if out is not None:
+        return out
     names = list(cols)
     rows = [dict(zip(names, vals)) for vals in zip(*(cols[c].to_pylist() for c in names))]
-    out = predict_cases(rows, mode=mode, profile=profile, where=where, first_line=start + 2)
-    return _rows_table(out, columns, parquet)
+    got = predict_cases(rows, mode=mode, profile=profile, where=where, first_line=start + 2, engine=state["engine"])
+    return _rows_table(got, columns, parquet)
 
 
-def _groups(cols: dict, header: list[str], where: str, start: int):
-    """{key: row indices (ascending)} of a block, or None when a key is refused or a key cell holds
-    the separator; ``_group_key`` runs on the first row of each distinct key text."""
+def _key_codes(cols: dict, key_cols: list[str], n: int) -> np.ndarray:
+    """One integer per row, equal where every key cell is equal: each column dictionary-encoded and
+    the codes combined mixed-radix (renumbered densely before they could overflow)."""
     import pyarrow.compute as pc
 
-    key_cols = [c for c in header if c not in SHAPE and c != "id"]
-    sep = "\x00\x1f"
+    code = np.zeros(n, dtype=np.int64)
     for c in key_cols:
-        if pc.any(pc.match_substring(cols[c], "\x00")).as_py():
-            return None
-    joined = pc.binary_join_element_wise(*(cols[c] for c in key_cols), sep)
-    codes = pc.dictionary_encode(joined).indices.to_numpy(zero_copy_only=False)
-    _, first = np.unique(codes, return_index=True)
+        enc = pc.dictionary_encode(cols[c])
+        code = code * len(enc.dictionary) + enc.indices.to_numpy(zero_copy_only=False)
+        if len(enc.dictionary) > 1 and int(code.max()) > 1 << 40:
+            code = np.unique(code, return_inverse=True)[1].ravel().astype(np.int64)
+    return code
+
+
+def _groups(cols: dict, header: list[str], where: str, start: int, engine, profile):
+    """{(key, engine): row indices (ascending)} of a block, or None when a key or an engine is refused;
+    ``_group_key`` and ``_engine_of`` run on the first row of each distinct combination of key cells."""
+    key_cols = [c for c in header if c not in SHAPE and c != "id"]
+    n = len(cols[header[0]])
+    _, first, inverse = np.unique(_key_codes(cols, key_cols, n), return_index=True, return_inverse=True)
     key_of_code, merged = [], {}
     for i in first:
         row = {c: cols[c][int(i)].as_py() for c in header}
+        at = f"{where} line {start + int(i) + 2}"
         try:
-            key = _group_key(row, f"{where} line {start + int(i) + 2}")
+            key = (_group_key(row, at), _engine_of(row, engine, profile, at))
         except LlmeconError:
             return None
         key_of_code.append(merged.setdefault(key, len(merged)))
-    group = np.asarray(key_of_code)[codes]
+    group = np.asarray(key_of_code)[np.ravel(inverse)]
     order = np.argsort(group, kind="stable")
     bounds = np.searchsorted(group[order], np.arange(len(merged) + 1))
     return {key: order[bounds[g]:bounds[g + 1]] for key, g in merged.items()}
@@ -379,67 +345,55 @@ def _numbers(cols: dict, parsed: dict, key, idx: np.ndarray, limits: dict) -> di
     return out
 
 
-_CACHE = object()  # the key of the shape cache in ``limits`` (the per-file state a block passes on)
-#: most distinct shapes remembered per group across blocks (~100 B each); beyond, a group's memory restarts
-CACHE_SHAPES = 1 << 18
+def _fidelity(key, eng: str, mode, profile, cache: dict):
+    """(mode, profile) of a group: the command's, or calibrated with the chip's profile for ``eng``
+    (``predict_cases``' rule)."""
+    if not eng:
+        return mode, profile
+    if (key[1], eng) not in cache:
+        from ..catalog.hardware import get_system
+        from .engines import engine_profile
+
+        cache[key[1], eng] = ("calibrated", engine_profile(get_system(key[1]).accelerator, eng))
+    return cache[key[1], eng]
 
 
-def _cached_columns(key, col: dict, cache: dict, *, mode, profile) -> tuple[dict, dict]:
-    """``group_columns`` of the distinct shapes of a group not predicted in an earlier block, and the
-    remembered outputs of the others (rows of a file repeat shapes: a sweep, a benchmark mix): each
-    output is an element-wise function of its row's numbers, so a row's output does not depend on the
-    rows predicted beside it."""
-    names = list(col)
-    m = np.ascontiguousarray(np.column_stack([col[c] for c in names]))
-    rows = m.view(np.dtype((np.void, m.dtype.itemsize * m.shape[1]))).ravel()
-    shapes, inverse = np.unique(rows, return_inverse=True)
-    known = cache.get(key)
-    if known is not None:
-        pos = np.minimum(np.searchsorted(known[0], shapes), len(known[0]) - 1)
-        new = known[0][pos] != shapes
-    else:
-        new = np.ones(len(shapes), dtype=bool)
-    if new.any():
-        fresh = shapes[new].view(np.float64).reshape(-1, len(names))
-        values, meta = group_columns(key, {c: fresh[:, j] for j, c in enumerate(names)}, mode=mode, profile=profile)
-        if known is None or len(known[0]) + int(new.sum()) > CACHE_SHAPES:
-            known = (shapes[:0], {c: np.asarray(v)[:0] for c, v in values.items()}, meta)
-        merged = np.concatenate([known[0], shapes[new]])
-        order = np.argsort(merged, kind="stable")
-        known = (merged[order], {c: np.concatenate([known[1][c], np.asarray(values[c])])[order] for c in values},
-                 known[2])
-        cache[key] = known
-        pos = np.searchsorted(known[0], shapes)
-    at = pos[inverse]
-    return {c: v[at] for c, v in known[1].items()}, known[2]
+def _fast_block(cols, header, columns, where, start, mode, profile, parquet, state):
+    """A block predicted on its distinct rows (every cell but ``id`` equal: a repeated case is
+    grouped, parsed, checked and looked up once), or None when some row is not fine."""
+    import pyarrow as pa
 
-
-def _fast_block(cols, header, columns, where, start, mode, profile, parquet, limits):
-    groups = _groups(cols, header, where, start)
+    store = state["store"]
+    store.bound()
+    n = len(cols[header[0]])
+    cells = [c for c in header if c != "id"]
+    _, first, inverse = np.unique(_key_codes(cols, cells, n), return_index=True, return_inverse=True)
+    distinct = {c: cols[c].take(pa.array(first)) for c in cells}
+    groups = _groups(distinct, cells, where, start, state["engine"], profile)
     if groups is None:
         return None
-    n = len(cols[header[0]])
-    floats, texts = _floats(columns, n), {c: _Texts(n) for c in TEXT}
-    chips, transferred = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
-    parsed = _parsed(cols)
-    for key, idx in groups.items():
-        col = _numbers(cols, parsed, key, idx, limits)
+    codes = np.empty(len(first), dtype=np.int64)
+    engines, which = [], np.zeros(len(first), dtype=np.int32)
+    parsed = _parsed(distinct)
+    for (key, eng), idx in groups.items():
+        col = _numbers(distinct, parsed, key, idx, state["limits"])
         if col is None:
             return None
         try:
-            values, meta = _cached_columns(key, col, limits.setdefault(_CACHE, {}), mode=mode, profile=profile)
+            g_mode, g_prof = _fidelity(key, eng, mode, profile, state["profiles"])
+            codes[idx] = store.rows((key, eng), col, lambda c: group_columns(key, c, mode=g_mode, profile=g_prof))
         except LlmeconError:
             return None
-        for c, v in values.items():
-            if c == "bound":
-                texts[c].put(idx, v)
-            else:
-                floats[c][idx] = v
-        texts["mode"].put(idx, str(meta["mode"]))
-        texts["profile"].put(idx, str(meta["profile"]))
-        chips[idx], transferred[idx] = meta["chips"], bool(meta["transferred"])
-        err = meta["expected_tpot_error"]
-        if "expected_tpot_error" in floats and err != "":
-            floats["expected_tpot_error"][idx] = err
-    text_in = {c: cols[c] for c in columns if c in cols}
-    return _table(columns, text_in, floats, {c: t.arrow() for c, t in texts.items()}, chips, transferred, parquet)
+        which[idx] = len(engines)
+        engines.append(eng)
+    inverse = np.ravel(inverse)
+    codes, which = codes[inverse], which[inverse]
+    text_in = {c: cols[c] for c in columns if c in cols and c != "engine"}
+    if "engine" in columns:  # the engine each row was priced with ('' = none), as predict_cases writes it
+        text_in["engine"] = pa.DictionaryArray.from_arrays(pa.array(which), pa.array(engines, type=pa.string())) \
+            .cast(pa.string())
+    if not parquet:
+        lines = store.lines(codes, [text_in[c] for c in columns if c in text_in])
+        if lines is not None:
+            return lines
+    return store.table(codes, text_in, parquet)

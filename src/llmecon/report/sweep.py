@@ -18,14 +18,20 @@ def work_dict(work) -> dict:
             "skipped": [{"what": s.what, "reason": s.reason, "points": s.points} for s in work.skipped]}
 
 
-def sweep_dict(work, run, summary) -> dict:
-    """The ``llmecon sweep --json`` object (docs/sweep.md lists the keys)."""
+def sweep_dict(work, run, summary, *, frontier_points: bool = False) -> dict:
+    """The ``llmecon sweep --json`` object (docs/sweep.md and docs/json.md list the keys): the summary —
+    per key the frontier's size and two ends (``frontier_ends``) — and every frontier point only when
+    ``frontier_points`` (``--frontier-points``: ~3·10^5 points, 130 MB of JSON, at 10^8 rows)."""
     pps = run.points_per_s
-    return {**work_dict(work), "out": run.out, "mode": run.mode, "workers": run.workers,
-            "rows_written": run.rows_written, "skipped_chunks": run.skipped_chunks,
-            "computed_chunks": run.computed_chunks, "elapsed_s": run.elapsed_s, "points_per_s": pps,
-            "objective": summary.objective, "points_fitting": summary.points_fitting, "best": list(summary.best),
-            "frontier": list(summary.frontier), "simulation_best": list(summary.simulation_best)}
+    d = {**work_dict(work), "out": run.out, "mode": run.mode, "workers": run.workers,
+         "rows_written": run.rows_written, "skipped_chunks": run.skipped_chunks,
+         "computed_chunks": run.computed_chunks, "elapsed_s": run.elapsed_s, "points_per_s": pps,
+         "objective": summary.objective, "points_fitting": summary.points_fitting, "best": list(summary.best),
+         "frontier_size": summary.frontier.num_rows, "frontier_ends": summary.frontier_ends(),
+         "simulation_best": list(summary.simulation_best)}
+    if frontier_points:
+        d["frontier"] = summary.frontier_points()
+    return d
 
 
 def headline(work, run) -> str:
@@ -56,15 +62,11 @@ def best_rows(summary, *, priced: bool) -> list[tuple[str, ...]]:
 
 def frontier_rows(summary) -> list[tuple[str, ...]]:
     """One row per (model, system, phase, context): the frontier's size and its two ends (fastest per
-    user, most per chip); every frontier point is in ``--json``."""
-    by_key: dict[tuple, list] = {}
-    for p in summary.frontier:
-        by_key.setdefault((p["model"], p["system"], p["phase"], p["context"]), []).append(p)
+    user, most per chip); every frontier point is in ``--json --frontier-points``."""
     rows = []
-    for (model, system, phase, context), points in by_key.items():
-        fast = max(points, key=lambda p: p["tokens_per_s_per_user"])
-        dense = max(points, key=lambda p: p["tokens_per_s_per_chip"])
-        rows.append((model, system, phase, f"{context:,.0f}", str(len(points)),
+    for e in summary.frontier_ends():
+        fast, dense = e["fastest_per_user"], e["most_per_chip"]
+        rows.append((e["model"], e["system"], e["phase"], f"{e['context']:,.0f}", str(e["points"]),
                      f"{fmt_rate(fast['tokens_per_s_per_user'])} ({fast['plan']}, batch {fast['batch']:,.0f})",
                      f"{fmt_rate(dense['tokens_per_s_per_chip'])} ({dense['plan']}, batch {dense['batch']:,.0f})"))
     return rows
@@ -100,9 +102,10 @@ def print_sweep(console, work, run, summary) -> None:
               "points that fit)", ("model", "system", "phase", "context", "plan", "batch", "step", "tok/s/chip",
                                    "tok/s/user", *(("$/Mtok",) if priced else ()), "bound"),
               best_rows(summary, priced=priced), 3)
-        table(f"frontier, tokens/s per chip vs per user: {len(summary.frontier):,} non-dominated points (all in "
-              "--json), its two ends", ("model", "system", "phase", "context", "points", "fastest per user",
-                                        "most per chip"), frontier_rows(summary), 3)
+        table(f"frontier, tokens/s per chip vs per user: {summary.frontier.num_rows:,} non-dominated points "
+              "(all in --json --frontier-points), its two ends",
+              ("model", "system", "phase", "context", "points", "fastest per user", "most per chip"),
+              frontier_rows(summary), 3)
     elif work.groups:
         console.print("[yellow]no analytic point fits in memory[/yellow]: see the fits column")
     if summary.simulation_best:

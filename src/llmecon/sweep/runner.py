@@ -33,7 +33,8 @@ import numpy as np
 from ..errors import LlmeconError, SpecError, require_whole
 from .analytic import ROW_DTYPE, evaluate_points
 from .grid import Chunk, Work
-from .store import PartLedger, finish, prepare, write_part
+from .store import PartLedger, finish, is_dataset, parts_dir, prepare, write_part
+from .summary import SweepSummary, SummaryReducer
 from .table import encode_analytic, encode_scenario, schema
 
 Progress = Callable[[int, int], None]  # (points done, points in the sweep)
@@ -56,6 +57,8 @@ class SweepRun:
     computed_points: int
     rows_written: int
     elapsed_s: float          # computing and writing parts (excludes cluster start and the final concatenation)
+    summary: SweepSummary | None = None  # streamed from the parts while they were concatenated (else None:
+    #                                      a dataset folder, or a file finished by an earlier run: ``summarise``)
 
     @property
     def points_per_s(self) -> float | None:
@@ -190,10 +193,14 @@ def run_sweep(work: Work, out: str | Path, *, scheduler: str | None = None, work
             client.close()
             if cluster is not None:
                 cluster.close()
-    rows = finish(work, out, sch)
+    reducer = None if is_dataset(out) else SummaryReducer(work, sch)
+    done_before = out.exists() and not parts_dir(out).exists()
+    rows = finish(work, out, sch, each=None if reducer is None else reducer.add)
+    summary = None if reducer is None or done_before else reducer.summary()
     return SweepRun(out=str(out), mode=mode, workers=n_workers, spec_hash=work.spec_hash, points=work.points,
                     chunks=len(work.chunks), skipped_chunks=len(done), computed_chunks=len(pending),
-                    computed_points=sum(c.n_points for c in pending), rows_written=rows, elapsed_s=elapsed)
+                    computed_points=sum(c.n_points for c in pending), rows_written=rows, elapsed_s=elapsed,
+                    summary=summary)
 
 
 def _run_dask(client, work: Work, pending: list[Chunk], finished, *, retries: int, write_to: str | None) -> None:

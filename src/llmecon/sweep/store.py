@@ -196,9 +196,11 @@ def write_part(out: Path, chunk_id: int, data: bytes) -> None:
     os.replace(tmp, final)
 
 
-def finish(work: Work, out: Path, sch) -> int:
+def finish(work: Work, out: Path, sch, each=None) -> int:
     """Complete ``out`` from the parts (concatenate them, or mark the dataset complete); returns the
-    rows written. A no-op returning the row count when ``out`` is already complete."""
+    rows written. A no-op returning the row count when ``out`` is already complete. ``each``: called
+    with every table as it is concatenated (``summary.SummaryReducer.add``: the summary streamed from
+    the parts, not read back from ``out``)."""
     pa, pq = _pa()
     folder = parts_dir(out)
     if is_dataset(out):
@@ -218,6 +220,8 @@ def finish(work: Work, out: Path, sch) -> int:
             for g in range(part.num_row_groups):
                 t = part.read_row_group(g).cast(sch)
                 writer.write_table(t, row_group_size=ROW_GROUP_ROWS)
+                if each is not None:
+                    each(t)
                 rows += t.num_rows
             part.close()
     os.replace(tmp, out)
