@@ -38,10 +38,9 @@ import json  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
-import tempfile  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from _machine import cpu_name, pin_one_core  # noqa: E402
+from _machine import cpu_name, pin_one_core, source_tree  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 BUDGET_S = 60e-6  # DESIGN.md §7: one library call for one point <= 60 us
@@ -76,15 +75,6 @@ print(json.dumps(out))
 """
 
 
-def _baseline_tree(commit: str, given: str | None) -> Path:
-    if given:
-        return Path(given)
-    folder = Path(tempfile.mkdtemp(prefix=f"llmecon-{commit}-"))
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit], check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
-    return folder
-
-
 def _time(tree: Path, calls: int, profile: bool) -> dict:
     env = dict(os.environ, PYTHONPATH=str(tree / "src"))
     code = CHILD.format(calls=calls, profile=profile)
@@ -105,7 +95,7 @@ def main() -> None:
     args = ap.parse_args()
     pinned = pin_one_core()
     load_before = os.getloadavg()[0]
-    base = _baseline_tree(args.baseline, args.baseline_tree)
+    base = source_tree(args.baseline, args.baseline_tree)
     runs: dict[str, list[dict]] = {"current": [], args.baseline: []}
     for _ in range(args.rounds):
         runs["current"].append(_time(REPO, args.calls, False))

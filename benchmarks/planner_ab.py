@@ -28,10 +28,9 @@ import json  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
-import tempfile  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from _machine import cpu_name, pin_one_core  # noqa: E402
+from _machine import cpu_name, pin_one_core, source_tree  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 CHILD = """
@@ -59,15 +58,6 @@ print(json.dumps(dict(wall_s=min(wall), cpu_s=min(cpu), points=d.points_evaluate
 """
 
 
-def _tree(commit: str, given: str | None) -> Path:
-    if given:
-        return Path(given)
-    folder = Path(tempfile.mkdtemp(prefix=f"llmecon-{commit}-"))
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit], check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
-    return folder
-
-
 def _run(tree: Path, calls: int) -> dict:
     env = dict(os.environ, PYTHONPATH=str(tree / "src"))
     proc = subprocess.run([sys.executable, "-c", CHILD.format(calls=calls)], capture_output=True, text=True,
@@ -87,7 +77,7 @@ def main() -> int:
     args = ap.parse_args()
     pinned = pin_one_core()
     load = [os.getloadavg()[0]]
-    base = _tree(args.baseline, args.baseline_tree)
+    base = source_tree(args.baseline, args.baseline_tree)
     runs: dict[str, list[dict]] = {"current": [], args.baseline: []}
     for _ in range(args.rounds):
         runs["current"].append(_run(REPO, args.calls))

@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 
-from _machine import cpu_name, pin_one_core
+from _machine import cpu_name, memory_bandwidth_bytes_per_s, pin_one_core
 from llmecon.fidelity.predict import parse_cases, predict_cases, write_cases
 
 MODELS = {"llama-3.1-8b": (1, 2, 4, 8), "qwen3-32b": (1, 2, 4, 8), "llama-3.1-70b": (2, 4, 8),
@@ -70,18 +70,6 @@ except SystemExit as e:
 u = resource.getrusage(resource.RUSAGE_SELF)
 print("RESULT", u.ru_utime + u.ru_stime, u.ru_maxrss * 1024, file=sys.stderr)
 """
-BANDWIDTH = """
-import time
-import numpy as np
-a = np.ones(1 << 25)
-b = np.empty_like(a)
-best = float("inf")
-for _ in range(5):
-    t0 = time.perf_counter()
-    np.copyto(b, a)
-    best = min(best, time.perf_counter() - t0)
-print(2 * a.nbytes / best)
-"""
 
 
 def stream(rows: list[int], srcs: list[str]) -> None:
@@ -92,8 +80,7 @@ def stream(rows: list[int], srcs: list[str]) -> None:
     import tempfile
     from pathlib import Path
 
-    bw = float(subprocess.run([sys.executable, "-c", BANDWIDTH], capture_output=True, text=True,
-                              check=True).stdout)
+    bw = memory_bandwidth_bytes_per_s()
     print(f"predict --out (the command, fresh process per case, one core): {cpu_name()}, memory copy "
           f"{bw / 1e9:.1f} GB/s; target >= 200,000 rows/CPU-s at 10^6 rows, peak memory flat in rows")
     print(f"  {'tree':<28} {'rows':>9} {'out':<8} {'peak RSS':>9} {'CPU s':>7} {'rows/CPU-s':>11} {'limit rows/s':>13}")

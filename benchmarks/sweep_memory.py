@@ -29,6 +29,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _machine import memory_bandwidth_bytes_per_s  # noqa: E402
+
 TARGET_BYTES = 1.2e9        # issue 36 item 5: at 10^8 rows, --json included
 ROOT = Path(__file__).resolve().parent.parent
 POINTS_PER_BATCH = 7_636_992 / 96   # sweep_throughput.py's spec: points per batch value
@@ -82,25 +85,6 @@ os.unlink(out)
 """
 
 
-BANDWIDTH = """
-import time
-import numpy as np
-a = np.ones(1 << 25)
-b = np.empty_like(a)
-best = float("inf")
-for _ in range(5):
-    t0 = time.perf_counter()
-    np.copyto(b, a)
-    best = min(best, time.perf_counter() - t0)
-print(2 * a.nbytes / best)
-"""
-
-
-def memory_bandwidth_bytes_per_s() -> float:
-    """One core's copy bandwidth (read + write bytes per second), best of 5 copies of 256 MB, in a child
-    process (a child's ru_maxrss starts at its parent's resident size at the fork: this one stays small)."""
-    return float(subprocess.run([sys.executable, "-c", BANDWIDTH], capture_output=True, text=True,
-                                check=True).stdout)
 
 
 def run_case(src: str, spec_text: str, how: str, out_dir: str) -> dict:
