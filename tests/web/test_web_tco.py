@@ -141,3 +141,24 @@ def test_plan_frontier_carries_the_tco(client):
     d = p.json()
     assert d["price_source"] == "tco"
     assert d["tco"]["hgx-h100"]["usd_per_chip_hour"] == pytest.approx(TOTAL, rel=1e-12)
+
+
+def test_tco_defaults_of_a_system_are_the_cli_defaults(client):
+    """``defaults: true`` is ``llmecon tco --defaults``: the system's sourced inputs (the page's per-system TCO
+    form shows them), each named in ``defaults_used``; GB200 NVL72: $3.0M per rack / 72 GPUs = $41,667 per chip
+    (economics.yaml gb200_nvl72_rack_price). A system with no sourced default is a 422 naming the first input."""
+    from cli_run import run_json
+
+    r = client.post("/api/tco", json={"system": "gb200-nvl72", "defaults": True})
+    assert r.status_code == 200, r.text
+    web = r.json()
+    assert web == run_json("tco", "--system", "gb200-nvl72", "--defaults")
+    assert web["inputs"]["chip_capex_usd"] == pytest.approx(3.0e6 / 72, rel=1e-12)
+    assert {"chip_capex_usd", "watts_per_chip", "pue", "usd_per_kwh"} <= set(web["defaults_used"])
+    assert "gb200_nvl72_rack_price" in web["inputs"]["source"]
+    # an input given wins over its default, and is no longer listed as a default
+    pue = client.post("/api/tco", json={"system": "gb200-nvl72", "defaults": True, "pue": 1.1}).json()
+    assert pue["inputs"]["pue"] == 1.1 and "pue" not in pue["defaults_used"]
+    # no defaults flag: the web still asks for every input
+    assert client.post("/api/tco", json={"system": "gb200-nvl72"}).status_code == 422
+    assert client.post("/api/tco", json={"system": "hgx-a100", "defaults": True}).status_code == 422
