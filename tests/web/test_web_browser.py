@@ -249,7 +249,7 @@ def test_tco_panel_prices_the_cost_card(page, server):
 
     page.fill("#tco_pue", "1.3")
     page.wait_for_function("() => document.body.dataset.busy === '0' && "
-                           "document.getElementById('cost-table').innerText.includes('TCO')")
+                           "document.getElementById('cost-table').innerText.includes('TCO: $1.929')")
     assert page.is_hidden("#error")
     assert page.inner_text('.field-msg[data-for="pue"]') == ""
     api = httpx.post(server + "/api/tco", json={"system": "hgx-h100", **{k: float(v) if k != "chips_per_rack"

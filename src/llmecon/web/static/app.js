@@ -310,7 +310,8 @@ function drawPlan(p) {
       (ok(best.tokens_per_s_per_mw) ? `, ${int(best.tokens_per_s_per_mw)} tok/s per MW` : ""),
     pre && `<b>prefill</b>: ${esc(pre.system)} ${esc(pre.plan.label)}, ${sig(pre.tokens_per_s_per_chip)} tok/s per chip` +
       (ok(pre.tokens_per_s_per_mw) ? `, ${int(pre.tokens_per_s_per_mw)} tok/s per MW` : ""),
-    p.price_source === "tco" && p.tco && `priced by TCO: ${Object.entries(p.tco).map(([s, t]) =>
+    p.price_source && p.price_source !== "price_per_chip_hour" && p.tco && `priced by ${p.price_source === "tco" ? "TCO"
+      : "each system's sourced TCO defaults"}: ${Object.entries(p.tco).map(([s, t]) =>
       `${esc(s)} $${sig(t.usd_per_chip_hour, 4)}/chip-h`).join(", ")}`,
     ok(p.usd_per_mtok_blended) && `blended $${sig(p.usd_per_mtok_blended)}/Mtok`,
     hit && `cache hits: input $${sig(hit.usd_per_mtok_input_blended)}/Mtok at ${sig(hit.cache_hit_rate * 100)} % hits ` +
