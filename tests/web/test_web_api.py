@@ -48,10 +48,17 @@ def test_catalog_lists_the_default_deployment(client):
 
 
 def test_analyze_equals_the_cli(analyzed):
-    cli = run_json("analyze", "--mode", "ideal")
-    for key in ("balance_batch", "crossover_context", "latency_floor_s", "max_batch", "kv_bytes_per_token", "plan"):
+    """No options on either front-end: the same defaults (auto mode, issue 35), the same numbers."""
+    cli = run_json("analyze")
+    for key in ("balance_batch", "crossover_context", "latency_floor_s", "max_batch", "kv_bytes_per_token", "plan",
+                "mode", "fidelity", "mode_requested", "ideal_floor"):
         assert analyzed[key] == cli[key], key
     assert analyzed["decode_at_batch"] == cli["decode_at_batch"]
+    # gb200 has a measured profile: auto is calibrated, with the ideal floor below it
+    assert analyzed["mode_requested"] == "auto" and analyzed["mode"] == "calibrated"
+    assert analyzed["ideal_floor"]["decode_step_s"] < analyzed["decode_at_batch"]["step_s"]
+    # no price given: priced by the catalogue's TCO defaults, and it says so
+    assert analyzed["price_source"] == "tco_defaults" and analyzed["tco"]["usd_per_chip_hour"] > 0
 
 
 def test_roofline_ridge_by_hand_and_points_under_the_roof(analyzed):
@@ -80,11 +87,11 @@ def test_step_context_simulate_prices_equal_the_cli(client):
     assert client.post("/api/step", json={**body, "batch": 64, "context": 8192}).json() == run_json(
         "step", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--tp", "4", "--batch", "64", "--context", "8192")
     ctx = client.post("/api/context", json=body).json()
-    # the CLI defaults to --mode auto and prices by the catalogue's TCO defaults when no price is given (issue
-    # 35); the web does neither yet: compare in ideal mode, without the CLI's prices
-    cli = run_json("context", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--tp", "4", "--mode", "ideal")
-    unpriced = [{k: v for k, v in row.items() if "usd" not in k} for row in cli["curve"]]
-    assert ctx["crossover_context"] == cli["crossover_context"] and ctx["curve"] == unpriced
+    # both default to auto mode and price by the catalogue's TCO defaults when no price is given (issue 35)
+    cli = run_json("context", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--tp", "4")
+    assert ctx == cli
+    assert ctx["mode"] == "calibrated" and ctx["price_source"] == "tco_defaults"
+    assert all(row["output_usd_per_mtok"] > 0 for row in ctx["curve"] if row["output_usd_per_mtok"] is not None)
     sim = client.post("/api/simulate", json={**body, "rate": 5, "requests": 200, "prompt_tokens": 512,
                                              "output_tokens": 64, "seed": 3}).json()
     cli = run_json("simulate", "--model", "llama-3.1-70b", "--system", "hgx-h100", "--tp", "4", "--rate", "5",
@@ -110,12 +117,32 @@ def test_calibrated_simulate_and_plan_equal_the_cli_and_name_the_profile(client)
 
 
 def test_plan_equals_the_cli(client):
-    # priced and ideal on both: the CLI's defaults (auto mode, TCO-default prices; issue 35) are not the web's yet
+    # ideal and priced on both
     web = client.post("/api/plan", json={"model": "llama-3.1-70b", "systems": ["hgx-h100"], "max_chips": 8,
-                                         "price_per_chip_hour": 2.0}).json()
+                                         "price_per_chip_hour": 2.0, "mode": "ideal"}).json()
     cli = run_json("plan", "--model", "llama-3.1-70b", "--systems", "hgx-h100", "--max-chips", "8",
                    "--price-per-chip-hour", "2", "--mode", "ideal")
     assert web["best"] == cli["best"] and web["frontier"] == cli["frontier"]
+
+
+def test_plan_default_equals_the_cli_default(client):
+    """No mode and no price on either front-end: auto mode, priced by the catalogue's TCO defaults (issue 35)."""
+    web = client.post("/api/plan", json={"model": "llama-3.1-70b", "systems": ["hgx-h100"], "max_chips": 8}).json()
+    cli = run_json("plan", "--model", "llama-3.1-70b", "--systems", "hgx-h100", "--max-chips", "8")
+    assert web["best"] == cli["best"] and web["frontier"] == cli["frontier"]
+    assert web["mode"] == cli["mode"] == "calibrated"
+    assert web["price_source"] == cli["price_source"] == "tco_defaults"
+
+
+def test_cost_default_equals_the_cli_default(client):
+    """``/api/cost`` with no body is ``llmecon cost`` with no flags: auto mode, the ideal floor beside it, and
+    $/Mtok from the catalogue's TCO defaults, saying so."""
+    web = client.post("/api/cost", json={}).json()
+    assert web == run_json("cost")
+    assert web["mode_requested"] == "auto" and web["fidelity"] == "calibrated (gb200/trtllm)"
+    assert web["price_source"] == "tco_defaults" and web["price_per_chip_hour"] == web["tco"]["usd_per_chip_hour"]
+    # the floor is the roofline: cheaper than the calibrated cost
+    assert web["ideal_floor"]["output_usd_per_mtok"] < web["output_usd_per_mtok"]
 
 
 def test_bad_plan_names_the_field_and_the_server_keeps_serving(client):
@@ -226,3 +253,15 @@ def test_context_reports_the_cap_and_the_memory_side(client):
     c = client.post("/api/context", json={"model": "deepseek-v3", "system": "gb200-nvl72"}).json()
     assert c["model_max_context"] == c["max_context_at_batch_1"] == 163_840 == c["curve"][-1]["context"]
     assert c["kv_capacity_tokens"] > 163_840 and any("163,840-token context" in n for n in c["notes"])
+
+
+def test_cost_rent_basis_equals_the_cli(client):
+    """``price_basis`` rent prices by the catalogue's published rent, as ``--price-basis rent``; the H200 has a
+    rent but no sourced TCO default, and the default basis says so, naming the alternative."""
+    body = {"model": "llama-3.1-70b", "system": "hgx-h200", "tp": 4}
+    web = client.post("/api/cost", json={**body, "price_basis": "rent"}).json()
+    cli = run_json("cost", "--model", "llama-3.1-70b", "--system", "hgx-h200", "--tp", "4", "--price-basis", "rent")
+    assert web == cli and web["price_source"] == "rent_index"
+    assert web["price_per_chip_hour"] == web["rent"]["usd_per_chip_hour"]
+    (d,) = _detail(client.post("/api/cost", json=body))
+    assert d["loc"] == ["body", "price_per_chip_hour"] and "price_basis" in d["msg"] and "rent" in d["msg"]

@@ -216,19 +216,31 @@ TCO_TOTAL_H100 = 42_500 * (0.08 / (1 - 1.08 ** -5)) / 8766 + 700 * 1.3 * 0.08 / 
 
 
 def test_tco_panel_prices_the_cost_card(page, server):
-    """Issue 22 item 3: the TCO fields start empty; pricing by TCO with a field missing shows the 422
-    message next to that field; filled, the TCO card shows /api/tco's parts and the Cost card's price
-    source reads TCO at the hand total, with tokens/s per MW; the simulator is priced by it too."""
-    keys = list(TCO) + ["hosting_usd_per_chip_month", "power_utilization", "watts_per_chip"]
-    assert all(page.input_value(f"#tco_{k}") == "" for k in keys)  # no invented defaults
+    """Issue 22 item 3, issue 35: the TCO fields show the selected system's sourced defaults (/api/tco with
+    defaults: true), labelled, and price the Cost card with no price given; pricing by typed TCO inputs with a
+    field missing shows the 422 message next to that field; filled, the TCO card shows /api/tco's parts and the
+    Cost card's price source reads TCO at the hand total, with tokens/s per MW; the simulator is priced by it."""
+    gb200 = httpx.post(server + "/api/tco", json={"system": "gb200-nvl72", "defaults": True}, timeout=30).json()
+    assert float(page.input_value("#tco_chip_capex_usd")) == gb200["inputs"]["chip_capex_usd"]
+    assert "sourced" in page.get_attribute("#tco_chip_capex_usd", "class")
+    assert "gb200_nvl72_rack_price" in page.get_attribute("#tco_chip_capex_usd", "title")
+    assert page.input_value("#tco_power_utilization") == ""  # no sourced default: left blank
     assert not page.is_checked("#use_tco")
+    page.wait_for_function("() => document.body.dataset.busy === '0' && "
+                           "document.getElementById('cost-table').innerText.includes('TCO defaults of gb200-nvl72')")
     page.select_option("#model", "llama-3.1-8b")
     page.select_option("#system", "hgx-h100")
-    page.wait_for_function("document.body.dataset.busy === '0'")
+    h100 = httpx.post(server + "/api/tco", json={"system": "hgx-h100", "defaults": True}, timeout=30).json()
+    page.wait_for_function("() => document.body.dataset.busy === '0' && Number(document.getElementById("
+                           f"'tco_chip_capex_usd').value) === {h100['inputs']['chip_capex_usd']!r}")
+    assert "hgx-h100" in page.inner_text("#tco-defaults-note")
     page.check("#use_tco")
     for key, value in TCO.items():
         if key != "pue":
             page.fill(f"#tco_{key}", value)
+    assert page.input_value("#tco_hosting_usd_per_chip_month") == ""  # per-rack hosting typed: per-chip default off
+    page.fill("#tco_watts_per_chip", "")  # the hand total takes the catalogue TDP
+    page.fill("#tco_pue", "")
     page.wait_for_function("""() => document.body.dataset.busy === '0'
         && document.querySelector('.field-msg[data-for="pue"]').innerText.includes('missing')""")
     assert "invalid" in page.get_attribute("#tco_pue", "class")
@@ -237,7 +249,7 @@ def test_tco_panel_prices_the_cost_card(page, server):
 
     page.fill("#tco_pue", "1.3")
     page.wait_for_function("() => document.body.dataset.busy === '0' && "
-                           "document.getElementById('cost-table').innerText.includes('TCO')")
+                           "document.getElementById('cost-table').innerText.includes('TCO: $1.929')")
     assert page.is_hidden("#error")
     assert page.inner_text('.field-msg[data-for="pue"]') == ""
     api = httpx.post(server + "/api/tco", json={"system": "hgx-h100", **{k: float(v) if k != "chips_per_rack"

@@ -42,8 +42,6 @@ def test_cost_with_speculation_and_cache_hits_is_the_cli_answer(client, mode):
                "--spec-tokens", "1",
                "--cache-hit", "0.6",
                "--cached-prefix", "6000", "--mode", mode)
-    for key in ("mode_requested", "ideal_floor"):  # the CLI's default-mode fields (issue 35), not in the web yet
-        cli.pop(key)
     assert web == cli
     h = web["cache_hit"]
     # blended input price by hand: (1 - h)·miss + h·hit
@@ -61,7 +59,7 @@ def test_plan_cache_hit_is_the_cli_answer(client):
             "cached_prefix": 3000}
     web = _ok(client, "/api/plan", body)
     cli = _cli("plan", "-s", "gb200-nvl72", "--max-chips", "72", "--price-per-chip-hour", "3", "--cache-hit", "0.5",
-               "--cached-prefix", "3000", "--mode", "ideal")  # the web's default mode is still ideal
+               "--cached-prefix", "3000")  # both default to auto mode (issue 35)
     assert web["cache_hit"] == cli["cache_hit"]
     assert web["cache_hit"]["usd_per_mtok_input_blended"] < web["cache_hit"]["usd_per_mtok_input"]
 
@@ -70,7 +68,7 @@ def test_plan_frontier_is_the_cli_answer(client):
     web = _ok(client, "/api/plan", {"systems": ["gb200-nvl72", "hgx-h100"], "frontier": True, "interactivity": 50,
                                     "price_per_chip_hour": 3.0, "max_chips": 72})
     cli = _cli("plan", "--frontier", "-s", "gb200-nvl72,hgx-h100", "--interactivity", "50",
-               "--price-per-chip-hour", "3", "--max-chips", "72", "--mode", "ideal")  # the web's default: ideal
+               "--price-per-chip-hour", "3", "--max-chips", "72")  # both default to auto mode (issue 35)
     assert web["frontier"] == cli["frontier"]
     assert web["at_interactivity"]["systems"] == cli["at_interactivity"]["systems"]
     assert web["at_interactivity"]["tokens_per_s_per_user"] == 50
@@ -100,7 +98,8 @@ def test_simulate_with_speculation_is_the_cli_answer(client, mode):
 
 
 @pytest.mark.parametrize("path, body, field", [
-    ("/api/cost", {}, "price_per_chip_hour"),
+    # no price and no sourced TCO default for the A100 (issue 35: priced by the defaults where they exist)
+    ("/api/cost", {"model": "llama-3.1-8b", "system": "hgx-a100", "mode": "ideal"}, "price_per_chip_hour"),
     ("/api/cost", {"price_per_chip_hour": 2.0, "cache_hit": 1.5}, "cache_hit"),
     ("/api/cost", {"price_per_chip_hour": 2.0, "cached_prefix": 100}, "cached_prefix"),
     ("/api/cost", {"price_per_chip_hour": 2.0, "cache_hit": 0.5, "cached_prefix": 5000}, "cached_prefix"),

@@ -70,7 +70,10 @@ def test_cost_endpoint_takes_a_tco_object(client):
     assert by_tco.status_code == 200 and by_rent.status_code == 200, by_tco.text
     assert by_tco.json()["output_usd_per_mtok"] == pytest.approx(by_rent.json()["output_usd_per_mtok"], rel=1e-12)
     assert by_tco.json()["price_source"] == "tco"
+    # no price: the catalogue's sourced TCO defaults for the H100 (issue 35), saying so
     r = client.post("/api/cost", json=base)
+    assert r.status_code == 200 and r.json()["price_source"] == "tco_defaults", r.text
+    r = client.post("/api/cost", json={**base, "system": "hgx-a100"})  # no sourced default for the A100
     assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "price_per_chip_hour"]
     both = client.post("/api/cost", json={**base, "tco": TCO, "price_per_chip_hour": 2.0})
     assert both.status_code == 422
@@ -96,8 +99,10 @@ def test_context_and_analyze_take_tco_at_the_rent_of_the_same_rate(client):
     # by hand: $/Mtok = chip-s per token x $/chip-hour / 3,600 x 1e6 (utilisation 1)
     row = ctx["curve"][0]
     assert row["output_usd_per_mtok"] == pytest.approx(row["decode_chip_s_per_token"] * TOTAL / 3600 * 1e6, rel=1e-12)
-    plain = client.post("/api/context", json=base).json()
+    plain = client.post("/api/context", json={**base, "system": "hgx-a100"}).json()  # no sourced TCO default
     assert plain["price_source"] is None and plain["tco"] is None
+    by_default = client.post("/api/context", json=base).json()  # issue 35: the H100's sourced defaults
+    assert by_default["price_source"] == "tco_defaults" and by_default["tco"]["system"] == "hgx-h100"
 
 
 @pytest.mark.parametrize("path, extra", [("/api/context", {}), ("/api/analyze", {}), ("/api/cost", {"context": 2048}),
@@ -141,3 +146,24 @@ def test_plan_frontier_carries_the_tco(client):
     d = p.json()
     assert d["price_source"] == "tco"
     assert d["tco"]["hgx-h100"]["usd_per_chip_hour"] == pytest.approx(TOTAL, rel=1e-12)
+
+
+def test_tco_defaults_of_a_system_are_the_cli_defaults(client):
+    """``defaults: true`` is ``llmecon tco --defaults``: the system's sourced inputs (the page's per-system TCO
+    form shows them), each named in ``defaults_used``; GB200 NVL72: $3.0M per rack / 72 GPUs = $41,667 per chip
+    (economics.yaml gb200_nvl72_rack_price). A system with no sourced default is a 422 naming the first input."""
+    from cli_run import run_json
+
+    r = client.post("/api/tco", json={"system": "gb200-nvl72", "defaults": True})
+    assert r.status_code == 200, r.text
+    web = r.json()
+    assert web == run_json("tco", "--system", "gb200-nvl72", "--defaults")
+    assert web["inputs"]["chip_capex_usd"] == pytest.approx(3.0e6 / 72, rel=1e-12)
+    assert {"chip_capex_usd", "watts_per_chip", "pue", "usd_per_kwh"} <= set(web["defaults_used"])
+    assert "gb200_nvl72_rack_price" in web["inputs"]["source"]
+    # an input given wins over its default, and is no longer listed as a default
+    pue = client.post("/api/tco", json={"system": "gb200-nvl72", "defaults": True, "pue": 1.1}).json()
+    assert pue["inputs"]["pue"] == 1.1 and "pue" not in pue["defaults_used"]
+    # no defaults flag: the web still asks for every input
+    assert client.post("/api/tco", json={"system": "gb200-nvl72"}).status_code == 422
+    assert client.post("/api/tco", json={"system": "hgx-a100", "defaults": True}).status_code == 422

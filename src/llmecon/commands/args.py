@@ -70,7 +70,8 @@ PRICE_BOUNDS = {"ge": 0, "le": 1e4}
 MODE_HELP = ("ideal = datasheet peaks, perfect overlap (a lower bound); calibrated = the accelerator's shipped "
              "efficiency profile; auto = calibrated where the chip has a profile, else ideal (analyze and cost: the "
              "default, with the ideal floor).")
-MODE_WEB = "ideal = datasheet peaks (a lower bound); calibrated = the chip's efficiency profile."
+MODE_WEB = ("ideal = datasheet peaks (a lower bound); calibrated = the chip's efficiency profile; auto = calibrated "
+            "where the chip has a profile, else ideal (analyze, cost, context, plan: the default).")
 ENGINE_WEB = ("Serving engine: the chip's profile for it, or one transferred from the engine's other chips "
               "(labelled with its expected error); implies calibrated. Default: the chip's default engine.")
 
@@ -151,8 +152,9 @@ TCO_WEB = "TCO inputs in place of price_per_chip_hour (not both)."
 
 
 def auto_mode_arg():
-    """``mode`` of the commands that default to auto (analyze, cost; issue 35); the web keeps ideal."""
-    return arg("auto", MODE_HELP, kind="mode", web_default="ideal", web_help=MODE_WEB)
+    """``mode`` of the commands that default to auto (analyze, cost, context, plan; issue 35), on the CLI and
+    the web alike."""
+    return arg("auto", MODE_HELP, kind="mode", web_help=MODE_WEB)
 
 
 def price_arg(help: str = PRICE_HELP, *, cli: bool = True, web_help="Rent of one accelerator, USD per hour."):

@@ -20,8 +20,14 @@ CACHE_HIT_HELP = ("Prefix-cache hit rate in [0, 1]: blends input $/Mtok over hit
 CACHED_PREFIX_WEB = "Prompt tokens cached on a hit (needs cache_hit; default: all but the last)."
 
 
-def price_basis_arg():
-    return arg("tco", PRICE_BASIS_HELP, kind="price_basis", web=False, web_default=None)
+PRICE_BASIS_WEB = ("With no price_per_chip_hour or tco: tco = the catalogue's sourced TCO defaults of the system "
+                   "(POST /api/tco with no inputs shows them), rent = its published rent per chip-hour.")
+
+
+def price_basis_arg(*, cli: bool = True):
+    """The catalogue basis a command prices by when no price is given: "tco" on the CLI and the web alike
+    (issue 35)."""
+    return arg("tco", PRICE_BASIS_HELP, kind="price_basis", web_help=PRICE_BASIS_WEB, cli=cli)
 
 
 # ---- analyze ------------------------------------------------------------------------------------
@@ -36,6 +42,7 @@ class AnalyzeRequest(DeploymentArgs):
                                  flags=BATCH_FLAGS, bounds={"ge": 1, "le": 1e7})
     price_per_chip_hour: Optional[float] = price_arg(cli=False)
     tco: Any = tco_arg(cli=False)
+    price_basis: Optional[str] = price_basis_arg(cli=False)
 
 
 @dataclass(frozen=True)
@@ -54,7 +61,7 @@ def analyze(req: AnalyzeRequest) -> AnalyzeResult:
     from ..step.inference import decode_of
 
     dep = req.deployment()
-    prices, rates = priced(req, [dep.system])
+    prices, rates = priced(req, [dep.system], default=req.price_basis)
     a = analyze_deployment(dep, context=req.context, batch=req.batch)
     floor = None if dep.profile.is_ideal else decode_of(roofline_twin(dep), batch=a.batch, context=req.context)
     return AnalyzeResult(dep, a, floor, prices.get(dep.system.name), rates.get(dep.system.name))

@@ -17,7 +17,9 @@ class TcoRequest(TcoArgs):
     tco: Any = arg(None, "TCO inputs, a TOML file (template: docs/tco.md): $/chip-hour from capex, power and "
                    "hosting, in place of --price-per-chip-hour.", web=False)
     defaults: bool = arg(False, "Fill every input not given from the catalogue's sourced defaults (economics.yaml; "
-                         "used anyway when no input is given).", web=False)
+                         "used anyway when no input is given).",
+                         web_help="Fill every input not given from the catalogue's sourced defaults of the system "
+                         "(economics.yaml; the web page's TCO form shows them); without it every input is needed.")
     #: no input at all means the catalogue's defaults (the CLI); the web asks for its inputs
     empty_means_defaults: bool = arg(True, "", cli=False, web=False, web_default=False)
 

@@ -28,10 +28,12 @@ deployment = APIRouter()
 @deployment.post("/api/analyze", summary="llmecon analyze: headline numbers, batch curve, roofline")
 def analyze(body: S.AnalyzeIn) -> dict:
     from ..commands.deployment import AnalyzeRequest, analyze as run
-    from ..report.analyze import analysis_dict
+    from ..report.analyze import analysis_dict, floor_dict
 
-    r = run(request_of(AnalyzeRequest, body))
-    return to_json(analysis_dict(r.analysis, page=True, price_per_chip_hour=r.price_per_chip_hour, rate=r.rate))
+    req = request_of(AnalyzeRequest, body)
+    r = run(req)
+    return to_json({**analysis_dict(r.analysis, page=True, price_per_chip_hour=r.price_per_chip_hour, rate=r.rate),
+                    "mode_requested": req.mode, "ideal_floor": floor_dict(r.floor, r.analysis.step)})
 
 
 @deployment.post("/api/step", summary="llmecon step: one decode or prefill step")
@@ -52,7 +54,8 @@ def context(body: S.ContextIn) -> dict:
 def cost(body: S.CostIn) -> dict:
     from ..commands.deployment import CostRequest, cost as run
 
-    return to_json(run(request_of(CostRequest, body)).to_dict(floor=False))
+    req = request_of(CostRequest, body)
+    return to_json(run(req).to_dict(power_basis=req.power_basis, mode_requested=req.mode))
 
 
 planning = APIRouter()

@@ -84,10 +84,11 @@ class _Body(BaseModel):
 
 #: the web's type of each value kind the front-ends spell differently (``commands.args``; "tco": ``TcoIn``)
 KINDS = {"model": ModelName, "system": SystemName, "dtype": Optional[DtypeName],
-         "mode": Literal["ideal", "calibrated"], "optional_mode": Optional[Literal["ideal", "calibrated"]],
+         "mode": Literal["ideal", "calibrated", "auto"], "optional_mode": Optional[Literal["ideal", "calibrated"]],
          "engine": Optional[EngineName], "acceptance": Optional[list[float]], "draft": Optional[DraftName],
          "phase": Literal["decode", "prefill"], "systems": list[SystemName], "duration": float,
-         "prices": Optional[float], "objective": Optional[Literal["cost", "throughput"]], "count": int,
+         "prices": Optional[float], "price_basis": Literal["tco", "rent"],
+         "objective": Optional[Literal["cost", "throughput"]], "count": int,
          "lengths": int, "policy": Literal["continuous", "train", "adaptive"], "schedule": Literal[T.SCHEDULES],
          "recompute": Literal[T.RECOMPUTES], "precision": Literal[_precisions()], "ema": Literal[T.EMAS],
          "profile": Optional[ProfileName], "training_run": Optional[TrainingRunName]}

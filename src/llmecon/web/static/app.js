@@ -63,15 +63,22 @@ function spec() {
   return out;
 }
 const CACHE = ["cache_hit", "cached_prefix"];
-/** TCO inputs (docs/tco.md): every field starts empty (no sourced capex, PUE or $/kWh exists to default to);
-    a blank one is left out, so the server's 422 names what is missing. */
+/** TCO inputs (docs/tco.md): the fields show the selected system's sourced catalogue defaults (``/api/tco`` with
+    ``defaults: true``; class "sourced", the source in the title) until the user types; a blank one is left out,
+    so the server's 422 names what is missing. */
 const TCO_KEYS = ["chip_capex_usd", "system_capex_usd", "amortisation_years", "cost_of_capital", "pue", "usd_per_kwh",
   "hosting_usd_per_rack_month", "chips_per_rack", "hosting_usd_per_chip_month", "power_utilization", "watts_per_chip"];
 const tcoOn = () => $("use_tco").checked;
 const tcoInputs = () => body($("tco-form"), TCO_KEYS);
 const tcoFilled = () => Object.keys(tcoInputs()).length > 0;
-/** The price of every priced request: the TCO object when "Price by TCO" is on, else the $ / chip-h box. */
-const pricing = () => (tcoOn() ? { tco: tcoInputs() } : body($("deployment"), ["price_per_chip_hour"]));
+const tcoDefaults = {}; // system -> /api/tco's answer with defaults: true, or null (the catalogue has none)
+const tcoEdited = new Set(); // TCO inputs the user typed since the system's defaults were shown
+let tcoSystem = null; // the system whose defaults the form shows
+/** The price of every priced request: the TCO object when "Price by TCO" is on and an input was typed; on with
+    none typed, nothing (the server prices each system by its own sourced defaults, price_source tco_defaults);
+    off, the $ / chip-h box (empty: the same defaults). */
+const pricing = () => (tcoOn() && tcoEdited.size ? { tco: tcoInputs() } : tcoOn() ? {}
+  : body($("deployment"), ["price_per_chip_hour"]));
 const priced = () => tcoOn() || field($("deployment"), "price_per_chip_hour") !== undefined;
 const bodies = {
   analyze: () => Object.assign(dep(), spec(), body($("deployment"), ["context", "batch"]), pricing()),
@@ -83,7 +90,7 @@ const bodies = {
     pricing(), spec(), body($("plan-form"), ["systems", "tpot_s", "ttft_s", "interactivity"]), { frontier: true }),
   simulate: () => Object.assign(body($("deployment"), [...DEP, "mode"]), pricing(), spec(),
     body($("sim-form"), ["rate", "requests", "prompt_tokens", "output_tokens", "policy"])),
-  tco: () => Object.assign(body($("deployment"), ["system"]), tcoInputs()),
+  tco: () => Object.assign(body($("deployment"), ["system"]), tcoEdited.size ? tcoInputs() : { defaults: true }),
   prices: () => {
     const [provider, model] = ($("sheet").value || "|").split("|");
     return { provider, model };
@@ -303,7 +310,8 @@ function drawPlan(p) {
       (ok(best.tokens_per_s_per_mw) ? `, ${int(best.tokens_per_s_per_mw)} tok/s per MW` : ""),
     pre && `<b>prefill</b>: ${esc(pre.system)} ${esc(pre.plan.label)}, ${sig(pre.tokens_per_s_per_chip)} tok/s per chip` +
       (ok(pre.tokens_per_s_per_mw) ? `, ${int(pre.tokens_per_s_per_mw)} tok/s per MW` : ""),
-    p.price_source === "tco" && p.tco && `priced by TCO: ${Object.entries(p.tco).map(([s, t]) =>
+    p.price_source && p.price_source !== "price_per_chip_hour" && p.tco && `priced by ${p.price_source === "tco" ? "TCO"
+      : "each system's sourced TCO defaults"}: ${Object.entries(p.tco).map(([s, t]) =>
       `${esc(s)} $${sig(t.usd_per_chip_hour, 4)}/chip-h`).join(", ")}`,
     ok(p.usd_per_mtok_blended) && `blended $${sig(p.usd_per_mtok_blended)}/Mtok`,
     hit && `cache hits: input $${sig(hit.usd_per_mtok_input_blended)}/Mtok at ${sig(hit.cache_hit_rate * 100)} % hits ` +
@@ -349,11 +357,13 @@ function drawFrontier(f) {
 
 /** Where a report's $/chip-hour came from: the TCO parts, or the $ / chip-h box. */
 function priceSource(d) {
-  if (d.price_source === "tco" && d.tco) {
+  if ((d.price_source === "tco" || d.price_source === "tco_defaults") && d.tco) {
     const p = d.tco.parts_usd_per_chip_hour;
-    return `TCO: $${sig(d.tco.usd_per_chip_hour, 4)}/chip-h (capital $${sig(p.capital)} + power $${sig(p.power)} + ` +
+    const what = d.price_source === "tco" ? "TCO" : `TCO defaults of ${d.tco.system} (sourced, catalogue)`;
+    return `${what}: $${sig(d.tco.usd_per_chip_hour, 4)}/chip-h (capital $${sig(p.capital)} + power $${sig(p.power)} + ` +
       `hosting $${sig(p.hosting)})`;
   }
+  if (d.price_source === "rent_index" && d.rent) return `published rent: $${sig(d.rent.usd_per_chip_hour)}/chip-h (${d.rent.cite})`;
   return d.price_source === "price_per_chip_hour" ? `$ / chip-h box: $${sig(d.price_per_chip_hour)}/chip-h` : "none";
 }
 /** Tokens/s per MW with the power it divides by (TCO facility power, or IT power at TDP). */
@@ -366,7 +376,8 @@ function drawCost(c) {
   const usd = (x) => (ok(x) ? `$${sig(x)} per million tokens` : "—");
   const sp = c.speculation;
   $("cost-note").textContent = `${c.model} on ${c.system}, ${c.plan.label}, $${sig(c.price_per_chip_hour)}/chip-h` +
-    `${c.price_source === "tco" ? " from TCO" : ""}, ${c.mode}`;
+    `${c.price_source === "tco" ? " from TCO" : c.price_source === "tco_defaults" ? " from the sourced TCO defaults" : ""}` +
+    `, ${c.fidelity || c.mode}${c.mode_requested ? ` (mode ${c.mode_requested})` : ""}`;
   const rows = [
     ["price source", priceSource(c)],
     ["decode batch", int(c.batch)],
@@ -374,6 +385,8 @@ function drawCost(c) {
     ["input (prefill)", usd(c.input_usd_per_mtok)],
     ["output (decode)", usd(c.output_usd_per_mtok)],
   ];
+  const f = c.ideal_floor;
+  if (f) rows.push(["ideal floor", `output ${usd(f.output_usd_per_mtok)}, input ${usd(f.input_usd_per_mtok)} (the roofline lower bound)`]);
   const h = c.cache_hit;
   if (h) {
     rows.push(["input, cache hits", `${usd(h.usd_per_mtok_input_blended)} at ${sig(h.cache_hit_rate * 100)} % hits of a ` +
@@ -388,8 +401,10 @@ function drawCost(c) {
 function drawTco(t) {
   const p = t.parts_usd_per_chip_hour, q = t.parts_usd_per_system_hour, i = t.inputs;
   const money = (x) => (ok(x) ? `$${sig(x, 4)}` : "—");
+  const box = field($("deployment"), "price_per_chip_hour") !== undefined;
   $("tco-note").textContent = `${t.system}, ${int(t.chips_per_system)} chips per system` +
-    (tcoOn() ? ", pricing the cards" : ", not pricing (tick Price by TCO)");
+    (tcoOn() ? ", pricing the cards" : box ? ", not pricing (the $ / chip-h box does; tick Price by TCO)"
+      : tcoEdited.size ? ", not pricing (tick Price by TCO)" : ", the sourced defaults, pricing the cards");
   $("tco-table").innerHTML = "<thead><tr><th>part</th><th>$ / chip-hour</th><th>$ / system-hour</th></tr></thead><tbody>" +
     [["capital", p.capital, q.capital], ["power", p.power, q.power], ["hosting", p.hosting, q.hosting],
       ["total", t.usd_per_chip_hour, t.usd_per_system_hour]]
@@ -478,9 +493,76 @@ function drawHeadline(a) {
   $("key-plan-chips").textContent = `${p.chips} chips`;
 }
 
+// ---- the per-system TCO form -----------------------------------------------------------------
+/** {input: its citation} from the defaults' source line ("...: key value = cite; key value = cite"). */
+function sourcesOf(text) {
+  const out = {};
+  const line = String(text || "").replace(/^[^:]*:\s*/, "");
+  for (const part of line.split(/;\s+(?=[a-z_]+ [-\d.e+]+ = )/)) {
+    const m = part.match(/^([a-z_]+) [-\d.e+]+ = ([\s\S]*)$/);
+    if (m) out[m[1]] = m[2];
+  }
+  return out;
+}
+/** The system's sourced TCO defaults (once per system); null where the catalogue has none. */
+async function loadTcoDefaults(system) {
+  if (!(system in tcoDefaults)) {
+    let d = null;
+    try {
+      const r = await fetch("/api/tco", { method: "POST", headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ system, defaults: true }) });
+      d = r.ok ? await r.json() : null;
+    } catch (e) { d = null; }
+    tcoDefaults[system] = d;
+  }
+  return tcoDefaults[system];
+}
+/** Show ``system``'s defaults in every TCO field the user has not typed in (``reset``: in every field). */
+function showTcoDefaults(system, reset) {
+  if (reset) tcoEdited.clear();
+  const d = tcoDefaults[system];
+  const src = d ? sourcesOf(d.inputs.source) : {};
+  if (src.hosting_usd_per_kw_month) src.hosting_usd_per_chip_month = `$/kW-month x the system's watts per chip; ${src.hosting_usd_per_kw_month}`;
+  src.system_capex_usd = "0: the capex default per chip is all-in (its share of hosts, switches and rack)";
+  for (const k of TCO_KEYS) {
+    if (tcoEdited.has(k)) continue;
+    const el = $(`tco_${k}`);
+    const used = !!d && d.defaults_used.includes(k) && ok(d.inputs[k]);
+    el.value = used ? String(d.inputs[k]) : "";
+    el.classList.toggle("sourced", used);
+    el.title = used ? `catalogue default for ${system}: ${src[k] || d.inputs.source}` : "";
+  }
+  $("tco-defaults-note").textContent = d ? `(defaults of ${system}, sourced: catalogue from economics.yaml)`
+    : `(no sourced defaults for ${system}: give every input, docs/tco.md, or a $ / chip-h)`;
+}
+/** Hosting is per rack (with chips per rack) or per chip, not both: typing one clears the other's default. */
+const HOSTING = { hosting_usd_per_rack_month: ["hosting_usd_per_chip_month"], chips_per_rack: ["hosting_usd_per_chip_month"],
+  hosting_usd_per_chip_month: ["hosting_usd_per_rack_month", "chips_per_rack"] };
+function tcoTyped(e) {
+  const k = e.target && e.target.name;
+  if (!TCO_KEYS.includes(k)) return;
+  tcoEdited.add(k);
+  e.target.classList.remove("sourced");
+  e.target.title = "";
+  for (const other of HOSTING[k] || []) {
+    if (tcoEdited.has(other)) continue;
+    const el = $(`tco_${other}`);
+    el.value = "";
+    el.classList.remove("sourced");
+    el.title = "";
+  }
+}
+
 // ---- wiring ----------------------------------------------------------------------------------
 async function refresh() {
-  const hasPrice = priced(), hasTco = tcoOn() || tcoFilled();
+  const system = field($("deployment"), "system");
+  if (system !== tcoSystem) {
+    await loadTcoDefaults(system);
+    tcoSystem = system;
+    showTcoDefaults(system, true);
+  }
+  // no price given: the server prices by the system's sourced TCO defaults where the catalogue has them
+  const hasPrice = priced() || !!tcoDefaults[system], hasTco = tcoOn() || tcoFilled();
   $("price_per_chip_hour").disabled = tcoOn();
   const [a, c, k, t] = await Promise.all([call("analyze", "/api/analyze", bodies.analyze()),
     call("context", "/api/context", bodies.context()),
@@ -494,7 +576,7 @@ async function refresh() {
   if (!hasPrice) {
     setProblems("cost", []);
     setStale("cost", false);
-    $("cost-note").textContent = "give a $ / chip-h or price by TCO";
+    $("cost-note").textContent = `no sourced TCO defaults for ${system}: give a $ / chip-h or price by TCO`;
     kvTable("cost-table", []);
   }
 }
@@ -532,7 +614,9 @@ async function start() {
   dform.addEventListener("change", debounced);
   dform.addEventListener("submit", (e) => { e.preventDefault(); clearTimeout(timer); refresh(); });
   const tform = $("tco-form");
+  tform.addEventListener("input", tcoTyped);
   tform.addEventListener("input", debounced);
+  $("tco-reset").addEventListener("click", () => { showTcoDefaults(tcoSystem, true); debounced(); });
   tform.addEventListener("change", debounced);
   tform.addEventListener("submit", (e) => { e.preventDefault(); clearTimeout(timer); refresh(); });
   $("plan-form").addEventListener("submit", (e) => { e.preventDefault(); runPlan(); });
