@@ -236,5 +236,8 @@ FAMILIES_BY_TYPE.update({
     "bailing_hybrid": {**_LLAMA, "router_bias": True},
     # Phi-4-multimodal: the Phi-3 language model (fused qkv and gate_up: Llama shapes), vision and audio apart.
     "phi4_multimodal": {**_LLAMA, "multimodal": "vision and audio"},
+    # Doge (dense, is_moe false: hf_names): Llama layout with q/k RMSNorms; its dynamic-mask projection
+    # (dt_proj, kv·h x kv, and A, kv weights per layer) is omitted (< 0.01% of the default's parameters).
+    "doge": _QKN,
 })
 

@@ -367,11 +367,31 @@ def _recurrent_gemma(flat: dict, where: str) -> None:
     flat.setdefault("mlp_bias", True)
 
 
+def _doge(flat: dict, where: str) -> None:
+    # DogeConfig / DogeDecoderLayer: is_moe switches the MLP to a cross-domain MoE of num_experts single-neuron
+    # experts (DogeCDMoE: product-key router, up/down embeddings), not modelled: refused. With is_moe false the
+    # num_experts / num_experts_per_tok / router fields build nothing. keep_window_size: the dynamic mask keeps
+    # the top keep_window_size keys per query (DogeAttention, only past that length); every key stays in the
+    # cache and transformers computes every score before masking, so bytes are unchanged and the FLOPs counted
+    # are those of full attention (what transformers runs; a kernel that skips masked keys would do less).
+    # input_residual / post_attention_residual are d-weight vectors per layer: counted as two more norms.
+    if flat.get("is_moe") is True:
+        raise CatalogError(f"{where}: field 'is_moe' = True (Doge's cross-domain MoE of single-neuron experts with "
+                           "a product-key router) is not modelled by llmecon; workaround: none (set is_moe false "
+                           "only for the dense model)")
+    if flat.pop("is_moe", False) is False:
+        for key in ("num_experts", "num_experts_per_tok", "norm_topk_prob", "output_router_logits",
+                    "router_aux_loss_coef"):
+            flat.pop(key, None)
+    flat.pop("keep_window_size", None)
+    flat["_norms_per_layer"] = 4
+
+
 # model_type -> its rule (after the aliases)
 _RULES = {
     "opt": _opt, "falcon": _falcon, "gpt_neo": _gpt_neo, "mpt": _mpt, "gpt_neox_japanese": _gpt_neox_japanese,
     "kimi_linear": _kimi_linear, "bailing_hybrid": _bailing_hybrid, "deepseek_v4": _deepseek_v4,
     "mamba": _mamba, "falcon_mamba": _mamba, "mamba2": _mamba2, "jamba": _jamba, "lfm2": _lfm2, "lfm3": _lfm3,
     "recurrent_gemma": _recurrent_gemma, "minimax": _minimax, "modernbert-decoder": _modernbert_decoder,
-    "longcat_flash": _longcat_flash,
+    "longcat_flash": _longcat_flash, "doge": _doge,
 }

@@ -1,0 +1,38 @@
+"""Issue 33, third pass: families typed from transformers 5.23.0's modelling code (each cited), read from
+configs written by hand with the config class's defaults. Expected counts are by hand; transformers' own
+meta-device counts of the same defaults are in benchmarks/results/model_oracle_2026-11-29.md."""
+
+from __future__ import annotations
+
+import pytest
+
+from llmecon.catalog.hf_config import model_from_hf_config
+from llmecon.errors import CatalogError
+
+# DogeConfig defaults (transformers 5.23.0 models/doge/configuration_doge.py)
+DOGE = {"model_type": "doge", "vocab_size": 32768, "hidden_size": 1024, "intermediate_size": 2048,
+        "num_hidden_layers": 32, "num_attention_heads": 8, "num_key_value_heads": 8, "max_position_embeddings": 2048,
+        "hidden_act": "silu", "rms_norm_eps": 1e-6, "tie_word_embeddings": False, "attention_bias": False,
+        "mlp_bias": False, "keep_window_size": 2048, "is_moe": False, "num_experts": 16384,
+        "num_experts_per_tok": 64, "norm_topk_prob": False, "output_router_logits": False,
+        "router_aux_loss_coef": 0.001}
+
+
+def test_dense_doge_is_a_llama_layout_with_qk_norms_and_residual_vectors():
+    """DogeDecoderLayer (is_moe false): q/k/v/o d x d (8 heads of 128), q_norm/k_norm of 128, a gated MLP
+    (DogeMLP), input/post-attention RMSNorms and the input_residual/post_attention_residual vectors (d each).
+    The dynamic-mask dt_proj (1024 x 8) and A (8) per layer are omitted (documented in hf_families)."""
+    m = model_from_hf_config(DOGE, name="doge")
+    d, ff, layers, vocab = 1024, 2048, 32, 32768
+    per_layer = 4 * d * d + 2 * 128 + 3 * d * ff + 4 * d
+    assert m.params.total == 2 * vocab * d + d + layers * per_layer   # untied embedding + head, final norm
+    assert not m.is_moe                                                # num_experts builds nothing when dense
+    assert m.kv_bytes_per_token("bf16") == layers * 2 * 8 * 128 * 2
+    # transformers' meta-device count of the same default: 403,055,872 (it adds 32 x (8192 + 8) for dt_proj, A)
+    assert m.params.total + layers * (d * 8 + 8) == 403_055_872
+    assert abs(m.params.total / 403_055_872 - 1) < 0.001
+
+
+def test_doge_cross_domain_moe_is_refused_naming_is_moe():
+    with pytest.raises(CatalogError, match="'is_moe' = True"):
+        model_from_hf_config({**DOGE, "is_moe": True}, name="doge")
