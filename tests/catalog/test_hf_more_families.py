@@ -36,3 +36,23 @@ def test_dense_doge_is_a_llama_layout_with_qk_norms_and_residual_vectors():
 def test_doge_cross_domain_moe_is_refused_naming_is_moe():
     with pytest.raises(CatalogError, match="'is_moe' = True"):
         model_from_hf_config({**DOGE, "is_moe": True}, name="doge")
+
+
+# CpmAntConfig defaults (transformers 5.23.0 models/cpmant/configuration_cpmant.py)
+CPMANT = {"model_type": "cpmant", "vocab_size": 30720, "hidden_size": 4096, "num_attention_heads": 32, "dim_head": 128,
+          "dim_ff": 10240, "num_hidden_layers": 48, "dropout_p": 0.0, "position_bias_num_buckets": 512,
+          "position_bias_max_distance": 2048, "eps": 1e-6, "init_std": 1.0, "prompt_types": 32,
+          "prompt_length": 32, "segment_types": 32, "use_cache": True, "tie_word_embeddings": True}
+
+
+def test_cpmant_reads_its_own_names_with_an_untied_head():
+    """CpmAntForCausalLM: 48 layers of q/k/v/o 4096 x 4096, a gated GELU FFN of dim_ff 10240 (w_0, w_1,
+    w_out), 2 weight-only norms; input table (vocab rows counted, prompt rows omitted) and a separate head of
+    vocab_size rows though tie_word_embeddings is true (the shapes differ)."""
+    m = model_from_hf_config(CPMANT, name="cpmant")
+    d, ff, layers, vocab = 4096, 10240, 48, 30720
+    assert m.params.total == 2 * vocab * d + d + layers * (4 * d * d + 3 * d * ff + 2 * d)
+    assert m.kv_bytes_per_token("bf16") == layers * 2 * 32 * 128 * 2
+    # transformers' meta count 9,517,453,312 adds the prompt rows (32·32 x 4096), the segment table (32 x 4096)
+    # and the relative position bias ((32·32 + 512 buckets) x 32 heads = 49,152, CpmAntSegmentPositionEmbedding)
+    assert m.params.total + 1024 * d + 32 * d + (32 * 32 + 512) * 32 == 9_517_453_312

@@ -239,5 +239,7 @@ FAMILIES_BY_TYPE.update({
     # Doge (dense, is_moe false: hf_names): Llama layout with q/k RMSNorms; its dynamic-mask projection
     # (dt_proj, kv·h x kv, and A, kv weights per layer) is omitted (< 0.01% of the default's parameters).
     "doge": _QKN,
+    # CPM-Ant: Llama layout (gated GELU FFN, 2 weight-only pre-norms, no biases, untied head; hf_names).
+    "cpmant": _LLAMA,
 })
 

@@ -29,6 +29,7 @@ ALIASES: dict[str, dict[str, str]] = {
             "max_seq_len": "max_position_embeddings"},                         # MptConfig
     # LFM2 hub configs also carry their training code's names for the same sizes (Lfm2Config reads none of
     # them): checked equal to the names transformers reads, else refused
+    "cpmant": {"dim_ff": "intermediate_size", "dim_head": "head_dim", "eps": "rms_norm_eps"},  # CpmAntConfig
     "lfm2": {"block_dim": "hidden_size", "conv_dim": "hidden_size", "conv_dim_out": "hidden_size",
              "block_ff_dim": "intermediate_size", "num_heads": "num_attention_heads", "block_norm_eps": "norm_eps"},
 }
@@ -387,11 +388,24 @@ def _doge(flat: dict, where: str) -> None:
     flat["_norms_per_layer"] = 4
 
 
+def _cpmant(flat: dict, where: str) -> None:
+    # CpmAntForCausalLM (CPM-Ant): pre-norm layers (CpmAntLayerNorm: a weight, no bias), q/k/v/o without bias,
+    # a gated GELU FFN (w_0, w_1, w_out), a T5-style relative position bias (position_bias_*: heads x buckets
+    # + segment-pair weights added to the scores, positional). Its input table has vocab_size + prompt_types·prompt_length
+    # rows and a segment table of segment_types rows (looked up per token, not matmuls): both omitted (4.3M,
+    # 0.05% of the default), with the position bias (49k). The head has vocab_size rows, a tensor of its own
+    # whatever tie_word_embeddings says (CpmAntForCausalLM._tied_weights_keys is empty: the shapes differ).
+    for key in ("init_std", "position_bias_max_distance", "position_bias_num_buckets", "prompt_length",
+                "prompt_types", "segment_types"):
+        flat.pop(key, None)
+    flat["tie_word_embeddings"] = False
+
+
 # model_type -> its rule (after the aliases)
 _RULES = {
     "opt": _opt, "falcon": _falcon, "gpt_neo": _gpt_neo, "mpt": _mpt, "gpt_neox_japanese": _gpt_neox_japanese,
     "kimi_linear": _kimi_linear, "bailing_hybrid": _bailing_hybrid, "deepseek_v4": _deepseek_v4,
     "mamba": _mamba, "falcon_mamba": _mamba, "mamba2": _mamba2, "jamba": _jamba, "lfm2": _lfm2, "lfm3": _lfm3,
     "recurrent_gemma": _recurrent_gemma, "minimax": _minimax, "modernbert-decoder": _modernbert_decoder,
-    "longcat_flash": _longcat_flash, "doge": _doge,
+    "longcat_flash": _longcat_flash, "doge": _doge, "cpmant": _cpmant,
 }
