@@ -56,3 +56,10 @@ def test_cpmant_reads_its_own_names_with_an_untied_head():
     # transformers' meta count 9,517,453,312 adds the prompt rows (32·32 x 4096), the segment table (32 x 4096)
     # and the relative position bias ((32·32 + 512 buckets) x 32 heads = 49,152, CpmAntSegmentPositionEmbedding)
     assert m.params.total + 1024 * d + 32 * d + (32 * 32 + 512) * 32 == 9_517_453_312
+
+
+def test_a_field_named_twice_by_ignore_fields_is_ignored_once():
+    """It raised KeyError (a traceback) when a caller named the same field twice."""
+    m = model_from_hf_config({**DOGE, "some_new_switch": 3}, name="doge",
+                             ignore_fields=("some_new_switch", "some_new_switch"))
+    assert "some_new_switch" in m.ignored_fields

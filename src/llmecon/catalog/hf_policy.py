@@ -160,7 +160,7 @@ def check_fields(flat: dict, where: str, ignore: tuple[str, ...] = (),
             raise CatalogError(f"{where}: ignore_fields entries must be field names, got {key!r}")
     vouched = [k for k in ignore if k in flat]
     for key in vouched:
-        flat.pop(key)
+        flat.pop(key, None)  # a name given twice is vouched for once
     known = USED_FIELDS | IGNORED_FIELDS
     unread, cosmetic = [], []
     for key in flat:
