@@ -63,3 +63,15 @@ def test_a_field_named_twice_by_ignore_fields_is_ignored_once():
     m = model_from_hf_config({**DOGE, "some_new_switch": 3}, name="doge",
                              ignore_fields=("some_new_switch", "some_new_switch"))
     assert "some_new_switch" in m.ignored_fields
+
+
+def test_activation_sparsity_changes_no_count_and_is_listed():
+    """Gemma 3n's activation_sparsity_pattern zeroes gate activations after the dense gate_proj: same weights,
+    same dense matmuls (docs/model_reader.md); the default gemma3n_text is then refused on AltUp instead."""
+    llama = {"model_type": "llama", "hidden_size": 8, "num_hidden_layers": 4, "num_attention_heads": 2,
+             "num_key_value_heads": 1, "vocab_size": 10, "intermediate_size": 16, "tie_word_embeddings": False}
+    plain = model_from_hf_config(llama, name="llama")
+    sparse = model_from_hf_config({**llama, "activation_sparsity_pattern": [0.95, 0.95, 0.0, 0.0]}, name="llama")
+    # embedding + head 2·10·8, final norm 8; per layer q 8·8, k and v 8·4 each, o 8·8, MLP 3·8·16, 2 norms of 8
+    assert plain.params.total == sparse.params.total == 2 * 10 * 8 + 8 + 4 * (64 + 32 + 32 + 64 + 3 * 8 * 16 + 16)
+    assert "activation_sparsity_pattern" in sparse.ignored_fields
