@@ -239,7 +239,8 @@ FAMILIES_BY_TYPE.update({
     # Doge (dense, is_moe false: hf_names): Llama layout with q/k RMSNorms; its dynamic-mask projection
     # (dt_proj, kv·h x kv, and A, kv weights per layer) is omitted (< 0.01% of the default's parameters).
     "doge": _QKN,
-    # CPM-Ant: Llama layout (gated GELU FFN, 2 weight-only pre-norms, no biases, untied head; hf_names).
-    "cpmant": _LLAMA,
+    # CPM-Ant: Llama layout (gated GELU FFN, 2 weight-only pre-norms, no biases; hf_names). "tie" is
+    # CpmAntConfig's default (True), but the head is always its own tensor: hf_names._cpmant sets the field false.
+    "cpmant": {**_LLAMA, "tie": True},
 })
 
