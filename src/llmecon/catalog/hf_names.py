@@ -391,10 +391,11 @@ def _doge(flat: dict, where: str) -> None:
 def _cpmant(flat: dict, where: str) -> None:
     # CpmAntForCausalLM (CPM-Ant): pre-norm layers (CpmAntLayerNorm: a weight, no bias), q/k/v/o without bias,
     # a gated GELU FFN (w_0, w_1, w_out), a T5-style relative position bias (position_bias_*: heads x buckets
-    # + segment-pair weights added to the scores, positional). Its input table has vocab_size + prompt_types·prompt_length
-    # rows and a segment table of segment_types rows (looked up per token, not matmuls): both omitted (4.3M,
-    # 0.05% of the default), with the position bias (49k). The head has vocab_size rows, a tensor of its own
-    # whatever tie_word_embeddings says (CpmAntForCausalLM._tied_weights_keys is empty: the shapes differ).
+    # + segment-pair weights added to the scores, positional). Its input table has vocab_size +
+    # prompt_types·prompt_length rows and a segment table of segment_types rows (looked up per token, not
+    # matmuls): both omitted (4.3M, 0.05% of the default), with the position bias (49k). The head has
+    # vocab_size rows, a tensor of its own whatever tie_word_embeddings says (CpmAntForCausalLM._tied_weights_keys
+    # is empty: the shapes differ).
     for key in ("init_std", "position_bias_max_distance", "position_bias_num_buckets", "prompt_length",
                 "prompt_types", "segment_types"):
         flat.pop(key, None)
