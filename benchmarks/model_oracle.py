@@ -65,7 +65,12 @@ CACHE_EXPLAINED: dict[str, str] = {
     # fp8 layout (584 B) per raw token in the window plus the 1/4 and 1/128 compressed entries, per token of a
     # long context (spec/compressed.py). The two are not the same quantity at 4 tokens.
     "deepseek_v4": ("transformers holds K and V as two bf16 tensors (K = V) for the 4 raw tokens; llmecon counts "
-                    "one fp8 K = V entry plus the compressed entries per token of a long context")}
+                    "one fp8 K = V entry plus the compressed entries per token of a long context"),
+    # CPM-Ant: CpmAntModel.forward prepends prompt_length (32) learned prompt positions to every sequence, so a
+    # 4-token forward caches 36 positions (9x per prompt token); per generated token the KV is the same.
+    "cpmant": ("transformers caches the 32 prompt positions CPM-Ant prepends to every sequence beside the 4 "
+               "tokens (36 / 4 = 9x); per token the KV matches (393,216 el); llmecon omits those 32 positions "
+               "per sequence (12.6M el, 25 MB at bf16)")}
 
 
 @dataclass

@@ -236,5 +236,11 @@ FAMILIES_BY_TYPE.update({
     "bailing_hybrid": {**_LLAMA, "router_bias": True},
     # Phi-4-multimodal: the Phi-3 language model (fused qkv and gate_up: Llama shapes), vision and audio apart.
     "phi4_multimodal": {**_LLAMA, "multimodal": "vision and audio"},
+    # Doge (dense, is_moe false: hf_names): Llama layout with q/k RMSNorms; its dynamic-mask projection
+    # (dt_proj, kv·h x kv, and A, kv weights per layer) is omitted (< 0.01% of the default's parameters).
+    "doge": _QKN,
+    # CPM-Ant: Llama layout (gated GELU FFN, 2 weight-only pre-norms, no biases; hf_names). "tie" is
+    # CpmAntConfig's default (True), but the head is always its own tensor: hf_names._cpmant sets the field false.
+    "cpmant": {**_LLAMA, "tie": True},
 })
 

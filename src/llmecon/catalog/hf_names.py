@@ -29,6 +29,7 @@ ALIASES: dict[str, dict[str, str]] = {
             "max_seq_len": "max_position_embeddings"},                         # MptConfig
     # LFM2 hub configs also carry their training code's names for the same sizes (Lfm2Config reads none of
     # them): checked equal to the names transformers reads, else refused
+    "cpmant": {"dim_ff": "intermediate_size", "dim_head": "head_dim", "eps": "rms_norm_eps"},  # CpmAntConfig
     "lfm2": {"block_dim": "hidden_size", "conv_dim": "hidden_size", "conv_dim_out": "hidden_size",
              "block_ff_dim": "intermediate_size", "num_heads": "num_attention_heads", "block_norm_eps": "norm_eps"},
 }
@@ -367,11 +368,45 @@ def _recurrent_gemma(flat: dict, where: str) -> None:
     flat.setdefault("mlp_bias", True)
 
 
+def _doge(flat: dict, where: str) -> None:
+    # DogeConfig / DogeDecoderLayer: is_moe switches the MLP to a cross-domain MoE of num_experts single-neuron
+    # experts (DogeCDMoE: product-key router, up/down embeddings), not modelled: refused. With is_moe false the
+    # num_experts / num_experts_per_tok / router fields build nothing. keep_window_size: the dynamic mask keeps
+    # the top keep_window_size keys per query (DogeAttention, only past that length); every key stays in the
+    # cache and transformers computes every score before masking, so bytes are unchanged and the FLOPs counted
+    # are those of full attention (what transformers runs; a kernel that skips masked keys would do less).
+    # input_residual / post_attention_residual are d-weight vectors per layer: counted as two more norms.
+    if flat.get("is_moe") is True:
+        raise CatalogError(f"{where}: field 'is_moe' = True (Doge's cross-domain MoE of single-neuron experts with "
+                           "a product-key router) is not modelled by llmecon; workaround: none (set is_moe false "
+                           "only for the dense model)")
+    if flat.pop("is_moe", False) is False:
+        for key in ("num_experts", "num_experts_per_tok", "norm_topk_prob", "output_router_logits",
+                    "router_aux_loss_coef"):
+            flat.pop(key, None)
+    flat.pop("keep_window_size", None)
+    flat["_norms_per_layer"] = 4
+
+
+def _cpmant(flat: dict, where: str) -> None:
+    # CpmAntForCausalLM (CPM-Ant): pre-norm layers (CpmAntLayerNorm: a weight, no bias), q/k/v/o without bias,
+    # a gated GELU FFN (w_0, w_1, w_out), a T5-style relative position bias (position_bias_*: heads x buckets
+    # + segment-pair weights added to the scores, positional). Its input table has vocab_size +
+    # prompt_types·prompt_length rows and a segment table of segment_types rows (looked up per token, not
+    # matmuls): both omitted (4.3M, 0.05% of the default), with the position bias (49k). The head has
+    # vocab_size rows, a tensor of its own whatever tie_word_embeddings says (CpmAntForCausalLM._tied_weights_keys
+    # is empty: the shapes differ).
+    for key in ("init_std", "position_bias_max_distance", "position_bias_num_buckets", "prompt_length",
+                "prompt_types", "segment_types"):
+        flat.pop(key, None)
+    flat["tie_word_embeddings"] = False
+
+
 # model_type -> its rule (after the aliases)
 _RULES = {
     "opt": _opt, "falcon": _falcon, "gpt_neo": _gpt_neo, "mpt": _mpt, "gpt_neox_japanese": _gpt_neox_japanese,
     "kimi_linear": _kimi_linear, "bailing_hybrid": _bailing_hybrid, "deepseek_v4": _deepseek_v4,
     "mamba": _mamba, "falcon_mamba": _mamba, "mamba2": _mamba2, "jamba": _jamba, "lfm2": _lfm2, "lfm3": _lfm3,
     "recurrent_gemma": _recurrent_gemma, "minimax": _minimax, "modernbert-decoder": _modernbert_decoder,
-    "longcat_flash": _longcat_flash,
+    "longcat_flash": _longcat_flash, "doge": _doge, "cpmant": _cpmant,
 }

@@ -123,6 +123,11 @@ HARMLESS_CATEGORIES: tuple[tuple[str, re.Pattern, tuple[type, ...], str], ...] =
      "the activation function; gated or not is an architecture fact (hf_families), not this field"),
     ("numerics", re.compile(r"(dim_model_base|scale_emb|scale_depth|mup_enabled|use_mup)"), (int, float, bool),
      "muP width/depth scalars (MiniCPM, AFMoE): they scale activations and logits, no shape"),
+    ("activation sparsity", re.compile(r"activation_sparsity(_pattern)?"), (float, list),
+     "a target fraction of the gate activations set to zero (Gemma 3n, Gemma3nTextMLP._gaussian_topk: values below "
+     "mean + std x the normal quantile of the target, after the dense gate_proj): the weights and the dense "
+     "matmuls transformers runs are unchanged; a kernel skipping the zeros in down_proj would run fewer FLOPs "
+     "(not modelled: llmecon counts the dense matmuls, an upper bound)"),
     ("bookkeeping", re.compile(r"(classifier_.*|layerdrop|slow_but_exact)"), (int, float, bool, str),
      "a task-head setting, training-time layer drop, or an exactness switch of a kernel"),
     ("kernel choice", re.compile(r"^(use_.*(kernel|kernels|flash.*|fused.*|cache|triton|cuda|fast_path|impl)"
@@ -160,7 +165,7 @@ def check_fields(flat: dict, where: str, ignore: tuple[str, ...] = (),
             raise CatalogError(f"{where}: ignore_fields entries must be field names, got {key!r}")
     vouched = [k for k in ignore if k in flat]
     for key in vouched:
-        flat.pop(key)
+        flat.pop(key, None)  # a name given twice is vouched for once
     known = USED_FIELDS | IGNORED_FIELDS
     unread, cosmetic = [], []
     for key in flat:

@@ -189,7 +189,7 @@ def model_cmd(
     """Derived facts of a model: parameters per component, KV bytes per token, attention and MoE shape."""
     from ..catalog.models import get_model
     from ..dtypes import get_dtype
-    from ..report.analyze import model_dict
+    from ..report.analyze import attention_line, model_dict
     from ..units import fmt_bytes, fmt_params
 
     m = get_model(name)
@@ -202,8 +202,7 @@ def model_cmd(
     rows = [("parameters", f"{fmt_params(d['total_params'])} total, {fmt_params(d['active_params'])} active "
                            f"(sparsity {d['sparsity']:.2f})"),
             ("layers", f"{d['n_layers']} x d_model {d['d_model']}, vocab {d['vocab_size']:,}"),
-            ("attention", f"{d['attention']}: {d['n_heads']} heads, {d['n_kv_heads']} KV heads, head dim "
-                          f"{d['head_dim']}"),
+            ("attention", attention_line(d)),
             ("KV per token", f"{fmt_bytes(d['kv_bytes_per_token'])} at {d['kv_dtype']} (attention layers)"),
             ("state per sequence",
              f"{fmt_bytes(d['state_bytes_per_sequence'])} (linear/SSM layers, KV compressors; constant)"),

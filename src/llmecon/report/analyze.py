@@ -60,6 +60,18 @@ def model_dict(model: Model, kv_dtype: str | None = None) -> dict:
     return out
 
 
+def attention_line(d: dict) -> str:
+    """The ``attention`` row of ``llmecon model``'s table from :func:`model_dict`'s output: the global
+    attention's heads and head dim, or, for a stack without softmax-attention layers (a pure Mamba or other
+    recurrent model, whose spec carries a placeholder attention no layer runs), that there is none."""
+    n_attention = sum(v for k, v in d["layers"].items() if k.startswith("attention_"))
+    if n_attention == 0:
+        mixers = [k for k, v in d["layers"].items() if v and not k.startswith("ffn_")]
+        return "none (no attention layers: " + ", ".join(mixers) + ")"
+    return (f"{d['attention']}: {d['n_heads']} heads, {d['n_kv_heads']} KV heads, head dim {d['head_dim']}"
+            f" ({n_attention} of {d['n_layers']} layers)")
+
+
 def step_dict(result: StepResult, dep: Deployment) -> dict:
     """``llmecon step --json``: one step's time breakdown. Bytes and FLOPs summed over all chips, and
     the weights the critical chip (the busiest expert group's) reads."""
