@@ -114,14 +114,16 @@ def _console():
 
 
 def _kv_table(title: str, rows: list[tuple[str, str]]):
-    from rich.table import Table
+    from ..report.tables import kv_table
 
-    table = Table(title=title, show_header=False, title_justify="left", box=None, pad_edge=False)
-    table.add_column(style="bold cyan", no_wrap=True)
-    table.add_column()
-    for label, value in rows:
-        table.add_row(label, value)
-    return table
+    return kv_table(title, rows)
+
+
+def _show(view: list) -> None:
+    """Print a command's text view (report/: its tables and lines, in order)."""
+    console = _console()
+    for item in view:
+        console.print(item)
 
 
 def _check_plot_path(path: str, field: str = "plot") -> None:

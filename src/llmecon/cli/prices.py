@@ -9,7 +9,7 @@ import typer
 
 from ..commands.cache import device_tiers, tier_prices
 from ..commands.prices import TiersRequest
-from .context import _money, _tokens
+from ..report.tables import money as _money, tokens as _tokens
 from .options import JsonOpt, _console, _emit_json, app, takes
 
 prices_app = typer.Typer(add_completion=False, no_args_is_help=True,
