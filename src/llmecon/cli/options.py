@@ -121,9 +121,14 @@ def _kv_table(title: str, rows: list[tuple[str, str]]):
 
 def _show(view: list) -> None:
     """Print a command's text view (report/: its tables and lines, in order)."""
+    from ..report.tables import Line
+
     console = _console()
     for item in view:
-        console.print(item)
+        if isinstance(item, Line):
+            console.print(item.text, soft_wrap=False, markup=False, highlight=False)
+        else:
+            console.print(item)
 
 
 def _check_plot_path(path: str, field: str = "plot") -> None:

@@ -4,6 +4,7 @@ tables use (tokens, dollars). The CLI prints what the views return; nothing here
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 
 def kv_table(title: str, rows: list[tuple[str, str]]):
@@ -33,3 +34,10 @@ def money(x) -> str:
 def small_money(x) -> str:
     """Dollars with three significant digits below a cent (holding and fetching costs are often tiny)."""
     return money(x) if x is None or not math.isfinite(x) or x >= 0.01 else f"${x:.3g}"
+
+
+@dataclass(frozen=True)
+class Line:
+    """A line of a view printed as it is: no markup, no highlighting, never wrapped."""
+
+    text: str
