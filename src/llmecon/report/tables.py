@@ -38,6 +38,7 @@ def small_money(x) -> str:
 
 @dataclass(frozen=True)
 class Line:
-    """A line of a view printed as it is: no markup, no highlighting, never wrapped."""
+    """A line of a view printed as it is: no markup, no highlighting; wrapped only with ``soft_wrap``."""
 
     text: str
+    soft_wrap: bool = False
