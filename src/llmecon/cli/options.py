@@ -119,11 +119,11 @@ def _kv_table(title: str, rows: list[tuple[str, str]]):
     return kv_table(title, rows)
 
 
-def _show(view: list) -> None:
-    """Print a command's text view (report/: its tables and lines, in order)."""
+def _show(view: list, console=None) -> None:
+    """Print a command's text view (report/: its tables and lines, in order) to ``console`` (default: a new one)."""
     from ..report.tables import Line
 
-    console = _console()
+    console = console or _console()
     for item in view:
         if isinstance(item, Line):
             console.print(item.text, soft_wrap=item.soft_wrap, markup=False, highlight=False)
