@@ -38,7 +38,9 @@ def small_money(x) -> str:
 
 @dataclass(frozen=True)
 class Line:
-    """A line of a view printed as it is: no markup, no highlighting; wrapped only with ``soft_wrap``."""
+    """A line of a view printed without highlighting: markup read only with ``markup``, soft-wrapped (not
+    folded to the width) only with ``soft_wrap``."""
 
     text: str
     soft_wrap: bool = False
+    markup: bool = False
