@@ -126,7 +126,7 @@ def _show(view: list, console=None) -> None:
     console = console or _console()
     for item in view:
         if isinstance(item, Line):
-            console.print(item.text, soft_wrap=item.soft_wrap, markup=item.markup, highlight=False)
+            console.print(item.text, soft_wrap=item.soft_wrap, markup=item.markup, highlight=item.highlight)
         else:
             console.print(item)
 

@@ -38,9 +38,11 @@ def small_money(x) -> str:
 
 @dataclass(frozen=True)
 class Line:
-    """A line of a view printed without highlighting: markup read only with ``markup``, soft-wrapped (not
-    folded to the width) only with ``soft_wrap``."""
+    """A line of a view printed with rich's console options other than a plain string's: markup read only
+    with ``markup``, highlighted only with ``highlight``, soft-wrapped (not folded to the width) with
+    ``soft_wrap``."""
 
     text: str
     soft_wrap: bool = False
     markup: bool = False
+    highlight: bool = False
