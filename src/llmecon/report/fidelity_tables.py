@@ -3,6 +3,8 @@ order; the CLI prints them. The JSON views are the reports' ``as_dict``."""
 
 from __future__ import annotations
 
+from .tables import kv_table
+
 
 def _pct(v: float) -> str:
     import math
@@ -78,3 +80,34 @@ def calibrate_view(rows, chosen: str, out: str, report: dict, ev) -> list:
         fitted = ", ".join(f"{k}={val:.4g}" for k, val in v["params"].items())
         view.append(f"  {stage}: {v['rows']} rows; " + (fitted or f"not fitted ({v['skipped']})"))
     return view + errors_view(ev)
+
+
+def _fmt(key: str, value: float) -> str:
+    from ..units import fmt_rate
+
+    if key.endswith("_share"):
+        return f"{100 * value:.0f}% of datasheet"
+    if key.endswith("bytes_per_s"):
+        return fmt_rate(value)
+    if key.endswith("flops_per_s"):
+        return fmt_rate(value, "FLOP/s")
+    return f"{value:,.0f} tok/s"
+
+
+def measure_view(result, counts: dict) -> list:
+    """``llmecon measure``: the GPU, the model timed, the rows written and the best figure of each kind."""
+    env = result.env
+    lines = [("GPU", f"{env.gpu_name} ({env.driver or 'driver unknown'}; torch {env.torch_version})"),
+             ("catalogue ids", f"accelerator {result.accelerator}, system {result.system}"),
+             ("model", f"{result.model} (random bf16 weights, tp=1; decode timed {result.step_timing})"),
+             ("rows", ", ".join(f"{k} {v}" for k, v in counts.items()) + f" in {result.wall_s:.0f} s")]
+    head = result.headline()
+    for key, value in head.items():
+        if key.endswith("_share"):
+            continue
+        share_key = key.replace("bytes_per_s", "hbm_share") if "bytes" in key else key.replace("flops_per_s",
+                                                                                               "peak_share")
+        share = head.get(share_key) if share_key != key else None
+        label = "best " + key.rsplit("_", 3)[0].replace("_", " ")
+        lines.append((label, _fmt(key, value) + (f" ({_fmt(share_key, share)})" if share is not None else "")))
+    return [kv_table(f"llmecon measure ({result.preset})", lines)]
