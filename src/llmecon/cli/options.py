@@ -113,12 +113,6 @@ def _console():
     return console
 
 
-def _kv_table(title: str, rows: list[tuple[str, str]]):
-    from ..report.tables import kv_table
-
-    return kv_table(title, rows)
-
-
 def _show(view: list, console=None) -> None:
     """Print a command's text view (report/: its tables and lines, in order) to ``console`` (default: a new one)."""
     from ..report.tables import Line
