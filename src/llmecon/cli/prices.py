@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..commands.cache import device_tiers, tier_prices
-from ..commands.prices import TiersRequest
+from ..commands.prices import PriceListRequest, TiersRequest
 from ..report.prices_tables import infer_view, list_view, tiers_view
 from .options import JsonOpt, _console, _emit_json, _show, app, takes
 
@@ -20,26 +20,23 @@ OptPriceOpt = Annotated[Optional[float], typer.Option("--price-per-chip-hour",
                                                       help="Rent of one accelerator, USD per hour (adds $ columns).")]
 UtilOpt = Annotated[float, typer.Option("--utilization", help="Share of paid time the chips serve at this "
                                                               "batch (0-1]; cost is divided by it.")]
-ProviderOpt = Annotated[Optional[str], typer.Option("--provider", help="Price-sheet provider (llmecon prices list).")]
 PriceModelOpt = Annotated[Optional[str], typer.Option("--price-model", help="Model name on the provider's sheet.")]
 CacheHitOpt = Annotated[Optional[float], typer.Option("--cache-hit", help="Prefix-cache hit rate in [0, 1]: adds the "
                                                   "blended input $/Mtok (a hit prefills only the uncached tokens).")]
 
 
 @prices_app.command("list")
-def prices_list(provider: ProviderOpt = None, cache_hit: CacheHitOpt = None,
-                cached_fraction: Annotated[float, typer.Option("--cached-fraction", help="With --cache-hit: share "
-                                                               "of a hit prompt billed at the cached price.")] = 1.0,
-                as_json: JsonOpt = False) -> None:
+@takes(PriceListRequest)
+def prices_list(req: PriceListRequest, as_json: JsonOpt = False) -> None:
     """Every catalogued price sheet (USD per million tokens, dated and sourced). --cache-hit RATE adds
     the blended input price, (1 - h·f)·input + h·f·cached, where the sheet prices cached input."""
     from ..commands.prices import price_list
 
-    rows = price_list(provider=provider, cache_hit=cache_hit, cached_fraction=cached_fraction)
+    rows = price_list(req)
     if as_json:
         _emit_json({"sheets": rows})
         return
-    _show(list_view(rows, cache_hit, _console().width))
+    _show(list_view(rows, req.cache_hit, _console().width))
 
 
 @prices_app.command("infer")

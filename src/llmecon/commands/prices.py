@@ -59,9 +59,18 @@ def infer(*, provider: str, model: str, active_params, chips, dtypes, system: st
                        cache_hit_rate=cache_hit_rate, cached_fraction=cached_fraction)
 
 
-def price_list(*, provider: str | None = None, cache_hit: float | None = None, cached_fraction: float = 1.0):
+@dataclass(frozen=True)
+class PriceListRequest:
+    provider: Optional[str] = arg(None, "Price-sheet provider (llmecon prices list).")
+    cache_hit: Optional[float] = arg(None, "Prefix-cache hit rate in [0, 1]: adds the blended input $/Mtok (a hit "
+                                     "prefills only the uncached tokens).")
+    cached_fraction: float = arg(1.0, "With --cache-hit: share of a hit prompt billed at the cached price.")
+
+
+def price_list(req: PriceListRequest) -> list[dict]:
     """``prices list``: every catalogued sheet's row; ``cache_hit`` adds the blended input price,
     (1 - h·f)·input + h·f·cached, where the sheet prices cached input (``econ.cache_hit``)."""
+    provider, cache_hit, cached_fraction = req.provider, req.cache_hit, req.cached_fraction
     from ..catalog.prices import price_sheets, providers
     from ..errors import require_number, unknown_name
     from ..report.context import sheet_row
