@@ -8,8 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from ..commands.deployment import AnalyzeRequest, BatchRequest, StepRequest
-from ..commands.args import DeploymentArgs
-from .options import JsonOpt, _check_plot_path, _emit_json, _show, app, catalog_app, option, takes
+from ..commands.catalog import ModelRequest
+from .options import JsonOpt, _check_plot_path, _emit_json, _show, app, catalog_app, takes
 
 
 @app.command()
@@ -96,71 +96,54 @@ def batch_cmd(
     _show(batch_view(req, r, d, plot))
 
 
-KvDtypeOpt = option(DeploymentArgs, "kv_dtype")
-
-
 @app.command("model")
-def model_cmd(
-    name: Annotated[str, typer.Argument(help="Catalogue name or path to a config.json.")],
-    kv_dtype: KvDtypeOpt = None, as_json: JsonOpt = False,
-) -> None:
+@takes(ModelRequest)
+def model_cmd(req: ModelRequest, as_json: JsonOpt = False) -> None:
     """Derived facts of a model: parameters per component, KV bytes per token, attention and MoE shape."""
-    from ..catalog.models import get_model
-    from ..dtypes import get_dtype
-    from ..report.analyze import model_dict
+    from ..commands.catalog import model
     from ..report.analyze_tables import model_view
 
-    m = get_model(name)
-    if kv_dtype is not None:
-        get_dtype(kv_dtype)
-    d = model_dict(m, kv_dtype)
+    r = model(req)
     if as_json:
-        _emit_json(d)
+        _emit_json(r.view)
         return
-    _show(model_view(m, d))
+    _show(model_view(r.model, r.view))
 
 
 @catalog_app.command("accelerators")
 def catalog_accelerators(as_json: JsonOpt = False) -> None:
     """Chips: dense peak FLOP/s per dtype, HBM capacity and bandwidth, sources."""
-    from ..catalog.hardware import accelerators
-    from ..report.analyze import accelerator_row
+    from ..commands.catalog import accelerators
     from ..report.analyze_tables import accelerators_view
 
-    rows = [accelerator_row(a) for a in accelerators().values()]
+    d = accelerators()
     if as_json:
-        _emit_json({"accelerators": rows})
-        return
-    _show(accelerators_view(rows))
+        _emit_json(d)
+    else:
+        _show(accelerators_view(d["accelerators"]))
 
 
 @catalog_app.command("systems")
 def catalog_systems(as_json: JsonOpt = False) -> None:
     """Systems: scale-up domain (chips, per-direction link bandwidth) and scale-out network."""
-    from ..catalog.hardware import systems
-    from ..report.analyze import system_row
+    from ..commands.catalog import systems
     from ..report.analyze_tables import systems_view
 
-    rows = [system_row(s) for s in systems().values()]
+    d = systems()
     if as_json:
-        _emit_json({"systems": rows})
-        return
-    _show(systems_view(rows))
+        _emit_json(d)
+    else:
+        _show(systems_view(d["systems"]))
 
 
 @catalog_app.command("models")
 def catalog_models(as_json: JsonOpt = False) -> None:
     """Models shipped with llmecon (any config.json path works too)."""
-    from ..catalog.models import get_model, model_names
+    from ..commands.catalog import models
     from ..report.analyze_tables import models_view
 
-    rows = []
-    for name in model_names():
-        m = get_model(name)
-        rows.append({"name": name, "total_params": m.params.total, "active_params": m.params.active,
-                     "attention": m.attention_label, "is_moe": m.is_moe, "weight_dtype": m.weight_dtype,
-                     "kv_bytes_per_token": m.kv_bytes_per_token()})
+    d = models()
     if as_json:
-        _emit_json({"models": rows})
-        return
-    _show(models_view(rows))
+        _emit_json(d)
+    else:
+        _show(models_view(d["models"]))

@@ -85,14 +85,11 @@ def cache_cmd(req: CacheRequest, as_json: JsonOpt = False) -> None:
 def catalog_tiers(system: Annotated[Optional[str], typer.Option("--system", "-s", help="One system only.")] = None,
                   as_json: JsonOpt = False) -> None:
     """Memory tiers per system (HBM, host memory, local NVMe) and storage devices, with drain times."""
-    from ..catalog.hardware import get_system, storage_devices, systems
-    from ..report.context import tier_row
+    from ..commands.catalog import tiers
     from ..report.context_tables import tiers_view
 
-    chosen = [get_system(system)] if system else list(systems().values())
-    out = {"systems": {s.name: [tier_row(t) for t in s.memory_tiers] for s in chosen},
-           "devices": {name: tier_row(t) for name, t in storage_devices().items()}}
+    d = tiers(system)
     if as_json:
-        _emit_json(out)
-        return
-    _show(tiers_view(out))
+        _emit_json(d)
+    else:
+        _show(tiers_view(d))

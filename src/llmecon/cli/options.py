@@ -180,9 +180,9 @@ def request_params(cls, *, exclude=(), defaults=None) -> list:
             default = list(default)
         if opt.required:
             default = inspect.Parameter.empty
+        how = typer.Argument(help=opt.help) if opt.positional else typer.Option(*flags_of(f.name, opt), help=opt.help)
         params.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=default,
-                                        annotation=Annotated[typ, typer.Option(*flags_of(f.name, opt),
-                                                                               help=opt.help)]))
+                                        annotation=Annotated[typ, how]))
     return params
 
 

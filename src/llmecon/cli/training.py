@@ -46,16 +46,14 @@ def train_cmd(ctx: typer.Context, req: TrainRequest, plot: PlotOpt = None, as_js
 @catalog_app.command("training-runs")
 def catalog_training_runs(as_json: JsonOpt = False) -> None:
     """Published training runs that `llmecon train --preset NAME` runs beside their published figure."""
-    from ..catalog.training_runs import training_runs
+    from ..commands.catalog import training_runs
     from ..report.training_tables import training_runs_view
 
-    rows = [{"name": r.name, "description": r.description, "metric": r.metric, "published": r.value,
-             "source": r.source, "status": r.status, "notes": r.notes, "options": dict(r.options)}
-            for r in training_runs().values()]
+    d = training_runs()
     if as_json:
-        _emit_json({"training_runs": rows})
-        return
-    _show(training_runs_view(rows))
+        _emit_json(d)
+    else:
+        _show(training_runs_view(d["training_runs"]))
 
 
 @app.command("overtrain")
