@@ -9,7 +9,8 @@ from typing import Annotated, Optional
 import typer
 
 from ..commands.args import DeploymentArgs
-from .options import JsonOpt, Mode, _console, _emit_json, _fidelity, _show, app, option
+from ..commands.fidelity import BENCH_FILES_HELP, CalibrateRequest
+from .options import JsonOpt, Mode, _console, _emit_json, _fidelity, _show, app, option, takes
 
 TpOpt, EpOpt, PpOpt = (option(DeploymentArgs, n) for n in ("tp", "ep", "pp"))
 WeightDtypeOpt, KvDtypeOpt = option(DeploymentArgs, "weight_dtype"), option(DeploymentArgs, "kv_dtype")
@@ -71,37 +72,22 @@ def predict(
     typer.echo(write_cases(result), nl=False)
 
 
-BenchModelOpt = Annotated[Optional[str], typer.Option("--model", "-m", help="Benchmark result files: the served "
-                                                                           "model (catalogue name or config.json).")]
-BenchSystemOpt = Annotated[Optional[str], typer.Option("--system", "-s", help="Benchmark result files: the system "
-                                                                              "it ran on (llmecon catalog systems).")]
-_BENCH_HELP = (" Or the serving benchmarks' own result files (.json/.jsonl: vllm bench serve --save-result, SGLang "
-               "bench_serving --output-file, AIPerf/GenAI-Perf profile_export JSON), with the deployment given by "
-               "--model, --system, --tp/--ep/--pp and --weight-dtype/--kv-dtype.")
+BenchModelOpt, BenchSystemOpt = option(CalibrateRequest, "model"), option(CalibrateRequest, "system")
 
 
 @app.command()
-def calibrate(
-    measurements: Annotated[list[str], typer.Argument(help="Measurement CSV(s) (llmecon measure writes one; format "
-                                                           "in docs/calibration.md)." + _BENCH_HELP)],
-    out: Annotated[str, typer.Option("--out", "-o", help="Profile TOML to write.")] = "profile.toml",
-    name: Annotated[Optional[str], typer.Option("--name", help="Profile name (default: the accelerator).")] = None,
-    accelerator: Annotated[Optional[str], typer.Option("--accelerator",
-                                                       help="Fit only rows of this accelerator "
-                                                            "(needed when the file has several).")] = None,
-    all_rows: Annotated[bool, typer.Option("--all-rows", help="Fit on every row (default: the 'fit' split only, "
-                                                              "so validate can report the held-out rows).")] = False,
-    model: BenchModelOpt = None, system: BenchSystemOpt = None, tp: TpOpt = None, ep: EpOpt = None, pp: PpOpt = None,
-    weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, as_json: JsonOpt = False,
-) -> None:
+@takes(CalibrateRequest)
+def calibrate(req: CalibrateRequest, as_json: JsonOpt = False) -> None:
     """Fit an efficiency profile (bounded least squares, scipy) to measured kernel, collective,
     step and serving times; report the fit error and refuse when there are too few points."""
     from ..commands.fidelity import calibrate as fit
     from ..files import check_output, write_text
 
+    out = req.out
     check_output(out, field="out", suffixes=(".toml",))  # before the fit: it fails now, not after
-    rows, chosen, prof, report, ev = fit(measurements, model, system, tp, ep, pp, weight_dtype, kv_dtype,
-                                         accelerator=accelerator, name=name, all_rows=all_rows)
+    rows, chosen, prof, report, ev = fit(list(req.measurements), req.model, req.system, req.tp, req.ep, req.pp,
+                                         req.weight_dtype, req.kv_dtype, accelerator=req.accelerator, name=req.name,
+                                         all_rows=req.all_rows)
     write_text(out, prof.as_toml())
     if as_json:
         _emit_json({"profile": out, "stages": report, "errors": ev.metrics})
@@ -127,7 +113,7 @@ def validate(
                                                            "(aiconfigurator silicon_dev.csv, known by its "
                                                            "silicon_tpot_ms column); or a kernel-tables folder "
                                                            "(aiconfigurator kernels/, holding h100_sxm, b200_sxm, ... "
-                                                           "folders)." + _BENCH_HELP)],
+                                                           "folders)." + BENCH_FILES_HELP)],
     mode: ModeOpt = Mode.calibrated, profile: ProfileOpt = None, as_json: JsonOpt = False,
     holdout: Annotated[Optional[Holdout], typer.Option(
         "--holdout", help="Silicon CSV and kernel tables only: model = leave one model out (kernel tables: 5 folds "
