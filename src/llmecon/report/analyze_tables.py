@@ -56,7 +56,7 @@ def batch_view(req, r, d: dict, plot: str | None) -> list:
     """``llmecon batch``: the batching facts, then latency and cost against batch (16 rows at most)."""
     from rich.table import Table
 
-    from .analyze import fmt_tokens
+    from .tables import fmt_tokens
 
     dep, e, context = r.deployment, r.economics, req.context
     view: list = [kv_table(f"llmecon batch: {dep.model.name} on {dep.system.name} ({dep.plan.label()})", [

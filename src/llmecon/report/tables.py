@@ -19,11 +19,17 @@ def kv_table(title: str, rows: list[tuple[str, str]]):
     return table
 
 
+def fmt_tokens(value) -> str:
+    """A token count for people: whole tokens below a million, then millions to three digits."""
+    value = float(value)
+    if not math.isfinite(value):
+        return "unbounded"
+    return f"{value:,.0f}" if value < 1e6 else f"{value / 1e6:.3g}M"
+
+
 def tokens(x: float) -> str:
     """A token count for people ("unbounded" when infinite)."""
-    from .analyze import fmt_tokens
-
-    return "unbounded" if not math.isfinite(x) else fmt_tokens(x)
+    return fmt_tokens(x)
 
 
 def money(x) -> str:
