@@ -9,7 +9,8 @@ from typing import Annotated, Optional
 import typer
 
 from ..commands.args import DeploymentArgs
-from .options import JsonOpt, Mode, _console, _emit_json, _fidelity, app, option
+from ..commands.fidelity import BENCH_FILES_HELP, CalibrateRequest
+from .options import JsonOpt, Mode, _console, _emit_json, _fidelity, _show, app, option, takes
 
 TpOpt, EpOpt, PpOpt = (option(DeploymentArgs, n) for n in ("tp", "ep", "pp"))
 WeightDtypeOpt, KvDtypeOpt = option(DeploymentArgs, "weight_dtype"), option(DeploymentArgs, "kv_dtype")
@@ -71,47 +72,29 @@ def predict(
     typer.echo(write_cases(result), nl=False)
 
 
-BenchModelOpt = Annotated[Optional[str], typer.Option("--model", "-m", help="Benchmark result files: the served "
-                                                                           "model (catalogue name or config.json).")]
-BenchSystemOpt = Annotated[Optional[str], typer.Option("--system", "-s", help="Benchmark result files: the system "
-                                                                              "it ran on (llmecon catalog systems).")]
-_BENCH_HELP = (" Or the serving benchmarks' own result files (.json/.jsonl: vllm bench serve --save-result, SGLang "
-               "bench_serving --output-file, AIPerf/GenAI-Perf profile_export JSON), with the deployment given by "
-               "--model, --system, --tp/--ep/--pp and --weight-dtype/--kv-dtype.")
+BenchModelOpt, BenchSystemOpt = option(CalibrateRequest, "model"), option(CalibrateRequest, "system")
 
 
 @app.command()
-def calibrate(
-    measurements: Annotated[list[str], typer.Argument(help="Measurement CSV(s) (llmecon measure writes one; format "
-                                                           "in docs/calibration.md)." + _BENCH_HELP)],
-    out: Annotated[str, typer.Option("--out", "-o", help="Profile TOML to write.")] = "profile.toml",
-    name: Annotated[Optional[str], typer.Option("--name", help="Profile name (default: the accelerator).")] = None,
-    accelerator: Annotated[Optional[str], typer.Option("--accelerator",
-                                                       help="Fit only rows of this accelerator "
-                                                            "(needed when the file has several).")] = None,
-    all_rows: Annotated[bool, typer.Option("--all-rows", help="Fit on every row (default: the 'fit' split only, "
-                                                              "so validate can report the held-out rows).")] = False,
-    model: BenchModelOpt = None, system: BenchSystemOpt = None, tp: TpOpt = None, ep: EpOpt = None, pp: PpOpt = None,
-    weight_dtype: WeightDtypeOpt = None, kv_dtype: KvDtypeOpt = None, as_json: JsonOpt = False,
-) -> None:
+@takes(CalibrateRequest)
+def calibrate(req: CalibrateRequest, as_json: JsonOpt = False) -> None:
     """Fit an efficiency profile (bounded least squares, scipy) to measured kernel, collective,
     step and serving times; report the fit error and refuse when there are too few points."""
     from ..commands.fidelity import calibrate as fit
     from ..files import check_output, write_text
 
+    out = req.out
     check_output(out, field="out", suffixes=(".toml",))  # before the fit: it fails now, not after
-    rows, chosen, prof, report, ev = fit(measurements, model, system, tp, ep, pp, weight_dtype, kv_dtype,
-                                         accelerator=accelerator, name=name, all_rows=all_rows)
+    rows, chosen, prof, report, ev = fit(list(req.measurements), req.model, req.system, req.tp, req.ep, req.pp,
+                                         req.weight_dtype, req.kv_dtype, accelerator=req.accelerator, name=req.name,
+                                         all_rows=req.all_rows)
     write_text(out, prof.as_toml())
     if as_json:
         _emit_json({"profile": out, "stages": report, "errors": ev.metrics})
         return
-    console = _console()
-    console.print(f"llmecon calibrate: {len(rows)} rows of {chosen} -> {out}")
-    for stage, v in report.items():
-        fitted = ", ".join(f"{k}={val:.4g}" for k, val in v["params"].items())
-        console.print(f"  {stage}: {v['rows']} rows; " + (fitted or f"not fitted ({v['skipped']})"))
-    _print_errors(console, ev)
+    from ..report.fidelity_tables import calibrate_view
+
+    _show(calibrate_view(rows, chosen, out, report, ev))
 
 
 class Holdout(str, Enum):
@@ -130,7 +113,7 @@ def validate(
                                                            "(aiconfigurator silicon_dev.csv, known by its "
                                                            "silicon_tpot_ms column); or a kernel-tables folder "
                                                            "(aiconfigurator kernels/, holding h100_sxm, b200_sxm, ... "
-                                                           "folders)." + _BENCH_HELP)],
+                                                           "folders)." + BENCH_FILES_HELP)],
     mode: ModeOpt = Mode.calibrated, profile: ProfileOpt = None, as_json: JsonOpt = False,
     holdout: Annotated[Optional[Holdout], typer.Option(
         "--holdout", help="Silicon CSV and kernel tables only: model = leave one model out (kernel tables: 5 folds "
@@ -199,10 +182,10 @@ def validate(
     if as_json:
         _emit_json(ev.as_dict())
         return
-    console = _console()
-    console.print(f"llmecon validate: {len(rows)} rows of {', '.join(paths)}; profiles "
-                  f"{', '.join(ev.profiles) or 'none'}")
-    _print_errors(console, ev)
+    from ..report.fidelity_tables import errors_view
+
+    _show([f"llmecon validate: {len(rows)} rows of {', '.join(paths)}; profiles {', '.join(ev.profiles) or 'none'}",
+           *errors_view(ev)])
 
 
 def _validate_holdout(measurements, kind, holdout, models, chips, engines, configs, families, as_json) -> None:
@@ -215,7 +198,9 @@ def _validate_holdout(measurements, kind, holdout, models, chips, engines, confi
     if as_json:
         _emit_json(report.as_dict())
         return
-    _print_holdout(_console(), report, measurements)
+    from ..report.fidelity_tables import holdout_view
+
+    _show(holdout_view(report, measurements))
 
 
 class _Bar:
@@ -241,64 +226,3 @@ class _Bar:
 
     def __call__(self, done: int, total: int, name: str) -> None:
         self.bar.update(self.task, completed=done, total=total, description=name)
-
-
-def _pct(v: float) -> str:
-    import math
-
-    return "–" if v is None or not math.isfinite(v) else f"{v:.1%}"
-
-
-BY_TITLES = {"all": "all rows", "vendor": "per vendor", "vendor/engine": "per vendor and engine",
-             "chip": "per chip", "model": "per held-out model", "engine": "per engine",
-             "chip/engine": "per chip and engine", "concurrency": "per concurrency band"}
-
-
-def _print_holdout(console, report, where: str) -> None:
-    from rich.table import Table
-
-    scheme = {"model": "leave one model out" if report.source == "silicon" else "k-fold by shape group (the shapes "
-                                                                                 "a model brings)",
-              "chip": "leave one chip out", "none": "in-sample (not an accuracy claim)"}[report.holdout]
-    console.print(f"llmecon validate: {report.rows:,} rows of {where} ({report.source}); {scheme}; errors "
-                  "|pred/meas - 1| of held-out predictions")
-    vendors = {c.group for c in report.cells if c.by == "vendor"}
-    for vendor in ("NVIDIA", "AMD"):  # both always named: a vendor without rows says so
-        if report.source == "silicon" and vendor not in vendors:
-            console.print(f"per vendor: no {vendor} rows in {where}")
-    for by in BY_TITLES:
-        mine = [c for c in report.cells if c.by == by]
-        groups = sorted({c.group for c in mine})
-        if not mine:
-            continue
-        if by != "all" and len(groups) == 1:  # one group: the same figures as all rows
-            console.print(f"{BY_TITLES[by]}: only {groups[0]} (as all rows)")
-            continue
-        heads = ("quantity",) + (() if by == "all" else (by,))
-        table = Table(*heads, "rows", "predicted", "coverage", "median", "p90", "ideal <= meas", title=BY_TITLES[by],
-                      title_justify="left")
-        for c in mine:
-            table.add_row(c.quantity, *(() if by == "all" else (c.group,)), f"{c.rows:,}", f"{c.predicted:,}",
-                          _pct(c.predicted / c.rows if c.rows else float("nan")), _pct(c.median), _pct(c.p90),
-                          _pct(c.ideal_below) if c.ideal_rows else "–")
-        console.print(table)
-    for note in report.notes:
-        console.print(f"  note: {note}")
-
-
-def _print_errors(console, ev) -> None:
-    from rich.table import Table
-
-    table = Table("metric", "mode", "split", "rows", "median", "p90", "pred <= meas")
-    for metric, modes in ev.metrics.items():
-        for mode, splits in modes.items():
-            for split, s in splits.items():
-                if s["n"]:
-                    table.add_row(metric, mode, split, str(s["n"]), f"{s['median']:.1%}", f"{s['p90']:.1%}",
-                                  f"{s['below_share']:.0%}")
-    console.print(table)
-    for w in ev.worst:
-        console.print(f"  worst: {w['row']} [{w['split']}] measured {w['measured_s']:.4g} s, calibrated "
-                      f"{w['calibrated_s']:.4g} s ({w['error']:.0%})")
-    for problem, count in ev.problems.items():
-        console.print(f"  not predicted ({count}): {problem}")

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .options import JsonOpt, _console, _emit_json, app
+from .options import JsonOpt, _emit_json, _show, app
 
 
 @app.command("lecture")
@@ -22,8 +22,8 @@ def lecture_cmd(
     from ..report.html import check_html_path, write_html
 
     path = check_html_path(out, "--out") if out else None
-    from ..lecture import build_claims, counts
-    from ..report.lecture import claims_dict, table_rows
+    from ..lecture import build_claims
+    from ..report.lecture import claims_dict, lecture_view
 
     claims = build_claims()
     if path is not None:
@@ -34,20 +34,4 @@ def lecture_cmd(
     if as_json:
         _emit_json(claims_dict(claims))
         return
-    from rich.table import Table
-
-    n = counts(claims)
-    table = Table(title=f"llmecon lecture: {len(claims)} claims, {n['matches']} match, {n['corrected']} corrected"
-                        f", {n['open']} open",
-                  title_justify="left")
-    table.add_column("id", no_wrap=True, min_width=max(len(c.id) for c in claims))
-    for name in ("lecture", "llmecon"):
-        table.add_column(name, overflow="fold")
-    table.add_column("verdict", no_wrap=True)
-    for cid, said, got, verdict in table_rows(claims):
-        colour = {"matches": "green", "open": "yellow"}.get(verdict, "red")
-        table.add_row(cid, said, got, f"[{colour}]{verdict}[/{colour}]")
-    console = _console()
-    console.print(table)
-    if out:
-        console.print(f"report written to {out}", soft_wrap=True, markup=False, highlight=False)
+    _show(lecture_view(claims, out))

@@ -113,15 +113,16 @@ def _console():
     return console
 
 
-def _kv_table(title: str, rows: list[tuple[str, str]]):
-    from rich.table import Table
+def _show(view: list, console=None) -> None:
+    """Print a command's text view (report/: its tables and lines, in order) to ``console`` (default: a new one)."""
+    from ..report.tables import Line
 
-    table = Table(title=title, show_header=False, title_justify="left", box=None, pad_edge=False)
-    table.add_column(style="bold cyan", no_wrap=True)
-    table.add_column()
-    for label, value in rows:
-        table.add_row(label, value)
-    return table
+    console = console or _console()
+    for item in view:
+        if isinstance(item, Line):
+            console.print(item.text, soft_wrap=item.soft_wrap, markup=item.markup, highlight=item.highlight)
+        else:
+            console.print(item)
 
 
 def _check_plot_path(path: str, field: str = "plot") -> None:
@@ -179,9 +180,9 @@ def request_params(cls, *, exclude=(), defaults=None) -> list:
             default = list(default)
         if opt.required:
             default = inspect.Parameter.empty
+        how = typer.Argument(help=opt.help) if opt.positional else typer.Option(*flags_of(f.name, opt), help=opt.help)
         params.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=default,
-                                        annotation=Annotated[typ, typer.Option(*flags_of(f.name, opt),
-                                                                               help=opt.help)]))
+                                        annotation=Annotated[typ, how]))
     return params
 
 

@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..commands.sweep import CONFIRM_POINTS
-from .options import JsonOpt, _console, _emit_json, app
+from .options import JsonOpt, _console, _emit_json, _show, app
 
 PIPE_WIDTH = 140  # text width when stdout is not a terminal and COLUMNS is unset
 class _Bar:
@@ -63,25 +63,16 @@ def sweep_cmd(
     """Sweep a design space: models x systems x plans x phases x batches x contexts x prices through the
     roofline, and serving simulations over workloads; one Parquet row per point, best points and frontier."""
     from ..commands.sweep import prepare, run
-    from ..report.sweep import print_sweep, sweep_dict, work_dict
+    from ..report.sweep import dry_run_view, sweep_dict, sweep_view, work_dict
 
     work, size = prepare(spec, out, tco=tco, scheduler=scheduler, workers=workers, confirmed=yes or dry_run)
     if dry_run:
         if as_json:
             _emit_json(work_dict(work))
             return
-        d = work_dict(work)
-        _console().print(f"{spec}: {size}; {d['points']:,} points ({d['analytic_points']:,} analytic in "
-                         f"{d['groups']:,} "
-                         f"groups, {d['simulations']:,} simulations) in {d['chunks']:,} chunks; "
-                         f"{d['skipped_points']:,} points skipped in {len(d['skipped']):,} combination(s)",
-                         soft_wrap=True, highlight=False)
         from . import flag
 
-        for s in work.skipped:
-            why = s.error.render(flag) if s.error else s.reason
-            _console().print(f"  skipped {s.what} ({s.points:,} points): {why}", soft_wrap=True,
-                             highlight=False, markup=False)
+        _show(dry_run_view(spec, size, work, lambda e: e.render(flag)))
         return
     bar = None if as_json else _Bar()
     try:
@@ -95,4 +86,4 @@ def sweep_cmd(
     console = _console()
     if not console.is_terminal and "COLUMNS" not in os.environ:
         console.width = max(console.width, PIPE_WIDTH)
-    print_sweep(console, work, done, summary)
+    _show(sweep_view(work, done, summary), console)

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..commands.train import OvertrainRequest, TrainRequest
-from .options import JsonOpt, _check_plot_path, _console, _emit_json, _kv_table, app, catalog_app, takes
+from .options import JsonOpt, _check_plot_path, _emit_json, _show, app, catalog_app, takes
 
 
 PlotOpt = Annotated[Optional[str], typer.Option("--plot", help="Write a figure (PNG/SVG/PDF).")]
@@ -21,6 +21,7 @@ def train_cmd(ctx: typer.Context, req: TrainRequest, plot: PlotOpt = None, as_js
     """Plan a training run: step time and where it goes, MFU/HFU, memory per GPU, and days to train."""
     from ..commands.train import train
     from ..report.training import plot_train
+    from ..report.training_tables import train_view
 
     if plot:
         _check_plot_path(plot)
@@ -39,77 +40,20 @@ def train_cmd(ctx: typer.Context, req: TrainRequest, plot: PlotOpt = None, as_js
     if as_json:
         _emit_json(r.view)
         return
-    _print_train(r)
-    if plot:
-        _console().print(f"figure written to {plot}")
-
-
-def _print_train(r) -> None:
-    from ..report.training import published_line
-    from ..report.tco import mw_text, tco_line
-    from ..units import fmt_bytes, fmt_seconds
-
-    d, st, m, s, plan, gp, rate, power = r.view, r.step, r.model, r.system, r.plan, r.goodput, r.rate, r.power
-    prof, eff, run, tokens = r.profile, r.efficiency, r.run, r.options["tokens"]
-    efficiency, mode, global_batch_tokens = r.options["efficiency"], r.options["mode"], r.options["global_batch_tokens"]
-    parts = ", ".join(f"{k} {fmt_seconds(v)}" for k, v in d["time_breakdown_s"].items() if v > 0)
-    mem = ", ".join(f"{k} {fmt_bytes(v)}" for k, v in d["memory_breakdown_bytes"].items())
-    rows = [("job", f"{m.name} on {st.gpus} GPUs of {s.name}, {plan.label()}"),
-            ("batch", f"{global_batch_tokens:,.0f} tokens/step = {st.microbatches} micro-batches × dp {plan.dp}"),
-            ("step", f"{fmt_seconds(st.step_s)} ({parts})"),
-            ("MFU / HFU", f"{st.mfu:.1%} / {st.hfu:.1%} " + (
-                f"at kernel efficiencies of {st.kernels.source}: GEMM {st.kernels.layer_gemm:.2f}, attention "
-                f"{st.kernels.attention:.2f}" if prof is not None else f"at efficiency {eff:g}"
-                + (" (Megatron-LM A100 fit)" if efficiency is None and mode is None else ""))),
-            ("TFLOP/s per GPU", f"{st.tflops_per_gpu:,.0f} model, {st.hardware_tflops_per_gpu:,.0f} hardware"),
-            *([("sustained share", f"{st.kernels.sustained_share:g} of the profile's GEMM/attention rates "
-                                   f"({st.kernels.sustained_source}; --kernel-share overrides)")]
-              if prof is not None else []),
-            ("bubble", f"{st.bubble_fraction:.1%} of the step"),
-            ("tokens/s", f"{st.tokens_per_s:,.0f}; {mw_text(d['tokens_per_s_per_mw'], power)}"),
-            ("memory per GPU", f"{fmt_bytes(st.memory.total)} of {fmt_bytes(st.memory.hbm)} on pipeline rank "
-                               f"{st.memory.rank}, the fullest ({mem})"),
-            ("memory per rank", "  ".join(f"{r.rank}: {r.total / 1e9:.1f}" for r in st.memory.ranks)
-             + " GB (weights, gradients, optimizer, activations per rank: --json memory_per_rank_bytes)"),
-            ("collectives on", ", ".join(f"{k} {v}" for k, v in st.tiers.items() if v != "none") or "-")]
-    if tokens is not None:
-        rows.append(("to train", f"{d['train_days']:,.1f} days, {d['gpu_hours']:,.0f} GPU-hours"
-                                 + (f", ${d['usd']:,.0f}" if "usd" in d else "")
-                                 + (f" at goodput {gp.goodput:.1%} (job MTBF {gp.job_mtbf_s / 3600:.2f} h, checkpoint "
-                                    f"every {gp.checkpoint_interval_s / 60:.0f} min)" if gp is not None else "")))
-    if rate is not None:
-        rows.append(("TCO", tco_line(rate)))
-    if run is not None:
-        rows.append(("published", published_line(d["published"])))
-        if not st.memory.fits:  # a published run did run: shown, with what this memory model says
-            rows.append(("fits", f"NO by this memory model: {fmt_bytes(st.memory.total)} on pipeline rank "
-                                 f"{st.memory.rank} of {fmt_bytes(st.memory.hbm)}; the published run did run, so "
-                                 "the gap is what the model does not capture (docs/training.md)"))
-    console = _console()
-    console.print(_kv_table("llmecon train", rows))
-    for note in d["assumptions"]:
-        console.print(f"[dim]assumption: {note}[/dim]")
+    _show(train_view(r, plot))
 
 
 @catalog_app.command("training-runs")
 def catalog_training_runs(as_json: JsonOpt = False) -> None:
     """Published training runs that `llmecon train --preset NAME` runs beside their published figure."""
-    from ..catalog.training_runs import training_runs
+    from ..commands.catalog import training_runs
+    from ..report.training_tables import training_runs_view
 
-    rows = [{"name": r.name, "description": r.description, "metric": r.metric, "published": r.value,
-             "source": r.source, "status": r.status, "notes": r.notes, "options": dict(r.options)}
-            for r in training_runs().values()]
+    d = training_runs()
     if as_json:
-        _emit_json({"training_runs": rows})
-        return
-    from rich.table import Table
-
-    table = Table("name", "run", "published", "source")
-    for r in rows:
-        unit = "TFLOP/s/GPU" if r["metric"] == "tflops_per_gpu" else "GPU-hours"
-        table.add_row(r["name"], r["description"], f"{r['published']:,.0f} {unit}",
-                      f"{r['source']} ({r['status']})")
-    _console().print(table)
+        _emit_json(d)
+    else:
+        _show(training_runs_view(d["training_runs"]))
 
 
 @app.command("overtrain")
@@ -119,7 +63,7 @@ def overtrain_cmd(req: OvertrainRequest, plot: PlotOpt = None, as_json: JsonOpt 
     RL, inference; SPEC F22) and the true optimum at the same loss under the Chinchilla law."""
     from ..commands.train import overtrain
     from ..report.training import plot_overtrain
-    from ..units import fmt_count
+    from ..report.training_tables import overtrain_view
 
     if plot:
         _check_plot_path(plot)
@@ -130,24 +74,4 @@ def overtrain_cmd(req: OvertrainRequest, plot: PlotOpt = None, as_json: JsonOpt 
     if as_json:
         _emit_json(d)
         return
-    d_inf, d_pre, d_rl, chin, thirds = r.inference_tokens, r.pretrain_tokens, r.rl_tokens, r.chinchilla_tokens, r.thirds
-    inference_tokens_per_s, deployment_days = req.inference_tokens_per_s, req.deployment_days
-    tokens_per_param, rl_tokens = req.tokens_per_param, req.rl_tokens
-    o = d["optimum_at_same_loss"]
-    sh = o["shares"]
-    rows = [("inference tokens", f"{fmt_count(d_inf)} ({fmt_count(inference_tokens_per_s)} tok/s × "
-                                 f"{deployment_days:g} days)"),
-            ("pretraining tokens", f"{fmt_count(d_pre)}: costs as much as inference (D_inf / (3·η_inf))"),
-            ("Chinchilla tokens", f"{fmt_count(chin)} ({tokens_per_param:g} per parameter)"),
-            ("over-training", f"{d['overtrain_factor']:,.1f}× Chinchilla"),
-            ("RL tokens", f"{fmt_count(d_rl)}" + (" (equal split)" if rl_tokens is None else "")),
-            ("loss reached", f"{float(thirds.loss):.4f} (Chinchilla law; RL and inference do not change it)"),
-            ("optimum, same loss", f"N = {fmt_count(o['params'])}, D = {fmt_count(o['pretrain_tokens'])} "
-                                   f"({o['overtrain_factor']:,.0f}× Chinchilla), split {sh['pretrain']:.0%} / "
-                                   f"{sh['rl']:.0%} / {sh['inference']:.0%}, saves {o['saving_vs_equal_split']:.1%}")]
-    console = _console()
-    console.print(_kv_table("llmecon overtrain", rows))
-    console.print("[dim]costs are training-FLOP equivalents (RL and inference FLOPs / their efficiency); an equal "
-                  "split is optimal only for equal exponents (SPEC F22)[/dim]")
-    if plot:
-        console.print(f"figure written to {plot}")
+    _show(overtrain_view(r, req, plot))

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from .options import _console, _emit_json
+from .options import _emit_json, _show
 
 
 def validate_frontier(path: str, *, terms: str, view: str, chips, models, configs, as_json: bool, bar) -> None:
     """Run and print the frontier validation; ``chips`` (a set or None) already checked, ``bar`` the progress
     bar class of ``cli.fidelity``."""
     from ..errors import require_choice
-    from ..fidelity.frontier_check import ORDER_AT, REACHABLE_SHARE, TERMS, frontier_validation
-    from ..report.frontier_check import chip_rows, group_rows, order_rows, validation_dict
+    from ..fidelity.frontier_check import TERMS, frontier_validation
+    from ..report.frontier_check import validation_dict, validation_view
 
     require_choice("terms", terms, TERMS)
     require_choice("view", view, ("whole", "measured", "decode"))
@@ -20,24 +20,4 @@ def validate_frontier(path: str, *, terms: str, view: str, chips, models, config
     if as_json:
         _emit_json(validation_dict(r))
         return
-    from rich import box
-    from rich.table import Table
-
-    console = _console()
-    sample = {"kernel": "out of sample: kernel tables only", "model": "out of sample: leave one model out",
-              "floor": "out of sample: low-batch floor fitted leaving the model out",
-              "ideal": "datasheet peaks: a bound"}.get(terms, "in sample")
-    console.print(f"llmecon validate --frontier: {r['points']:,} measured points of {path}; view {view}; engine terms "
-                  f"{terms} ({sample}); "
-                  f"reachable = predicted >= {REACHABLE_SHARE:.0%} of the point at its tokens/s per user")
-    for title, heads, rows in (
-            ("per chip, model, format, workload",
-             ("chip", "model", "format", "P/O", "engines", "points", "pred/meas", "reachable", "max u meas",
-              "max u pred"), group_rows(r)),
-            ("per chip", ("chip", "points", "median pred/meas", "reachable"), chip_rows(r)),
-            (f"chip order at {ORDER_AT:g} tokens/s per user (Kendall tau)", ("model", "format", "P/O", "chips",
-                                                                             "tau"), order_rows(r))):
-        table = Table(*heads, title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-        for row in rows:
-            table.add_row(*row)
-        console.print(table)
+    _show(validation_view(r, path, terms=terms, view=view))

@@ -14,6 +14,7 @@ What a field's metadata (``Opt``) holds:
 - ``bounds``: pydantic's ``ge``/``gt``/``le``/``min_length``/``max_length``: the web's size limits, keeping a
   request near a second. The CLI does not declare them: the library checks every value (``errors.require_*``)
   for the CLI, the web and Python alike, and its messages are the CLI's;
+- ``positional``: the CLI takes the field as a command-line argument (required unless it has a default);
 - ``cli``/``web``: whether the front-end offers the field (a command's field one front-end lacks keeps its
   default there, or ``web_default`` on the web, where the web's behaviour has always differed).
 
@@ -46,14 +47,16 @@ class Opt:
     web: bool = True
     web_name: Optional[str] = None  # the web body's key where it has always differed from the field's name
     required: bool = False  # the CLI asks for it (no default)
+    positional: bool = False  # the CLI takes it as an argument, not an option (a file, a model name)
 
 
 def arg(default, help: str, *, flags: tuple[str, ...] = (), kind: str | None = None, bounds: dict | None = None,
         web_help: str | None = None, web_default=UNSET, cli: bool = True, web: bool = True,
-        web_name: str | None = None, required: bool = False):
+        web_name: str | None = None, required: bool = False, positional: bool = False):
     """A request field with its front-end metadata (``Opt``)."""
     opt = Opt(help=help, flags=flags, kind=kind, bounds=dict(bounds or {}), web_help=web_help,
-              web_default=web_default, cli=cli, web=web, web_name=web_name, required=required)
+              web_default=web_default, cli=cli, web=web, web_name=web_name, required=required,
+              positional=positional)
     return field(default=default, metadata={"opt": opt})
 
 

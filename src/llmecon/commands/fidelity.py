@@ -4,7 +4,11 @@ silicon CSV and kernel tables). The front-end renders; its progress bar is passe
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Optional
+
 from ..errors import SpecError
+from .args import DeploymentArgs, arg, inherit
 
 #: most rows ``predict`` prints (to stdout, or inside --json): they are held in memory (~1 kB each,
 #: measured with tracemalloc); more are refused with the fix, --out FILE, which streams any number
@@ -191,6 +195,34 @@ def kernel_report(root, scheme, chips, engines, families, bar):
     return got.report()
 
 
+
+
+BENCH_FILES_HELP = (" Or the serving benchmarks' own result files (.json/.jsonl: vllm bench serve --save-result, "
+                    "SGLang bench_serving --output-file, AIPerf/GenAI-Perf profile_export JSON), with the deployment "
+                    "given by --model, --system, --tp/--ep/--pp and --weight-dtype/--kv-dtype.")
+
+
+@dataclass(frozen=True)
+class CalibrateRequest:
+    """``calibrate``: the files, the profile written, and the deployment of benchmark result files."""
+
+    measurements: tuple = arg(None, "Measurement CSV(s) (llmecon measure writes one; format in docs/calibration.md)."
+                              + BENCH_FILES_HELP, kind="repeated", required=True, positional=True, web=False)
+    out: str = arg("profile.toml", "Profile TOML to write.", flags=("--out", "-o"), web=False)
+    name: Optional[str] = arg(None, "Profile name (default: the accelerator).", web=False)
+    accelerator: Optional[str] = arg(None, "Fit only rows of this accelerator (needed when the file has several).",
+                                     web=False)
+    all_rows: bool = arg(False, "Fit on every row (default: the 'fit' split only, so validate can report the "
+                         "held-out rows).", web=False)
+    model: Optional[str] = arg(None, "Benchmark result files: the served model (catalogue name or config.json).",
+                               flags=("--model", "-m"), web=False)
+    system: Optional[str] = arg(None, "Benchmark result files: the system it ran on (llmecon catalog systems).",
+                                flags=("--system", "-s"), web=False)
+    tp: Optional[int] = inherit(DeploymentArgs, "tp", web=False)
+    ep: Optional[int] = inherit(DeploymentArgs, "ep", web=False)
+    pp: Optional[int] = inherit(DeploymentArgs, "pp", web=False)
+    weight_dtype: Optional[str] = inherit(DeploymentArgs, "weight_dtype", web=False)
+    kv_dtype: Optional[str] = inherit(DeploymentArgs, "kv_dtype", web=False)
 
 
 def calibrate(measurements: list[str], model, system, tp, ep, pp, weight_dtype, kv_dtype, *, accelerator=None,

@@ -48,6 +48,42 @@ def tco(req: TcoRequest) -> TcoOutcome:
     return TcoOutcome(rate, s)
 
 
+@dataclass(frozen=True)
+class InferRequest:
+    provider: str = arg(None, "Price-sheet provider (llmecon prices list).", required=True)
+    model: str = arg(None, "Model name on the provider's sheet.", flags=("--model", "-m"), required=True)
+    active_params: tuple = arg((30e9, 100e9, 300e9), "Assumed active parameters (repeatable).",
+                               kind="repeated_float")
+    chips: tuple = arg(("h100-sxm", "gb200", "tpu-v6e"), "Accelerators the provider might serve on (repeatable).",
+                       flags=("--chip",), kind="repeated")
+    dtypes: tuple = arg(("bf16", "fp8"), "Weight formats to consider (repeatable).", flags=("--dtype",),
+                        kind="repeated")
+    kv_bytes_per_token: Optional[float] = arg(None, "KV size for the cache analysis (default: geometric middle of "
+                                              "the inferred range).")
+    system: str = arg("hgx-h100", "System whose memory tiers the cache prices are mapped onto.",
+                      flags=("--system", "-s"))
+    devices: tuple = arg(("pm1743:8", "exos-x24:8"), "Add a storage device tier NAME[:COUNT].", flags=("--device",),
+                         kind="repeated")
+    tier_prices: tuple = arg((), "NAME=USD_PER_HOUR for a tier (repeatable): Gray's rule needs at least two priced.",
+                             flags=("--tier-price",), kind="repeated")
+    price_per_chip_hour: Optional[float] = arg(None, "Rent of one accelerator, USD per hour (adds $ columns).")
+    cache_hit: Optional[float] = arg(None, "Prefix-cache hit rate in [0, 1]: adds the blended input $/Mtok (a hit "
+                                     "prefills only the uncached tokens).")
+    cached_fraction: float = arg(1.0, "Share of a hit prompt billed at the cached price (cached prefix / prompt), "
+                                 "0-1.")
+
+
+def infer_request(req: InferRequest) -> dict:
+    """``prices infer`` from the CLI's request: the storage devices and tier prices parsed, then ``infer``."""
+    from .cache import device_tiers, tier_prices
+
+    return infer(provider=req.provider, model=req.model, active_params=req.active_params, chips=req.chips,
+                 dtypes=req.dtypes, system=req.system, extra_tiers=device_tiers(req.devices),
+                 kv_bytes_per_token=req.kv_bytes_per_token, price_per_chip_hour=req.price_per_chip_hour,
+                 tier_prices=tier_prices(req.tier_prices), cache_hit_rate=req.cache_hit,
+                 cached_fraction=req.cached_fraction)
+
+
 def infer(*, provider: str, model: str, active_params, chips, dtypes, system: str, kv_bytes_per_token=None,
           price_per_chip_hour=None, extra_tiers=(), tier_prices=None, cache_hit_rate=None,
           cached_fraction: float = 1.0) -> dict:
@@ -61,9 +97,18 @@ def infer(*, provider: str, model: str, active_params, chips, dtypes, system: st
                        cache_hit_rate=cache_hit_rate, cached_fraction=cached_fraction)
 
 
-def price_list(*, provider: str | None = None, cache_hit: float | None = None, cached_fraction: float = 1.0):
+@dataclass(frozen=True)
+class PriceListRequest:
+    provider: Optional[str] = arg(None, "Price-sheet provider (llmecon prices list).")
+    cache_hit: Optional[float] = arg(None, "Prefix-cache hit rate in [0, 1]: adds the blended input $/Mtok (a hit "
+                                     "prefills only the uncached tokens).")
+    cached_fraction: float = arg(1.0, "With --cache-hit: share of a hit prompt billed at the cached price.")
+
+
+def price_list(req: PriceListRequest) -> list[dict]:
     """``prices list``: every catalogued sheet's row; ``cache_hit`` adds the blended input price,
     (1 - h·f)·input + h·f·cached, where the sheet prices cached input (``econ.cache_hit``)."""
+    provider, cache_hit, cached_fraction = req.provider, req.cache_hit, req.cached_fraction
     from ..catalog.prices import price_sheets, providers
     from ..errors import require_number, unknown_name
     from ..report.context import sheet_row

@@ -15,6 +15,7 @@ from ..step.inference import StepResult
 from ..spec.model import Model
 from ..spec.plan import place
 from ..units import fmt_bytes, fmt_params, fmt_rate, fmt_seconds, json_fields, json_num
+from .tables import fmt_tokens
 
 
 def model_dict(model: Model, kv_dtype: str | None = None) -> dict:
@@ -161,13 +162,6 @@ def system_row(s: System) -> dict:
 
 
 # ---- human formatting -------------------------------------------------------------------------
-
-def fmt_tokens(value) -> str:
-    value = float(value)
-    if not math.isfinite(value):
-        return "unbounded"
-    return f"{value:,.0f}" if value < 1e6 else f"{value / 1e6:.3g}M"
-
 
 def headline_lines(dep: Deployment, e: BatchEconomics, batch_result: StepResult, batch: float) -> list[tuple[str, str]]:
     """(label, value) pairs for ``analyze``."""

@@ -48,3 +48,31 @@ def chip_rows(r: dict) -> list[tuple[str, ...]]:
 def order_rows(r: dict) -> list[tuple[str, ...]]:
     return [(o["model"].split("/")[-1], o["weight_dtype"], o["workload"], ", ".join(o["chips"]), f"{o['tau']:.2f}")
             for o in r["order"]]
+
+
+def validation_view(r: dict, path: str, *, terms: str, view: str) -> list:
+    """``llmecon validate --frontier``: the run's scope, then per group, per chip and the chips' order."""
+    from rich import box
+    from rich.table import Table
+
+    from ..fidelity.frontier_check import ORDER_AT, REACHABLE_SHARE
+
+    out: list = []
+    sample = {"kernel": "out of sample: kernel tables only", "model": "out of sample: leave one model out",
+              "floor": "out of sample: low-batch floor fitted leaving the model out",
+              "ideal": "datasheet peaks: a bound"}.get(terms, "in sample")
+    out.append(f"llmecon validate --frontier: {r['points']:,} measured points of {path}; view {view}; engine terms "
+               f"{terms} ({sample}); "
+               f"reachable = predicted >= {REACHABLE_SHARE:.0%} of the point at its tokens/s per user")
+    for title, heads, rows in (
+            ("per chip, model, format, workload",
+             ("chip", "model", "format", "P/O", "engines", "points", "pred/meas", "reachable", "max u meas",
+              "max u pred"), group_rows(r)),
+            ("per chip", ("chip", "points", "median pred/meas", "reachable"), chip_rows(r)),
+            (f"chip order at {ORDER_AT:g} tokens/s per user (Kendall tau)", ("model", "format", "P/O", "chips",
+                                                                             "tau"), order_rows(r))):
+        table = Table(*heads, title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+        for row in rows:
+            table.add_row(*row)
+        out.append(table)
+    return out

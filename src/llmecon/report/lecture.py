@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import __version__
 from .html import Badge, Document, figure_svg
+from .tables import Line
 from ..lecture.claims import SECTIONS, SPEC_ITEMS, Claim, counts
 
 LECTURE = 'Reiner Pope, "The math behind how LLMs are trained and served" (blackboard lecture, 2026-04-29)'
@@ -81,3 +82,24 @@ def lecture_html(claims: list[Claim], figures) -> str:
         for f in by_fig.get(letter, []):
             sec.figure(figure_svg(f.figure), caption=f.caption)
     return doc.render()
+
+
+def lecture_view(claims, out: str | None) -> list:
+    """``llmecon lecture``: one row per claim, the lecture's figure beside llmecon's, and the verdict."""
+    from rich.table import Table
+
+    n = counts(claims)
+    table = Table(title=f"llmecon lecture: {len(claims)} claims, {n['matches']} match, {n['corrected']} corrected"
+                        f", {n['open']} open",
+                  title_justify="left")
+    table.add_column("id", no_wrap=True, min_width=max(len(c.id) for c in claims))
+    for name in ("lecture", "llmecon"):
+        table.add_column(name, overflow="fold")
+    table.add_column("verdict", no_wrap=True)
+    for cid, said, got, verdict in table_rows(claims):
+        colour = {"matches": "green", "open": "yellow"}.get(verdict, "red")
+        table.add_row(cid, said, got, f"[{colour}]{verdict}[/{colour}]")
+    view: list = [table]
+    if out:
+        view.append(Line(f"report written to {out}", soft_wrap=True))
+    return view

@@ -7,6 +7,7 @@ the written Parquet file) and ``sweep.Work`` (the expanded spec).
 from __future__ import annotations
 
 from .plan import fmt_rate, fmt_usd_per_mtok
+from .tables import Line
 from ..units import fmt_seconds
 
 
@@ -78,9 +79,12 @@ def simulation_rows(summary) -> list[tuple[str, ...]]:
              _opt(p["tpot_p99_s"], fmt_seconds), fmt_usd_per_mtok(p["usd_per_mtok"])) for p in summary.simulation_best]
 
 
-def print_sweep(console, work, run, summary) -> None:
+def sweep_view(work, run, summary) -> list:
+    """``llmecon sweep``: the run's headline, the best points, the frontier's ends, the best simulations."""
     from rich import box
     from rich.table import Table
+
+    view: list = []
 
     def table(title: str, headers: tuple[str, ...], rows, left: int) -> None:
         t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
@@ -88,13 +92,14 @@ def print_sweep(console, work, run, summary) -> None:
             t.add_column(h, justify="left" if i < left else "right")
         for r in rows:
             t.add_row(*r)
-        console.print(t)
+        view.append(t)
 
-    console.print(f"[bold]llmecon sweep[/bold] {work.spec.name}: {headline(work, run)}", soft_wrap=True)
+    view.append(Line(f"[bold]llmecon sweep[/bold] {work.spec.name}: {headline(work, run)}", soft_wrap=True,
+                     markup=True, highlight=True))
     if work.skipped:
-        console.print(f"[yellow]skipped[/yellow] {sum(s.points for s in work.skipped):,} points in "
-                      f"{len(work.skipped):,} combination(s), e.g. {work.skipped[0].what}: {work.skipped[0].reason}",
-                      soft_wrap=True, markup=True, highlight=False)
+        view.append(Line(f"[yellow]skipped[/yellow] {sum(s.points for s in work.skipped):,} points in "
+                         f"{len(work.skipped):,} combination(s), e.g. {work.skipped[0].what}: "
+                         f"{work.skipped[0].reason}", soft_wrap=True, markup=True))
     priced = summary.objective == "usd_per_mtok"
     if summary.best:
         objective = "lowest $/Mtok" if priced else "most tokens/s per chip"
@@ -107,7 +112,7 @@ def print_sweep(console, work, run, summary) -> None:
               ("model", "system", "phase", "context", "points", "fastest per user", "most per chip"),
               frontier_rows(summary), 3)
     elif work.groups:
-        console.print("[yellow]no analytic point fits in memory[/yellow]: see the fits column")
+        view.append("[yellow]no analytic point fits in memory[/yellow]: see the fits column")
     if summary.simulation_best:
         table("best simulation per model and system (" + ("lowest $/Mtok" if summary.simulation_best and
                                                            summary.simulation_best[0]["usd_per_mtok"] is not None
@@ -116,5 +121,20 @@ def print_sweep(console, work, run, summary) -> None:
                "TPOT p99", "$/Mtok"), simulation_rows(summary), 5)
     fidelity = ("ideal roofline (a lower bound on time)" if work.spec.mode == "ideal" else
                 "calibrated (" + ", ".join(sorted({g.profile.name for g in work.groups})) + ")")
-    console.print(f"[dim]{fidelity}; every point is a row of the Parquet file, "
-                  "including those that do not fit (fits = false)[/dim]")
+    view.append(f"[dim]{fidelity}; every point is a row of the Parquet file, "
+                "including those that do not fit (fits = false)[/dim]")
+    return view
+
+
+def dry_run_view(spec: str, size: str, work, render) -> list:
+    """``llmecon sweep --dry-run``: the points, groups and chunks a run would compute, and what it skips
+    (``render``: a skip's error as the front-end spells it)."""
+    d = work_dict(work)
+    view: list = [Line(f"{spec}: {size}; {d['points']:,} points ({d['analytic_points']:,} analytic in "
+                       f"{d['groups']:,} groups, {d['simulations']:,} simulations) in {d['chunks']:,} chunks; "
+                       f"{d['skipped_points']:,} points skipped in {len(d['skipped']):,} combination(s)",
+                       soft_wrap=True, markup=True)]
+    for s in work.skipped:
+        why = render(s.error) if s.error else s.reason
+        view.append(Line(f"  skipped {s.what} ({s.points:,} points): {why}", soft_wrap=True))
+    return view

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..econ.tco import HOURS_PER_MONTH, HOURS_PER_YEAR, PowerBasis, Rent, TcoRate
+from .tables import Line, kv_table
 
 ASSUMPTIONS = (
     "capital = (chip capex + system capex / chips per system) x CRF(r, n) / 8,766 h; CRF = r / (1 - (1 + r)^-n), "
@@ -104,3 +105,36 @@ def mw_text(value: float | None, power: PowerBasis) -> str:
     if value is None:
         return f"- ({power.label})"
     return f"{value:,.0f} tokens/s per MW ({power.label})"
+
+
+def tco_view(d: dict, rate, s) -> list:
+    """``llmecon tco``: each part of $/chip-hour with its inputs, then the assumptions."""
+    i = d["inputs"]
+    n = d["chips_per_system"]
+
+    def money(x: float) -> str:
+        return f"${x:,.4f}" if x < 100 else f"${x:,.2f}"
+
+    hosting = (f"${i['hosting_usd_per_rack_month']:,.0f}/rack-month over {i['chips_per_rack']} chips"
+               if i["hosting_usd_per_rack_month"] is not None else
+               f"${i['hosting_usd_per_chip_month']:,.2f}/chip-month")
+    rows = [("system", f"{s.name}: {n} x {s.accelerator.name}"),
+            ("capital", f"{money(rate.capital_usd_per_chip_hour)}/chip-hour, "
+                        f"{money(rate.capital_usd_per_chip_hour * n)}/system-hour: (${i['chip_capex_usd']:,.0f} + "
+                        f"${i['system_capex_usd']:,.0f} / {n}) x CRF {rate.capital_recovery_factor:.5f} "
+                        f"({i['cost_of_capital']:.4g}/year over {i['amortisation_years']:g} years) / 8,766 h"),
+            ("power", f"{money(rate.power_usd_per_chip_hour)}/chip-hour, "
+                      f"{money(rate.power_usd_per_chip_hour * n)}/system-hour: {i['watts_per_chip']:g} W "
+                      f"({i['watts_source']}) x {i['power_utilization']:g} x PUE {i['pue']:g} / 1000 (W -> kW) "
+                      f"x ${i['usd_per_kwh']:g}/kWh"),
+            ("hosting", f"{money(rate.hosting_usd_per_chip_hour)}/chip-hour, "
+                        f"{money(rate.hosting_usd_per_chip_hour * n)}/system-hour: {hosting} / 730.5 h"),
+            ("total", f"{money(rate.usd_per_chip_hour)}/chip-hour, {money(rate.usd_per_system_hour)}/system-hour")]
+    if i["source"] or i["as_of"]:
+        rows.append(("inputs from", " ".join(x for x in (i["source"], f"({i['as_of']})" if i["as_of"] else "") if x)))
+    if i["notes"]:
+        rows.append(("notes", i["notes"]))
+    view: list = [kv_table("llmecon tco", rows)]
+    for note in d["assumptions"]:
+        view.append(Line(f"[dim]assumption: {note}[/dim]", soft_wrap=True, markup=True))
+    return view
