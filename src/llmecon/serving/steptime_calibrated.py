@@ -36,6 +36,8 @@ from ..step.calibrated import attention_class_s
 from ..step.inference import ACTIVATION_DTYPE, attention_work_per_chip, gdn_work_per_chip
 from .steptime import VERIFY_REL, InternalError, StepModel, _fit
 
+LINEAR_PREFILL_SPLIT_REL = 1e-3  # the prefill split's tolerance with linear-attention layers (``prefill_split_rel``)
+
 
 class CalibratedStepModel(StepModel):
     """``StepModel`` for a Deployment with a fitted profile (module docstring)."""
@@ -139,6 +141,15 @@ class CalibratedStepModel(StepModel):
         return self.weights_s(n)
 
     # ---- prefill -----------------------------------------------------------------------------
+    @property
+    def prefill_split_rel(self) -> float:
+        """Tolerance of the prefill split against ``prefill_step``: ``VERIFY_REL`` (exact) for models of
+        attention layers only; ``LINEAR_PREFILL_SPLIT_REL`` for models with linear-attention layers, whose
+        calibrated kernel terms are not exactly additive over a prompt's positions (measured: Kimi-K3's
+        KDA layers, up to 1.7e-4 of the step at 333-426-token chunks on gb200/h100/h200; found by the web
+        API's schemathesis test, which answered 500). Far below the profile's own error (~10%)."""
+        return VERIFY_REL if self.dep.model.n_linear_layers == 0 else LINEAR_PREFILL_SPLIT_REL
+
     def prepare_prefill(self, max_tokens: int) -> None:
         """Tables over x = 0..max_tokens: Fc(x) attention compute of the first x tokens, Kw(x) the
         time to write their KV, Kr(c) the time to read c cached tokens once (see the ideal
@@ -165,6 +176,6 @@ class CalibratedStepModel(StepModel):
             c, k = self.prefill_part(0, start, stop, max_tokens)
             got = self.step_s(compute_s=c, kv_s=k, tokens=stop - start) - over
             truth = float(self._prefill(prompt_tokens=float(stop - start), cached_tokens=float(start)).step_s)
-            if abs(got - truth) > VERIFY_REL * truth:
+            if abs(got - truth) > self.prefill_split_rel * truth:
                 raise InternalError(f"calibrated prefill of {self.dep.model.name} positions [{start}, {stop}) does "
                                     f"not split into X(N) + max(sum c, sum k): {got!r} against {truth!r}")
