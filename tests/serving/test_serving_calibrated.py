@@ -136,3 +136,12 @@ def test_calibrated_gated_deltanet_splits_with_its_kernel_terms():
     got = m.step_s(compute_s=8 * float(m.dec_compute(1024)), kv_s=8 * float(m.dec_kv(1024)), tokens=8)
     assert got - dep.profile.iteration_overhead_s == pytest.approx(
         float(decode_of(dep, batch=8, context=1024).step_s), rel=1e-9)
+
+
+def test_calibrated_terms_beyond_the_table_equal_one_call():
+    """The calibrated model's X(N) past its table (``terms_block``) equals X at that one count, exactly."""
+    m = CalibratedStepModel(LLAMA)
+    over = LLAMA.profile.iteration_overhead_s
+    for n in (len(m._terms), 20_001, 500_000):
+        x = float(m._base(float(n))) + over
+        assert m.terms(n) == (x, x, x), n
