@@ -1,8 +1,8 @@
 """``njit`` for the compiled serving loop (``fastloop``, ``faststeps``, ``fastparts``): numba's, with an
 on-disk cache of the compiled code where one can be written (``NUMBA_CACHE_DIR`` if set, else next to
 the source, else ``~/.cache/llmecon``; in a subdirectory named by the hash of every kernel file, so that
-an edit to any of them recompiles), without it otherwise (the kernel then compiles in every process). Imported only by those modules, which ``compiled`` imports only when a
-simulation runs the compiled loop.
+an edit to any of them recompiles), without it otherwise (the kernel then compiles in every process).
+Imported only by those modules, which ``compiled`` imports only when a simulation runs the compiled loop.
 
 The kernels run without numba's reference counting (``_nrt=False``): they pass ``fastlayout``'s
 named tuples of arrays from call to call, and counted references cost an atomic increment and
