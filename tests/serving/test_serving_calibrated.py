@@ -156,3 +156,12 @@ def test_linear_attention_prefill_splits_within_its_tolerance():
     assert 0 < abs(got - truth) / truth < LINEAR_PREFILL_SPLIT_REL  # inexact, but far inside the tolerance
     dense = CalibratedStepModel(deployment("llama-3.1-8b", "hgx-h100", mode="calibrated"))
     assert dense.prefill_split_rel == VERIFY_REL
+
+
+def test_calibrated_terms_beyond_the_table_equal_one_call():
+    """The calibrated model's X(N) past its table (``terms_block``) equals X at that one count, exactly."""
+    m = CalibratedStepModel(LLAMA)
+    over = LLAMA.profile.iteration_overhead_s
+    for n in (len(m._terms), 20_001, 500_000):
+        x = float(m._base(float(n))) + over
+        assert m.terms(n) == (x, x, x), n

@@ -171,3 +171,27 @@ def test_a_request_alone_on_attention_dp_prefills_on_one_group():
     res = simulate(dep, wl, SimConfig(drain=True))
     assert res.first_token_s == pytest.approx([float(prefill_of(dep, batch=1.0, prompt_tokens=4096.0).step_s)],
                                               rel=1e-9)
+
+
+def test_terms_beyond_the_table_equal_one_inference_call(sm):
+    """Token counts past the table come from a vectorised block (``terms_block``); each equals a
+    single ``decode_of`` call at that count, exactly (both event loops read these floats)."""
+    from llmecon.serving.steptime import BIG_BLOCK
+
+    bw = sm.dep.system.accelerator.hbm_bandwidth_bytes_per_s
+    for n in (4097, BIG_BLOCK - 1, BIG_BLOCK, 3 * BIG_BLOCK + 17, 262_143, 1_000_003):
+        r = decode_of(sm.dep, batch=float(n), context=0.0, balanced=True)
+        truth = (float(r.routed_compute_s), float(r.weight_bytes_per_chip) * (1.0 / bw), float(r.time.comm_s))
+        assert sm.terms(n) == truth, n
+        lo, rows = sm.terms_block(n)
+        assert lo == n - n % BIG_BLOCK and rows.shape == (BIG_BLOCK, 3)
+        assert tuple(rows[n - lo]) == truth, n
+
+
+def test_first_block_has_no_iteration_at_zero_tokens():
+    from llmecon.serving.steptime import BIG_BLOCK
+
+    m = StepModel(_dep("llama-3.1-8b", "h100-sxm", None), max_tokens=16)
+    lo, rows = m.terms_block(100)
+    assert lo == 0 and tuple(rows[0]) == (0.0, 0.0, 0.0)
+    assert tuple(rows[16]) == m.terms(16) and rows.shape == (BIG_BLOCK, 3)  # the table's last row, recomputed

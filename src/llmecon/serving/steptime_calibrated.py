@@ -127,15 +127,12 @@ class CalibratedStepModel(StepModel):
         x = self._base(np.arange(1, n + 1, dtype=float)) + over
         self._w = [0.0] + np.asarray(x, dtype=float).tolist()
         self._x = self._w
-        self._extra: dict[int, tuple[float, float, float]] = {}
+        self._blocks: dict[int, np.ndarray] = {}  # terms_block's cache
         self._terms = [(x, x, x) for x in self._w]
 
-    def _big(self, n: int) -> tuple[float, float, float]:
-        got = self._extra.get(n)
-        if got is None:
-            x = float(self._base(float(n))) + self.dep.profile.iteration_overhead_s
-            got = self._extra[n] = (x, x, x)
-        return got
+    def _block_rows(self, N):
+        x = np.asarray(self._base(N), dtype=float) + self.dep.profile.iteration_overhead_s
+        return np.stack([x, x, x], axis=1)
 
     def base_s(self, n: int) -> float:
         return self.weights_s(n)
