@@ -1,4 +1,4 @@
-"""The outputs ``predict --out`` has computed so far in a file, one row per distinct (group, shape)
+"""The outputs a streamed ``predict`` (to a file) has computed so far, one row per distinct (group, shape)
 (issue 36 item 4): the rows of a block are integer codes into it, so an output is computed, rounded
 and formatted once however often its case repeats in the file (a sweep, a benchmark mix), and a block
 is written by gathering rows (``Outputs.lines``, ``Outputs.table``) rather than by formatting every
