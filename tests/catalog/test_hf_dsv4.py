@@ -94,10 +94,11 @@ def test_every_v4_config_is_read(name):
     ref = get_model("deepseek-v4-flash" if flash else "deepseek-v4-pro")
     assert m.params.total == ref.params.total and m.params.active == ref.params.active
     assert float(m.kv_read_bytes(100_000)) == float(ref.kv_read_bytes(100_000))
-    expert = {"deepseek-ai": "mxfp4", "nvidia": "nvfp4", "sgl-project": "fp8"}[name.split("--")[0]]
-    assert (m.weight_dtype, m.expert_weight_dtype) == ("fp8", expert)
-    if expert != "fp8":
-        assert m.ffn_weight_dtype == "fp8"  # shared experts stay fp8 blocks
+    # every V4 checkpoint's quantization_config has weight_block_size [128, 128]: its fp8 is fp8_block
+    expert = {"deepseek-ai": "mxfp4", "nvidia": "nvfp4", "sgl-project": "fp8_block"}[name.split("--")[0]]
+    assert (m.weight_dtype, m.expert_weight_dtype) == ("fp8_block", expert)
+    if expert != "fp8_block":
+        assert m.ffn_weight_dtype == "fp8_block"  # shared experts stay fp8 blocks
 
 
 @shared

@@ -45,9 +45,12 @@ def test_catalogue_numbers_the_hand_cases_use():
     m = get_model("deepseek-v3")
     assert m.matmul_flops_per_token().total == DSV3_MATMUL
     assert float(m.attention_flops_per_token(1.0)) == DSV3_ATTN == 16_990_208
-    assert m.kv_bytes_per_token("bf16") == DSV3_KV and m.weight_dtype == "fp8" and m.kv_dtype == "bf16"
+    # the checkpoint's block-scaled fp8 (weight_block_size [128, 128]): fp8's byte and fp8's peak, so the
+    # hand cases below (1 B/weight, H100_FP8) are unchanged by the format's name
+    assert m.kv_bytes_per_token("bf16") == DSV3_KV and m.weight_dtype == "fp8_block" and m.kv_dtype == "bf16"
     h100, h200 = get_system("hgx-h100").accelerator, get_system("hgx-h200").accelerator
     assert (h100.peak("bf16"), h100.peak("fp8"), h100.hbm_bandwidth_bytes_per_s) == (H100_BF16, H100_FP8, H100_BW)
+    assert h100.peak("fp8_block") == H100_FP8 and m.weight_bytes().total == m.params.total
     assert (h200.peak("bf16"), h200.hbm_bandwidth_bytes_per_s) == (H100_BF16, H200_BW)
 
 

@@ -186,6 +186,26 @@ _DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
 _EXPERT_DTYPES = {"fp4": "mxfp4", "fp8": "fp8"}  # DeepSeek-V4 ``expert_dtype``
 
 
+def _fp8_format(quant: Mapping, where: str, assumptions: list[str]) -> str:
+    """``fp8_block`` for an fp8 checkpoint with ``weight_block_size`` (one scale per block of weights:
+    DeepSeek-V3/R1/V3.2/V4, Kimi-K2, MiMo-V2-Flash, [128, 128]), else per-tensor ``fp8``. The bytes and
+    peak are the same; the step prices the block-scaled kernels' measured terms (dtypes.fp8_block), as
+    engines serve a block checkpoint with them (SGLang/vLLM ``fp8.py`` block path, TensorRT-LLM FP8
+    block scales) and as ``fidelity.silicon`` reads the same configs. Another block shape is priced
+    with the 128x128 kernels' terms (the only block-scaled tables measured), said in the assumptions."""
+    block = quant.get("weight_block_size")
+    if not block:
+        return "fp8"
+    if not (isinstance(block, (list, tuple)) and len(block) == 2
+            and all(type(b) is int and b > 0 for b in block)):
+        raise CatalogError(f"{where}: field 'quantization_config.weight_block_size' = {block!r} is not two "
+                           "positive integers (rows, columns of a weight block, e.g. [128, 128])")
+    if list(block) != [128, 128]:
+        assumptions.append(f"quantization_config weight_block_size {list(block)}: priced with the 128x128 "
+                           "block-scaled fp8 kernels' terms (the only block shape measured)")
+    return "fp8_block"
+
+
 def weight_dtypes(f, where: str, assumptions: list[str], hf_quant: Mapping | None = None,
                    is_moe: bool = False) -> tuple[str, str, str]:
     """(non-expert, routed-expert, dense-FFN/shared) default weight formats from torch_dtype,
@@ -200,16 +220,17 @@ def weight_dtypes(f, where: str, assumptions: list[str], hf_quant: Mapping | Non
     expert_raw = f.get("expert_dtype", str)
     if expert_raw is not None and expert_raw not in _EXPERT_DTYPES:
         raise CatalogError(f"{where}: field 'expert_dtype' = {expert_raw!r} is not one of {', '.join(_EXPERT_DTYPES)}")
+    fp8 = _fp8_format(quant, where, assumptions) if method == "fp8" else ""
     if method == "fp8" and not hf_quant:
-        if expert_raw is not None:  # DeepSeek-V4: routed experts fp4, the rest (shared experts too) fp8
-            expert = _EXPERT_DTYPES[expert_raw]
+        if expert_raw is not None:  # DeepSeek-V4: routed experts fp4, the rest (shared experts too) fp8 blocks
+            expert = fp8 if expert_raw == "fp8" else _EXPERT_DTYPES[expert_raw]
             assumptions.append(f"expert_dtype {expert_raw}: routed experts {expert} (DeepSeek-V4 fp4 = e2m1 with one "
-                               "ue8m0 scale per 32 values, SGLang fp8.py), shared experts and the rest fp8 blocks")
-            return "fp8", expert, "fp8"
-        return "fp8", "fp8", ""
+                               f"ue8m0 scale per 32 values, SGLang fp8.py), shared experts and the rest {fp8}")
+            return fp8, expert, fp8
+        return fp8, fp8, ""
     if method == "fp8" and hf_quant:
-        base = "fp8"  # modules the ModelOpt config leaves out keep the checkpoint's fp8 blocks
-        assumptions.append("quantization_config fp8 beside an hf_quant_config: modules it excludes stay fp8")
+        base = fp8  # modules the ModelOpt config leaves out keep the checkpoint's fp8 (blocks)
+        assumptions.append(f"quantization_config fp8 beside an hf_quant_config: modules it excludes stay {fp8}")
     if method == "mxfp4" and not hf_quant:
         # gpt-oss: modules_to_not_convert keeps attention, router, embeddings, head in bf16.
         return base, "mxfp4", ""
