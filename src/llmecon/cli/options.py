@@ -32,6 +32,7 @@ def _root(version: Annotated[bool, typer.Option("--version", "-V", callback=_ver
 catalog_app = typer.Typer(add_completion=False, no_args_is_help=True, help="List the built-in catalogue.")
 app.add_typer(catalog_app, name="catalog")
 
+
 class Phase(str, Enum):
     decode = "decode"
     prefill = "prefill"
@@ -130,6 +131,8 @@ def _check_plot_path(path: str, field: str = "plot") -> None:
     from ..files import check_output
 
     check_output(path, field=field, suffixes=(".png", ".svg", ".pdf"))
+
+
 class PriceBasis(str, Enum):
     tco = "tco"
     rent = "rent"
